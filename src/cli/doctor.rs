@@ -1,0 +1,287 @@
+//! `gemini-mcp doctor`: checks what a call needs — the configuration, PROJECT_ROOT, the Gemini
+//! backend (key or CLI), the models, the thread store — and, unless `--offline`, asks Gemini for
+//! one word to prove the key and the model work. Each line says what is wrong and what to do.
+//! Exit 0 when nothing is broken, 1 otherwise.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anstyle::{AnsiColor, Style};
+
+use crate::config::{BackendChoice, Config, ConfigError};
+use crate::gemini::{CallContext, Gemini, GenerateRequest, Message, ThinkingMode};
+
+/// The live check must not hang a terminal for the full call timeout.
+const LIVE_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DoctorArgs {
+    /// Skip the live call to Gemini (checks the configuration only).
+    #[arg(long)]
+    pub offline: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Ok,
+    /// Works, but worth knowing.
+    Warn,
+    Fail,
+    Skip,
+}
+
+struct Report {
+    lines: Vec<(Outcome, &'static str, String)>,
+}
+
+impl Report {
+    fn add(&mut self, outcome: Outcome, what: &'static str, text: impl Into<String>) {
+        self.lines.push((outcome, what, text.into()));
+    }
+
+    fn broken(&self) -> bool {
+        self.lines.iter().any(|(o, ..)| *o == Outcome::Fail)
+    }
+
+    fn print(&self) -> std::io::Result<()> {
+        let mut out = anstream::stdout().lock();
+        for (outcome, what, text) in &self.lines {
+            let (label, colour) = match outcome {
+                Outcome::Ok => ("ok  ", AnsiColor::Green),
+                Outcome::Warn => ("warn", AnsiColor::Yellow),
+                Outcome::Fail => ("FAIL", AnsiColor::Red),
+                Outcome::Skip => ("skip", AnsiColor::BrightBlack),
+            };
+            let s = Style::new().fg_color(Some(colour.into())).bold();
+            writeln!(out, "{s}{label}{s:#} {what}: {text}")?;
+        }
+        out.flush()
+    }
+}
+
+/// Runs the checks and prints them; returns the exit code.
+pub async fn run(config: Result<Config, ConfigError>, args: DoctorArgs) -> u8 {
+    let report = check(config, args.offline).await;
+    if let Err(e) = report.print() {
+        eprintln!("gemini-mcp doctor: {e}");
+        return super::output::COULD_NOT_RUN;
+    }
+    u8::from(report.broken())
+}
+
+async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
+    let mut r = Report { lines: Vec::new() };
+    let config = match config {
+        Ok(c) => {
+            r.add(Outcome::Ok, "configuration", "read");
+            c
+        }
+        Err(e) => {
+            r.add(
+                Outcome::Fail,
+                "configuration",
+                format!("{e} (fix the setting named; see the README's configuration table)"),
+            );
+            return r;
+        }
+    };
+
+    // PROJECT_ROOT.
+    for root in &config.roots {
+        match std::fs::read_dir(root) {
+            Ok(_) => {
+                let git = match git2::Repository::discover(root) {
+                    Ok(repo) => match repo.workdir() {
+                        Some(w) => format!("in the git repository {}", w.display()),
+                        None => "in a bare git repository".into(),
+                    },
+                    Err(_) => {
+                        "not in a git repository (precommit needs one, or nested ones)".into()
+                    }
+                };
+                r.add(
+                    Outcome::Ok,
+                    "PROJECT_ROOT",
+                    format!("{} is readable; {git}", root.display()),
+                );
+            }
+            Err(e) => r.add(
+                Outcome::Fail,
+                "PROJECT_ROOT",
+                format!(
+                    "{} cannot be read ({e}); set PROJECT_ROOT to the project's directory",
+                    root.display()
+                ),
+            ),
+        }
+    }
+
+    // Backend.
+    let gemini = match Gemini::from_config(&config) {
+        Ok(g) => g,
+        Err(e) => {
+            r.add(Outcome::Fail, "backend", e.to_string());
+            return r;
+        }
+    };
+    let backend_ok = match gemini.backend_name() {
+        "api" => {
+            let source = if matches!(config.backend, BackendChoice::Api) {
+                "GEMINI_BACKEND=api"
+            } else {
+                "a key is set"
+            };
+            r.add(
+                Outcome::Ok,
+                "backend",
+                format!("Gemini REST API at {} ({source})", config.base_url),
+            );
+            true
+        }
+        "cli" => match find_executable(&config.gemini_cli) {
+            Some(path) => {
+                r.add(
+                    Outcome::Ok,
+                    "backend",
+                    format!("Gemini CLI at {}", path.display()),
+                );
+                true
+            }
+            None => {
+                r.add(
+                    Outcome::Fail,
+                    "backend",
+                    format!(
+                        "the Gemini CLI `{}` is not on PATH: install it (`npm install -g @google/gemini-cli`) or set GEMINI_CLI_PATH",
+                        config.gemini_cli.display()
+                    ),
+                );
+                false
+            }
+        },
+        _ => {
+            // The executor knows why; it says so without touching the network.
+            let why = match probe(&gemini, Duration::from_secs(5)).await {
+                Err(e) => e,
+                Ok(_) => "no backend is configured".into(),
+            };
+            r.add(Outcome::Fail, "backend", why);
+            false
+        }
+    };
+
+    // Models.
+    let mut model_ok = true;
+    match gemini.catalogue().default_model() {
+        Ok(m) => r.add(
+            Outcome::Ok,
+            "model",
+            format!(
+                "{} → {} ({} input tokens)",
+                config.default_model, m.id, m.input_limit
+            ),
+        ),
+        Err(e) => {
+            model_ok = false;
+            r.add(Outcome::Fail, "model", format!("GEMINI_MODEL: {e}"));
+        }
+    }
+    match gemini.catalogue().resolve(&config.fallback_model) {
+        Ok(m) => r.add(Outcome::Ok, "fallback model", m.id),
+        Err(e) => r.add(
+            Outcome::Fail,
+            "fallback model",
+            format!("GEMINI_FALLBACK_MODEL: {e}"),
+        ),
+    }
+
+    // Thread store.
+    match crate::threads::open(&config).await {
+        Ok(store) => {
+            let project = config.roots[0].display().to_string();
+            match store.latest(&project).await {
+                Ok(_) => {
+                    let detail = match store.kind() {
+                        "embedded" => format!("embedded, in {}", config.state_dir.display()),
+                        "memory" => "memory (threads last as long as the process: a terminal conversation cannot be continued elsewhere)".into(),
+                        other => other.to_string(),
+                    };
+                    let outcome = if store.kind() == "memory" {
+                        Outcome::Warn
+                    } else {
+                        Outcome::Ok
+                    };
+                    r.add(outcome, "thread store", detail);
+                }
+                Err(e) => r.add(Outcome::Fail, "thread store", e.to_string()),
+            }
+        }
+        Err(e) => r.add(
+            Outcome::Fail,
+            "thread store",
+            format!("{e} (check REDIS_URL, GEMINI_MCP_STORE or GEMINI_MCP_STATE_DIR)"),
+        ),
+    }
+
+    // A live call.
+    if offline {
+        r.add(Outcome::Skip, "Gemini", "--offline: no call made");
+    } else if !(backend_ok && model_ok) {
+        r.add(
+            Outcome::Skip,
+            "Gemini",
+            "not called: fix the lines above first",
+        );
+    } else {
+        let started = Instant::now();
+        match probe(&gemini, LIVE_TIMEOUT).await {
+            Ok(model) => r.add(
+                Outcome::Ok,
+                "Gemini",
+                format!(
+                    "{model} answered in {:.1}s",
+                    started.elapsed().as_secs_f64()
+                ),
+            ),
+            Err(e) => r.add(Outcome::Fail, "Gemini", e),
+        }
+    }
+    r
+}
+
+/// Asks the default model for one word. `Ok`: the model that answered.
+async fn probe(gemini: &Gemini, limit: Duration) -> Result<String, String> {
+    let model = gemini
+        .catalogue()
+        .default_model()
+        .map_err(|e| e.to_string())?;
+    let request = GenerateRequest {
+        model: model.clone(),
+        system_instruction: "Answer with the single word OK.".into(),
+        contents: vec![Message::user("Are you there?")],
+        thinking: ThinkingMode::Minimal,
+        temperature: None,
+        response_schema: None,
+        web_search: false,
+    };
+    match tokio::time::timeout(limit, gemini.generate(request, &CallContext::default())).await {
+        Ok(Ok(answer)) => Ok(answer.model_version.unwrap_or(model.id)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "no answer within {}s: check the network and GEMINI_BASE_URL",
+            limit.as_secs()
+        )),
+    }
+}
+
+/// `name` as an absolute or relative path, or found on PATH.
+fn find_executable(name: &Path) -> Option<std::path::PathBuf> {
+    if name.components().count() > 1 {
+        return name.is_file().then(|| name.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}

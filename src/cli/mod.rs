@@ -1,0 +1,343 @@
+//! The command line: `gemini-mcp` with no arguments serves MCP over stdio; subcommands serve
+//! HTTP, run the tools from a terminal, a git hook or CI, manage the pre-commit hook, and check
+//! the setup.
+//!
+//! The subcommand is matched in one place ([`run`]). A tool subcommand builds the tool's own
+//! params struct, plans it with the tool's `plan()` and runs it through the same
+//! [`Pipeline`] as the MCP server; only printing and exit codes are the CLI's own
+//! ([`output`]). Configuration and the working directory are read here, once, at the top.
+//! stdout carries only the command's output; errors, progress and logs go to stderr.
+
+mod commands;
+mod doctor;
+mod flags;
+pub mod hook;
+mod output;
+mod progress;
+mod sarif;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use rmcp::ServiceExt;
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::gemini::CallContext;
+use crate::git::GitError;
+use crate::server::Server;
+use crate::tools::{Pipeline, Plan, ToolError};
+pub use commands::{
+    AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, PrecommitArgs, ThinkDeepArgs,
+};
+use output::Printed;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gemini-mcp",
+    version,
+    about = "A second opinion from Google's Gemini for coding agents: an MCP server and CLI.",
+    after_help = "With no command, serves MCP over stdio. Exit codes of the review commands: 0 pass, 1 findings at or above --fail-on, 2 could not run."
+)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve MCP over stdio (the default), or over Streamable HTTP with --http.
+    Serve {
+        /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+    },
+    /// Review the pending git changes (staged, unstaged, untracked; nested repositories too).
+    Precommit(PrecommitArgs),
+    /// Review files: findings with severity, file:line and a fix.
+    Codereview(CodeReviewArgs),
+    /// Ask Gemini for a second opinion.
+    Chat(ChatArgs),
+    /// Ask a question about files or directories.
+    Analyze(AnalyzeArgs),
+    /// Root-cause analysis of a bug.
+    Debug(DebugArgs),
+    /// Extend and challenge your own analysis of a hard problem.
+    Thinkdeep(ThinkDeepArgs),
+    /// Install or remove the git pre-commit hook.
+    Hook {
+        #[command(subcommand)]
+        action: hook::HookCommand,
+    },
+    /// Check the setup: key or CLI backend, model, thread store, PROJECT_ROOT.
+    Doctor(doctor::DoctorArgs),
+}
+
+/// Runs the command and returns the process exit code.
+pub async fn run(args: Args) -> ExitCode {
+    let command = args.command.unwrap_or(Command::Serve { http: None });
+    // These two need no working configuration: they are how a broken one gets fixed.
+    let command = match command {
+        Command::Hook { action } => return ExitCode::from(hook::run(action)),
+        Command::Doctor(a) => return ExitCode::from(doctor::run(Config::from_env(), a).await),
+        other => other,
+    };
+    let config = match Config::from_env() {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!("gemini-mcp: configuration error: {e}");
+            return ExitCode::from(output::COULD_NOT_RUN);
+        }
+    };
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("gemini-mcp: cannot read the working directory: {e}");
+            return ExitCode::from(output::COULD_NOT_RUN);
+        }
+    };
+    let code = match command {
+        Command::Serve { http: None } => return serve_stdio(config).await,
+        Command::Serve { http: Some(addr) } => return crate::http::serve(config, &addr).await,
+        Command::Precommit(a) => {
+            let printed = Printed::Review {
+                format: a.format,
+                fail_on: a.fail_on,
+            };
+            let plan = a.plan(&cwd);
+            tool(&config, "precommit", plan, printed, PrecommitArgs::flag).await
+        }
+        Command::Codereview(a) => {
+            let printed = Printed::Review {
+                format: a.format,
+                fail_on: a.fail_on,
+            };
+            let plan = a.plan(&cwd);
+            tool(&config, "codereview", plan, printed, CodeReviewArgs::flag).await
+        }
+        Command::Analyze(a) => {
+            let printed = Printed::Answer { format: a.format };
+            let plan = a.plan(&cwd);
+            tool(&config, "analyze", plan, printed, AnalyzeArgs::flag).await
+        }
+        Command::Chat(a) => {
+            let printed = Printed::Answer { format: a.format };
+            let stdin = match dash_stdin(&a.prompt).await {
+                Ok(s) => s,
+                Err(code) => return ExitCode::from(code),
+            };
+            let plan = a.plan(&cwd, stdin);
+            tool(&config, "chat", plan, printed, ChatArgs::flag).await
+        }
+        Command::Debug(a) => {
+            let printed = Printed::Answer { format: a.format };
+            let stdin = match dash_stdin(&a.error_description).await {
+                Ok(s) => s,
+                Err(code) => return ExitCode::from(code),
+            };
+            let plan = a.plan(&cwd, stdin);
+            tool(&config, "debug", plan, printed, DebugArgs::flag).await
+        }
+        Command::Thinkdeep(a) => {
+            let printed = Printed::Answer { format: a.format };
+            let stdin = match dash_stdin(&a.current_analysis).await {
+                Ok(s) => s,
+                Err(code) => return ExitCode::from(code),
+            };
+            let plan = a.plan(&cwd, stdin);
+            tool(&config, "thinkdeep", plan, printed, ThinkDeepArgs::flag).await
+        }
+        // Handled above, before the configuration is read.
+        Command::Hook { .. } | Command::Doctor(_) => output::COULD_NOT_RUN,
+    };
+    ExitCode::from(code)
+}
+
+/// A positional text of `-` is read from stdin.
+async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
+    if value != "-" {
+        return Ok(None);
+    }
+    let mut text = String::new();
+    match tokio::io::stdin().read_to_string(&mut text).await {
+        Ok(_) => Ok(Some(text)),
+        Err(e) => {
+            eprintln!("gemini-mcp: cannot read stdin: {e}");
+            Err(output::COULD_NOT_RUN)
+        }
+    }
+}
+
+/// Runs one tool call through the shared pipeline and prints it.
+async fn tool(
+    config: &Arc<Config>,
+    name: &'static str,
+    plan: Result<Plan, ToolError>,
+    printed: Printed,
+    flag: fn(&str) -> String,
+) -> u8 {
+    let plan = match plan {
+        Ok(p) => p,
+        Err(e) => return fail(name, flag, e),
+    };
+    let base = sarif_base(config, &plan);
+    let pipeline = match Pipeline::start(config.clone()).await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gemini-mcp {name}: {e}");
+            return output::COULD_NOT_RUN;
+        }
+    };
+    // A command collects at once: load the tokenizer beside the walk.
+    pipeline.collector().warm_up();
+    let (progress, spinner) = progress::start();
+    let cancel = CancellationToken::new();
+    let ctx = CallContext {
+        cancel: cancel.clone(),
+        progress,
+    };
+    let outcome = tokio::select! {
+        r = pipeline.run(plan, &ctx) => Some(r),
+        _ = interrupted() => None,
+    };
+    spinner.stop().await;
+    let Some(outcome) = outcome else {
+        // The call was dropped with the select; a Gemini CLI subprocess runs in its own process
+        // group, out of reach of the terminal's signal: end it too.
+        cancel.cancel();
+        pipeline.gemini().abort_running();
+        eprintln!("gemini-mcp {name}: interrupted");
+        return output::COULD_NOT_RUN;
+    };
+    match outcome {
+        Ok(reply) => match output::print(&reply, printed, name, &base) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("gemini-mcp {name}: cannot write the output: {e}");
+                output::COULD_NOT_RUN
+            }
+        },
+        Err(e) => fail(name, flag, e),
+    }
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// What the paths of findings are relative to (SARIF's `%SRCROOT%`): for precommit, the work
+/// tree of the repository containing the path (Gemini cites repository-relative paths, and code
+/// scanning expects them), else the project root.
+fn sarif_base(config: &Config, plan: &Plan) -> PathBuf {
+    let root = config
+        .roots
+        .first()
+        .map_or_else(|| PathBuf::from("."), PathBuf::clone);
+    plan.git
+        .as_ref()
+        .and_then(|g| git2::Repository::discover(&g.path).ok())
+        .and_then(|r| r.workdir().and_then(|w| std::fs::canonicalize(w).ok()))
+        .filter(|w| root.starts_with(w))
+        .unwrap_or(root)
+}
+
+/// Reports a failed call on stderr: argument errors as clap errors naming the flag, the rest
+/// with what to do. Always exit 2.
+fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
+    match e {
+        ToolError::InvalidArgument { field, message } => usage_error(name, &flag(&field), &message),
+        ToolError::Git(g @ GitError::NotARepository { .. }) => {
+            usage_error(name, "--path", &g.to_string())
+        }
+        ToolError::Git(g @ GitError::BadRef { .. }) => {
+            usage_error(name, "--compare-to", &g.to_string())
+        }
+        ToolError::TooLarge {
+            field,
+            chars,
+            limit,
+        } => usage_error(
+            name,
+            &flag(&field),
+            &format!(
+                "it is {chars} characters, over the {limit} a call carries; put it in a file and pass the file instead"
+            ),
+        ),
+        other => {
+            eprintln!("gemini-mcp {name}: {other}");
+            output::COULD_NOT_RUN
+        }
+    }
+}
+
+/// A clap-style usage error for subcommand `name`, naming `flag`.
+fn usage_error(name: &str, flag: &str, message: &str) -> u8 {
+    let mut cmd = Args::command();
+    cmd.build();
+    let text = format!("invalid value for '{flag}': {message}");
+    let err = match cmd.find_subcommand_mut(name) {
+        Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, text),
+        None => cmd.error(clap::error::ErrorKind::ValueValidation, text),
+    };
+    let _ = err.print();
+    output::COULD_NOT_RUN
+}
+
+async fn serve_stdio(config: Arc<Config>) -> ExitCode {
+    let pipeline = match Pipeline::start(config).await {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            eprintln!("gemini-mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let server = Server::new(pipeline.clone());
+    let serving = async {
+        let running = match server.serve(rmcp::transport::stdio()).await {
+            Ok(r) => r,
+            // The client closed stdin before initializing: a clean shutdown.
+            Err(e) => {
+                tracing::info!("client left before initializing: {e}");
+                return ExitCode::SUCCESS;
+            }
+        };
+        match running.waiting().await {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("gemini-mcp: {e}");
+                ExitCode::from(1)
+            }
+        }
+    };
+    tokio::select! {
+        code = serving => code,
+        _ = interrupted() => {
+            // A Gemini CLI subprocess leads its own process group: the signal did not reach it.
+            pipeline.gemini().abort_running();
+            tracing::info!("stopped by a signal");
+            ExitCode::SUCCESS
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Printing a reply and choosing the exit code.
+//!
+//! Exit codes follow linters: 0 pass, 1 findings at or above `--fail-on`, 2 could not run (the
+//! reason on stderr). A review that did not complete (Gemini asked for more material) is 2: it
+//! neither passed nor failed. Text goes through `anstream`, which drops the colours when stdout
+//! is not a terminal (and honours `NO_COLOR` / `CLICOLOR_FORCE`).
+
+use std::io::Write;
+use std::path::Path;
+
+use anstyle::{AnsiColor, Style};
+use serde_json::Value;
+
+use super::flags::{FailOn, Format, ReviewFormat};
+use super::sarif;
+use crate::tools::Reply;
+use crate::tools::reply::Status;
+use crate::tools::review::Severity;
+
+pub const PASS: u8 = 0;
+pub const FINDINGS: u8 = 1;
+pub const COULD_NOT_RUN: u8 = 2;
+
+/// How the reply of a subcommand is printed.
+#[derive(Debug, Clone, Copy)]
+pub enum Printed {
+    /// codereview, precommit: findings, with an exit code from `--fail-on`.
+    Review {
+        format: ReviewFormat,
+        fail_on: FailOn,
+    },
+    /// The other tools: an answer.
+    Answer { format: Format },
+}
+
+/// Findings at or above the threshold.
+pub fn failing(reply: &Reply, fail_on: FailOn) -> usize {
+    match fail_on.threshold() {
+        None => 0,
+        Some(min) => reply
+            .findings
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .filter(|f| f.severity >= min)
+            .count(),
+    }
+}
+
+/// The exit code of a reply.
+pub fn exit_code(reply: &Reply, printed: Printed) -> u8 {
+    match reply.status {
+        Status::RequiresClarification | Status::ResendPrompt => COULD_NOT_RUN,
+        Status::NothingToReview => PASS,
+        Status::Success => match printed {
+            Printed::Review { fail_on, .. } if failing(reply, fail_on) > 0 => FINDINGS,
+            _ => PASS,
+        },
+    }
+}
+
+/// Prints the reply on stdout and returns the exit code.
+pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::io::Result<u8> {
+    let code = exit_code(reply, printed);
+    let mut out = anstream::stdout().lock();
+    match printed {
+        Printed::Review {
+            format: ReviewFormat::Sarif,
+            ..
+        } => {
+            let log = sarif::log(reply, tool, root);
+            writeln!(out, "{}", serde_json::to_string_pretty(&log)?)?;
+        }
+        Printed::Review {
+            format: ReviewFormat::Json,
+            fail_on,
+        } => {
+            let mut v = json(reply)?;
+            v["fail_on"] = Value::from(fail_on.as_str());
+            v["passed"] = Value::from(code == PASS);
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        }
+        Printed::Answer {
+            format: Format::Json,
+        } => {
+            writeln!(out, "{}", serde_json::to_string_pretty(&json(reply)?)?)?;
+        }
+        Printed::Review {
+            format: ReviewFormat::Text,
+            fail_on,
+        } => {
+            text(&mut out, &reply.text)?;
+            if reply.status == Status::Success
+                && let Some(min) = fail_on.threshold()
+            {
+                writeln!(out)?;
+                let n = failing(reply, fail_on);
+                if n > 0 {
+                    let s = paint(AnsiColor::Red).bold();
+                    writeln!(
+                        out,
+                        "{s}FAIL{s:#}: {n} finding(s) at or above {} (--fail-on {}).",
+                        min.as_str(),
+                        fail_on.as_str()
+                    )?;
+                } else {
+                    let s = paint(AnsiColor::Green).bold();
+                    writeln!(
+                        out,
+                        "{s}PASS{s:#}: no finding at or above {} (--fail-on {}).",
+                        min.as_str(),
+                        fail_on.as_str()
+                    )?;
+                }
+            }
+        }
+        Printed::Answer {
+            format: Format::Text,
+        } => text(&mut out, &reply.text)?,
+    }
+    out.flush()?;
+    if reply.status == Status::RequiresClarification {
+        eprintln!(
+            "gemini-mcp {tool}: Gemini needs more material before it can answer (see above); run again with --continuation-id and the files it asks for."
+        );
+    }
+    Ok(code)
+}
+
+/// The structured reply plus its Markdown text.
+fn json(reply: &Reply) -> std::io::Result<Value> {
+    let mut v = serde_json::to_value(reply)?;
+    v["text"] = Value::from(reply.text.as_str());
+    Ok(v)
+}
+
+fn paint(c: AnsiColor) -> Style {
+    Style::new().fg_color(Some(c.into()))
+}
+
+fn severity_style(s: &str) -> Style {
+    match s {
+        "CRITICAL" => paint(AnsiColor::Red).bold(),
+        "HIGH" => paint(AnsiColor::Red),
+        "MEDIUM" => paint(AnsiColor::Yellow),
+        _ => paint(AnsiColor::Cyan),
+    }
+}
+
+/// The Markdown reply, with its verdict, headings and severity tags styled.
+fn text(out: &mut impl Write, markdown: &str) -> std::io::Result<()> {
+    let mut in_footer = false;
+    for line in markdown.lines() {
+        if line == "---" {
+            in_footer = true;
+        }
+        if in_footer {
+            let s = Style::new().dimmed();
+            writeln!(out, "{s}{line}{s:#}")?;
+        } else if let Some(v) = line
+            .strip_prefix("**Verdict: ")
+            .and_then(|l| l.strip_suffix("**"))
+        {
+            let s = match v {
+                "ready" => paint(AnsiColor::Green),
+                "needs_changes" => paint(AnsiColor::Yellow),
+                _ => paint(AnsiColor::Red),
+            }
+            .bold();
+            writeln!(out, "{s}Verdict: {v}{s:#}")?;
+        } else if line.starts_with('#') {
+            let s = Style::new().bold();
+            writeln!(out, "{s}{line}{s:#}")?;
+        } else if let Some((head, tail)) = finding_line(line) {
+            let s = severity_style(tail.0);
+            writeln!(out, "{head}{s}[{}]{s:#}{}", tail.0, tail.1)?;
+        } else {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Splits `3. **[HIGH]** rest` into (`3. `, (`HIGH`, ` rest`)).
+fn finding_line(line: &str) -> Option<(&str, (&str, &str))> {
+    let open = line.find("**[")?;
+    let head = &line[..open];
+    if !head.trim_end().ends_with('.')
+        || !head.trim_start().starts_with(|c: char| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let rest = &line[open + 3..];
+    let close = rest.find("]**")?;
+    let tag = &rest[..close];
+    [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+    ]
+    .iter()
+    .any(|s| s.as_str().eq_ignore_ascii_case(tag))
+    .then_some((head, (tag, &rest[close + 3..])))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::review::Finding;
+
+    fn reply(severities: &[Severity]) -> Reply {
+        let mut r = Reply::new(
+            Status::Success,
+            "**Verdict: needs_changes**\n\n1. **[HIGH]** `a.rs:1` t\n".into(),
+        );
+        r.findings = Some(
+            severities
+                .iter()
+                .map(|&severity| Finding {
+                    severity,
+                    file: "a.rs".into(),
+                    line: Some(1),
+                    title: "t".into(),
+                    detail: "d".into(),
+                    fix: None,
+                })
+                .collect(),
+        );
+        r
+    }
+
+    fn review(fail_on: FailOn) -> Printed {
+        Printed::Review {
+            format: ReviewFormat::Text,
+            fail_on,
+        }
+    }
+
+    #[test]
+    fn exit_codes_follow_the_threshold() {
+        let r = reply(&[Severity::Medium, Severity::Low]);
+        for (fail_on, want) in [
+            (FailOn::Critical, PASS),
+            (FailOn::High, PASS),
+            (FailOn::Medium, FINDINGS),
+            (FailOn::Low, FINDINGS),
+            (FailOn::None, PASS),
+        ] {
+            assert_eq!(exit_code(&r, review(fail_on)), want, "{fail_on:?}");
+        }
+        assert_eq!(exit_code(&reply(&[]), review(FailOn::Low)), PASS);
+        let mut nothing = reply(&[]);
+        nothing.status = Status::NothingToReview;
+        assert_eq!(exit_code(&nothing, review(FailOn::Low)), PASS);
+        let mut asks = reply(&[]);
+        asks.status = Status::RequiresClarification;
+        assert_eq!(exit_code(&asks, review(FailOn::None)), COULD_NOT_RUN);
+        // Answers never fail on findings.
+        let r = reply(&[Severity::Critical]);
+        assert_eq!(
+            exit_code(
+                &r,
+                Printed::Answer {
+                    format: Format::Text
+                }
+            ),
+            PASS
+        );
+    }
+
+    #[test]
+    fn text_styles_tags_only_on_a_terminal() {
+        let mut plain = Vec::new();
+        text(
+            &mut anstream::StripStream::new(&mut plain),
+            "**Verdict: ready**\n1. **[HIGH]** `a.rs:3` bad\n",
+        )
+        .unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert_eq!(plain, "Verdict: ready\n1. [HIGH] `a.rs:3` bad\n");
+        let mut coloured = Vec::new();
+        text(&mut coloured, "1. **[CRITICAL]** x\n").unwrap();
+        let coloured = String::from_utf8(coloured).unwrap();
+        assert!(coloured.contains("\u{1b}["), "{coloured:?}");
+        assert!(coloured.contains("[CRITICAL]"));
+    }
+}

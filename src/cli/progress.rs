@@ -1,0 +1,73 @@
+//! A progress indicator on stderr while Gemini thinks, shown only when stderr is a terminal (a
+//! git hook run from a terminal shows it; CI logs and pipes stay clean). The pipeline's progress
+//! messages ("reading files", "waiting for Gemini") replace its text; the elapsed time ticks.
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::gemini::ProgressFn;
+
+const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// The running indicator; [`Spinner::stop`] clears its line.
+pub struct Spinner {
+    running: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
+}
+
+/// Starts the indicator when stderr is a terminal; returns the sink for the pipeline's progress.
+pub fn start() -> (Option<ProgressFn>, Spinner) {
+    if !std::io::stderr().is_terminal() {
+        return (None, Spinner { running: None });
+    }
+    let message = Arc::new(Mutex::new(String::from("starting")));
+    let sink = message.clone();
+    let progress: ProgressFn = Arc::new(move |p| {
+        *sink.lock().unwrap_or_else(|e| e.into_inner()) = p.message;
+    });
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let started = Instant::now();
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let mut frame = 0usize;
+        loop {
+            tokio::select! {
+                _ = &mut stopped => break,
+                _ = tick.tick() => {
+                    let text = message.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    let mut err = std::io::stderr().lock();
+                    let _ = write!(
+                        err,
+                        "\r\x1b[2K{} {text} ({}s)",
+                        FRAMES[frame % FRAMES.len()],
+                        started.elapsed().as_secs()
+                    );
+                    let _ = err.flush();
+                    frame += 1;
+                }
+            }
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+    });
+    (
+        Some(progress),
+        Spinner {
+            running: Some((stop, task)),
+        },
+    )
+}
+
+impl Spinner {
+    /// Stops the indicator and clears its line (before anything else is printed).
+    pub async fn stop(self) {
+        if let Some((stop, task)) = self.running {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
+    }
+}

@@ -1,0 +1,434 @@
+//! The sandboxed file collector: resolves requested paths inside the project roots, expands
+//! directories, reads text files with line numbers, redacts secrets and fits the result into a
+//! token budget by priority. Synchronous: the async shell calls it through `spawn_blocking`;
+//! it uses every core itself (walking, reading and counting in parallel).
+//!
+//! Only `sandbox::SandboxedPath` can be opened (by `sandbox::open`, the one place that opens
+//! user files); it is built only by `Sandbox::resolve`/`check`, after canonicalisation.
+//!
+//! A request runs in two phases. Discovery (`walk`) turns the requested paths into candidate
+//! files from names and metadata alone, reporting what is left out for reasons known without
+//! reading (outside the root, secret by name, ignored by pattern, too large, not a regular file).
+//! The fill (`fill`) sorts the candidates by priority (`classify`) and reads, redacts
+//! (`secrets`), numbers (`render`) and counts (`tokens`) them in parallel until the budget is
+//! full.
+
+mod classify;
+mod fill;
+#[cfg(test)]
+pub mod gemma_ref;
+mod images;
+pub mod o200k;
+mod read;
+pub mod render;
+pub mod sandbox;
+pub mod secrets;
+#[cfg(test)]
+mod tests;
+pub mod tokens;
+mod walk;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use rmcp::schemars::{self, JsonSchema};
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+pub use read::{MAX_FILE_BYTES, Unread};
+pub use sandbox::{Sandbox, SandboxError, SandboxedPath};
+
+/// Why a file was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// The token budget was full.
+    OverBudget,
+    /// Not text (a NUL byte in the first 8 KiB).
+    Binary,
+    /// Over the per-file size cap.
+    TooLarge,
+    /// A secret by its name (`.env`, keys, credentials).
+    Secret,
+    /// Excluded by .gitignore, .geminiignore or configured patterns.
+    Ignored,
+    /// Resolves outside the project roots (e.g. a symlink met while walking).
+    OutsideRoot,
+    /// A FIFO, socket or device.
+    NotRegular,
+    /// Missing, vanished while reading, or unreadable.
+    Unreadable,
+    /// Sent earlier in this thread and unchanged since.
+    AlreadySent,
+    /// Not a supported image type, or over the image size cap.
+    UnsupportedImage,
+    /// Changed while being read (size, time or inode moved, or a symlink appeared in its path).
+    Changed,
+}
+
+impl SkipReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SkipReason::OverBudget => "over the token budget",
+            SkipReason::Binary => "binary",
+            SkipReason::TooLarge => "too large",
+            SkipReason::Secret => "looks like a secret",
+            SkipReason::Ignored => "ignored",
+            SkipReason::OutsideRoot => "outside the project root",
+            SkipReason::NotRegular => "not a regular file",
+            SkipReason::Unreadable => "unreadable",
+            SkipReason::AlreadySent => "already sent in this thread, unchanged",
+            SkipReason::UnsupportedImage => "unsupported image",
+            SkipReason::Changed => "changed while being read",
+        }
+    }
+}
+
+/// A file left out, with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Skipped {
+    /// The path as shown to the user.
+    pub path: String,
+    /// Why it was left out.
+    pub reason: SkipReason,
+}
+
+/// A file that will be sent.
+#[derive(Debug, Clone)]
+pub struct FileEntry {
+    /// Canonical absolute path (the identity used for de-duplication across a thread).
+    pub path: PathBuf,
+    /// The path as shown to Gemini and the user.
+    pub display: String,
+    /// Hex SHA-256 of the file's bytes as read.
+    pub hash: String,
+    /// Calibrated token count of `text`.
+    pub tokens: u64,
+    /// The block sent to Gemini: a path header and numbered lines.
+    pub text: String,
+    /// Invalid UTF-8 was replaced.
+    pub lossy: bool,
+    /// Secret-looking values replaced in this file.
+    pub redactions: usize,
+}
+
+/// An image to send inline.
+#[derive(Debug, Clone)]
+pub struct ImageEntry {
+    pub path: PathBuf,
+    pub display: String,
+    pub mime: String,
+    pub data: Arc<Vec<u8>>,
+}
+
+/// What to collect.
+#[derive(Debug, Clone, Default)]
+pub struct CollectRequest {
+    /// Paths as the user gave them (files or directories, relative to the first root or absolute).
+    pub paths: Vec<String>,
+    /// Token budget for the file blocks together.
+    pub budget: u64,
+    /// Files already sent in the thread: canonical path -> content hash. Unchanged ones are
+    /// skipped with `AlreadySent`.
+    pub already_sent: HashMap<PathBuf, String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Collected {
+    /// In the order they are to be sent (stable for the same request and tree).
+    pub files: Vec<FileEntry>,
+    pub skipped: Vec<Skipped>,
+    /// Sum of `files[].tokens`.
+    pub tokens: u64,
+    /// Secret-looking values replaced, over all files.
+    pub redactions: usize,
+}
+
+/// A request the collector refuses as a whole.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CollectError {
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// A file named explicitly that is a secret by name: refused, not silently dropped.
+    #[error(
+        "{path} looks like a secret file ({rule}) and is never sent. Leave it out, or copy the non-secret parts into another file."
+    )]
+    SecretRefused { path: String, rule: String },
+    #[error("{path}: {message}")]
+    Image { path: String, message: String },
+    #[error("invalid collector configuration: {0}")]
+    Config(String),
+}
+
+/// The collector, built once from the configuration and shared.
+pub struct Collector {
+    sandbox: Sandbox,
+    secrets: secrets::SecretNames,
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+    threads: usize,
+    /// Persistent workers for reading and counting (see `fill`); `None` runs on the caller.
+    pool: Option<Arc<rayon::ThreadPool>>,
+    /// The background warm-up of the tokenizer and the workers, until it is waited for.
+    warming: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Set once a warm-up has been started.
+    warmed: std::sync::atomic::AtomicBool,
+}
+
+impl Collector {
+    /// Builds the collector (its worker threads, no tokenizer yet: see [`warm_up`](Self::warm_up)).
+    pub fn new(config: &Config) -> Result<Collector, CollectError> {
+        let secrets = secrets::SecretNames::new(&config.secret_globs)
+            .map_err(|e| CollectError::Config(format!("GEMINI_MCP_SECRET_FILES: {e}")))?;
+        let include = globs("GEMINI_MCP_INCLUDE", &config.include_globs)?;
+        let exclude = globs("GEMINI_MCP_EXCLUDE", &config.exclude_globs)?;
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+        Ok(Collector {
+            sandbox: Sandbox::new(config.roots.clone()),
+            secrets,
+            include,
+            exclude,
+            threads,
+            pool: None,
+            warming: std::sync::Mutex::new(None),
+            warmed: std::sync::atomic::AtomicBool::new(false),
+        }
+        .with_threads(threads))
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Worker threads used for walking, reading and counting.
+    pub fn with_threads(mut self, threads: usize) -> Collector {
+        self.threads = threads.max(1);
+        self.pool = match rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .thread_name(|i| format!("collector-{i}"))
+            .build()
+        {
+            Ok(p) => Some(Arc::new(p)),
+            Err(e) => {
+                tracing::warn!(error = %e, "no worker threads; collecting on one thread");
+                None
+            }
+        };
+        self
+    }
+
+    /// Loads and warms the tokenizer on the workers in a background thread (a few hundred
+    /// milliseconds of CPU and about 50 MB for the vocabulary), beside the request's walking and
+    /// reading. Idempotent. The server calls it on its first tool call, never at startup: an idle
+    /// server stays small; the command line calls it at once.
+    pub fn warm_up(&self) {
+        let mut warming = match self.warming.lock() {
+            Ok(w) => w,
+            Err(p) => p.into_inner(),
+        };
+        if warming.is_some() || self.warmed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let pool = self.pool.clone();
+        *warming = std::thread::Builder::new()
+            .name("tokenizer-warm-up".into())
+            .spawn(move || {
+                tokens::warm_up();
+                if let Some(pool) = pool {
+                    pool.broadcast(|_| tokens::warm_up());
+                }
+            })
+            .ok();
+    }
+
+    /// [`collect`](Self::collect) for files counted before: a file whose content hash is
+    /// `known[path].0` takes `known[path].1` as its token count instead of being counted again.
+    /// History re-reads every file of a thread on each continued call, and counting is most of
+    /// the cost of that (BENCHMARKS.md, Thread store).
+    pub fn collect_counted(
+        &self,
+        req: &CollectRequest,
+        known: &HashMap<PathBuf, (String, u64)>,
+    ) -> Result<Collected, CollectError> {
+        self.collect_with(req, known)
+    }
+
+    /// Waits until a background warm-up started by [`warm_up`](Self::warm_up) is done. Never
+    /// needed for correctness: a request before then only waits for the vocabulary.
+    pub fn wait_ready(&self) {
+        let handle = match self.warming.lock() {
+            Ok(mut w) => w.take(),
+            Err(p) => p.into_inner().take(),
+        };
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
+    /// The secret-file rule `path` (a sandboxed path) matches: the built-in rules of
+    /// [`secret_rule`] plus the globs of `GEMINI_MCP_SECRET_FILES`.
+    pub fn secret_rule(&self, path: &SandboxedPath) -> Option<String> {
+        self.secrets
+            .rule(path.as_path(), self.sandbox.relative(path))
+    }
+
+    /// Resolves, walks, reads, numbers, redacts and budgets. Files named explicitly come first.
+    ///
+    /// Refused as a whole (nothing is read): a path outside the roots (or missing), and a file
+    /// named explicitly that is a secret by its name.
+    pub fn collect(&self, req: &CollectRequest) -> Result<Collected, CollectError> {
+        self.collect_with(req, &HashMap::new())
+    }
+
+    fn collect_with(
+        &self,
+        req: &CollectRequest,
+        counted: &HashMap<PathBuf, (String, u64)>,
+    ) -> Result<Collected, CollectError> {
+        let started = std::time::Instant::now();
+        // Resolve everything first: one bad path refuses the request before anything is read.
+        let mut resolved = Vec::with_capacity(req.paths.len());
+        for raw in &req.paths {
+            let p = self.sandbox.resolve(raw)?;
+            let meta = std::fs::metadata(p.as_path()).map_err(|_| SandboxError::NotFound {
+                path: raw.clone(),
+                root: self.sandbox.roots()[p.root_index()].display().to_string(),
+            })?;
+            if !meta.is_dir() {
+                let given = secrets::name_rule(Path::new(raw)).map(str::to_string);
+                if let Some(rule) = given.or_else(|| self.secret_rule(&p)) {
+                    return Err(CollectError::SecretRefused {
+                        path: raw.clone(),
+                        rule,
+                    });
+                }
+            }
+            resolved.push((p, meta));
+        }
+
+        let rules = walk::WalkRules {
+            sandbox: &self.sandbox,
+            secrets: &self.secrets,
+            include: self.include.as_ref(),
+            exclude: self.exclude.as_ref(),
+            threads: self.threads,
+            linked: AtomicBool::new(false),
+        };
+        let mut candidates = Vec::new();
+        let mut skipped = Vec::new();
+        let mut walked = BTreeSet::new();
+        for (request, (p, meta)) in resolved.into_iter().enumerate() {
+            let request = u32::try_from(request).unwrap_or(u32::MAX);
+            let display = self.sandbox.display(&p);
+            if meta.is_dir() {
+                let (files, skips) = walk::walk(&rules, &p, request, &mut walked);
+                candidates.extend(files);
+                skipped.extend(skips);
+            } else if !meta.file_type().is_file() {
+                skipped.push(Skipped {
+                    path: display,
+                    reason: SkipReason::NotRegular,
+                });
+            } else {
+                candidates.push(walk::Candidate {
+                    path: p,
+                    display,
+                    class: classify::Class::Explicit,
+                    depth: 0,
+                    request,
+                });
+            }
+        }
+        let walked_files = candidates.len();
+
+        // Priority order, then the same file reached twice (two requests, or a symlink) is kept
+        // once, at its best rank.
+        candidates.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
+        if req.paths.len() > 1 || rules.linked.load(Ordering::Relaxed) {
+            let keep: Vec<bool> = {
+                let mut seen = HashSet::with_capacity(candidates.len());
+                candidates
+                    .iter()
+                    .map(|c| seen.insert(c.path.as_path()))
+                    .collect()
+            };
+            let mut keep = keep.into_iter();
+            candidates.retain(|_| keep.next().unwrap_or(false));
+        }
+        skipped.sort_by(|a, b| {
+            (a.path.as_str(), a.reason.describe()).cmp(&(b.path.as_str(), b.reason.describe()))
+        });
+        skipped.dedup();
+
+        let discovered_ms = started.elapsed().as_millis() as u64;
+        let prior = fill::Prior {
+            already_sent: &req.already_sent,
+            counted,
+        };
+        let filled = fill::fill(&candidates, req.budget, prior, self.pool.as_deref());
+        skipped.extend(filled.skipped);
+        let tokens = filled.files.iter().map(|f| f.tokens).sum();
+        let redactions = filled.files.iter().map(|f| f.redactions).sum();
+        tracing::debug!(
+            candidates = walked_files,
+            unique = candidates.len(),
+            sent = filled.files.len(),
+            skipped = skipped.len(),
+            tokens,
+            budget = req.budget,
+            opened = filled.opened,
+            counted_bytes = filled.counted_bytes,
+            discovered_ms,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "collected"
+        );
+        Ok(Collected {
+            files: filled.files,
+            skipped,
+            tokens,
+            redactions,
+        })
+    }
+
+    /// Reads images (png, jpeg, webp, gif, recognised by their first bytes) inside the sandbox.
+    pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
+        images::read_images(self, paths)
+    }
+}
+
+fn globs(setting: &str, patterns: &[String]) -> Result<Option<GlobSet>, CollectError> {
+    if patterns.is_empty() {
+        return Ok(None);
+    }
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(Glob::new(p).map_err(|e| CollectError::Config(format!("{setting}: {e}")))?);
+    }
+    b.build()
+        .map(Some)
+        .map_err(|e| CollectError::Config(format!("{setting}: {e}")))
+}
+
+/// Reads a sandboxed file whole, for the other readers of user files (the git reader's work-tree
+/// content): opened by [`sandbox::open`] (non-blocking, no symlink followed), a regular file of at
+/// most `max` bytes, unchanged while read. Binary detection is left to the caller.
+pub fn read_file(p: &SandboxedPath, max: u64) -> Result<Vec<u8>, Unread> {
+    read::open(p, max)?.read_bytes(max, false, || {})
+}
+
+/// Replaces secret-looking values (private key blocks, API keys, tokens) in text about to be sent.
+/// Returns the text and how many values were replaced. Line count is preserved.
+pub fn redact(text: &str) -> (String, usize) {
+    secrets::redact(text)
+}
+
+/// The built-in secret-file rule a path's file name matches (`.env*`, `*.pem`, `*.key`,
+/// `id_rsa*`, credential stores and files), if any. Used for walking, explicit requests and git
+/// changes alike; [`Collector::secret_rule`] adds the configured `GEMINI_MCP_SECRET_FILES` globs.
+pub fn secret_rule(path: &std::path::Path) -> Option<&'static str> {
+    secrets::name_rule(path)
+}

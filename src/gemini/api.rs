@@ -1,0 +1,718 @@
+//! The REST API backend: one `reqwest` client (rustls, pooled connections) speaking the wire
+//! format of `wire` to `generativelanguage.googleapis.com` or `GEMINI_BASE_URL`.
+//!
+//! It owns the transport concerns of a Gemini call: the key (only ever in the `x-goog-api-key`
+//! header, marked sensitive), streaming (`:streamGenerateContent?alt=sse` read through
+//! [`SseSplitter`]), timeouts (connect; a per-chunk idle timeout once the answer has begun to
+//! arrive; the whole-call deadline, which alone bounds the silent thinking before the first chunk),
+//! cancellation (`CallContext::cancel` drops the in-flight request), classifying failures into
+//! [`GeminiError`]s that say what to do, and which of them are retried (see `retry`).
+//!
+//! Outcomes of a finished stream, in the order they are checked: a blocked prompt (no candidates,
+//! `promptFeedback.blockReason`) → `Blocked`; text → success whatever the finish reason;
+//! `MAX_TOKENS` without text → `MaxTokens`; `STOP` without text → one retry, then `Empty`; any
+//! other reason without text → `Withheld` naming it. A stream that ends without a finish reason,
+//! breaks, stalls, carries malformed JSON or a mid-stream error tail is retried while no answer
+//! text has arrived, and is a `Malformed` (or `Stalled`) error after that.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt as _;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde::de::DeserializeOwned;
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+use super::models::ModelInfo;
+use super::retry::{self, Failure, RetryPolicy, Retryable};
+use super::sse::SseSplitter;
+use super::wire::{self, ErrorBody, FinishReason, GenerateContentResponse, UsageMetadata};
+use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Source};
+use crate::config::{Config, Secret};
+
+/// A `RetryInfo` delay longer than this is not waited for (gemini-cli's rule).
+const MAX_RETRY_INFO_DELAY: Duration = Duration::from_secs(300);
+/// Progress about the answer's growth at most this often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(2);
+/// Pages of `GET /v1beta/models` read at most (the list is a few dozen models).
+const MAX_MODEL_PAGES: usize = 20;
+
+pub struct ApiClient {
+    http: reqwest::Client,
+    key: Secret,
+    /// `<GEMINI_BASE_URL>/v1beta`.
+    base: String,
+    policy: RetryPolicy,
+    call_timeout: Duration,
+    idle_timeout: Duration,
+    /// The model list, fetched once.
+    models: OnceCell<Vec<ModelInfo>>,
+}
+
+impl ApiClient {
+    /// Builds the HTTP client once; every call shares its connection pool.
+    pub fn new(config: &Config, key: Secret) -> Result<ApiClient, GeminiError> {
+        let mut header = HeaderValue::from_str(key.expose()).map_err(|_| GeminiError::NotConfigured {
+            message: "GEMINI_API_KEY contains characters that cannot be sent in an HTTP header: check it for quotes, spaces or line breaks".into(),
+        })?;
+        header.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-goog-api-key", header);
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .user_agent(concat!("gemini-mcp-server/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(config.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(90))
+            // A peer that vanished without a reset is noticed within about a minute, even while
+            // Gemini thinks in silence before its first chunk.
+            .tcp_keepalive(Duration::from_secs(30))
+            .tcp_keepalive_interval(Duration::from_secs(10))
+            .tcp_keepalive_retries(3u32)
+            .build()
+            .map_err(|e| GeminiError::NotConfigured {
+                message: format!("cannot set up the HTTP client: {e}"),
+            })?;
+        Ok(ApiClient {
+            http,
+            key,
+            base: format!("{}/v1beta", config.base_url),
+            policy: RetryPolicy {
+                max_attempts: config.max_attempts.max(1),
+                initial_delay: config.retry_initial_delay,
+                max_delay: config.retry_max_delay,
+            },
+            call_timeout: config.call_timeout,
+            idle_timeout: config.idle_timeout,
+            models: OnceCell::new(),
+        })
+    }
+
+    /// One answer, streamed, with retries; bounded by the call deadline and `ctx.cancel`.
+    pub async fn generate(
+        &self,
+        req: &GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        let url = format!(
+            "{}/models/{}:streamGenerateContent?alt=sse",
+            self.base,
+            model_segment(&req.model.id)?
+        );
+        let body =
+            serde_json::to_vec(&wire::build_request(req)).map_err(|e| GeminiError::Malformed {
+                message: format!("the request could not be encoded: {e}"),
+            })?;
+        let body = Bytes::from(body);
+        let deadline = Instant::now() + self.call_timeout;
+        let work = retry::run(&self.policy, ctx, deadline, |_attempt| {
+            self.stream_once(&url, body.clone(), ctx)
+        });
+        self.bounded(ctx, deadline, work).await
+    }
+
+    /// Tokens Gemini counts for `text` on `model` (`:countTokens`).
+    pub async fn count_tokens(&self, model: &str, text: &str) -> Result<u64, GeminiError> {
+        let url = format!("{}/models/{}:countTokens", self.base, model_segment(model)?);
+        let body = Bytes::from(wire::count_tokens_request(text).to_string());
+        let ctx = CallContext::default();
+        let deadline = Instant::now() + self.call_timeout;
+        let work = retry::run(&self.policy, &ctx, deadline, |_| {
+            let request = self
+                .http
+                .post(url.as_str())
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            async move {
+                let r: wire::CountTokensResponse = self.json(request).await?;
+                r.total_tokens.ok_or_else(|| {
+                    Failure::fatal(GeminiError::Malformed {
+                        message: "countTokens answered without totalTokens".into(),
+                    })
+                })
+            }
+        });
+        self.bounded(&ctx, deadline, work).await
+    }
+
+    /// Every Gemini text model the key can use (`GET /v1beta/models`, all pages), as catalogue
+    /// entries: id without `models/`, limits from the listing, thinking style from the id.
+    pub async fn list_models(&self) -> Result<Vec<ModelInfo>, GeminiError> {
+        let ctx = CallContext::default();
+        let deadline = Instant::now() + self.call_timeout;
+        let work = async {
+            let mut out: Vec<ModelInfo> = Vec::new();
+            let mut token: Option<String> = None;
+            for _ in 0..MAX_MODEL_PAGES {
+                let page: wire::ListModelsResponse =
+                    retry::run(&self.policy, &ctx, deadline, |_| {
+                        let url =
+                            reqwest::Url::parse(&format!("{}/models", self.base)).map(|mut url| {
+                                url.query_pairs_mut().append_pair("pageSize", "1000");
+                                if let Some(t) = &token {
+                                    url.query_pairs_mut().append_pair("pageToken", t);
+                                }
+                                url
+                            });
+                        async move {
+                            let url = url.map_err(|e| {
+                                Failure::fatal(GeminiError::NotConfigured {
+                                    message: format!("GEMINI_BASE_URL is not a valid URL: {e}"),
+                                })
+                            })?;
+                            self.json(self.http.get(url)).await
+                        }
+                    })
+                    .await?;
+                for m in page.models.iter().flatten() {
+                    if let Some(info) = m.to_model_info()
+                        && !out.iter().any(|o| o.id == info.id)
+                    {
+                        out.push(info);
+                    }
+                }
+                token = page.next_page_token.filter(|t| !t.is_empty());
+                if token.is_none() {
+                    break;
+                }
+            }
+            Ok(out)
+        };
+        self.bounded(&ctx, deadline, work).await
+    }
+
+    /// [`ApiClient::list_models`], fetched once and cached; a failure is not cached.
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, GeminiError> {
+        self.models
+            .get_or_try_init(|| self.list_models())
+            .await
+            .cloned()
+    }
+
+    /// Runs `work` until it ends, the deadline passes (`Timeout`) or the call is cancelled
+    /// (`Cancelled`); dropping `work` aborts any request in flight.
+    async fn bounded<T>(
+        &self,
+        ctx: &CallContext,
+        deadline: Instant,
+        work: impl Future<Output = Result<T, GeminiError>>,
+    ) -> Result<T, GeminiError> {
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => Err(GeminiError::Cancelled),
+            r = tokio::time::timeout_at(deadline, work) => match r {
+                Ok(r) => r.map_err(|e| self.scrub(e)),
+                Err(_) => Err(GeminiError::Timeout { after: self.call_timeout }),
+            },
+        }
+    }
+
+    /// Sends a non-streamed request and reads its JSON answer.
+    async fn json<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, Failure> {
+        let response = self.send(request, Some(self.idle_timeout)).await?;
+        let text = match tokio::time::timeout(self.idle_timeout, response.text()).await {
+            Err(_) => {
+                return Err(Failure::transient(GeminiError::Stalled {
+                    after: self.idle_timeout,
+                }));
+            }
+            Ok(Err(e)) => return Err(Failure::transient(self.transport(e))),
+            Ok(Ok(t)) => t,
+        };
+        serde_json::from_str(&text).map_err(|e| {
+            Failure::transient(GeminiError::Malformed {
+                message: format!("unexpected JSON from Gemini: {e}"),
+            })
+        })
+    }
+
+    /// Sends a request, waiting at most `wait` for the answer's headers (else only the call
+    /// deadline bounds it); a non-2xx answer becomes a classified failure.
+    async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+        wait: Option<Duration>,
+    ) -> Result<reqwest::Response, Failure> {
+        let sent = match wait {
+            Some(wait) => tokio::time::timeout(wait, request.send()).await,
+            None => Ok(request.send().await),
+        };
+        let response = match sent {
+            Err(_) => {
+                return Err(Failure::transient(GeminiError::Stalled {
+                    after: self.idle_timeout,
+                }));
+            }
+            Ok(Err(e)) => return Err(Failure::transient(self.transport(e))),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let body = tokio::time::timeout(self.idle_timeout, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        Err(self.classify(status.as_u16(), &body))
+    }
+
+    /// One streamed attempt. Until the first bytes of the body arrive only the call deadline
+    /// bounds the wait (a model may think for minutes before its first chunk, and with
+    /// `includeThoughts: false` nothing is sent meanwhile); after that, each chunk must follow
+    /// within the idle timeout.
+    async fn stream_once(
+        &self,
+        url: &str,
+        body: Bytes,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, Failure> {
+        let request = self
+            .http
+            .post(url)
+            .header(CONTENT_TYPE, "application/json")
+            .body(body);
+        let response = self.send(request, None).await?;
+        ctx.report("Gemini is thinking");
+        let mut stream = response.bytes_stream();
+        let mut splitter = SseSplitter::new();
+        let mut answer = Answer::default();
+        let mut reported: Option<Instant> = None;
+        let mut started = false;
+        loop {
+            let next = if started {
+                tokio::time::timeout(self.idle_timeout, stream.next()).await
+            } else {
+                Ok(stream.next().await)
+            };
+            let bytes = match next {
+                Err(_) => {
+                    return Err(answer.broken(GeminiError::Stalled {
+                        after: self.idle_timeout,
+                    }));
+                }
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(answer.broken(self.transport(e))),
+                Ok(Some(Ok(bytes))) => bytes,
+            };
+            started = true;
+            for data in splitter.feed(&bytes) {
+                self.event(&mut answer, &data)?;
+            }
+            if !answer.text.is_empty() && reported.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) {
+                reported = Some(Instant::now());
+                ctx.report(format!(
+                    "receiving the answer ({} tokens)",
+                    answer.output_tokens()
+                ));
+            }
+        }
+        let finished = splitter.finish();
+        if let Some(data) = finished.data {
+            self.event(&mut answer, &data)?;
+        }
+        if !finished.trailing.trim().is_empty() {
+            return Err(self.tail(&answer, &finished.trailing));
+        }
+        answer.finish()
+    }
+
+    /// Takes in one SSE event: a response chunk, or an error object sent as an event.
+    fn event(&self, answer: &mut Answer, data: &str) -> Result<(), Failure> {
+        let data = data.trim();
+        if data.is_empty() {
+            return Ok(());
+        }
+        if data.contains("\"error\"")
+            && let Some(e) = wire::parse_error(data)
+        {
+            return Err(self.tail_error(answer, e));
+        }
+        match serde_json::from_str::<GenerateContentResponse>(data) {
+            Ok(chunk) => {
+                answer.take(chunk);
+                Ok(())
+            }
+            Err(e) => Err(answer.broken(GeminiError::Malformed {
+                message: format!("a streamed chunk is not valid JSON ({e})"),
+            })),
+        }
+    }
+
+    /// Text after the events: Google's mid-stream error object, or garbage.
+    fn tail(&self, answer: &Answer, trailing: &str) -> Failure {
+        match wire::parse_error(trailing) {
+            Some(e) => self.tail_error(answer, e),
+            None => answer.broken(GeminiError::Malformed {
+                message: format!(
+                    "unexpected text in the stream: {}",
+                    excerpt(&self.scrub_text(trailing), 200)
+                ),
+            }),
+        }
+    }
+
+    fn tail_error(&self, answer: &Answer, e: ErrorBody) -> Failure {
+        let status = e.code.unwrap_or(500);
+        let failure = self.classify_body(status, Some(e), "");
+        if answer.text.is_empty() {
+            failure
+        } else {
+            Failure::fatal(GeminiError::Malformed {
+                message: format!(
+                    "the answer broke off after {} characters: {}",
+                    answer.text.chars().count(),
+                    strip_hint(&failure.error)
+                ),
+            })
+        }
+    }
+
+    /// A non-2xx answer: Google's error body (plain or array-wrapped) read into an `Api` error
+    /// with what to do, and whether to retry.
+    fn classify(&self, status: u16, body: &str) -> Failure {
+        self.classify_body(status, wire::parse_error(body), body)
+    }
+
+    fn classify_body(&self, status: u16, parsed: Option<ErrorBody>, raw: &str) -> Failure {
+        let parsed = parsed.unwrap_or_default();
+        let code = parsed
+            .status
+            .clone()
+            .unwrap_or_else(|| canonical_status(status).to_string());
+        let message = parsed
+            .message
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .unwrap_or_else(|| {
+                let raw = excerpt(raw, 300);
+                if raw.is_empty() {
+                    format!("HTTP {status} without details")
+                } else {
+                    raw
+                }
+            });
+        // One line, of a readable length, without the key.
+        let message = self.scrub_text(excerpt(&message, 1000).trim_end_matches('.'));
+        let lower = message.to_ascii_lowercase();
+        let (retry, hint): (Retryable, String) = match status {
+            400 if parsed.reason().as_deref() == Some("API_KEY_INVALID")
+                || lower.contains("api key not valid") =>
+            {
+                (
+                    Retryable::No,
+                    "Set a valid GEMINI_API_KEY (create one at https://aistudio.google.com/apikey).".into(),
+                )
+            }
+            400 if lower.contains("input token count") || lower.contains("exceeds the maximum number of tokens") => (
+                Retryable::No,
+                "The input is too large for this model: send fewer or smaller files, set MAX_CONTEXT_TOKENS lower, or start a new thread without the old history.".into(),
+            ),
+            400 if lower.contains("thinking") => (
+                Retryable::No,
+                "The model refused this thinking configuration: try another `thinking_mode` or model, and report it if it persists.".into(),
+            ),
+            400 if code == "FAILED_PRECONDITION" => (
+                Retryable::No,
+                "The Gemini API is not available to this key's project as it is (free tier not offered in the region, or billing needed): enable billing in Google AI Studio, or use the Gemini CLI backend.".into(),
+            ),
+            400 => (
+                Retryable::No,
+                "Gemini rejected the request as invalid; retrying will not help. Try another model or fewer inputs, and report it if it persists.".into(),
+            ),
+            401 | 403 => (
+                Retryable::No,
+                "The key was refused: set a valid GEMINI_API_KEY with access to the Gemini API (https://aistudio.google.com/apikey).".into(),
+            ),
+            404 => (
+                Retryable::No,
+                "The model is unknown or has been shut down: pick another (the `listmodels` tool shows the available models).".into(),
+            ),
+            429 => quota_decision(&parsed, &lower),
+            408 | 500 | 502 | 503 | 504 => (
+                Retryable::Yes { at_least: parsed.retry_delay() },
+                match status {
+                    500 => "Gemini failed internally. Retry later; very long inputs can cause this, so try fewer files.",
+                    503 => "The model is overloaded. Retry in a few minutes, or use a lighter model (e.g. `flash`).",
+                    504 => "Gemini ran out of time on this request: send fewer files or lower `thinking_mode`.",
+                    _ => "The connection to Gemini failed on the way. Retry later.",
+                }
+                .to_string(),
+            ),
+            _ => (
+                Retryable::No,
+                "An unexpected answer from the Gemini API: check GEMINI_BASE_URL.".into(),
+            ),
+        };
+        Failure {
+            error: GeminiError::Api {
+                status,
+                code,
+                message,
+                hint,
+            },
+            retry,
+        }
+    }
+
+    fn transport(&self, e: reqwest::Error) -> GeminiError {
+        // reqwest's own message is terse ("error sending request"); the causes say what failed.
+        let mut parts = vec![e.to_string()];
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            let text = s.to_string();
+            if !parts.iter().any(|p| p.contains(&text)) {
+                parts.push(text);
+            }
+            source = s.source();
+        }
+        GeminiError::Transport {
+            message: self.scrub_text(&parts.join(": ")),
+        }
+    }
+
+    /// Defence in depth: the key never leaves in an error, even if an upstream echoes it.
+    fn scrub(&self, e: GeminiError) -> GeminiError {
+        match e {
+            GeminiError::Api {
+                status,
+                code,
+                message,
+                hint,
+            } => GeminiError::Api {
+                status,
+                code,
+                message: self.scrub_text(&message),
+                hint,
+            },
+            GeminiError::Transport { message } => GeminiError::Transport {
+                message: self.scrub_text(&message),
+            },
+            GeminiError::Malformed { message } => GeminiError::Malformed {
+                message: self.scrub_text(&message),
+            },
+            other => other,
+        }
+    }
+
+    fn scrub_text(&self, text: &str) -> String {
+        let key = self.key.expose();
+        if key.len() >= 4 && text.contains(key) {
+            text.replace(key, "***")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// 429: wait for `RetryInfo` unless the quota cannot come back soon (gemini-cli's rules): a
+/// per-day quota, "limit: 0" (no access at all), or a delay over five minutes.
+fn quota_decision(parsed: &ErrorBody, lower_message: &str) -> (Retryable, String) {
+    let per_day = parsed
+        .quota_ids()
+        .into_iter()
+        .find(|q| q.to_ascii_lowercase().contains("perday"));
+    let delay = parsed.retry_delay();
+    if let Some(q) = per_day {
+        return (
+            Retryable::No,
+            format!(
+                "The daily quota of this model is used up ({q}); it resets at midnight Pacific time. Use another model (e.g. `flash`), or enable billing for higher limits: https://ai.google.dev/gemini-api/docs/rate-limits"
+            ),
+        );
+    }
+    if lower_message.contains("limit: 0") {
+        return (
+            Retryable::No,
+            "This key has no quota for this model (limit: 0): the free tier does not include it. Use another model (e.g. `flash`) or enable billing: https://ai.google.dev/gemini-api/docs/rate-limits".into(),
+        );
+    }
+    if let Some(d) = delay.filter(|d| *d > MAX_RETRY_INFO_DELAY) {
+        return (
+            Retryable::No,
+            format!(
+                "Gemini asks to wait {}s before the next request: try again later, or use another model (e.g. `flash`).",
+                d.as_secs()
+            ),
+        );
+    }
+    (
+        Retryable::Yes { at_least: delay },
+        "Rate limit reached: wait a minute and retry, use a lighter model (e.g. `flash`), or raise the quota: https://ai.google.dev/gemini-api/docs/rate-limits".into(),
+    )
+}
+
+/// The model id as a URL path segment: without `models/`, and only characters model ids use.
+fn model_segment(id: &str) -> Result<&str, GeminiError> {
+    let bare = id.strip_prefix("models/").unwrap_or(id);
+    let ok = !bare.is_empty()
+        && bare
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if ok {
+        Ok(bare)
+    } else {
+        Err(GeminiError::UnknownModel {
+            name: id.to_string(),
+            hint: "Model ids use letters, digits, `-`, `.` and `_` only (the `listmodels` tool shows them).".into(),
+        })
+    }
+}
+
+fn canonical_status(status: u16) -> &'static str {
+    match status {
+        400 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        408 => "REQUEST_TIMEOUT",
+        429 => "RESOURCE_EXHAUSTED",
+        500 => "INTERNAL",
+        502 => "BAD_GATEWAY",
+        503 => "UNAVAILABLE",
+        504 => "DEADLINE_EXCEEDED",
+        _ => "UNKNOWN",
+    }
+}
+
+/// One line of at most `max` characters.
+fn excerpt(text: &str, max: usize) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let cut: String = one_line.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// What the chunks of one stream add up to.
+#[derive(Debug, Default)]
+struct Answer {
+    text: String,
+    usage: Option<UsageMetadata>,
+    model_version: Option<String>,
+    finish: Option<FinishReason>,
+    block_reason: Option<String>,
+    sources: Vec<Source>,
+}
+
+impl Answer {
+    fn take(&mut self, chunk: GenerateContentResponse) {
+        if let Some(u) = chunk.usage_metadata {
+            self.usage = Some(u);
+        }
+        if let Some(v) = chunk.model_version.filter(|v| !v.is_empty()) {
+            self.model_version = Some(v);
+        }
+        if let Some(reason) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
+            self.block_reason = Some(reason);
+        }
+        // We ask for one candidate; any others are ignored.
+        let Some(candidate) = chunk.candidates.and_then(|c| c.into_iter().next()) else {
+            return;
+        };
+        for part in candidate
+            .content
+            .and_then(|c| c.parts)
+            .into_iter()
+            .flatten()
+        {
+            if !part.is_thought()
+                && let Some(t) = part.text
+            {
+                self.text.push_str(&t);
+            }
+        }
+        if let Some(g) = candidate.grounding_metadata {
+            for s in g.sources() {
+                if !self.sources.iter().any(|o| o.uri == s.uri) {
+                    self.sources.push(s);
+                }
+            }
+        }
+        if let Some(f) = candidate.finish_reason {
+            self.finish = Some(f);
+        }
+    }
+
+    fn output_tokens(&self) -> u64 {
+        self.usage
+            .and_then(|u| u.candidates_token_count)
+            .unwrap_or(self.text.len() as u64 / 4)
+    }
+
+    /// The stream failed: worth retrying while no answer text has arrived; after that, the
+    /// partial answer is not passed off as a whole one.
+    fn broken(&self, error: GeminiError) -> Failure {
+        if self.text.is_empty() {
+            return Failure::transient(error);
+        }
+        let error = match error {
+            e @ GeminiError::Stalled { .. } => e,
+            other => GeminiError::Malformed {
+                message: format!(
+                    "the answer broke off after {} characters: {}",
+                    self.text.chars().count(),
+                    strip_hint(&other)
+                ),
+            },
+        };
+        Failure::fatal(error)
+    }
+
+    fn finish(self) -> Result<GenerateResponse, Failure> {
+        if self.text.is_empty()
+            && let Some(reason) = self.block_reason
+        {
+            return Err(Failure::fatal(GeminiError::Blocked { reason }));
+        }
+        let Some(finish) = self.finish.clone() else {
+            return Err(self.broken(GeminiError::Malformed {
+                message: "the stream ended before Gemini finished the answer (no finishReason)"
+                    .into(),
+            }));
+        };
+        if self.text.is_empty() {
+            return Err(match finish {
+                FinishReason::MaxTokens => Failure::fatal(GeminiError::MaxTokens),
+                FinishReason::Stop => Failure {
+                    error: GeminiError::Empty {
+                        finish_reason: "STOP".into(),
+                    },
+                    retry: Retryable::Once,
+                },
+                other => Failure::fatal(GeminiError::Withheld {
+                    finish_reason: other.as_str().to_string(),
+                    hint: other.hint().to_string(),
+                }),
+            });
+        }
+        Ok(GenerateResponse {
+            text: self.text,
+            model_version: self.model_version,
+            usage: self.usage.map(UsageMetadata::to_usage).unwrap_or_default(),
+            finish_reason: Some(finish.as_str().to_string()),
+            sources: self.sources,
+            fallback: None,
+        })
+    }
+}
+
+/// The part of an error's message without the advice, for wrapping in another error.
+fn strip_hint(e: &GeminiError) -> String {
+    match e {
+        GeminiError::Api {
+            status,
+            code,
+            message,
+            ..
+        } => format!("{status} {code}: {message}"),
+        GeminiError::Transport { message } | GeminiError::Malformed { message } => message.clone(),
+        other => other.to_string(),
+    }
+}

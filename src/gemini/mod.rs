@@ -1,0 +1,382 @@
+//! The Gemini executor: one request/response model for the pipeline, answered by the REST API
+//! (`api`) or the Gemini CLI as a subprocess (`cli`), with the model catalogue (`models`).
+//!
+//! The pipeline builds a [`GenerateRequest`] from our own types; each backend turns it into its
+//! wire format. Failures are [`GeminiError`]s whose `Display` says what happened and what to do;
+//! the key never appears in them.
+
+pub mod api;
+pub mod cli;
+pub mod models;
+pub mod wire;
+
+mod retry;
+mod sse;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::schemars::{self, JsonSchema};
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{BackendChoice, Config};
+pub use models::{Catalogue, ModelInfo, ThinkingStyle};
+
+/// How hard the model should think, from the tool's `thinking_mode` parameter.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingMode {
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Max,
+}
+
+impl ThinkingMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingMode::Minimal => "minimal",
+            ThinkingMode::Low => "low",
+            ThinkingMode::Medium => "medium",
+            ThinkingMode::High => "high",
+            ThinkingMode::Max => "max",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Model,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    /// Raw bytes; the API backend base64-encodes them as `inlineData`.
+    Image {
+        mime: String,
+        data: Arc<Vec<u8>>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+    pub fn model(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::Model,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+}
+
+/// Everything a backend needs for one answer.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    /// The resolved model (alias already expanded).
+    pub model: ModelInfo,
+    pub system_instruction: String,
+    /// Oldest first; the last message is the user's new request.
+    pub contents: Vec<Message>,
+    pub thinking: ThinkingMode,
+    /// Only sent when the user asked for one (3.x models misbehave below their default).
+    pub temperature: Option<f32>,
+    /// JSON mode: the answer must match this JSON Schema (`responseJsonSchema`).
+    pub response_schema: Option<serde_json::Value>,
+    /// Turn on Google Search grounding (API backend only).
+    pub web_search: bool,
+}
+
+/// Token usage as the API reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input: u64,
+    /// Answer tokens, thinking excluded.
+    pub output: u64,
+    /// Thinking tokens.
+    pub thinking: u64,
+    /// Prompt tokens served from Gemini's cache.
+    pub cached: u64,
+}
+
+/// A web source Gemini cited (Google Search grounding).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Source {
+    /// Page title.
+    pub title: String,
+    /// Page address.
+    pub uri: String,
+}
+
+/// The answer was produced by the fallback model after capacity errors on the requested one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Fallback {
+    /// The model that was requested.
+    pub from: String,
+    /// The model that answered.
+    pub to: String,
+    /// Why the requested model was given up.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GenerateResponse {
+    /// The answer's text (thought parts excluded).
+    pub text: String,
+    /// The model that actually served the request (`modelVersion`), when reported.
+    pub model_version: Option<String>,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+    pub sources: Vec<Source>,
+    pub fallback: Option<Fallback>,
+}
+
+/// A progress update while waiting on Gemini.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub message: String,
+}
+
+pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Per-call context: cancellation and an optional progress sink.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    pub cancel: CancellationToken,
+    pub progress: Option<ProgressFn>,
+}
+
+impl CallContext {
+    pub fn report(&self, message: impl Into<String>) {
+        if let Some(p) = &self.progress {
+            p(Progress {
+                message: message.into(),
+            });
+        }
+    }
+}
+
+/// Why a call to Gemini failed. `Display` gives the status, Gemini's message and what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GeminiError {
+    /// An HTTP error answer from the API (after retries where they apply).
+    #[error("{status} {code}: {message}. {hint}")]
+    Api {
+        status: u16,
+        /// Google's status string, e.g. `RESOURCE_EXHAUSTED`.
+        code: String,
+        message: String,
+        hint: String,
+    },
+    #[error(
+        "the prompt was blocked by Gemini ({reason}). Rephrase the request or leave out the files that triggered it."
+    )]
+    Blocked { reason: String },
+    #[error(
+        "the answer was cut off by the output limit (MAX_TOKENS) before any text: thinking used the whole budget. Lower `thinking_mode` or ask a narrower question."
+    )]
+    MaxTokens,
+    #[error(
+        "Gemini returned an empty answer (finish reason {finish_reason}). Retry, or rephrase the request."
+    )]
+    Empty { finish_reason: String },
+    #[error(
+        "no answer within {after:?}. Retry with a narrower request or lower `thinking_mode`, or raise GEMINI_TIMEOUT_SECS."
+    )]
+    Timeout { after: Duration },
+    /// The stream went silent for longer than `GEMINI_IDLE_TIMEOUT_SECS`.
+    #[error(
+        "Gemini sent nothing for {after:?} while answering. Retry; for very long thinking raise GEMINI_IDLE_TIMEOUT_SECS."
+    )]
+    Stalled { after: Duration },
+    /// The candidate stopped without text for a reason other than `STOP`/`MAX_TOKENS`
+    /// (`SAFETY`, `RECITATION`, …); `hint` says what to do about that reason.
+    #[error("Gemini stopped without an answer (finish reason {finish_reason}): {hint}")]
+    Withheld { finish_reason: String, hint: String },
+    #[error("the call was cancelled")]
+    Cancelled,
+    #[error("cannot reach Gemini: {message}. Check the network and GEMINI_BASE_URL.")]
+    Transport { message: String },
+    #[error("Gemini's answer could not be read: {message}. Retry; if it persists, report it.")]
+    Malformed { message: String },
+    #[error("{message}")]
+    NotConfigured { message: String },
+    #[error("unknown model `{name}`. {hint}")]
+    UnknownModel { name: String, hint: String },
+    /// A failure of the Gemini CLI backend, already phrased with what to do.
+    #[error("{message}")]
+    Cli {
+        exit_code: Option<i32>,
+        message: String,
+    },
+}
+
+impl GeminiError {
+    /// Capacity errors after retries: the fallback model may answer instead.
+    pub fn is_capacity(&self) -> bool {
+        matches!(
+            self,
+            GeminiError::Api {
+                status: 429 | 503,
+                ..
+            }
+        )
+    }
+}
+
+/// The configured backend.
+pub enum Backend {
+    Api(api::ApiClient),
+    /// The Gemini CLI as a subprocess, for users logged in to it without an API key.
+    Cli(cli::CliBackend),
+    /// No backend could be set up; every call fails with this message (the server still starts,
+    /// so clients can list the tools and the user can read what to fix).
+    Unconfigured(String),
+}
+
+/// The executor the pipeline calls: a backend, the model catalogue and the fallback policy.
+pub struct Gemini {
+    backend: Backend,
+    catalogue: Catalogue,
+    fallback_model: String,
+}
+
+impl Gemini {
+    /// Picks the backend from the configuration. When none can work, calls fail saying what to set.
+    pub fn from_config(config: &Config) -> Result<Gemini, GeminiError> {
+        Gemini::with_path(config, std::env::var_os("PATH").as_deref())
+    }
+
+    /// [`Gemini::from_config`] with the `PATH` value given, where a bare `GEMINI_CLI_PATH` name
+    /// (default `gemini`) is looked up.
+    pub fn with_path(
+        config: &Config,
+        path: Option<&std::ffi::OsStr>,
+    ) -> Result<Gemini, GeminiError> {
+        let backend = match (config.backend, &config.api_key) {
+            (BackendChoice::Api | BackendChoice::Auto, Some(key)) => Backend::Api(api::ApiClient::new(config, key.clone())?),
+            (BackendChoice::Api, None) => Backend::Unconfigured(
+                "GEMINI_BACKEND=api needs a key: set GEMINI_API_KEY (get one at https://aistudio.google.com/apikey)".into(),
+            ),
+            (BackendChoice::Auto, None) => match cli::CliBackend::from_config(config, path) {
+                Ok(cli) => Backend::Cli(cli),
+                Err(_) => Backend::Unconfigured(
+                    "no Gemini backend: set GEMINI_API_KEY (https://aistudio.google.com/apikey), or use the Gemini CLI's login: \
+                     install it (`npm install -g @google/gemini-cli`), run `gemini` once to log in, and keep it on PATH \
+                     or name it in GEMINI_CLI_PATH (GEMINI_BACKEND=cli selects it explicitly)"
+                        .into(),
+                ),
+            },
+            (BackendChoice::Cli, _) => match cli::CliBackend::from_config(config, path) {
+                Ok(cli) => Backend::Cli(cli),
+                Err(message) => Backend::Unconfigured(format!("GEMINI_BACKEND=cli: {message}")),
+            },
+        };
+        Ok(Gemini {
+            backend,
+            catalogue: Catalogue::builtin(&config.default_model),
+            fallback_model: config.fallback_model.clone(),
+        })
+    }
+
+    pub fn catalogue(&self) -> &Catalogue {
+        &self.catalogue
+    }
+
+    /// Refreshes the catalogue from the backend's model list (the API's `GET /v1beta/models`,
+    /// fetched once and cached by the client); returns how many models were listed. Backends
+    /// without a model list leave the built-in table as it is.
+    pub async fn refresh_models(&self) -> Result<usize, GeminiError> {
+        match &self.backend {
+            Backend::Api(c) => {
+                let listed = c.models().await?;
+                let n = listed.len();
+                self.catalogue.refresh(listed);
+                Ok(n)
+            }
+            _ => Ok(0),
+        }
+    }
+
+    pub fn backend_name(&self) -> &'static str {
+        match self.backend {
+            Backend::Api(_) => "api",
+            Backend::Cli(_) => "cli",
+            Backend::Unconfigured(_) => "none",
+        }
+    }
+
+    /// Kills every Gemini CLI call in flight, synchronously (for a SIGINT/SIGTERM handler before
+    /// exiting; see [`cli::CliBackend::abort_all`]). Nothing to do for the other backends.
+    pub fn abort_running(&self) {
+        if let Backend::Cli(c) = &self.backend {
+            c.abort_all();
+        }
+    }
+
+    /// One answer, with retries inside the backend and the capacity fallback here.
+    pub async fn generate(
+        &self,
+        req: GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        let first = self.generate_once(&req, ctx).await;
+        match first {
+            Err(e) if e.is_capacity() => {
+                let Ok(fallback) = self.catalogue.resolve(&self.fallback_model) else {
+                    return Err(e);
+                };
+                if fallback.id == req.model.id {
+                    return Err(e);
+                }
+                ctx.report(format!(
+                    "{} is over capacity; asking {} instead",
+                    req.model.id, fallback.id
+                ));
+                let from = req.model.id.clone();
+                let mut req = req;
+                req.model = fallback;
+                let mut resp = self.generate_once(&req, ctx).await?;
+                resp.fallback = Some(Fallback {
+                    from,
+                    to: req.model.id.clone(),
+                    reason: e.to_string(),
+                });
+                Ok(resp)
+            }
+            other => other,
+        }
+    }
+
+    async fn generate_once(
+        &self,
+        req: &GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        match &self.backend {
+            Backend::Api(c) => c.generate(req, ctx).await,
+            Backend::Cli(c) => c.generate(req, ctx).await,
+            Backend::Unconfigured(message) => Err(GeminiError::NotConfigured {
+                message: message.clone(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,571 @@
+//! The model catalogue, in one place: known models with their limits and thinking style, the
+//! aliases, the default, and the thinking configuration each model family takes.
+//!
+//! The built-in table is a starting point; on the API backend it is refreshed from
+//! `GET /v1beta/models`, so a model released after this build works by name, and a retired one is
+//! refused with its replacement named.
+
+use std::sync::RwLock;
+
+use serde::Serialize;
+
+use super::{GeminiError, ThinkingMode};
+
+/// The `thinkingLevel` values of Gemini 3 and later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Level {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+/// How a model is told how hard to think.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "style", rename_all = "lowercase")]
+pub enum ThinkingStyle {
+    /// Gemini 2.5: `thinkingBudget` in tokens, within `min..=max`.
+    Budget { min: u32, max: u32 },
+    /// Gemini 3 and later: `thinkingLevel`, one of `accepted` (ascending).
+    Level { accepted: Vec<Level> },
+    /// No thinking configuration is sent.
+    None,
+}
+
+/// What is sent as `generationConfig.thinkingConfig`: one of the two, never both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThinkingConfig {
+    Budget(u32),
+    Level(Level),
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelInfo {
+    /// The bare id sent in the URL, e.g. `gemini-3.1-pro-preview`.
+    pub id: String,
+    pub display_name: String,
+    /// Input tokens the model accepts.
+    pub input_limit: u64,
+    /// Output tokens per answer.
+    pub output_limit: u64,
+    pub thinking: ThinkingStyle,
+    pub images: bool,
+    /// Shut down: calls are refused locally, naming `replacement`.
+    pub retired: bool,
+    pub replacement: Option<String>,
+    /// Announced shutdown date (`YYYY-MM-DD`); from that day the model counts as retired.
+    pub shutdown: Option<String>,
+    /// Known to this build (false for models first seen in the models endpoint).
+    pub builtin: bool,
+}
+
+impl ModelInfo {
+    /// True when the local token count is calibrated against this model's tokenizer (Gemma 3's,
+    /// used by Gemini 2.x and the 3.0 previews); other models get a wider margin.
+    pub fn tokenizer_measured(&self) -> bool {
+        ["gemini-2.", "gemini-3-pro-preview", "gemini-3-flash-preview"]
+            .iter()
+            .any(|p| self.id.starts_with(p))
+    }
+
+    /// True for models that take `thinkingLevel` and no sampling parameters by default (3.x, 4).
+    pub fn is_level_family(&self) -> bool {
+        matches!(self.thinking, ThinkingStyle::Level { .. })
+    }
+
+    /// The thinking configuration for a `thinking_mode` (DESIGN §7): budgets 128/2048/8192/16384/
+    /// 32768 clamped to the model's range; levels clamped to what the model accepts, `max` → high.
+    pub fn thinking_config(&self, mode: ThinkingMode) -> ThinkingConfig {
+        match &self.thinking {
+            ThinkingStyle::Budget { min, max } => {
+                let want = match mode {
+                    ThinkingMode::Minimal => 128,
+                    ThinkingMode::Low => 2048,
+                    ThinkingMode::Medium => 8192,
+                    ThinkingMode::High => 16384,
+                    ThinkingMode::Max => 32768,
+                };
+                ThinkingConfig::Budget(want.clamp(*min, *max))
+            }
+            ThinkingStyle::Level { accepted } => {
+                let want = match mode {
+                    ThinkingMode::Minimal => Level::Minimal,
+                    ThinkingMode::Low => Level::Low,
+                    ThinkingMode::Medium => Level::Medium,
+                    ThinkingMode::High | ThinkingMode::Max => Level::High,
+                };
+                // The nearest accepted level at or above the wish, else the highest accepted.
+                let level = accepted
+                    .iter()
+                    .copied()
+                    .find(|l| *l >= want)
+                    .or_else(|| accepted.last().copied());
+                level.map_or(ThinkingConfig::None, ThinkingConfig::Level)
+            }
+            ThinkingStyle::None => ThinkingConfig::None,
+        }
+    }
+}
+
+/// Infers the thinking style of a model from its id, for models not in the built-in table.
+pub fn style_for_id(id: &str) -> ThinkingStyle {
+    use Level::*;
+    if id.starts_with("gemini-2.5-pro") {
+        ThinkingStyle::Budget {
+            min: 128,
+            max: 32768,
+        }
+    } else if id.starts_with("gemini-2.5-flash-lite") {
+        ThinkingStyle::Budget {
+            min: 512,
+            max: 24576,
+        }
+    } else if id.starts_with("gemini-2.5-flash") {
+        ThinkingStyle::Budget { min: 0, max: 24576 }
+    } else if id.starts_with("gemini-2.") || id.starts_with("gemini-1.") {
+        ThinkingStyle::None
+    } else {
+        // Gemini 3 and later: low/medium/high is accepted by every model of the family.
+        ThinkingStyle::Level {
+            accepted: vec![Low, Medium, High],
+        }
+    }
+}
+
+const M: u64 = 1_048_576;
+const OUT: u64 = 65_536;
+
+fn builtin_models() -> Vec<ModelInfo> {
+    use Level::*;
+    let all = || vec![Minimal, Low, Medium, High];
+    let lmh = || vec![Low, Medium, High];
+    let m = |id: &str, name: &str, thinking: ThinkingStyle| ModelInfo {
+        id: id.into(),
+        display_name: name.into(),
+        input_limit: M,
+        output_limit: OUT,
+        thinking,
+        images: true,
+        retired: false,
+        replacement: None,
+        shutdown: None,
+        builtin: true,
+    };
+    let ending = |mut info: ModelInfo, date: &str, replacement: &str| {
+        info.shutdown = Some(date.into());
+        info.replacement = Some(replacement.into());
+        info
+    };
+    let mut retired = m(
+        "gemini-3-pro-preview",
+        "Gemini 3 Pro Preview",
+        ThinkingStyle::Level {
+            accepted: vec![Low, High],
+        },
+    );
+    retired.retired = true;
+    retired.replacement = Some("gemini-3.1-pro-preview".into());
+    vec![
+        m(
+            "gemini-3.1-pro-preview",
+            "Gemini 3.1 Pro Preview",
+            ThinkingStyle::Level { accepted: lmh() },
+        ),
+        // Input and output share one 1,048,576-token window.
+        ModelInfo {
+            input_limit: M - OUT,
+            ..m(
+                "gemini-4-argon",
+                "Gemini 4 Argon",
+                ThinkingStyle::Level { accepted: lmh() },
+            )
+        },
+        m(
+            "gemini-3.8-flash",
+            "Gemini 3.8 Flash",
+            ThinkingStyle::Level { accepted: lmh() },
+        ),
+        m(
+            "gemini-3.7-flash",
+            "Gemini 3.7 Flash",
+            ThinkingStyle::Level { accepted: lmh() },
+        ),
+        // Thinking configuration not documented: none is sent.
+        m("gemini-3.6-flash", "Gemini 3.6 Flash", ThinkingStyle::None),
+        m(
+            "gemini-3.5-flash",
+            "Gemini 3.5 Flash",
+            ThinkingStyle::Level { accepted: all() },
+        ),
+        m(
+            "gemini-3.5-flash-lite",
+            "Gemini 3.5 Flash-Lite",
+            ThinkingStyle::Level { accepted: all() },
+        ),
+        m(
+            "gemini-3.1-flash-lite",
+            "Gemini 3.1 Flash-Lite",
+            ThinkingStyle::Level { accepted: all() },
+        ),
+        m(
+            "gemini-3-flash-preview",
+            "Gemini 3 Flash Preview",
+            ThinkingStyle::Level { accepted: all() },
+        ),
+        ending(
+            m(
+                "gemini-2.5-pro",
+                "Gemini 2.5 Pro",
+                ThinkingStyle::Budget {
+                    min: 128,
+                    max: 32768,
+                },
+            ),
+            "2026-12-01",
+            "gemini-3.8-flash",
+        ),
+        ending(
+            m(
+                "gemini-2.5-flash",
+                "Gemini 2.5 Flash",
+                ThinkingStyle::Budget { min: 0, max: 24576 },
+            ),
+            "2026-12-01",
+            "gemini-3.5-flash-lite",
+        ),
+        m(
+            "gemini-2.5-flash-lite",
+            "Gemini 2.5 Flash-Lite",
+            ThinkingStyle::Budget {
+                min: 512,
+                max: 24576,
+            },
+        ),
+        retired,
+    ]
+}
+
+/// Days since 1970-01-01 of an ISO date `YYYY-MM-DD` (the proleptic Gregorian calendar).
+fn days_from_iso(date: &str) -> Option<i64> {
+    let mut it = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (it.next()??, it.next()??, it.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    Some(era * 146_097 + doe - 719_468)
+}
+
+/// Aliases users type, and the model each stands for.
+pub const ALIASES: &[(&str, &str)] = &[
+    ("pro", "gemini-3.1-pro-preview"),
+    ("flash", "gemini-3.8-flash"),
+    ("flash-lite", "gemini-3.5-flash-lite"),
+];
+
+/// The models this server can name, shared by every call.
+pub struct Catalogue {
+    models: RwLock<Vec<ModelInfo>>,
+    default: String,
+}
+
+impl Catalogue {
+    /// The built-in table with `default` (a name or alias) as the default model; models past
+    /// their announced shutdown date today count as retired.
+    pub fn builtin(default: &str) -> Catalogue {
+        let today = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() / 86_400) as i64;
+        Catalogue::builtin_on(default, today)
+    }
+
+    /// The built-in table as of `today` (days since 1970-01-01).
+    pub fn builtin_on(default: &str, today: i64) -> Catalogue {
+        let mut models = builtin_models();
+        for m in &mut models {
+            if m.shutdown
+                .as_deref()
+                .and_then(days_from_iso)
+                .is_some_and(|d| today >= d)
+            {
+                m.retired = true;
+            }
+        }
+        Catalogue {
+            models: RwLock::new(models),
+            default: default.to_string(),
+        }
+    }
+
+    /// The default model's name or alias as configured.
+    pub fn default_name(&self) -> &str {
+        &self.default
+    }
+
+    /// Every known model, in table order.
+    pub fn list(&self) -> Vec<ModelInfo> {
+        self.models
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Resolves a name or alias (`None` = the default). Accepts `models/` prefixes and any case.
+    /// Unknown names that look like Gemini models are allowed through with inferred limits (the
+    /// API is the judge); anything else is refused with the known names.
+    pub fn resolve(&self, name: &str) -> Result<ModelInfo, GeminiError> {
+        let raw = name.trim();
+        let lower = raw.trim_start_matches("models/").to_ascii_lowercase();
+        let id = ALIASES
+            .iter()
+            .find(|(a, _)| *a == lower)
+            .map(|(_, id)| id.to_string())
+            .unwrap_or(lower);
+        let models = self.models.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = models.iter().find(|m| m.id == id) {
+            if m.retired {
+                return Err(GeminiError::UnknownModel {
+                    name: raw.to_string(),
+                    hint: format!(
+                        "It has been shut down; use {} instead (or an alias: pro, flash, flash-lite).",
+                        m.replacement.as_deref().unwrap_or("another model")
+                    ),
+                });
+            }
+            return Ok(m.clone());
+        }
+        let plausible = id.starts_with("gemini-")
+            && id.len() <= 80
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+        if plausible {
+            return Ok(ModelInfo {
+                id: id.clone(),
+                display_name: id.clone(),
+                input_limit: M,
+                output_limit: OUT,
+                thinking: style_for_id(&id),
+                images: true,
+                retired: false,
+                replacement: None,
+                shutdown: None,
+                builtin: false,
+            });
+        }
+        let known: Vec<&str> = ALIASES
+            .iter()
+            .map(|(a, _)| *a)
+            .chain(models.iter().filter(|m| !m.retired).map(|m| m.id.as_str()))
+            .collect();
+        Err(GeminiError::UnknownModel {
+            name: raw.to_string(),
+            hint: format!(
+                "Use one of: {} (the `listmodels` tool shows them all).",
+                known.join(", ")
+            ),
+        })
+    }
+
+    /// The default model, resolved.
+    pub fn default_model(&self) -> Result<ModelInfo, GeminiError> {
+        self.resolve(&self.default)
+    }
+
+    /// Replaces the table with what the models endpoint reports, keeping our knowledge of thinking
+    /// styles, and marking built-in models the endpoint no longer lists as retired (with the
+    /// replacement from the alias of their family when known).
+    pub fn refresh(&self, listed: Vec<ModelInfo>) {
+        if listed.is_empty() {
+            return;
+        }
+        let mut models = self.models.write().unwrap_or_else(|e| e.into_inner());
+        let mut merged: Vec<ModelInfo> = Vec::new();
+        for mut l in listed {
+            if let Some(known) = models.iter().find(|m| m.id == l.id) {
+                l.thinking = known.thinking.clone();
+                l.images = known.images;
+                l.builtin = true;
+                // What we know beyond the endpoint: shutdown dates, and windows shared with output.
+                l.shutdown = known.shutdown.clone();
+                l.replacement = known.replacement.clone();
+                l.retired |= known.retired;
+                l.input_limit = l.input_limit.min(known.input_limit);
+                if l.display_name.is_empty() {
+                    l.display_name = known.display_name.clone();
+                }
+            }
+            merged.push(l);
+        }
+        for known in models.iter() {
+            if !merged.iter().any(|m| m.id == known.id) {
+                let mut gone = known.clone();
+                gone.retired = true;
+                if gone.replacement.is_none() {
+                    let alias = if gone.id.contains("flash-lite") {
+                        "flash-lite"
+                    } else if gone.id.contains("flash") {
+                        "flash"
+                    } else {
+                        "pro"
+                    };
+                    gone.replacement = ALIASES
+                        .iter()
+                        .find(|(a, _)| *a == alias)
+                        .map(|(_, id)| id.to_string());
+                }
+                merged.push(gone);
+            }
+        }
+        *models = merged;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cat() -> Catalogue {
+        Catalogue::builtin("pro")
+    }
+
+    #[test]
+    fn aliases_resolve() {
+        let c = cat();
+        assert_eq!(c.resolve("pro").unwrap().id, "gemini-3.1-pro-preview");
+        assert_eq!(c.resolve("FLASH").unwrap().id, "gemini-3.8-flash");
+        assert_eq!(c.resolve("flash-lite").unwrap().id, "gemini-3.5-flash-lite");
+        assert_eq!(
+            c.resolve("models/gemini-2.5-pro").unwrap().id,
+            "gemini-2.5-pro"
+        );
+        assert_eq!(c.default_model().unwrap().id, "gemini-3.1-pro-preview");
+    }
+
+    #[test]
+    fn retired_and_unknown_models_are_refused_with_a_way_out() {
+        let c = cat();
+        let e = c.resolve("gemini-3-pro-preview").unwrap_err().to_string();
+        assert!(e.contains("gemini-3.1-pro-preview"), "{e}");
+        let e = c.resolve("gpt-5").unwrap_err().to_string();
+        assert!(e.contains("pro, flash, flash-lite"), "{e}");
+        // A new Gemini model works by name.
+        let m = c.resolve("gemini-5-flash").unwrap();
+        assert!(m.is_level_family());
+    }
+
+    #[test]
+    fn thinking_budgets_clamp_to_the_model_range() {
+        let c = cat();
+        let cases = [
+            (
+                "gemini-2.5-pro",
+                ThinkingMode::Minimal,
+                ThinkingConfig::Budget(128),
+            ),
+            (
+                "gemini-2.5-pro",
+                ThinkingMode::Max,
+                ThinkingConfig::Budget(32768),
+            ),
+            (
+                "gemini-2.5-flash",
+                ThinkingMode::Max,
+                ThinkingConfig::Budget(24576),
+            ),
+            (
+                "gemini-2.5-flash",
+                ThinkingMode::Medium,
+                ThinkingConfig::Budget(8192),
+            ),
+            (
+                "gemini-2.5-flash-lite",
+                ThinkingMode::Minimal,
+                ThinkingConfig::Budget(512),
+            ),
+            (
+                "gemini-2.5-flash-lite",
+                ThinkingMode::High,
+                ThinkingConfig::Budget(16384),
+            ),
+            (
+                "gemini-3.1-pro-preview",
+                ThinkingMode::Minimal,
+                ThinkingConfig::Level(Level::Low),
+            ),
+            (
+                "gemini-3.1-pro-preview",
+                ThinkingMode::Max,
+                ThinkingConfig::Level(Level::High),
+            ),
+            (
+                "gemini-3.5-flash",
+                ThinkingMode::Minimal,
+                ThinkingConfig::Level(Level::Minimal),
+            ),
+            (
+                "gemini-3.5-flash",
+                ThinkingMode::Medium,
+                ThinkingConfig::Level(Level::Medium),
+            ),
+            (
+                "gemini-4-argon",
+                ThinkingMode::Low,
+                ThinkingConfig::Level(Level::Low),
+            ),
+        ];
+        for (model, mode, want) in cases {
+            assert_eq!(
+                c.resolve(model).unwrap().thinking_config(mode),
+                want,
+                "{model} {mode:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn models_retire_on_their_shutdown_date() {
+        let before = Catalogue::builtin_on("pro", days_from_iso("2026-11-30").unwrap());
+        assert_eq!(
+            before.resolve("gemini-2.5-pro").unwrap().id,
+            "gemini-2.5-pro"
+        );
+        let after = Catalogue::builtin_on("pro", days_from_iso("2026-12-01").unwrap());
+        let e = after.resolve("gemini-2.5-pro").unwrap_err().to_string();
+        assert!(
+            e.contains("shut down") && e.contains("gemini-3.8-flash"),
+            "{e}"
+        );
+        let e = after.resolve("gemini-2.5-flash").unwrap_err().to_string();
+        assert!(e.contains("gemini-3.5-flash-lite"), "{e}");
+        assert!(after.resolve("gemini-2.5-flash-lite").is_ok());
+        assert_eq!(days_from_iso("1970-01-01"), Some(0));
+        assert_eq!(days_from_iso("2000-03-01"), Some(11_017));
+        assert_eq!(days_from_iso("2026-13-01"), None);
+    }
+
+    #[test]
+    fn argon_shares_its_window_between_input_and_output() {
+        let m = cat().resolve("gemini-4-argon").unwrap();
+        assert_eq!(m.input_limit + m.output_limit, 1_048_576);
+    }
+
+    #[test]
+    fn refresh_retires_models_the_endpoint_dropped() {
+        let c = cat();
+        let keep = c.resolve("gemini-3.8-flash").unwrap();
+        let mut new = keep.clone();
+        new.id = "gemini-3.9-flash".into();
+        new.builtin = false;
+        c.refresh(vec![keep, new]);
+        assert!(c.resolve("gemini-3.9-flash").is_ok());
+        let e = c.resolve("gemini-2.5-pro").unwrap_err().to_string();
+        assert!(e.contains("shut down"), "{e}");
+    }
+}

@@ -1,0 +1,507 @@
+//! Reading one repository's changes with git2, in one pass per diff: HEAD → index (staged),
+//! index → work tree (unstaged; untracked files as additions, .gitignore respected), or
+//! merge-base(`compare_to`, HEAD) → the pending state.
+//!
+//! `compare_to` keeps uncommitted work: the diff runs from the merge base to the work tree
+//! (through the index) when unstaged changes are included, to the index when only staged ones
+//! are, and to HEAD when neither is; untracked files are added when included. So "since main"
+//! means what the branch will contribute once the pending work is committed (the peer reviewed
+//! commits only and missed the work in progress).
+//!
+//! Each changed file becomes one [`FileChange`]: a unified diff, or only its name when its
+//! content must not or cannot be shown (a secret by name: never read; binary; over the size cap;
+//! a merge conflict). Renames and copies are detected (untracked files too), mode changes named.
+
+use std::path::Path;
+
+use git2::{
+    Commit, Delta, Diff, DiffFindOptions, DiffOptions, ErrorCode, FileMode, Index, Oid, Patch,
+    Repository,
+};
+
+use super::discover::Found;
+use super::{DiffRequest, GitError};
+use crate::collector::secret_rule;
+
+/// Files over this size are named, never diffed (the collector's cap).
+pub(super) const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Which comparison a change comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(super) enum Section {
+    /// HEAD → index.
+    Staged,
+    /// Index → work tree.
+    Unstaged,
+    /// New files git does not track yet.
+    Untracked,
+    /// merge-base(compare_to, HEAD) → work tree, index or HEAD.
+    Since,
+}
+
+impl Section {
+    pub fn short(self) -> &'static str {
+        match self {
+            Section::Staged => "staged",
+            Section::Unstaged => "unstaged",
+            Section::Untracked => "untracked",
+            Section::Since => "since compare_to",
+        }
+    }
+}
+
+/// What is shown of a changed file.
+#[derive(Debug, Clone)]
+pub(super) enum Body {
+    /// A unified diff (`diff --git` header included).
+    Patch(String),
+    /// Binary content: named with its sizes, never dumped.
+    Binary { old: u64, new: u64 },
+    /// Over [`MAX_FILE_BYTES`].
+    TooLarge { size: u64 },
+    /// A secret by its name: never read.
+    Secret { rule: &'static str },
+    /// An unresolved merge conflict in the index.
+    Conflicted,
+    /// git could not read it.
+    Unreadable,
+}
+
+/// Where the new version's full content can be read, for context.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Content {
+    Blob(Oid),
+    Workdir,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct FileChange {
+    /// Index into the repositories (set by the caller).
+    pub repo: usize,
+    pub section: Section,
+    pub status: &'static str,
+    /// Relative to the repository, `/`-separated.
+    pub path: String,
+    pub old_path: Option<String>,
+    pub body: Body,
+    pub content: Option<Content>,
+    /// Lines of the new version the diff shows (its hunks' new ranges, 1-based, inclusive):
+    /// when they cover the whole file, its full content would add nothing.
+    pub shown_lines: Vec<(u32, u32)>,
+}
+
+/// One repository's changes.
+#[derive(Default)]
+pub(super) struct RepoChanges {
+    /// Branch and HEAD, as shown.
+    pub head: String,
+    /// The comparisons made, with their titles, in order.
+    pub sections: Vec<(Section, String)>,
+    pub notes: Vec<String>,
+    pub files: Vec<FileChange>,
+    /// `compare_to` names nothing here; uncommitted work was read instead.
+    pub bad_ref: Option<GitError>,
+}
+
+/// Reads one repository. `prefix` is prepended to paths in diff headers when several
+/// repositories are reviewed (e.g. `libs/a/`), so every path Gemini sees is unambiguous.
+pub(super) fn read(
+    found: &Found,
+    display: &str,
+    prefix: &str,
+    req: &DiffRequest,
+) -> Result<RepoChanges, GitError> {
+    let repo = &found.repo;
+    let err = |e: git2::Error| GitError::git(display, &e);
+    let mut out = RepoChanges::default();
+
+    if let Some(file) = &req.index_file
+        && index_belongs_to(repo, file)
+    {
+        let mut index = Index::open(file).map_err(err)?;
+        repo.set_index(&mut index).map_err(err)?;
+    }
+    let index = repo.index().map_err(err)?;
+    let head = match repo.head() {
+        Ok(r) => Some(r.peel_to_commit().map_err(err)?),
+        Err(e) if matches!(e.code(), ErrorCode::UnbornBranch | ErrorCode::NotFound) => None,
+        Err(e) => return Err(err(e)),
+    };
+    out.head = describe_head(repo, head.as_ref());
+    let head_tree = head.as_ref().map(Commit::tree).transpose().map_err(err)?;
+    let reader = Reader { found, prefix };
+
+    if let Some(reference) = &req.compare_to {
+        match merge_base(repo, reference, head.as_ref()) {
+            Ok(base) => {
+                let base_tree = repo.find_commit(base).and_then(|c| c.tree()).map_err(err)?;
+                let short = short_id(base);
+                let (diff, to) = if req.include_unstaged {
+                    let mut o = reader.options(req.include_untracked);
+                    let d = repo
+                        .diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut o))
+                        .map_err(err)?;
+                    (d, "work tree (commits, staged and unstaged changes)")
+                } else if req.include_staged {
+                    let mut o = reader.options(false);
+                    let d = repo
+                        .diff_tree_to_index(Some(&base_tree), Some(&index), Some(&mut o))
+                        .map_err(err)?;
+                    (d, "index (commits and staged changes)")
+                } else {
+                    let mut o = reader.options(false);
+                    let d = repo
+                        .diff_tree_to_tree(Some(&base_tree), head_tree.as_ref(), Some(&mut o))
+                        .map_err(err)?;
+                    (d, "HEAD (commits only)")
+                };
+                let mut diff = diff;
+                find_renames(&mut diff, req.include_unstaged && req.include_untracked)
+                    .map_err(err)?;
+                out.sections.push((
+                    Section::Since,
+                    format!("Changes since `{reference}` (merge base {short} → {to})"),
+                ));
+                let content: fn(Oid) -> Content = if req.include_unstaged {
+                    |_| Content::Workdir
+                } else {
+                    Content::Blob
+                };
+                reader
+                    .collect(&diff, &mut out.files, |_| Some(Section::Since), content)
+                    .map_err(err)?;
+                if req.include_untracked && !req.include_unstaged {
+                    untracked_only(repo, &reader, &index, &mut out).map_err(err)?;
+                }
+                return Ok(out);
+            }
+            Err(message) => {
+                let e = GitError::BadRef {
+                    reference: reference.clone(),
+                    repo: display.to_string(),
+                    message,
+                };
+                out.notes
+                    .push(format!("{e}; only its uncommitted changes are reviewed."));
+                out.bad_ref = Some(e);
+            }
+        }
+    }
+
+    if req.include_staged {
+        let mut o = reader.options(false);
+        let mut diff = repo
+            .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(&mut o))
+            .map_err(err)?;
+        find_renames(&mut diff, false).map_err(err)?;
+        let from = if head.is_some() {
+            "HEAD"
+        } else {
+            "no commits yet"
+        };
+        out.sections
+            .push((Section::Staged, format!("Staged changes ({from} → index)")));
+        reader
+            .collect(
+                &diff,
+                &mut out.files,
+                |_| Some(Section::Staged),
+                Content::Blob,
+            )
+            .map_err(err)?;
+    }
+    if req.include_unstaged {
+        let mut o = reader.options(req.include_untracked);
+        let mut diff = repo
+            .diff_index_to_workdir(Some(&index), Some(&mut o))
+            .map_err(err)?;
+        find_renames(&mut diff, req.include_untracked).map_err(err)?;
+        out.sections.push((
+            Section::Unstaged,
+            "Unstaged changes (index → work tree)".into(),
+        ));
+        if req.include_untracked {
+            out.sections.push((
+                Section::Untracked,
+                "Untracked files (new, not yet added; shown as additions)".into(),
+            ));
+        }
+        reader
+            .collect(
+                &diff,
+                &mut out.files,
+                |status| match status {
+                    Delta::Untracked => Some(Section::Untracked),
+                    _ => Some(Section::Unstaged),
+                },
+                |_| Content::Workdir,
+            )
+            .map_err(err)?;
+    } else if req.include_untracked {
+        untracked_only(repo, &reader, &index, &mut out).map_err(err)?;
+    }
+    Ok(out)
+}
+
+/// Untracked files alone (when unstaged changes are not reviewed).
+fn untracked_only(
+    repo: &Repository,
+    reader: &Reader<'_>,
+    index: &Index,
+    out: &mut RepoChanges,
+) -> Result<(), git2::Error> {
+    let mut o = reader.options(true);
+    let diff = repo.diff_index_to_workdir(Some(index), Some(&mut o))?;
+    out.sections.push((
+        Section::Untracked,
+        "Untracked files (new, not yet added; shown as additions)".into(),
+    ));
+    reader.collect(
+        &diff,
+        &mut out.files,
+        |status| (status == Delta::Untracked).then_some(Section::Untracked),
+        |_| Content::Workdir,
+    )
+}
+
+struct Reader<'a> {
+    found: &'a Found,
+    prefix: &'a str,
+}
+
+impl Reader<'_> {
+    fn options(&self, untracked: bool) -> DiffOptions {
+        let mut o = DiffOptions::new();
+        o.include_typechange(true)
+            .ignore_submodules(false)
+            .max_size(MAX_FILE_BYTES as i64)
+            .context_lines(3)
+            .id_abbrev(7);
+        if untracked {
+            o.include_untracked(true)
+                .recurse_untracked_dirs(true)
+                .show_untracked_content(true);
+        }
+        if !self.prefix.is_empty() {
+            o.old_prefix(format!("a/{}", self.prefix))
+                .new_prefix(format!("b/{}", self.prefix));
+        }
+        if let Some(scope) = &self.found.scope {
+            o.pathspec(scope.as_str()).disable_pathspec_match(true);
+        }
+        o
+    }
+
+    /// Turns a diff's deltas into changes. `section` says where a delta belongs (None: not
+    /// wanted); `content` where its new version can be read in full.
+    fn collect(
+        &self,
+        diff: &Diff<'_>,
+        out: &mut Vec<FileChange>,
+        section: impl Fn(Delta) -> Option<Section>,
+        content: impl Fn(Oid) -> Content,
+    ) -> Result<(), git2::Error> {
+        for i in 0..diff.deltas().len() {
+            let Some(delta) = diff.get_delta(i) else {
+                continue;
+            };
+            let status = delta.status();
+            if matches!(status, Delta::Unmodified | Delta::Ignored) {
+                continue;
+            }
+            let Some(section) = section(status) else {
+                continue;
+            };
+            let (old, new) = (delta.old_file(), delta.new_file());
+            let Some(path) = file_path(&new).or_else(|| file_path(&old)) else {
+                continue;
+            };
+            // A directory git did not descend into: a nested repository, reviewed on its own
+            // when it lies within max_depth.
+            if path.ends_with('/') || new.mode() == FileMode::Tree {
+                continue;
+            }
+            let old_path = matches!(status, Delta::Renamed | Delta::Copied)
+                .then(|| file_path(&old))
+                .flatten()
+                .filter(|o| *o != path);
+            let submodule = new.mode() == FileMode::Commit || old.mode() == FileMode::Commit;
+            let mut change = FileChange {
+                repo: 0,
+                section,
+                status: status_name(status),
+                path,
+                old_path,
+                body: Body::Unreadable,
+                content: None,
+                shown_lines: Vec::new(),
+            };
+            let secret = secret_rule(Path::new(&change.path)).or_else(|| {
+                change
+                    .old_path
+                    .as_deref()
+                    .and_then(|o| secret_rule(Path::new(o)))
+            });
+            if let Some(rule) = secret {
+                // Never loaded: its content must not leave the machine.
+                change.body = Body::Secret { rule };
+                out.push(change);
+                continue;
+            }
+            match status {
+                Delta::Conflicted => {
+                    change.body = Body::Conflicted;
+                    out.push(change);
+                    continue;
+                }
+                Delta::Unreadable => {
+                    out.push(change);
+                    continue;
+                }
+                _ => {}
+            }
+            let size = old.size().max(new.size());
+            if !submodule && size > MAX_FILE_BYTES {
+                change.body = Body::TooLarge { size };
+                out.push(change);
+                continue;
+            }
+            let Some(mut patch) = Patch::from_diff(diff, i)? else {
+                continue;
+            };
+            let (binary, hunks, old_mode, new_mode, old_size, new_size, new_id) = {
+                let d = patch.delta();
+                (
+                    d.flags().is_binary() || d.old_file().is_binary() || d.new_file().is_binary(),
+                    patch.num_hunks(),
+                    d.old_file().mode(),
+                    d.new_file().mode(),
+                    d.old_file().size(),
+                    d.new_file().size(),
+                    d.new_file().id(),
+                )
+            };
+            if submodule {
+                change.status = "submodule";
+            } else if binary {
+                change.body = Body::Binary {
+                    old: old_size,
+                    new: new_size,
+                };
+                out.push(change);
+                continue;
+            } else if status == Delta::Modified && hunks == 0 && old_mode != new_mode {
+                change.status = "mode_changed";
+            }
+            let buf = patch.to_buf()?;
+            change.body = Body::Patch(String::from_utf8_lossy(&buf).into_owned());
+            if !submodule
+                && hunks > 0
+                && matches!(
+                    status,
+                    Delta::Modified | Delta::Renamed | Delta::Copied | Delta::Typechange
+                )
+                && new_mode != FileMode::Link
+            {
+                change.content = Some(content(new_id));
+                for h in 0..hunks {
+                    let (hunk, _) = patch.hunk(h)?;
+                    if hunk.new_lines() > 0 {
+                        change
+                            .shown_lines
+                            .push((hunk.new_start(), hunk.new_start() + hunk.new_lines() - 1));
+                    }
+                }
+            }
+            out.push(change);
+        }
+        Ok(())
+    }
+}
+
+fn find_renames(diff: &mut Diff<'_>, untracked: bool) -> Result<(), git2::Error> {
+    let mut f = DiffFindOptions::new();
+    f.renames(true).for_untracked(untracked);
+    diff.find_similar(Some(&mut f))
+}
+
+fn file_path(f: &git2::DiffFile<'_>) -> Option<String> {
+    f.path_bytes()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+}
+
+fn status_name(d: Delta) -> &'static str {
+    match d {
+        Delta::Added => "added",
+        Delta::Deleted => "deleted",
+        Delta::Modified => "modified",
+        Delta::Renamed => "renamed",
+        Delta::Copied => "copied",
+        Delta::Untracked => "untracked",
+        Delta::Typechange => "type_changed",
+        Delta::Conflicted => "conflicted",
+        Delta::Unreadable => "unreadable",
+        Delta::Unmodified | Delta::Ignored => "unmodified",
+    }
+}
+
+fn short_id(id: Oid) -> String {
+    let s = id.to_string();
+    s.chars().take(7).collect()
+}
+
+/// The merge base of `reference` and HEAD, or why there is none (as text for `BadRef`).
+fn merge_base(
+    repo: &Repository,
+    reference: &str,
+    head: Option<&Commit<'_>>,
+) -> Result<Oid, String> {
+    let target = repo
+        .revparse_single(reference)
+        .map_err(|e| e.message().to_string())?
+        .peel_to_commit()
+        .map_err(|_| "it does not name a commit".to_string())?;
+    let head = head.ok_or_else(|| "HEAD has no commits yet".to_string())?;
+    repo.merge_base(target.id(), head.id()).map_err(|e| {
+        if e.code() == ErrorCode::NotFound {
+            "it has no common ancestor with HEAD".to_string()
+        } else {
+            e.message().to_string()
+        }
+    })
+}
+
+/// `branch `main`, HEAD 1a2b3c4 "subject"`, `detached HEAD 1a2b3c4`, or `no commits yet`.
+fn describe_head(repo: &Repository, head: Option<&Commit<'_>>) -> String {
+    let branch = repo
+        .find_reference("HEAD")
+        .ok()
+        .and_then(|r| r.symbolic_target().ok().flatten().map(String::from))
+        .map(|t| t.trim_start_matches("refs/heads/").to_string());
+    match (head, branch) {
+        (None, Some(b)) => format!("branch `{b}`, no commits yet"),
+        (None, None) => "no commits yet".into(),
+        (Some(c), b) => {
+            let summary = c.summary().ok().flatten().unwrap_or("").to_string();
+            let at = match b {
+                Some(b) => format!("branch `{b}`, HEAD {}", short_id(c.id())),
+                None => format!("detached HEAD {}", short_id(c.id())),
+            };
+            if summary.is_empty() {
+                at
+            } else {
+                format!("{at} \"{summary}\"")
+            }
+        }
+    }
+}
+
+/// Whether `file` lies in this repository's git directory (the only index we may swap in).
+fn index_belongs_to(repo: &Repository, file: &Path) -> bool {
+    let Ok(git_dir) = std::fs::canonicalize(repo.path()) else {
+        return false;
+    };
+    file.parent()
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .is_some_and(|p| p == git_dir)
+}

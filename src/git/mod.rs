@@ -1,0 +1,174 @@
+//! The git diff reader for `precommit` (git2, no shelling out): finds the repositories under a
+//! path, reads their staged, unstaged and untracked changes (or everything since a ref), and
+//! renders them for review under a token budget. Synchronous: called through `spawn_blocking`.
+//!
+//! Three steps, one module each:
+//! - [`discover`]: the repository containing `path` and the nested ones below it (down to
+//!   `max_depth`, skipping ignored, hidden and vendored folders). Each is reviewed with its own
+//!   relative paths; when `path` is a subdirectory of a repository, only changes under it count
+//!   (as `git diff -- <path>` would), which also keeps every read inside the sandbox.
+//! - [`changes`]: one pass per repository with git2: HEAD → index (staged), index → work tree
+//!   (unstaged, and untracked files as additions, .gitignore respected), or merge-base(`compare_to`,
+//!   HEAD) → the pending state. Each changed file becomes a [`changes::FileChange`]: a unified
+//!   diff, or only its name (binary, too large, a secret by name, a conflict).
+//! - [`render`]: redaction, the token budget (source first, deleted files last), the text sent to
+//!   Gemini, and every diff left out listed with its reason. Changed files' full content is added
+//!   as context while the budget allows.
+//!
+//! Files whose names look like secrets (`crate::collector::secret_rule`) are never read: their
+//! content does not leave the machine, and they are named in [`DiffContext::secret_files`] and in
+//! the text, since committing one is a finding in itself.
+
+mod changes;
+mod discover;
+mod render;
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+
+use rmcp::schemars::{self, JsonSchema};
+use serde::{Deserialize, Serialize};
+
+use crate::collector::{Collector, Skipped};
+
+/// What to read.
+#[derive(Debug, Clone, Default)]
+pub struct DiffRequest {
+    /// The directory to review (a user-given path; resolved through the sandbox).
+    pub path: String,
+    pub include_staged: bool,
+    pub include_unstaged: bool,
+    pub include_untracked: bool,
+    /// Review everything since this ref (branch, tag or commit; merge-base against HEAD).
+    pub compare_to: Option<String>,
+    /// How deep to look for nested repositories below `path`.
+    pub max_depth: usize,
+    /// Token budget for the rendered diff.
+    pub budget: u64,
+    /// The index to read instead of `.git/index` for the repository whose git directory holds
+    /// it: a pre-commit hook passes `$GIT_INDEX_FILE`, which `git commit -a` and
+    /// `git commit <paths>` point at a temporary index holding what is about to be committed.
+    pub index_file: Option<PathBuf>,
+}
+
+/// A changed file, as listed in the reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ChangedFile {
+    /// Repository (as shown) the file belongs to.
+    pub repo: String,
+    /// Path relative to its repository.
+    pub path: String,
+    /// added, modified, deleted, renamed, copied, untracked, mode_changed, submodule,
+    /// type_changed, conflicted.
+    pub status: String,
+    /// The path before a rename or copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+}
+
+/// The rendered changes, ready for the prompt.
+#[derive(Debug, Clone, Default)]
+pub struct DiffContext {
+    /// The diff text for Gemini: per repository, per file, redacted and budgeted.
+    pub text: String,
+    pub tokens: u64,
+    pub changed: Vec<ChangedFile>,
+    /// Diffs left out, with why.
+    pub skipped: Vec<Skipped>,
+    /// Secret-looking values replaced.
+    pub redactions: usize,
+    /// Changed files that look like secrets by name (a finding in itself).
+    pub secret_files: Vec<String>,
+    /// Repositories found.
+    pub repos: Vec<String>,
+    /// Changed files whose full content was added as context (paths as shown), with tokens.
+    pub context_files: Vec<(String, u64)>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GitError {
+    #[error(transparent)]
+    Sandbox(#[from] crate::collector::SandboxError),
+    #[error(
+        "{path} is not inside a git repository and has none below it (max_depth {max_depth}). Point `path` at a repository."
+    )]
+    NotARepository { path: String, max_depth: usize },
+    #[error("compare_to `{reference}` is not a branch, tag or commit in {repo}: {message}")]
+    BadRef {
+        reference: String,
+        repo: String,
+        message: String,
+    },
+    #[error("git error in {repo}: {message}")]
+    Git { repo: String, message: String },
+}
+
+impl GitError {
+    fn git(repo: &str, e: &git2::Error) -> GitError {
+        GitError::Git {
+            repo: repo.to_string(),
+            message: e.message().to_string(),
+        }
+    }
+}
+
+/// Finds the repositories and renders their changes for review.
+pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffContext, GitError> {
+    let sandbox = collector.sandbox();
+    let start = sandbox.resolve(&req.path)?;
+    let start_dir = if start.as_path().is_dir() {
+        start.as_path().to_path_buf()
+    } else {
+        match start.as_path().parent() {
+            Some(p) => p.to_path_buf(),
+            None => start.as_path().to_path_buf(),
+        }
+    };
+    let found = discover::find(&start_dir, req.max_depth)?;
+    if found.is_empty() {
+        return Err(GitError::NotARepository {
+            path: req.path.clone(),
+            max_depth: req.max_depth,
+        });
+    }
+    let multi = found.len() > 1;
+    let mut repos = Vec::with_capacity(found.len());
+    for f in &found {
+        let display = match sandbox.check(&f.workdir) {
+            Some(p) => sandbox.display(&p),
+            None => f.workdir.display().to_string(),
+        };
+        repos.push(render::RepoView {
+            prefix: if multi && display != "." {
+                format!("{display}/")
+            } else {
+                String::new()
+            },
+            display,
+            ..render::RepoView::default()
+        });
+    }
+
+    // compare_to must name something in at least one repository; where it names nothing, that
+    // repository's uncommitted work is reviewed instead, and the text says so.
+    let mut files = Vec::new();
+    let mut bad_refs = Vec::new();
+    for (i, f) in found.iter().enumerate() {
+        let c = changes::read(f, &repos[i].display, &repos[i].prefix, req)?;
+        repos[i].head = c.head;
+        repos[i].sections = c.sections;
+        repos[i].notes = c.notes;
+        bad_refs.extend(c.bad_ref);
+        files.extend(c.files.into_iter().map(|mut fc| {
+            fc.repo = i;
+            fc
+        }));
+    }
+    if bad_refs.len() == found.len()
+        && let Some(e) = bad_refs.into_iter().next()
+    {
+        return Err(e);
+    }
+    Ok(render::render(sandbox, &found, &repos, files, req.budget))
+}

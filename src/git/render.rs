@@ -1,0 +1,523 @@
+//! Rendering the changes for Gemini under a token budget.
+//!
+//! The text is, per repository: a header (branch, what was compared, notes) and the list of every
+//! changed file with its status, then the diffs section by section (each file between
+//! `--- BEGIN DIFF: <path> ---` and `--- END DIFF ---` markers, redacted). The header and the list
+//! are always sent, so a file whose diff is left out is still named. Diffs are admitted by
+//! priority (source, then configuration and build files, then docs, then lock files, data, logs
+//! and generated files; deleted files last); every diff that does not fit is listed in `skipped`.
+//! When every diff fits, the full new content of modified files is added, numbered, in priority
+//! order while the budget allows (and at most [`CONTEXT_CAP`] tokens of it), and the text says
+//! which files. Token counting is the bulk of the cost of a large change: once the budget is
+//! nearly full, only what surely fits is counted.
+
+use std::collections::HashMap;
+
+use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
+use super::discover::Found;
+use super::{ChangedFile, DiffContext};
+use crate::collector::{Sandbox, SandboxedPath, SkipReason, Skipped, redact, tokens};
+
+/// A repository as shown, with what was read from it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RepoView {
+    /// Relative to the sandbox root (`.` for the root itself), or absolute when outside it.
+    pub display: String,
+    /// Prepended to file paths when several repositories are reviewed (`libs/a/`), else empty.
+    pub prefix: String,
+    pub head: String,
+    pub sections: Vec<(Section, String)>,
+    pub notes: Vec<String>,
+}
+
+/// Entries listed per repository before the list is cut short.
+const LIST_MAX: usize = 1000;
+
+/// Most tokens of full file content added as context: beyond this a large change costs more
+/// than the extra context is worth (every token is paid for on every call of the thread).
+pub(super) const CONTEXT_CAP: u64 = 100_000;
+
+/// One changed file as listed: all its changes (a file can be both staged and unstaged).
+struct Listed {
+    repo: usize,
+    path: String,
+    status: &'static str,
+    old_path: Option<String>,
+    sections: Vec<Section>,
+    note: Option<String>,
+}
+
+struct Block {
+    file: usize,
+    text: String,
+    tokens: u64,
+}
+
+pub(super) fn render(
+    sandbox: &Sandbox,
+    found: &[Found],
+    repos: &[RepoView],
+    files: Vec<FileChange>,
+    budget: u64,
+) -> DiffContext {
+    let shown = |f: &FileChange| format!("{}{}", repos[f.repo].prefix, f.path);
+    let mut ctx = DiffContext {
+        repos: repos.iter().map(|r| r.display.clone()).collect(),
+        ..DiffContext::default()
+    };
+
+    // The list of changed files, one entry per file.
+    let mut listed: Vec<Listed> = Vec::new();
+    let mut by_path: HashMap<(usize, &str), usize> = HashMap::new();
+    for f in &files {
+        match by_path.get(&(f.repo, f.path.as_str())) {
+            Some(&i) => {
+                if !listed[i].sections.contains(&f.section) {
+                    listed[i].sections.push(f.section);
+                }
+            }
+            None => {
+                by_path.insert((f.repo, f.path.as_str()), listed.len());
+                listed.push(Listed {
+                    repo: f.repo,
+                    path: f.path.clone(),
+                    status: f.status,
+                    old_path: f.old_path.clone(),
+                    sections: vec![f.section],
+                    note: None,
+                });
+            }
+        }
+        let i = by_path[&(f.repo, f.path.as_str())];
+        let (note, reason) = match &f.body {
+            Body::Patch(_) => (None, None),
+            Body::Secret { rule } if f.status == "deleted" => (
+                Some(format!("looks like a secret ({rule}); content not shown")),
+                Some(SkipReason::Secret),
+            ),
+            Body::Secret { rule } => {
+                let path = shown(f);
+                if !ctx.secret_files.contains(&path) {
+                    ctx.secret_files.push(path);
+                }
+                (
+                    Some(format!(
+                        "LOOKS LIKE A SECRET (matches {rule}); its content was not sent"
+                    )),
+                    Some(SkipReason::Secret),
+                )
+            }
+            Body::Binary { old, new } => (
+                Some(format!(
+                    "binary ({} → {}); not shown",
+                    human(*old),
+                    human(*new)
+                )),
+                Some(SkipReason::Binary),
+            ),
+            Body::TooLarge { size } => (
+                Some(format!(
+                    "{}, over the {} limit; not shown",
+                    human(*size),
+                    human(MAX_FILE_BYTES)
+                )),
+                Some(SkipReason::TooLarge),
+            ),
+            Body::Conflicted => (Some("unresolved merge conflict".into()), None),
+            Body::Unreadable => (
+                Some("git could not read it".into()),
+                Some(SkipReason::Unreadable),
+            ),
+        };
+        if let Some(note) = note {
+            listed[i].note.get_or_insert(note);
+        }
+        if let Some(reason) = reason {
+            push_skipped(&mut ctx.skipped, shown(f), reason);
+        }
+    }
+    ctx.changed = listed
+        .iter()
+        .map(|l| ChangedFile {
+            repo: repos[l.repo].display.clone(),
+            path: l.path.clone(),
+            status: l.status.to_string(),
+            old_path: l.old_path.clone(),
+        })
+        .collect();
+
+    // The diffs, redacted; counted lazily below (counting dominates the cost of a large change).
+    let mut blocks: Vec<Block> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        if let Body::Patch(patch) = &f.body {
+            let path = shown(f);
+            let nl = if patch.ends_with('\n') { "" } else { "\n" };
+            let text = format!(
+                "--- BEGIN DIFF: {path} ({}, {}) ---\n{patch}{nl}--- END DIFF: {path} ---\n\n",
+                f.status,
+                f.section.short()
+            );
+            let (text, n) = redact(&text);
+            ctx.redactions += n;
+            blocks.push(Block {
+                file: i,
+                text,
+                tokens: 0,
+            });
+        }
+    }
+
+    // The header and the list are always sent (in short form if they would crowd out the
+    // diffs), and so are the section headings; then diffs by priority.
+    let warning = secret_warning(&ctx.secret_files);
+    let mut header = format!("# Changes to review\n\n{warning}");
+    header.push_str(&list_text(repos, &listed));
+    let mut used = tokens::count(&header);
+    if used > budget / 2 {
+        header = format!(
+            "# Changes to review\n\n{warning}{} changed file(s) in {} repositories ({}); the list is left out to fit the token budget.\n\n",
+            listed.len(),
+            repos.len(),
+            ctx.repos.join(", ")
+        );
+        used = tokens::count(&header);
+    }
+    let mut headings: Vec<(usize, Section, String)> = Vec::new();
+    for (r, view) in repos.iter().enumerate() {
+        for (section, title) in &view.sections {
+            if blocks
+                .iter()
+                .any(|b| files[b.file].repo == r && files[b.file].section == *section)
+            {
+                let heading = if repos.len() > 1 {
+                    format!("## {title} in `{}`\n\n", view.display)
+                } else {
+                    format!("## {title}\n\n")
+                };
+                used += tokens::count(&heading);
+                headings.push((r, *section, heading));
+            }
+        }
+    }
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by_key(|&b| (priority(&files[blocks[b].file]), b));
+    let mut included = vec![false; blocks.len()];
+    let mut left_out = false;
+    for &b in &order {
+        // Once a diff did not fit, the budget is nearly full: only diffs that surely fit (by
+        // an upper bound) are counted, so the tail of a huge change costs nothing.
+        let room = budget.saturating_sub(used);
+        let fits = if left_out && upper_bound(&blocks[b].text) > room {
+            false
+        } else {
+            blocks[b].tokens = tokens::count(&blocks[b].text);
+            blocks[b].tokens <= room
+        };
+        if fits {
+            used += blocks[b].tokens;
+            included[b] = true;
+        } else {
+            left_out = true;
+            push_skipped(
+                &mut ctx.skipped,
+                shown(&files[blocks[b].file]),
+                SkipReason::OverBudget,
+            );
+        }
+    }
+
+    // The text, in reading order: per repository, per section, per file. A heading whose
+    // diffs were all left out is still sent (and counted): it tells Gemini the section exists.
+    let mut text = header;
+    for (r, section, heading) in &headings {
+        text.push_str(heading);
+        for (b, block) in blocks.iter().enumerate() {
+            let f = &files[block.file];
+            if included[b] && f.repo == *r && f.section == *section {
+                text.push_str(&block.text);
+            }
+        }
+    }
+
+    // Full content of the changed files, for context: only when every diff is in, in priority
+    // order, the newest version of each, while it fits in what is left of the budget and under
+    // CONTEXT_CAP.
+    if !left_out {
+        let mut newest: HashMap<(usize, &str), usize> = HashMap::new();
+        for &b in &order {
+            let i = blocks[b].file;
+            if files[i].content.is_some() {
+                newest.insert((files[i].repo, files[i].path.as_str()), i);
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut candidates = Vec::new();
+        for &b in &order {
+            let key = (
+                files[blocks[b].file].repo,
+                files[blocks[b].file].path.as_str(),
+            );
+            if let Some(&i) = newest.get(&key)
+                && seen.insert(key)
+            {
+                candidates.push(i);
+            }
+        }
+        const HEADING: &str =
+            "## Full content of changed files, for context\n\nThe new version of: .\n\n";
+        let limit = budget.min(used.saturating_add(CONTEXT_CAP));
+        let mut reserved = used + tokens::count(HEADING);
+        let mut accepted: Vec<(String, String, usize, u64)> = Vec::new();
+        // The first file that does not fit ends it.
+        for &i in &candidates {
+            if reserved >= limit {
+                break;
+            }
+            let f = &files[i];
+            let Some(content) = read_content(sandbox, &found[f.repo], f) else {
+                continue;
+            };
+            if shows_everything(&f.shown_lines, &content) {
+                continue;
+            }
+            let path = shown(f);
+            let mut block = crate::collector::render::block(
+                &path,
+                &content,
+                &["full content, new version".to_string()],
+            );
+            block.push('\n');
+            let (block, n) = redact(&block);
+            // Its name in the heading costs too.
+            let t = tokens::count(&block);
+            let cost = t + tokens::count(&path) + 1;
+            if reserved + cost > limit {
+                break;
+            }
+            reserved += cost;
+            accepted.push((path, block, n, t));
+        }
+        // The heading is counted as sent; should it come out longer than reserved, the last
+        // files go.
+        while !accepted.is_empty() {
+            let names: Vec<&str> = accepted.iter().map(|(p, ..)| p.as_str()).collect();
+            let heading = format!(
+                "## Full content of changed files, for context\n\nThe new version of: {}.\n\n",
+                names.join(", ")
+            );
+            let total =
+                used + tokens::count(&heading) + accepted.iter().map(|(.., t)| t).sum::<u64>();
+            if total > budget {
+                accepted.pop();
+                continue;
+            }
+            used = total;
+            text.push_str(&heading);
+            for (path, block, n, t) in accepted {
+                text.push_str(&block);
+                ctx.redactions += n;
+                ctx.context_files.push((path, t));
+            }
+            break;
+        }
+    }
+    ctx.text = text;
+    ctx.tokens = used;
+    ctx
+}
+
+/// A generous bound on a text's token count (every o200k token is at least one byte, and the
+/// calibration adds well under half). It only decides what is not worth counting once the
+/// budget is nearly full; nothing relies on it for the budget itself.
+fn upper_bound(text: &str) -> u64 {
+    (text.len() as u64).saturating_mul(3) / 2 + 1
+}
+
+fn push_skipped(skipped: &mut Vec<Skipped>, path: String, reason: SkipReason) {
+    if !skipped.iter().any(|s| s.path == path && s.reason == reason) {
+        skipped.push(Skipped { path, reason });
+    }
+}
+
+fn secret_warning(secret_files: &[String]) -> String {
+    if secret_files.is_empty() {
+        return String::new();
+    }
+    format!(
+        "WARNING: {} changed file(s) look like secrets by their names: {}. Their content was not sent. \
+         Committing a secret is a critical finding: say so, and how to remove it from the change.\n\n",
+        secret_files.len(),
+        secret_files
+            .iter()
+            .map(|s| format!("`{s}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Per repository: head, scope, notes, what was compared, and every changed file.
+fn list_text(repos: &[RepoView], listed: &[Listed]) -> String {
+    let mut s = String::new();
+    for (r, view) in repos.iter().enumerate() {
+        s.push_str(&format!(
+            "## Repository `{}` ({})\n",
+            view.display, view.head
+        ));
+        for note in &view.notes {
+            s.push_str(&format!("Note: {note}\n"));
+        }
+        let titles: Vec<&str> = view.sections.iter().map(|(_, t)| t.as_str()).collect();
+        if !titles.is_empty() {
+            s.push_str(&format!("Compared: {}.\n", titles.join("; ")));
+        }
+        let mine: Vec<&Listed> = listed.iter().filter(|l| l.repo == r).collect();
+        if mine.is_empty() {
+            s.push_str("No changes.\n\n");
+            continue;
+        }
+        s.push_str(&format!("Changed files ({}):\n", mine.len()));
+        for l in mine.iter().take(LIST_MAX) {
+            let sections: Vec<&str> = l.sections.iter().map(|x| x.short()).collect();
+            s.push_str(&format!("- {}: {}{}", l.status, view.prefix, l.path));
+            if let Some(old) = &l.old_path {
+                s.push_str(&format!(" (from {}{old})", view.prefix));
+            }
+            s.push_str(&format!(" [{}]", sections.join(", ")));
+            if let Some(note) = &l.note {
+                s.push_str(&format!(" — {note}"));
+            }
+            s.push('\n');
+        }
+        if mine.len() > LIST_MAX {
+            s.push_str(&format!("- … and {} more\n", mine.len() - LIST_MAX));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// Lower is sent first.
+fn priority(f: &FileChange) -> u8 {
+    let deleted = if f.status == "deleted" { 10 } else { 0 };
+    class(&f.path) + deleted
+}
+
+/// 0 source code, 1 configuration and build files (and anything unrecognised), 2 docs,
+/// 3 lock files, test data, logs and generated files (DESIGN §4).
+pub(super) fn class(path: &str) -> u8 {
+    const SOURCE: &[&str] = &[
+        "rs", "py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "java",
+        "kt", "kts", "scala", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "cs", "fs", "fsx",
+        "swift", "m", "mm", "rb", "php", "pl", "pm", "lua", "sh", "bash", "zsh", "fish", "ps1",
+        "sql", "proto", "graphql", "vue", "svelte", "dart", "ex", "exs", "erl", "hrl", "hs", "ml",
+        "mli", "clj", "cljs", "elm", "zig", "nim", "r", "jl", "sol", "html", "css", "scss", "sass",
+        "less", "tf", "nix",
+    ];
+    const DOCS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "org", "tex"];
+    const GENERATED_EXT: &[&str] = &[
+        "lock", "map", "snap", "log", "csv", "tsv", "svg", "pb", "sum",
+    ];
+    const GENERATED_NAMES: &[&str] = &[
+        "package-lock.json",
+        "pnpm-lock.yaml",
+        "npm-shrinkwrap.json",
+        "go.sum",
+    ];
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
+    if GENERATED_NAMES.contains(&name)
+        || GENERATED_EXT.contains(&ext)
+        || name.contains(".min.")
+        || name.contains(".generated.")
+        || ["fixtures/", "testdata/", "__snapshots__/", "generated/"]
+            .iter()
+            .any(|d| lower.starts_with(d) || lower.contains(&format!("/{d}")))
+    {
+        return 3;
+    }
+    if DOCS.contains(&ext) || name.starts_with("license") || name.starts_with("changelog") {
+        return 2;
+    }
+    if SOURCE.contains(&ext) {
+        return 0;
+    }
+    1
+}
+
+/// The new version of a file: from the object database (staged, committed), or from the work
+/// tree through the sandbox.
+fn read_content(sandbox: &Sandbox, found: &Found, f: &FileChange) -> Option<String> {
+    let bytes = match f.content? {
+        Content::Blob(id) => {
+            let blob = found.repo.find_blob(id).ok()?;
+            if blob.is_binary() || blob.size() as u64 > MAX_FILE_BYTES {
+                return None;
+            }
+            blob.content().to_vec()
+        }
+        Content::Workdir => {
+            let canon = std::fs::canonicalize(found.workdir.join(&f.path)).ok()?;
+            crate::collector::read_file(&sandbox.check(&canon)?, MAX_FILE_BYTES).ok()?
+        }
+    };
+    if bytes[..bytes.len().min(8192)].contains(&0) {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Whether the diff's hunks already show every line of `content`.
+fn shows_everything(shown: &[(u32, u32)], content: &str) -> bool {
+    let lines = content.lines().count() as u32;
+    let mut next = 1;
+    for &(start, end) in shown {
+        if start > next {
+            return false;
+        }
+        next = next.max(end + 1);
+    }
+    next > lines
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b < 1024 => format!("{b} B"),
+        b if b < 1024 * 1024 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_put_source_first_and_generated_last() {
+        for (path, want) in [
+            ("src/main.rs", 0),
+            ("web/app.tsx", 0),
+            ("Cargo.toml", 1),
+            ("Makefile", 1),
+            (".github/workflows/ci.yml", 1),
+            ("README.md", 2),
+            ("LICENSE", 2),
+            ("Cargo.lock", 3),
+            ("package-lock.json", 3),
+            ("tests/fixtures/big.rs", 3),
+            ("dist/app.min.js", 3),
+            ("server.log", 3),
+        ] {
+            assert_eq!(class(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn context_is_skipped_when_the_diff_shows_the_whole_file() {
+        assert!(shows_everything(&[(1, 3)], "a\nb\nc\n"));
+        assert!(shows_everything(&[(1, 2), (3, 3)], "a\nb\nc"));
+        assert!(!shows_everything(&[(1, 2)], "a\nb\nc\n"));
+        assert!(!shows_everything(&[(2, 3)], "a\nb\nc\n"));
+        assert!(!shows_everything(&[], "a\n"));
+    }
+}

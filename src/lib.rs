@@ -1,0 +1,14 @@
+//! gemini-mcp-server: a second opinion from Google's Gemini models for coding agents.
+//!
+//! The crate is a synchronous core (collector, git, budget, prompt rendering) under an async shell
+//! (the MCP server, the Gemini executor, the thread stores). See ARCHITECTURE.md for the codemap.
+
+pub mod cli;
+pub mod collector;
+pub mod config;
+pub mod gemini;
+pub mod git;
+pub mod http;
+pub mod server;
+pub mod threads;
+pub mod tools;

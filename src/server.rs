@@ -1,0 +1,239 @@
+//! The MCP edge: the rmcp server handler, the routing of the tools' adapters, and the one place
+//! where tool errors become MCP results or JSON-RPC errors. Protocol types stay here and in the
+//! tools' one-line adapters; the pipeline knows nothing of MCP.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{
+    CallToolResult, ContentBlock, ErrorCode, Implementation, JsonObject, MetaObject,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::gemini::{CallContext, Progress};
+use crate::tools::reply::Status;
+use crate::tools::{Pipeline, Plan, Reply, ToolError};
+
+/// JSON-RPC code for a path refused by the sandbox (DESIGN §1).
+pub const SANDBOX_ERROR: ErrorCode = ErrorCode(-32001);
+
+/// How often a waiting call tells the client it is still alive.
+const HEARTBEAT: Duration = Duration::from_secs(10);
+
+const INSTRUCTIONS: &str = "Gemini as a second opinion. Use `codereview` for findings on files (severity, file:line, fix); \
+`precommit` before committing, on the pending git changes; `debug` for root-cause analysis of an error; `analyze` to \
+answer a question about files or directories; `thinkdeep` to extend and challenge your own analysis of a hard problem; \
+`chat` for anything else. Pass paths in `files` (directories are expanded, .gitignore respected). Every reply carries a \
+`continuation_id`: pass it back (to any tool) to continue the same conversation without resending context. \
+`listmodels` shows the models and aliases.";
+
+#[derive(Clone)]
+pub struct Server {
+    pipeline: Arc<Pipeline>,
+    tool_router: ToolRouter<Server>,
+}
+
+impl Server {
+    pub fn new(pipeline: Arc<Pipeline>) -> Server {
+        let mut tool_router = Self::chat_router()
+            + Self::thinkdeep_router()
+            + Self::analyze_router()
+            + Self::codereview_router()
+            + Self::debug_router()
+            + Self::precommit_router()
+            + Self::listmodels_router();
+        for name in &pipeline.config().disabled_tools {
+            tool_router.remove_route(name);
+        }
+        Server {
+            pipeline,
+            tool_router,
+        }
+    }
+
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    /// The body of every tool adapter: parse the arguments (naming the bad field), plan, run the
+    /// pipeline with progress and cancellation, and map the outcome to MCP.
+    pub(crate) async fn call_tool_with<P: DeserializeOwned>(
+        &self,
+        args: JsonObject,
+        plan: fn(P) -> Result<Plan, ToolError>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        // The common parameters are flattened into each tool's struct, where serde loses the
+        // field's name in errors: check them on their own first.
+        let common = parse_args::<crate::tools::Common>(args.clone());
+        let outcome = match common.and_then(|_| parse_args::<P>(args)).and_then(plan) {
+            Ok(plan) => self.run(plan, &ctx).await,
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(reply) => Ok(to_result(reply)),
+            Err(ToolError::TooLarge {
+                field,
+                chars,
+                limit,
+            }) => Ok(to_result(resend_prompt(&field, chars, limit))),
+            Err(e) => to_mcp(e),
+        }
+    }
+
+    async fn run(&self, plan: Plan, ctx: &RequestContext<RoleServer>) -> Result<Reply, ToolError> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let progress: crate::gemini::ProgressFn = Arc::new(move |p| {
+            let _ = tx.send(p);
+        });
+        let call = CallContext {
+            cancel: ctx.ct.clone(),
+            progress: Some(progress),
+        };
+        // Forward progress (and a heartbeat while waiting) when the client asked for it.
+        let token = ctx.meta.get_progress_token();
+        let peer = ctx.peer.clone();
+        let forwarder = tokio::spawn(async move {
+            let started = Instant::now();
+            let mut n = 0u32;
+            let mut last = String::from("working");
+            let mut tick =
+                tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+            loop {
+                let message = tokio::select! {
+                    p = rx.recv() => match p { Some(p) => { last = p.message.clone(); p.message } None => break },
+                    _ = tick.tick() => format!("{last} ({}s)", started.elapsed().as_secs()),
+                };
+                if let Some(token) = &token {
+                    n += 1;
+                    let _ = peer
+                        .notify_progress(
+                            ProgressNotificationParam::new(token.clone(), f64::from(n))
+                                .with_message(message),
+                        )
+                        .await;
+                }
+            }
+        });
+        let result = tokio::select! {
+            r = self.pipeline.run(plan, &call) => r,
+            _ = ctx.ct.cancelled() => Err(ToolError::Gemini(crate::gemini::GeminiError::Cancelled)),
+        };
+        drop(call);
+        forwarder.abort();
+        result
+    }
+}
+
+/// Deserialises tool arguments, naming the offending field in the error.
+pub fn parse_args<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError> {
+    let de = Value::Object(args);
+    serde_path_to_error::deserialize::<_, P>(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        // serde names a missing field only in its message.
+        let field = if path == "." {
+            inner.split('`').nth(1).unwrap_or("arguments").to_string()
+        } else {
+            path
+        };
+        ToolError::invalid(&field, inner)
+    })
+}
+
+fn resend_prompt(field: &str, chars: usize, limit: usize) -> Reply {
+    Reply::new(
+        Status::ResendPrompt,
+        format!(
+            "`{field}` is {chars} characters, more than the {limit} this transport carries reliably. Save the text to a file \
+             inside the project (for example `prompt.md`), then call again with that path in `files` and a short `{field}` \
+             that refers to it."
+        ),
+    )
+}
+
+/// A reply as an MCP result: Markdown text, structured content, and `_meta` with the thread id.
+pub fn to_result(reply: Reply) -> CallToolResult {
+    let structured = serde_json::to_value(&reply).unwrap_or(Value::Null);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(reply.text)]);
+    result.structured_content = Some(structured);
+    if let Some(id) = reply.continuation_id {
+        let mut meta = JsonObject::new();
+        meta.insert("continuation_id".into(), Value::String(id.clone()));
+        meta.insert("sessionId".into(), Value::String(id));
+        result = result.with_meta(Some(MetaObject(meta)));
+    }
+    result
+}
+
+/// The one mapping from tool errors to MCP: bad arguments → -32602 naming the field; a path the
+/// sandbox refuses → -32001 naming the path and the root; everything that went wrong while
+/// answering → an `isError` result whose text says what to do.
+pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
+    use crate::collector::CollectError;
+    use crate::git::GitError;
+    match e {
+        ToolError::InvalidArgument { field, message } => Err(ErrorData::invalid_params(
+            format!("invalid `{field}`: {message}"),
+            Some(json!({ "field": field })),
+        )),
+        ToolError::Sandbox(s) => {
+            let data = json!({ "path": s.path() });
+            Err(ErrorData::new(SANDBOX_ERROR, s.to_string(), Some(data)))
+        }
+        ToolError::Collect(CollectError::SecretRefused { path, rule }) => {
+            let message = CollectError::SecretRefused {
+                path: path.clone(),
+                rule: rule.clone(),
+            }
+            .to_string();
+            Err(ErrorData::new(
+                SANDBOX_ERROR,
+                message,
+                Some(json!({ "path": path, "rule": rule })),
+            ))
+        }
+        ToolError::Collect(CollectError::Image { path, message }) => {
+            Err(ErrorData::invalid_params(
+                format!("invalid `images`: {path}: {message}"),
+                Some(json!({ "field": "images", "path": path })),
+            ))
+        }
+        ToolError::Git(g @ GitError::NotARepository { .. }) => Err(ErrorData::invalid_params(
+            format!("invalid `path`: {g}"),
+            Some(json!({ "field": "path" })),
+        )),
+        ToolError::Git(g @ GitError::BadRef { .. }) => Err(ErrorData::invalid_params(
+            format!("invalid `compare_to`: {g}"),
+            Some(json!({ "field": "compare_to" })),
+        )),
+        ToolError::TooLarge {
+            field,
+            chars,
+            limit,
+        } => Ok(to_result(resend_prompt(&field, chars, limit))),
+        ToolError::Gemini(g) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+            "Error executing gemini: {g}"
+        ))])),
+        other => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+            "Error executing gemini: {other}"
+        ))])),
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(
+                env!("CARGO_PKG_NAME"),
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(INSTRUCTIONS)
+    }
+}

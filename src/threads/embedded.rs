@@ -1,0 +1,495 @@
+//! The embedded thread store, the default: one SQLite database (`threads.sqlite3`) in the state
+//! directory (`$XDG_STATE_HOME/gemini-mcp/`, created 0700), shared by every server process and
+//! the CLI of the user, so a thread started by a git hook can be continued from an editor.
+//!
+//! Sharing: WAL mode (readers never wait for the writer), a busy timeout (a writer waits for
+//! another process's write instead of failing), and every append in one `BEGIN IMMEDIATE`
+//! transaction that reads the turn count, refuses at `max_turns`, inserts the turn and refreshes
+//! the expiry, so concurrent writers in any number of processes lose nothing and never overshoot.
+//! Expired threads are invisible at once and deleted on open and then every [`CLEANUP_EVERY`].
+//!
+//! rusqlite is synchronous, so each store owns one connection on a dedicated thread (not the
+//! async runtime's, and not `spawn_blocking`'s pool, where waiting for another process's lock
+//! would hold a pool thread): callers send it a job and await the answer on a oneshot channel.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::{Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
+
+/// The database file inside the state directory.
+pub const FILE_NAME: &str = "threads.sqlite3";
+/// How long a write waits for another process's write before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often expired threads are deleted (they are invisible as soon as they expire).
+pub const CLEANUP_EVERY: Duration = Duration::from_secs(600);
+/// Schema version in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS threads (
+    id         TEXT PRIMARY KEY,
+    project    TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    expires_ms INTEGER NOT NULL,
+    turns      INTEGER NOT NULL,
+    written    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS threads_by_project ON threads (project, written);
+CREATE INDEX IF NOT EXISTS threads_by_expiry ON threads (expires_ms);
+CREATE TABLE IF NOT EXISTS turns (
+    thread TEXT NOT NULL,
+    seq    INTEGER NOT NULL,
+    body   TEXT NOT NULL,
+    PRIMARY KEY (thread, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS counter (
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    n   INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO counter (one, n) VALUES (1, 0);
+";
+
+type Job = Box<dyn FnOnce(&mut Worker) + Send>;
+
+/// The connection and its housekeeping, owned by the store's thread.
+struct Worker {
+    conn: Connection,
+    last_cleanup: Instant,
+}
+
+pub struct EmbeddedStore {
+    jobs: mpsc::Sender<Job>,
+    path: PathBuf,
+    ttl: Duration,
+    max_turns: u32,
+}
+
+impl EmbeddedStore {
+    /// Opens (creating when needed) the store in `dir`. Errors name the path and what to do.
+    pub async fn open(
+        dir: &Path,
+        ttl: Duration,
+        max_turns: u32,
+    ) -> Result<EmbeddedStore, ThreadError> {
+        let dir = dir.to_path_buf();
+        let path = dir.join(FILE_NAME);
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let db = path.clone();
+        std::thread::Builder::new()
+            .name("thread-store".into())
+            .spawn(move || {
+                let mut worker = match open_db(&dir, &db) {
+                    Ok(conn) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Worker {
+                            conn,
+                            last_cleanup: Instant::now(),
+                        }
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                // Ends when the store (the only sender) is dropped.
+                for job in rx {
+                    job(&mut worker);
+                }
+            })
+            .map_err(|e| unavailable(&path, format!("cannot start its thread: {e}")))?;
+        ready_rx
+            .await
+            .map_err(|_| unavailable(&path, "its thread stopped while opening".into()))??;
+        let store = EmbeddedStore {
+            jobs,
+            path,
+            ttl,
+            max_turns,
+        };
+        store
+            .call(|w| {
+                cleanup(&w.conn, now_ms())?;
+                Ok(())
+            })
+            .await?;
+        tracing::info!(path = %store.path.display(), "embedded thread store opened");
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the store's thread and awaits its result.
+    async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Worker) -> Result<T, DbError> + Send + 'static,
+    ) -> Result<T, ThreadError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(Box::new(move |w: &mut Worker| {
+                let _ = tx.send(f(w));
+            }))
+            .map_err(|_| unavailable(&self.path, "its thread has stopped".into()))?;
+        let result = rx
+            .await
+            .map_err(|_| unavailable(&self.path, "its thread has stopped".into()))?;
+        result.map_err(|e| match e {
+            DbError::Sqlite(e) => {
+                tracing::warn!(path = %self.path.display(), error = %e, "embedded thread store failed");
+                unavailable(&self.path, sqlite_advice(&e))
+            }
+            DbError::Thread(t) => t,
+        })
+    }
+
+    fn not_found(&self, id: ThreadId) -> ThreadError {
+        ThreadError::NotFound {
+            id: id.to_string(),
+            ttl_hours: self.ttl.as_secs_f64() / 3600.0,
+        }
+    }
+}
+
+/// A failure inside a job: SQLite's, or one of ours decided there.
+enum DbError {
+    Sqlite(rusqlite::Error),
+    Thread(ThreadError),
+}
+
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> Self {
+        DbError::Sqlite(e)
+    }
+}
+
+fn unavailable(path: &Path, message: String) -> ThreadError {
+    ThreadError::Unavailable {
+        store: "embedded",
+        message: format!("{} ({message})", path.display()),
+    }
+}
+
+fn sqlite_advice(e: &rusqlite::Error) -> String {
+    let busy = matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    );
+    if busy {
+        format!(
+            "another process held the database for over {} s: {e}; try again",
+            BUSY_TIMEOUT.as_secs()
+        )
+    } else {
+        e.to_string()
+    }
+}
+
+/// Creates the directory (0700), opens the database and prepares it for sharing.
+fn open_db(dir: &Path, db: &Path) -> Result<Connection, ThreadError> {
+    create_private_dir(dir).map_err(|e| {
+        unavailable(
+            db,
+            format!("cannot create the state directory: {e}; set GEMINI_MCP_STATE_DIR to a writable directory"),
+        )
+    })?;
+    let fail = |e: rusqlite::Error| {
+        unavailable(
+            db,
+            format!(
+                "cannot open the thread database: {e}; move the file away to start afresh, or set GEMINI_MCP_STATE_DIR"
+            ),
+        )
+    };
+    let conn = Connection::open(db).map_err(fail)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(fail)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(unavailable(
+            db,
+            format!("the database cannot use WAL mode (it is in {mode} mode)"),
+        ));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(fail)?;
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(fail)?;
+    if version > SCHEMA_VERSION {
+        return Err(unavailable(
+            db,
+            format!(
+                "the database was written by a newer gemini-mcp (schema {version}); upgrade, or set GEMINI_MCP_STATE_DIR to another directory"
+            ),
+        ));
+    }
+    conn.execute_batch(&format!(
+        "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+    ))
+    .map_err(fail)?;
+    Ok(conn)
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// Deletes expired threads and their turns.
+fn cleanup(conn: &Connection, now: u64) -> Result<usize, rusqlite::Error> {
+    let now = now as i64;
+    conn.execute(
+        "DELETE FROM turns WHERE thread IN (SELECT id FROM threads WHERE expires_ms <= ?1)",
+        [now],
+    )?;
+    let n = conn.execute("DELETE FROM threads WHERE expires_ms <= ?1", [now])?;
+    if n > 0 {
+        tracing::debug!(threads = n, "expired threads deleted");
+    }
+    Ok(n)
+}
+
+#[async_trait::async_trait]
+impl ThreadStore for EmbeddedStore {
+    async fn load(&self, id: ThreadId) -> Result<Thread, ThreadError> {
+        let key = id.to_string();
+        let found = self
+            .call(move |w| {
+                // One read transaction: the header and the turns seen at the same instant.
+                let tx = w.conn.transaction()?;
+                let project: Option<String> = tx
+                    .query_row(
+                        "SELECT project FROM threads WHERE id = ?1 AND expires_ms > ?2",
+                        params![key, now_ms() as i64],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let Some(project) = project else {
+                    return Ok(None);
+                };
+                let mut stmt =
+                    tx.prepare_cached("SELECT body FROM turns WHERE thread = ?1 ORDER BY seq")?;
+                let bodies = stmt
+                    .query_map([&key], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                drop(stmt);
+                tx.commit()?;
+                Ok(Some((project, bodies)))
+            })
+            .await?;
+        let Some((project, bodies)) = found else {
+            return Err(self.not_found(id));
+        };
+        let turns = bodies
+            .iter()
+            .enumerate()
+            .map(|(i, body)| {
+                serde_json::from_str::<Turn>(body).map_err(|e| ThreadError::Corrupt {
+                    id: id.to_string(),
+                    message: format!("turn {} is not a turn: {e}", i + 1),
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if turns.is_empty() {
+            return Err(ThreadError::Corrupt {
+                id: id.to_string(),
+                message: "it has no turns".into(),
+            });
+        }
+        Ok(Thread { id, project, turns })
+    }
+
+    async fn latest(&self, project: &str) -> Result<Option<ThreadId>, ThreadError> {
+        let project = project.to_string();
+        let found = self
+            .call(move |w| {
+                Ok(w.conn
+                    .query_row(
+                        "SELECT id FROM threads WHERE project = ?1 AND expires_ms > ?2 ORDER BY written DESC LIMIT 1",
+                        params![project, now_ms() as i64],
+                        |r| r.get::<_, String>(0),
+                    )
+                    .optional()?)
+            })
+            .await?;
+        match found {
+            None => Ok(None),
+            Some(raw) => raw
+                .parse::<ThreadId>()
+                .map(Some)
+                .map_err(|_| ThreadError::Corrupt {
+                    id: raw,
+                    message: "the thread table holds an id that is not a UUID".into(),
+                }),
+        }
+    }
+
+    async fn append(&self, id: ThreadId, project: &str, turn: &Turn) -> Result<u32, ThreadError> {
+        let body = serde_json::to_string(turn).map_err(|e| ThreadError::Corrupt {
+            id: id.to_string(),
+            message: format!("the turn cannot be encoded: {e}"),
+        })?;
+        let key = id.to_string();
+        let project = project.to_string();
+        let ttl_ms = self.ttl.as_millis().min(i64::MAX as u128) as i64;
+        let max = self.max_turns;
+        self.call(move |w| {
+            let now = now_ms() as i64;
+            if w.last_cleanup.elapsed() >= CLEANUP_EVERY {
+                w.last_cleanup = Instant::now();
+                cleanup(&w.conn, now as u64)?;
+            }
+            // IMMEDIATE: take the write lock before reading the count, so no other writer (in
+            // this or another process) can append between the check and the insert.
+            let tx = w
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let existing: Option<(i64, i64)> = tx
+                .query_row(
+                    "SELECT turns, expires_ms FROM threads WHERE id = ?1",
+                    [&key],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?;
+            let count = match existing {
+                Some((n, expires)) if expires > now => n,
+                Some(_) => {
+                    // Expired but not yet cleaned up: the id starts afresh.
+                    tx.execute("DELETE FROM turns WHERE thread = ?1", [&key])?;
+                    tx.execute("DELETE FROM threads WHERE id = ?1", [&key])?;
+                    0
+                }
+                None => 0,
+            };
+            if count >= i64::from(max) {
+                return Err(DbError::Thread(ThreadError::Full {
+                    id: key.clone(),
+                    max,
+                }));
+            }
+            let written: i64 =
+                tx.query_row("UPDATE counter SET n = n + 1 RETURNING n", [], |r| r.get(0))?;
+            tx.execute(
+                "INSERT INTO turns (thread, seq, body) VALUES (?1, ?2, ?3)",
+                params![key, count, body],
+            )?;
+            let expires = now.saturating_add(ttl_ms);
+            tx.execute(
+                "INSERT INTO threads (id, project, created_ms, expires_ms, turns, written)
+                 VALUES (?1, ?2, ?3, ?4, 1, ?5)
+                 ON CONFLICT (id) DO UPDATE SET
+                    expires_ms = excluded.expires_ms, turns = turns + 1, written = excluded.written",
+                params![key, project, now, expires, written],
+            )?;
+            tx.commit()?;
+            Ok((count + 1) as u32)
+        })
+        .await
+    }
+
+    async fn ping(&self) -> Result<(), ThreadError> {
+        self.call(|w| Ok(w.conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))?))
+            .await
+            .map(|_| ())
+    }
+
+    fn kind(&self) -> &'static str {
+        "embedded"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn creates_the_state_directory_private() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a/b/gemini-mcp");
+        let store = EmbeddedStore::open(&dir, Duration::from_secs(60), 5)
+            .await
+            .unwrap();
+        assert!(store.path().is_file());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{mode:o}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_not_a_database_is_a_clear_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join(FILE_NAME),
+            "not sqlite at all, just text ".repeat(100),
+        )
+        .unwrap();
+        let Err(e) = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5).await else {
+            panic!("a text file was accepted as the database");
+        };
+        let msg = e.to_string();
+        assert!(msg.contains(FILE_NAME), "{msg}");
+        assert!(msg.contains("GEMINI_MCP_STATE_DIR"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn expired_threads_are_deleted_on_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id = ThreadId::new();
+        {
+            let store = EmbeddedStore::open(tmp.path(), Duration::from_millis(1), 5)
+                .await
+                .unwrap();
+            store.append(id, "/p", &turn()).await.unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+        let _reopened = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5)
+            .await
+            .unwrap();
+        let conn = Connection::open(tmp.path().join(FILE_NAME)).unwrap();
+        let rows: i64 = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM threads) + (SELECT count(*) FROM turns)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(rows, 0);
+    }
+
+    fn turn() -> Turn {
+        Turn {
+            tool: "chat".into(),
+            request: "hi".into(),
+            files: Vec::new(),
+            response: "hello".into(),
+            model: "m".into(),
+            usage: Default::default(),
+            at_ms: 1,
+            request_tokens: 1,
+            response_tokens: 1,
+        }
+    }
+}

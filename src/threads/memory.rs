@@ -1,0 +1,91 @@
+//! The in-memory thread store: for tests and for users who ask for it. Threads die with the
+//! process. A std mutex suffices: no await happens while it is held.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::{Thread, ThreadError, ThreadId, ThreadStore, Turn};
+
+struct Entry {
+    thread: Thread,
+    expires: Instant,
+    /// Monotonic write counter, for `latest`.
+    written: u64,
+}
+
+pub struct MemoryStore {
+    ttl: Duration,
+    max_turns: u32,
+    inner: Mutex<(HashMap<ThreadId, Entry>, u64)>,
+}
+
+impl MemoryStore {
+    pub fn new(ttl: Duration, max_turns: u32) -> MemoryStore {
+        MemoryStore {
+            ttl,
+            max_turns,
+            inner: Mutex::new((HashMap::new(), 0)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ThreadStore for MemoryStore {
+    async fn load(&self, id: ThreadId) -> Result<Thread, ThreadError> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        g.0.retain(|_, e| e.expires > now);
+        g.0.get(&id)
+            .map(|e| e.thread.clone())
+            .ok_or_else(|| ThreadError::NotFound {
+                id: id.to_string(),
+                ttl_hours: self.ttl.as_secs_f64() / 3600.0,
+            })
+    }
+
+    async fn latest(&self, project: &str) -> Result<Option<ThreadId>, ThreadError> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        Ok(g.0
+            .iter()
+            .filter(|(_, e)| e.expires > now && e.thread.project == project)
+            .max_by_key(|(_, e)| e.written)
+            .map(|(id, _)| *id))
+    }
+
+    async fn append(&self, id: ThreadId, project: &str, turn: &Turn) -> Result<u32, ThreadError> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        g.1 += 1;
+        let written = g.1;
+        let now = Instant::now();
+        g.0.retain(|_, e| e.expires > now);
+        let entry = g.0.entry(id).or_insert_with(|| Entry {
+            thread: Thread {
+                id,
+                project: project.to_string(),
+                turns: Vec::new(),
+            },
+            expires: now,
+            written,
+        });
+        if entry.thread.turns.len() as u32 >= self.max_turns {
+            return Err(ThreadError::Full {
+                id: id.to_string(),
+                max: self.max_turns,
+            });
+        }
+        entry.thread.turns.push(turn.clone());
+        entry.expires = now + self.ttl;
+        entry.written = written;
+        Ok(entry.thread.turns.len() as u32)
+    }
+
+    async fn ping(&self) -> Result<(), ThreadError> {
+        Ok(())
+    }
+
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
+}

@@ -1,0 +1,188 @@
+//! Conversation threads behind one async trait: Redis when configured (`redis`), an embedded
+//! SQLite store by default (`embedded`), memory for tests (`memory`); `history` turns a stored
+//! thread back into prompt messages. A thread is named by a `ThreadId` (UUID) and holds turns; any
+//! tool continues a thread started by any other.
+//!
+//! A turn is one call: the request the tool rendered, the files sent with their content hashes,
+//! and Gemini's answer. Turns are appended atomically and never rewritten; every store enforces
+//! `max_turns` inside the same atomic step as the append, so concurrent writers can neither lose
+//! a turn nor overshoot the limit.
+
+pub mod embedded;
+pub mod history;
+pub mod memory;
+pub mod redis;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, StoreChoice};
+use crate::gemini::Usage;
+
+/// A thread's id: a UUID, parsed once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ThreadId(pub uuid::Uuid);
+
+impl ThreadId {
+    pub fn new() -> ThreadId {
+        ThreadId(uuid::Uuid::new_v4())
+    }
+}
+
+impl Default for ThreadId {
+    fn default() -> Self {
+        ThreadId::new()
+    }
+}
+
+impl fmt::Display for ThreadId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.hyphenated().fmt(f)
+    }
+}
+
+impl FromStr for ThreadId {
+    type Err = uuid::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        uuid::Uuid::parse_str(s.trim()).map(ThreadId)
+    }
+}
+
+/// A file sent with a turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRef {
+    /// Canonical absolute path.
+    pub path: String,
+    /// Hex SHA-256 of the content sent.
+    pub hash: String,
+    pub tokens: u64,
+}
+
+/// One call in a thread: the request and Gemini's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    /// The tool that made the call.
+    pub tool: String,
+    /// The text of the user message after its file blocks, exactly as sent: the diff, the note of
+    /// files left out, and the request the tool rendered. History re-renders the user message as
+    /// the file blocks (re-read) followed by this text, byte for byte.
+    pub request: String,
+    /// The files sent with this turn, in the order they were sent.
+    pub files: Vec<FileRef>,
+    /// Gemini's answer as text.
+    pub response: String,
+    /// The model that answered.
+    pub model: String,
+    pub usage: Usage,
+    /// Unix time in milliseconds.
+    pub at_ms: u64,
+    /// Tokens of `request`, counted when the turn was saved (0: count again when needed).
+    #[serde(default)]
+    pub request_tokens: u64,
+    /// Tokens of `response`, counted when the turn was saved (0: count again when needed).
+    #[serde(default)]
+    pub response_tokens: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    pub id: ThreadId,
+    /// The project root the thread belongs to (for `latest`).
+    pub project: String,
+    pub turns: Vec<Turn>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ThreadError {
+    #[error(
+        "continuation_id {id} is unknown or has expired (threads live {ttl_hours} h after their last turn). Call again without continuation_id to start a new thread."
+    )]
+    NotFound { id: String, ttl_hours: f64 },
+    #[error(
+        "no earlier thread in this project to continue (continuation_id \"latest\"). Call again without continuation_id to start one."
+    )]
+    NoLatest,
+    #[error(
+        "thread {id} has reached its limit of {max} turns (MAX_CONVERSATION_TURNS). Call again without continuation_id to start a new thread, summarising what matters."
+    )]
+    Full { id: String, max: u32 },
+    #[error(
+        "thread {id} holds a value this server cannot read ({message}); start a new thread without continuation_id."
+    )]
+    Corrupt { id: String, message: String },
+    /// The store did not answer. `message` says what failed and what to do; it never holds a
+    /// secret (no `REDIS_URL` password).
+    #[error("the thread store ({store}) is unavailable: {message}")]
+    Unavailable {
+        store: &'static str,
+        message: String,
+    },
+}
+
+/// The thread store. Implementations are cheap to share (`Arc<dyn ThreadStore>`).
+#[async_trait::async_trait]
+pub trait ThreadStore: Send + Sync {
+    /// Loads a thread, all its turns. `NotFound` for unknown or expired ids.
+    async fn load(&self, id: ThreadId) -> Result<Thread, ThreadError>;
+
+    /// The most recently written thread of `project`, if any.
+    async fn latest(&self, project: &str) -> Result<Option<ThreadId>, ThreadError>;
+
+    /// Appends one turn atomically, creating the thread when it does not exist, refreshing its
+    /// TTL, and refusing (`Full`) when it already holds `max_turns`. Returns the turn count after.
+    async fn append(&self, id: ThreadId, project: &str, turn: &Turn) -> Result<u32, ThreadError>;
+
+    /// Checks that the store answers (for readiness probes): `Unavailable` when it does not.
+    async fn ping(&self) -> Result<(), ThreadError>;
+
+    /// A short name for replies and `listmodels`: `redis`, `embedded`, `memory`.
+    fn kind(&self) -> &'static str;
+}
+
+/// The store `config` asks for: Redis when `REDIS_URL` is set (or `GEMINI_MCP_STORE=redis`), the
+/// embedded store otherwise, memory only when asked for. An explicit `GEMINI_MCP_STORE=embedded`
+/// wins over `REDIS_URL`.
+///
+/// Never falls back silently: when Redis is configured but does not answer, this fails with an
+/// error naming `REDIS_URL` (a fallback would split one deployment's threads over two stores).
+pub async fn open(config: &Config) -> Result<Arc<dyn ThreadStore>, ThreadError> {
+    let store: Arc<dyn ThreadStore> = match (config.store, &config.redis_url) {
+        (StoreChoice::Memory, _) => Arc::new(memory::MemoryStore::new(
+            config.thread_ttl,
+            config.max_turns,
+        )),
+        (StoreChoice::Redis | StoreChoice::Auto, Some(url)) => Arc::new(
+            redis::RedisStore::connect(
+                url,
+                &config.key_prefix,
+                config.thread_ttl,
+                config.max_turns,
+            )
+            .await?,
+        ),
+        (StoreChoice::Redis, None) => {
+            return Err(ThreadError::Unavailable {
+                store: "redis",
+                message: "GEMINI_MCP_STORE=redis needs REDIS_URL".into(),
+            });
+        }
+        (StoreChoice::Auto | StoreChoice::Embedded, _) => Arc::new(
+            embedded::EmbeddedStore::open(&config.state_dir, config.thread_ttl, config.max_turns)
+                .await?,
+        ),
+    };
+    tracing::info!(store = store.kind(), "thread store opened");
+    Ok(store)
+}
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

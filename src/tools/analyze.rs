@@ -1,0 +1,99 @@
+//! `analyze`: read files or directories and answer a question about them.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use serde::Deserialize;
+
+use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
+use crate::gemini::ThinkingMode;
+use crate::server::Server;
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AnalysisType {
+    Architecture,
+    Performance,
+    Security,
+    Quality,
+    General,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    Summary,
+    Detailed,
+    Actionable,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct AnalyzeParams {
+    /// Files or directories to analyze.
+    pub files: Vec<String>,
+    /// What to find out about them.
+    pub question: String,
+    /// Default general.
+    pub analysis_type: Option<AnalysisType>,
+    /// Default detailed.
+    pub output_format: Option<OutputFormat>,
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+pub fn plan(p: AnalyzeParams) -> Result<Plan, ToolError> {
+    let mut plan = Plan::new(Tool::Analyze, p.common, ThinkingMode::Medium)?;
+    plan.files = paths("files", Some(p.files))?;
+    if plan.files.is_empty() {
+        return Err(ToolError::invalid(
+            "files",
+            "name at least one file or directory to analyze",
+        ));
+    }
+    let question = required_text("question", p.question)?;
+    let kind = match p.analysis_type.unwrap_or(AnalysisType::General) {
+        AnalysisType::Architecture => {
+            "architecture: structure, boundaries, dependencies, coupling, how the parts fit"
+        }
+        AnalysisType::Performance => {
+            "performance: complexity, allocations, I/O, contention, scalability"
+        }
+        AnalysisType::Security => {
+            "security: trust boundaries, input handling, secrets, authorization, injection"
+        }
+        AnalysisType::Quality => "quality: correctness risks, readability, tests, maintainability",
+        AnalysisType::General => "general: whatever matters most for the question",
+    };
+    let format = match p.output_format.unwrap_or(OutputFormat::Detailed) {
+        OutputFormat::Summary => "summary: a short overview with the key points only",
+        OutputFormat::Detailed => {
+            "detailed: a thorough answer with evidence (file:line) for each point"
+        }
+        OutputFormat::Actionable => {
+            "actionable: a prioritised list of concrete changes, each with file:line"
+        }
+    };
+    section(&mut plan.request, "Question", Some(&question));
+    section(&mut plan.request, "Analysis type", Some(kind));
+    section(&mut plan.request, "Output format", Some(format));
+    Ok(plan)
+}
+
+#[tool_router(router = analyze_router, vis = "pub(crate)")]
+impl Server {
+    #[tool(
+        description = "Have Gemini read files or directories and answer a question about them: architecture, performance, security, quality.",
+        annotations(title = "Analyze code with Gemini", read_only_hint = true, open_world_hint = true),
+        input_schema = super::schema::input_schema::<AnalyzeParams>(),
+        output_schema = super::schema::output_schema::<super::Reply>(&["findings", "verdict", "changed_files", "sources"])
+    )]
+    async fn analyze(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call_tool_with(args, plan, ctx).await
+    }
+}

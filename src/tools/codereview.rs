@@ -1,0 +1,109 @@
+//! `codereview`: findings with severity, file:line and a fix, from Gemini's JSON mode.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use serde::Deserialize;
+
+use super::review::SeverityFilter;
+use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
+use crate::gemini::ThinkingMode;
+use crate::server::Server;
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewType {
+    Full,
+    Security,
+    Performance,
+    Quick,
+}
+
+impl ReviewType {
+    pub fn instructions(self) -> &'static str {
+        match self {
+            ReviewType::Full => {
+                "full: correctness, security, performance, error handling, maintainability"
+            }
+            ReviewType::Security => {
+                "security: injection, authn/authz, secrets, unsafe input handling, data exposure"
+            }
+            ReviewType::Performance => {
+                "performance: complexity, allocations, blocking I/O, contention, unbounded growth"
+            }
+            ReviewType::Quick => {
+                "quick: only bugs and security issues that must be fixed; skip style"
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct CodeReviewParams {
+    /// Files or directories to review.
+    pub files: Vec<String>,
+    /// What the code does and what the review is for.
+    pub context: String,
+    /// Default full.
+    pub review_type: Option<ReviewType>,
+    /// Lowest severity reported (default all).
+    pub severity_filter: Option<SeverityFilter>,
+    /// Coding standards to check against.
+    pub standards: Option<String>,
+    /// Areas to look at especially.
+    pub focus_on: Option<String>,
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {
+    let mut plan = Plan::new(Tool::CodeReview, p.common, ThinkingMode::Medium)?;
+    plan.files = paths("files", Some(p.files))?;
+    if plan.files.is_empty() {
+        return Err(ToolError::invalid(
+            "files",
+            "name at least one file or directory to review",
+        ));
+    }
+    let context = required_text("context", p.context)?;
+    section(&mut plan.request, "Review request", Some(&context));
+    section(
+        &mut plan.request,
+        "Review type",
+        Some(p.review_type.unwrap_or(ReviewType::Full).instructions()),
+    );
+    section(
+        &mut plan.request,
+        "Focus on",
+        optional_text("focus_on", p.focus_on)?.as_deref(),
+    );
+    section(
+        &mut plan.request,
+        "Standards",
+        optional_text("standards", p.standards)?.as_deref(),
+    );
+    plan.output = Output::Review {
+        min_severity: p.severity_filter.unwrap_or(SeverityFilter::All).min(),
+        verdict: false,
+    };
+    Ok(plan)
+}
+
+#[tool_router(router = codereview_router, vis = "pub(crate)")]
+impl Server {
+    #[tool(
+        description = "Gemini reviews files and returns findings (severity, file:line, fix) as structured data.",
+        annotations(title = "Code review by Gemini", read_only_hint = true, open_world_hint = true),
+        input_schema = super::schema::input_schema::<CodeReviewParams>(),
+        output_schema = super::schema::output_schema::<super::Reply>(&["changed_files", "verdict", "sources"])
+    )]
+    async fn codereview(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call_tool_with(args, plan, ctx).await
+    }
+}

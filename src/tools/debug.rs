@@ -1,0 +1,71 @@
+//! `debug`: root-cause analysis from an error, its context and what was tried.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use serde::Deserialize;
+
+use super::{Common, Plan, Tool, ToolError, optional_text, paths, required_text, section};
+use crate::gemini::ThinkingMode;
+use crate::server::Server;
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct DebugParams {
+    /// The bug: what happens, what was expected.
+    pub error_description: String,
+    /// Stack trace, logs or error output.
+    pub error_context: Option<String>,
+    /// Files or directories likely involved.
+    pub files: Option<Vec<String>>,
+    /// What was already tried, and what happened.
+    pub previous_attempts: Option<String>,
+    /// Environment: versions, OS, configuration.
+    pub runtime_info: Option<String>,
+    /// Let Gemini search the web and cite its sources.
+    pub use_websearch: Option<bool>,
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+pub fn plan(p: DebugParams) -> Result<Plan, ToolError> {
+    let mut plan = Plan::new(Tool::Debug, p.common, ThinkingMode::Medium)?;
+    let description = required_text("error_description", p.error_description)?;
+    section(&mut plan.request, "Problem", Some(&description));
+    section(
+        &mut plan.request,
+        "Error output",
+        optional_text("error_context", p.error_context)?.as_deref(),
+    );
+    section(
+        &mut plan.request,
+        "Previous attempts",
+        optional_text("previous_attempts", p.previous_attempts)?.as_deref(),
+    );
+    section(
+        &mut plan.request,
+        "Runtime",
+        optional_text("runtime_info", p.runtime_info)?.as_deref(),
+    );
+    plan.files = paths("files", p.files)?;
+    plan.web_search = p.use_websearch.unwrap_or(false);
+    Ok(plan)
+}
+
+#[tool_router(router = debug_router, vis = "pub(crate)")]
+impl Server {
+    #[tool(
+        description = "Root-cause a bug: give the error, stack trace, likely files and what you tried; Gemini ranks hypotheses with evidence and fixes.",
+        annotations(title = "Debug with Gemini", read_only_hint = true, open_world_hint = true),
+        input_schema = super::schema::input_schema::<DebugParams>(),
+        output_schema = super::schema::output_schema::<super::Reply>(&["findings", "verdict", "changed_files"])
+    )]
+    async fn debug(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call_tool_with(args, plan, ctx).await
+    }
+}

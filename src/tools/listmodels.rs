@@ -1,0 +1,128 @@
+//! `listmodels`: the models the configured backend can use, their limits and aliases, the default,
+//! and which backend and thread store are active.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::{ErrorData, tool, tool_router};
+use serde::Serialize;
+
+use crate::gemini::Gemini;
+use crate::gemini::models::{ALIASES, ThinkingStyle};
+use crate::server::Server;
+
+/// One model.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ModelEntry {
+    /// Model id to pass as `model`.
+    pub id: String,
+    /// Aliases that name it.
+    pub aliases: Vec<String>,
+    /// Input token limit.
+    pub input_limit: u64,
+    /// Output token limit.
+    pub output_limit: u64,
+    /// How thinking is configured: budget or level.
+    pub thinking: String,
+    /// Accepts images.
+    pub images: bool,
+    /// The default model.
+    pub default: bool,
+}
+
+/// The `listmodels` reply.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ModelsReport {
+    /// api or cli.
+    pub backend: String,
+    /// redis, embedded or memory.
+    pub store: String,
+    /// The default model's id.
+    pub default_model: String,
+    /// Models that can be used.
+    pub models: Vec<ModelEntry>,
+}
+
+pub fn report(gemini: &Gemini, store: &str) -> ModelsReport {
+    let cat = gemini.catalogue();
+    let default = cat
+        .default_model()
+        .map(|m| m.id)
+        .unwrap_or_else(|_| cat.default_name().to_string());
+    let models = cat
+        .list()
+        .into_iter()
+        .filter(|m| !m.retired)
+        .map(|m| ModelEntry {
+            aliases: ALIASES
+                .iter()
+                .filter(|(_, id)| *id == m.id)
+                .map(|(a, _)| a.to_string())
+                .collect(),
+            thinking: match &m.thinking {
+                ThinkingStyle::Budget { min, max } => format!("budget {min}-{max}"),
+                ThinkingStyle::Level { accepted } => {
+                    let l: Vec<String> = accepted
+                        .iter()
+                        .map(|l| format!("{l:?}").to_lowercase())
+                        .collect();
+                    format!("level {}", l.join("/"))
+                }
+                ThinkingStyle::None => "none".into(),
+            },
+            default: m.id == default,
+            id: m.id,
+            input_limit: m.input_limit,
+            output_limit: m.output_limit,
+            images: m.images,
+        })
+        .collect();
+    ModelsReport {
+        backend: gemini.backend_name().to_string(),
+        store: store.to_string(),
+        default_model: default,
+        models,
+    }
+}
+
+pub fn render(r: &ModelsReport) -> String {
+    let mut out = format!(
+        "Backend: {} · thread store: {} · default model: {}\n\n",
+        r.backend, r.store, r.default_model
+    );
+    out.push_str("| model | aliases | input | output | thinking |\n|---|---|---|---|---|\n");
+    for m in &r.models {
+        out.push_str(&format!(
+            "| {}{} | {} | {} | {} | {} |\n",
+            m.id,
+            if m.default { " (default)" } else { "" },
+            m.aliases.join(", "),
+            m.input_limit,
+            m.output_limit,
+            m.thinking
+        ));
+    }
+    out
+}
+
+#[tool_router(router = listmodels_router, vis = "pub(crate)")]
+impl Server {
+    #[tool(
+        description = "List the Gemini models this server can use (limits, aliases, default) and the active backend and thread store.",
+        annotations(title = "List Gemini models", read_only_hint = true, open_world_hint = false),
+        output_schema = super::schema::output_schema::<ModelsReport>(&[])
+    )]
+    async fn listmodels(&self) -> Result<CallToolResult, ErrorData> {
+        // The live list when the endpoint answers in time; the built-in one otherwise.
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            self.pipeline().refresh_models(true),
+        )
+        .await;
+        let r = report(self.pipeline().gemini(), self.pipeline().store_kind());
+        let value =
+            serde_json::to_value(&r).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let mut result = CallToolResult::success(vec![ContentBlock::text(render(&r))]);
+        result.structured_content = Some(value);
+        Ok(result)
+    }
+}

@@ -1,0 +1,294 @@
+//! The six tools and the one pipeline they share.
+//!
+//! Each tool file holds its parameters, a pure `plan()` that turns them into a [`Plan`], and its
+//! MCP adapter. [`pipeline::Pipeline::run`] does the rest for every tool: thread → files or git
+//! diff → budget → prompt → Gemini → thread → [`reply::Reply`]. Nothing here knows MCP; the
+//! server and the command line both call the pipeline.
+
+pub mod analyze;
+pub mod chat;
+pub mod codereview;
+pub mod debug;
+pub mod listmodels;
+pub mod pipeline;
+pub mod precommit;
+pub mod prompt;
+pub mod reply;
+pub mod review;
+pub mod schema;
+pub mod thinkdeep;
+
+use rmcp::schemars::{self, JsonSchema};
+use serde::Deserialize;
+
+use crate::collector::{CollectError, SandboxError};
+use crate::gemini::{GeminiError, ThinkingMode};
+use crate::git::GitError;
+use crate::threads::ThreadError;
+pub use pipeline::Pipeline;
+pub use reply::Reply;
+
+/// Every tool name, in `tools/list` order.
+pub const TOOL_NAMES: &[&str] = &[
+    "analyze",
+    "chat",
+    "codereview",
+    "debug",
+    "listmodels",
+    "precommit",
+    "thinkdeep",
+];
+
+/// The longest text field the transport carries reliably; larger inputs get `resend_prompt`.
+pub const MAX_TEXT_FIELD_CHARS: usize = 50_000;
+
+/// The tools that ask Gemini, as a closed type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tool {
+    Chat,
+    ThinkDeep,
+    Analyze,
+    CodeReview,
+    Debug,
+    Precommit,
+}
+
+impl Tool {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Chat => "chat",
+            Tool::ThinkDeep => "thinkdeep",
+            Tool::Analyze => "analyze",
+            Tool::CodeReview => "codereview",
+            Tool::Debug => "debug",
+            Tool::Precommit => "precommit",
+        }
+    }
+
+    /// The tool's system prompt, compiled in.
+    pub fn system_prompt(self) -> &'static str {
+        match self {
+            Tool::Chat => include_str!("../../prompts/chat.md"),
+            Tool::ThinkDeep => include_str!("../../prompts/thinkdeep.md"),
+            Tool::Analyze => include_str!("../../prompts/analyze.md"),
+            Tool::CodeReview => include_str!("../../prompts/codereview.md"),
+            Tool::Debug => include_str!("../../prompts/debug.md"),
+            Tool::Precommit => include_str!("../../prompts/precommit.md"),
+        }
+    }
+
+    /// Sampling temperature sent to models that take one by default (2.5); 3.x and later get
+    /// none unless the user asked.
+    pub fn default_temperature(self) -> f32 {
+        match self {
+            Tool::Chat => 0.5,
+            Tool::ThinkDeep => 0.7,
+            _ => 0.2,
+        }
+    }
+}
+
+/// Parameters every model-backed tool takes.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct Common {
+    /// Model or alias (pro, flash, flash-lite); see listmodels.
+    pub model: Option<String>,
+    /// Reasoning depth.
+    pub thinking_mode: Option<ThinkingMode>,
+    /// 0 to 1; best unset on Gemini 3+.
+    pub temperature: Option<f64>,
+    /// Id from an earlier reply, or "latest", to continue that thread.
+    pub continuation_id: Option<String>,
+    /// Image paths (png, jpeg, webp, gif).
+    pub images: Option<Vec<String>>,
+}
+
+/// How the answer is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Free Markdown.
+    Text,
+    /// JSON mode against the review schema; findings filtered at `min_severity` and above.
+    Review {
+        min_severity: review::Severity,
+        verdict: bool,
+    },
+}
+
+/// What precommit reviews.
+#[derive(Debug, Clone)]
+pub struct GitPlan {
+    pub path: String,
+    pub include_staged: bool,
+    pub include_unstaged: bool,
+    pub include_untracked: bool,
+    pub compare_to: Option<String>,
+    pub max_depth: usize,
+    /// The index to read instead of `.git/index` (the CLI's `--index-file`, which the pre-commit
+    /// hook sets to `$GIT_INDEX_FILE`); never set over MCP.
+    pub index_file: Option<std::path::PathBuf>,
+}
+
+/// Everything the pipeline needs for one call, built by a tool's pure `plan()`.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub tool: Tool,
+    /// This turn's request, rendered by the tool (sections; no file contents).
+    pub request: String,
+    pub files: Vec<String>,
+    pub images: Vec<String>,
+    pub git: Option<GitPlan>,
+    pub model: Option<String>,
+    pub thinking: ThinkingMode,
+    pub temperature: Option<f32>,
+    pub continuation_id: Option<String>,
+    /// Extra system instructions from the caller (chat's `system_prompt`).
+    pub system_extra: Option<String>,
+    pub output: Output,
+    pub web_search: bool,
+}
+
+impl Plan {
+    /// A plan with the common parameters applied and the rest empty.
+    pub fn new(
+        tool: Tool,
+        common: Common,
+        default_thinking: ThinkingMode,
+    ) -> Result<Plan, ToolError> {
+        let temperature = match common.temperature {
+            None => None,
+            Some(t) if (0.0..=1.0).contains(&t) => Some(t as f32),
+            Some(t) => {
+                return Err(ToolError::invalid(
+                    "temperature",
+                    format!("{t} is out of range; use a number from 0 to 1"),
+                ));
+            }
+        };
+        let model = common
+            .model
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty());
+        let continuation_id = common
+            .continuation_id
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty());
+        Ok(Plan {
+            tool,
+            request: String::new(),
+            files: Vec::new(),
+            images: paths("images", common.images)?,
+            git: None,
+            model,
+            thinking: common.thinking_mode.unwrap_or(default_thinking),
+            temperature,
+            continuation_id,
+            system_extra: None,
+            output: Output::Text,
+            web_search: false,
+        })
+    }
+}
+
+/// Why a tool call failed, before it is mapped to MCP (`server::to_mcp`) or to an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// A bad argument: JSON-RPC -32602 naming the field.
+    #[error("invalid `{field}`: {message}")]
+    InvalidArgument { field: String, message: String },
+    /// A text field too large for the transport: a `resend_prompt` reply, not an error.
+    #[error("`{field}` is {chars} characters; the limit is {limit}")]
+    TooLarge {
+        field: String,
+        chars: usize,
+        limit: usize,
+    },
+    /// A path outside the sandbox: JSON-RPC -32001 naming the path and the root.
+    #[error(transparent)]
+    Sandbox(SandboxError),
+    #[error(transparent)]
+    Collect(CollectError),
+    #[error(transparent)]
+    Git(GitError),
+    #[error(transparent)]
+    Thread(#[from] ThreadError),
+    #[error(transparent)]
+    Gemini(#[from] GeminiError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ToolError {
+    pub fn invalid(field: &str, message: impl Into<String>) -> ToolError {
+        ToolError::InvalidArgument {
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<CollectError> for ToolError {
+    fn from(e: CollectError) -> Self {
+        match e {
+            CollectError::Sandbox(s) => ToolError::Sandbox(s),
+            other => ToolError::Collect(other),
+        }
+    }
+}
+
+impl From<GitError> for ToolError {
+    fn from(e: GitError) -> Self {
+        match e {
+            GitError::Sandbox(s) => ToolError::Sandbox(s),
+            other => ToolError::Git(other),
+        }
+    }
+}
+
+/// A required text field: present, not blank, not too large for the transport.
+pub fn required_text(field: &str, value: String) -> Result<String, ToolError> {
+    if value.trim().is_empty() {
+        return Err(ToolError::invalid(field, "must not be empty"));
+    }
+    optional_text(field, Some(value)).map(|v| v.unwrap_or_default())
+}
+
+/// An optional text field: blank means absent; too large gets `resend_prompt`.
+pub fn optional_text(field: &str, value: Option<String>) -> Result<Option<String>, ToolError> {
+    match value {
+        Some(v) if v.chars().count() > MAX_TEXT_FIELD_CHARS => Err(ToolError::TooLarge {
+            field: field.to_string(),
+            chars: v.chars().count(),
+            limit: MAX_TEXT_FIELD_CHARS,
+        }),
+        Some(v) if v.trim().is_empty() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// A list of paths: blank entries are refused, naming the field.
+pub fn paths(field: &str, value: Option<Vec<String>>) -> Result<Vec<String>, ToolError> {
+    let value = value.unwrap_or_default();
+    for (i, p) in value.iter().enumerate() {
+        if p.trim().is_empty() {
+            return Err(ToolError::invalid(
+                &format!("{field}[{i}]"),
+                "is an empty path",
+            ));
+        }
+    }
+    Ok(value)
+}
+
+/// Appends a `## heading` section with `body` to `out` when `body` is present.
+pub fn section(out: &mut String, heading: &str, body: Option<&str>) {
+    if let Some(body) = body.map(str::trim).filter(|b| !b.is_empty()) {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str("## ");
+        out.push_str(heading);
+        out.push('\n');
+        out.push_str(body);
+    }
+}

@@ -1,0 +1,85 @@
+//! Prompt rendering: the system instruction and the new turn's user message. Pure functions of
+//! their inputs, so a change to what Gemini sees shows up in the snapshot tests.
+//!
+//! Order, for Gemini's implicit prefix cache: system instruction; then the thread's earlier turns
+//! (each user turn carrying the files first sent with it, append-only); then the new turn: its
+//! new files (stable order), the diff, and the request last.
+
+use crate::collector::{FileEntry, Skipped};
+
+/// Shared rules appended to every tool's system prompt.
+const SHARED: &str = include_str!("../../prompts/shared.md");
+
+/// The system instruction: the tool's prompt, the shared rules, and the caller's extra
+/// instructions (chat's `system_prompt`) last.
+pub fn system_instruction(tool_prompt: &str, extra: Option<&str>) -> String {
+    let mut s = String::with_capacity(tool_prompt.len() + SHARED.len() + 256);
+    s.push_str(tool_prompt.trim_end());
+    s.push_str("\n\n");
+    s.push_str(SHARED.trim_end());
+    if let Some(extra) = extra.map(str::trim).filter(|e| !e.is_empty()) {
+        s.push_str("\n\n# Additional instructions from the caller\n");
+        s.push_str(extra);
+    }
+    s.push('\n');
+    s
+}
+
+/// The file blocks of a turn, each followed by a blank line. History re-renders earlier turns
+/// with this same function, so an unchanged file gives the same bytes in every later request.
+pub fn files_block(files: &[FileEntry]) -> String {
+    let mut s = String::with_capacity(files.iter().map(|f| f.text.len() + 2).sum());
+    for f in files {
+        push_block(&mut s, &f.text);
+    }
+    s
+}
+
+/// A user turn's text: its file blocks (stable order), then its tail ([`turn_tail`]). The new
+/// turn and the history's re-rendered turns are both built from these pieces.
+pub fn user_turn(files: &[FileEntry], tail: &str) -> String {
+    let mut s = files_block(files);
+    s.push_str(tail);
+    s
+}
+
+/// Appends one block of a user turn (a file, or a note in its place): the text, a newline if it
+/// lacks one, and a blank line.
+pub fn push_block(s: &mut String, text: &str) {
+    s.push_str(text);
+    if !text.ends_with('\n') {
+        s.push('\n');
+    }
+    s.push('\n');
+}
+
+/// Everything of a turn after its files: the diff, a note of what was left out, the request.
+/// Stored as the turn's request in the thread, and replayed verbatim in later turns.
+pub fn turn_tail(diff: Option<&str>, left_out: &[Skipped], request: &str) -> String {
+    let mut s = String::with_capacity(diff.map_or(0, str::len) + request.len() + 256);
+    if let Some(diff) = diff.filter(|d| !d.is_empty()) {
+        push_block(&mut s, diff);
+    }
+    let not_sent: Vec<String> = left_out
+        .iter()
+        .filter(|k| k.reason != crate::collector::SkipReason::AlreadySent)
+        .map(|k| format!("{} ({})", k.path, k.reason.describe()))
+        .collect();
+    if !not_sent.is_empty() {
+        let shown = not_sent
+            .iter()
+            .take(50)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = if not_sent.len() > 50 {
+            format!(" and {} more", not_sent.len() - 50)
+        } else {
+            String::new()
+        };
+        s.push_str(&format!("Not included: {shown}{more}.\n\n"));
+    }
+    s.push_str(request.trim_end());
+    s.push('\n');
+    s
+}

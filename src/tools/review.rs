@@ -1,0 +1,422 @@
+//! Structured reviews: the JSON schema Gemini answers `codereview` and `precommit` against, a
+//! tolerant parser for its answers, the local severity filter, and the Markdown rendering.
+
+use rmcp::schemars::{self, JsonSchema};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// How serious a finding is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+
+    fn parse_loose(s: &str) -> Option<Severity> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "critical" | "blocker" | "severe" => Some(Severity::Critical),
+            "high" | "major" | "error" => Some(Severity::High),
+            "medium" | "moderate" | "warning" => Some(Severity::Medium),
+            "low" | "minor" | "info" | "nit" | "suggestion" => Some(Severity::Low),
+            _ => None,
+        }
+    }
+}
+
+/// The `severity_filter` parameter: the lowest severity to report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SeverityFilter {
+    Critical,
+    High,
+    Medium,
+    All,
+}
+
+impl SeverityFilter {
+    pub fn min(self) -> Severity {
+        match self {
+            SeverityFilter::Critical => Severity::Critical,
+            SeverityFilter::High => Severity::High,
+            SeverityFilter::Medium => Severity::Medium,
+            SeverityFilter::All => Severity::Low,
+        }
+    }
+}
+
+/// One issue found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Finding {
+    /// critical, high, medium or low.
+    pub severity: Severity,
+    /// File path as shown in the request.
+    pub file: String,
+    /// Line number (1-based), when the finding has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+    /// One line: what is wrong.
+    pub title: String,
+    /// Why it matters, with evidence.
+    pub detail: String,
+    /// The concrete change that fixes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// Whether the change can be committed as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Nothing blocks the commit.
+    Ready,
+    /// Fix the findings first.
+    NeedsChanges,
+    /// Serious problems: do not commit.
+    DoNotCommit,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ready => "ready",
+            Verdict::NeedsChanges => "needs_changes",
+            Verdict::DoNotCommit => "do_not_commit",
+        }
+    }
+}
+
+/// Gemini asks for more material before it can answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Clarification {
+    /// What Gemini needs to know.
+    pub question: String,
+    /// Files Gemini asks to see.
+    pub files_needed: Vec<String>,
+}
+
+/// A parsed review.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Review {
+    pub summary: String,
+    pub findings: Vec<Finding>,
+    pub verdict: Option<Verdict>,
+    pub clarification: Option<Clarification>,
+}
+
+/// The JSON Schema sent as `responseJsonSchema` (kept to the subset Gemini accepts).
+pub fn response_schema(verdict: bool) -> Value {
+    let mut props = json!({
+        "summary": {"type": "string", "description": "Two to five sentences: overall assessment and the most important points."},
+        "findings": {"type": "array", "description": "Every issue found, most severe first.", "items": {
+            "type": "object",
+            "properties": {
+                "severity": {"type": "string", "enum": ["critical", "high", "medium", "low"]},
+                "file": {"type": "string", "description": "Path exactly as in the file header."},
+                "line": {"type": "integer", "description": "Line number from the numbered listing."},
+                "title": {"type": "string", "description": "One line: what is wrong."},
+                "detail": {"type": "string", "description": "Why it matters, with evidence."},
+                "fix": {"type": "string", "description": "The concrete change that fixes it."}
+            },
+            "required": ["severity", "file", "title", "detail"]
+        }},
+        "clarification": {"type": "object", "description": "Only when you cannot review without more material.", "properties": {
+            "question": {"type": "string"},
+            "files_needed": {"type": "array", "items": {"type": "string"}}
+        }, "required": ["question", "files_needed"]}
+    });
+    let mut required = vec!["summary", "findings"];
+    if verdict {
+        props["verdict"] = json!({"type": "string", "enum": ["ready", "needs_changes", "do_not_commit"],
+            "description": "ready: nothing blocks the commit; needs_changes: fix first; do_not_commit: serious problems."});
+        required.push("verdict");
+    }
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the review is not valid JSON of the expected shape: {0}")]
+pub struct ReviewParseError(pub String);
+
+/// Parses Gemini's JSON-mode answer. Tolerant: code fences, text around the object, unknown
+/// fields, severities in other words, lines as strings. Findings with no recognisable severity
+/// are kept as `medium` rather than dropped.
+pub fn parse(text: &str) -> Result<Review, ReviewParseError> {
+    let value =
+        extract_json(text).ok_or_else(|| ReviewParseError("no JSON object found".into()))?;
+    let obj = value
+        .as_object()
+        .ok_or_else(|| ReviewParseError("the answer is not a JSON object".into()))?;
+    let summary = obj
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    let mut findings = Vec::new();
+    if let Some(items) = obj
+        .get("findings")
+        .or_else(|| obj.get("issues"))
+        .and_then(Value::as_array)
+    {
+        for item in items {
+            let Some(f) = item.as_object() else { continue };
+            let s = |k: &str| {
+                f.get(k)
+                    .and_then(Value::as_str)
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(String::from)
+            };
+            let severity = s("severity")
+                .and_then(|v| Severity::parse_loose(&v))
+                .unwrap_or(Severity::Medium);
+            let line = match f.get("line") {
+                Some(Value::Number(n)) => n
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n > 0),
+                Some(Value::String(v)) => v
+                    .trim()
+                    .split(['-', ':', ','])
+                    .next()
+                    .and_then(|n| n.trim().parse().ok())
+                    .filter(|n| *n > 0),
+                _ => None,
+            };
+            let title = s("title").or_else(|| s("issue"));
+            let detail = s("detail").or_else(|| s("description"));
+            let (title, detail) = match (title, detail) {
+                (Some(t), Some(d)) => (t, d),
+                (Some(t), None) => (t.clone(), t),
+                (None, Some(d)) => (d.lines().next().unwrap_or("").to_string(), d),
+                (None, None) => continue,
+            };
+            findings.push(Finding {
+                severity,
+                file: s("file").unwrap_or_default(),
+                line,
+                title,
+                detail,
+                fix: s("fix"),
+            });
+        }
+    } else if obj.get("clarification").is_none() && obj.get("status").is_none() {
+        return Err(ReviewParseError("no `findings` list".into()));
+    }
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    let verdict = obj.get("verdict").and_then(Value::as_str).and_then(|v| {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "ready" | "pass" | "approve" => Some(Verdict::Ready),
+            "needs_changes" | "needs changes" | "fix_first" => Some(Verdict::NeedsChanges),
+            "do_not_commit" | "do not commit" | "block" | "blocked" | "reject" => {
+                Some(Verdict::DoNotCommit)
+            }
+            _ => None,
+        }
+    });
+    let clarification = obj
+        .get("clarification")
+        .and_then(Value::as_object)
+        .or_else(|| {
+            (obj.get("status").and_then(Value::as_str) == Some("requires_clarification"))
+                .then_some(obj)
+        })
+        .and_then(clarification_from);
+    Ok(Review {
+        summary,
+        findings,
+        verdict,
+        clarification,
+    })
+}
+
+fn clarification_from(o: &serde_json::Map<String, Value>) -> Option<Clarification> {
+    let question = o
+        .get("question")
+        .and_then(Value::as_str)?
+        .trim()
+        .to_string();
+    if question.is_empty() {
+        return None;
+    }
+    let files_needed = o
+        .get("files_needed")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(Clarification {
+        question,
+        files_needed,
+    })
+}
+
+/// A free-text answer that is only the `requires_clarification` JSON of the system prompts.
+pub fn clarification_in_text(text: &str) -> Option<Clarification> {
+    let t = text.trim();
+    let body = strip_fence(t);
+    if !body.starts_with('{') || !body.ends_with('}') {
+        return None;
+    }
+    let v: Value = serde_json::from_str(body).ok()?;
+    let o = v.as_object()?;
+    if o.get("status").and_then(Value::as_str) != Some("requires_clarification") {
+        return None;
+    }
+    clarification_from(o)
+}
+
+fn strip_fence(t: &str) -> &str {
+    let t = t.trim();
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphanumeric());
+        if let Some(inner) = rest.strip_suffix("```") {
+            return inner.trim();
+        }
+    }
+    t
+}
+
+fn extract_json(text: &str) -> Option<Value> {
+    let body = strip_fence(text);
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        return Some(v);
+    }
+    let start = body.find('{')?;
+    let end = body.rfind('}')?;
+    if end <= start {
+        return None;
+    }
+    serde_json::from_str(&body[start..=end]).ok()
+}
+
+/// Keeps findings at `min` and above. Returns how many were filtered out.
+pub fn filter(review: &mut Review, min: Severity) -> usize {
+    let before = review.findings.len();
+    review.findings.retain(|f| f.severity >= min);
+    before - review.findings.len()
+}
+
+/// Renders a review as Markdown for the agent.
+pub fn render(review: &Review, filtered_out: usize, min: Severity) -> String {
+    let mut out = String::new();
+    if let Some(v) = review.verdict {
+        out.push_str(&format!("**Verdict: {}**\n\n", v.as_str()));
+    }
+    if !review.summary.is_empty() {
+        out.push_str(&review.summary);
+        out.push_str("\n\n");
+    }
+    if review.findings.is_empty() {
+        out.push_str("No findings");
+        if filtered_out > 0 {
+            out.push_str(&format!(" at {} or above", min.as_str()));
+        }
+        out.push_str(".\n");
+    } else {
+        out.push_str(&format!("## Findings ({})\n", review.findings.len()));
+        for (i, f) in review.findings.iter().enumerate() {
+            let at = match f.line {
+                Some(l) => format!("{}:{l}", f.file),
+                None => f.file.clone(),
+            };
+            out.push_str(&format!(
+                "\n{}. **[{}]** `{}` {}\n",
+                i + 1,
+                f.severity.as_str().to_uppercase(),
+                at,
+                f.title
+            ));
+            if f.detail != f.title {
+                out.push_str(&format!("   {}\n", f.detail.replace('\n', "\n   ")));
+            }
+            if let Some(fix) = &f.fix {
+                out.push_str(&format!("   Fix: {}\n", fix.replace('\n', "\n   ")));
+            }
+        }
+    }
+    if filtered_out > 0 {
+        out.push_str(&format!(
+            "\n({filtered_out} finding(s) below {} not shown: severity_filter.)\n",
+            min.as_str()
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_tolerantly_and_sorts() {
+        let text = "```json\n{\"summary\":\"ok\",\"findings\":[\
+            {\"severity\":\"LOW\",\"file\":\"a.rs\",\"line\":\"12-14\",\"title\":\"nit\",\"detail\":\"d\"},\
+            {\"severity\":\"Critical\",\"file\":\"b.rs\",\"line\":3,\"title\":\"bad\",\"detail\":\"worse\",\"fix\":\"f\",\"extra\":1},\
+            {\"severity\":\"weird\",\"file\":\"c.rs\",\"description\":\"only a description\"},\
+            {\"severity\":\"high\"}],\"verdict\":\"needs_changes\"}\n```";
+        let r = parse(text).unwrap();
+        assert_eq!(r.summary, "ok");
+        assert_eq!(r.verdict, Some(Verdict::NeedsChanges));
+        let sev: Vec<_> = r.findings.iter().map(|f| f.severity).collect();
+        assert_eq!(
+            sev,
+            vec![Severity::Critical, Severity::Medium, Severity::Low]
+        );
+        assert_eq!(r.findings[2].line, Some(12));
+        assert_eq!(r.findings[1].title, "only a description");
+    }
+
+    #[test]
+    fn filter_keeps_at_or_above() {
+        let mut r = parse(r#"{"summary":"","findings":[{"severity":"low","file":"a","title":"t","detail":"d"},{"severity":"high","file":"a","title":"t","detail":"d"}]}"#).unwrap();
+        assert_eq!(filter(&mut r, Severity::High), 1);
+        assert_eq!(r.findings.len(), 1);
+        let md = render(&r, 1, Severity::High);
+        assert!(
+            md.contains("[HIGH]") && md.contains("1 finding(s) below high"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn clarification_is_recognised() {
+        let c = clarification_in_text("```json\n{\"status\":\"requires_clarification\",\"question\":\"Which DB?\",\"files_needed\":[\"db.rs\"]}\n```").unwrap();
+        assert_eq!(c.files_needed, vec!["db.rs"]);
+        assert!(
+            clarification_in_text("Here is {\"status\":\"requires_clarification\"} inline")
+                .is_none()
+        );
+        let r = parse(
+            r#"{"summary":"","findings":[],"clarification":{"question":"q","files_needed":[]}}"#,
+        )
+        .unwrap();
+        assert!(r.clarification.is_some());
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(parse("I think it is fine").is_err());
+        assert!(parse("[1,2]").is_err());
+        assert!(parse(r#"{"summary":"x"}"#).is_err());
+    }
+}

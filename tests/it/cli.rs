@@ -1,0 +1,863 @@
+//! The command line run as a process: `precommit` like a linter (exit codes, JSON, SARIF), the
+//! pre-commit hook installed and run by a real `git commit`, `doctor`. Repositories are built
+//! with git2; the hook test runs the real `git` binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use git2::{Repository, Signature};
+use serde_json::{Value, json};
+
+use crate::support::fake_gemini::{FakeGemini, Script};
+
+/// The binary under test, with a cleared environment rooted at `root` (memory thread store,
+/// no key unless given), run in `root`.
+fn gemini_mcp(root: &Path, vars: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gemini-mcp"));
+    hermetic(&mut cmd, root);
+    cmd.env("PROJECT_ROOT", root)
+        .env("GEMINI_MCP_STORE", "memory");
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+fn hermetic(cmd: &mut Command, root: &Path) {
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", root.join(".home"))
+        .env("GEMINI_MCP_STATE_DIR", root.join(".state"))
+        .env("GEMINI_MCP_LOG", "warn")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .current_dir(root);
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(cmd: &mut Command) -> Run {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = cmd.output().expect("run the command");
+    Run {
+        code: status.code().expect("exited normally"),
+        stdout: String::from_utf8(stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(stderr).expect("utf-8 stderr"),
+    }
+}
+
+/// A scratch repository (its work tree is `root`, canonical), with one commit.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    repo: Repository,
+}
+
+fn project() -> Project {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let repo = Repository::init(&root).unwrap();
+    {
+        let mut cfg = repo.config().unwrap();
+        cfg.set_str("user.name", "Test").unwrap();
+        cfg.set_str("user.email", "test@example.com").unwrap();
+    }
+    let p = Project {
+        _dir: dir,
+        root,
+        repo,
+    };
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+    );
+    p.stage("src/lib.rs");
+    p.commit("first");
+    p
+}
+
+impl Project {
+    fn write(&self, rel: &str, content: &str) {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    fn stage(&self, rel: &str) {
+        let mut index = self.repo.index().unwrap();
+        index.add_path(Path::new(rel)).unwrap();
+        index.write().unwrap();
+    }
+
+    fn commit(&self, message: &str) -> git2::Oid {
+        let mut index = self.repo.index().unwrap();
+        let tree = self.repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("Test", "test@example.com").unwrap();
+        let parent = self.repo.head().ok().map(|h| h.peel_to_commit().unwrap());
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        self.repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .unwrap()
+    }
+
+    fn head(&self) -> git2::Oid {
+        self.repo.head().unwrap().peel_to_commit().unwrap().id()
+    }
+
+    /// The real `git`, hermetic, with `vars`.
+    fn git(&self, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let mut cmd = Command::new("git");
+        hermetic(&mut cmd, &self.root);
+        cmd.env("PROJECT_ROOT", &self.root)
+            .env("GEMINI_MCP_STORE", "memory")
+            .args(args);
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        run(&mut cmd)
+    }
+}
+
+/// An address nothing answers on: a call to Gemini there fails fast.
+const NOWHERE: &str = "http://127.0.0.1:9";
+
+#[test]
+fn nothing_to_review_passes_without_calling_gemini() {
+    let p = project();
+    let vars = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", NOWHERE)];
+    let r = run(gemini_mcp(&p.root, &vars).args(["precommit", "--fail-on", "low"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Nothing to review"), "{}", r.stdout);
+
+    let r = run(gemini_mcp(&p.root, &vars).args(["precommit", "--format", "json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).expect("stdout is one JSON document");
+    assert_eq!(v["status"], "nothing_to_review");
+    assert_eq!(v["changed_files"], Value::Array(vec![]));
+    assert_eq!(v["passed"], true);
+    assert_eq!(v["fail_on"], "high");
+}
+
+#[test]
+fn could_not_run_is_exit_2_with_the_reason_on_stderr() {
+    let p = project();
+    std::fs::create_dir_all(p.root.join(".home")).unwrap();
+    let plain = tempfile::tempdir().unwrap();
+    let plain_root = std::fs::canonicalize(plain.path()).unwrap();
+    let vars = [("GEMINI_API_KEY", "test-key"), ("GEMINI_BASE_URL", NOWHERE)];
+
+    // Not a repository: a usage error naming --path.
+    let r = run(gemini_mcp(&plain_root, &vars).arg("precommit"));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("'--path'"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not inside a git repository"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stdout, "");
+
+    // A ref that names nothing: a usage error naming --compare-to.
+    let r = run(gemini_mcp(&p.root, &vars).args(["precommit", "--compare-to", "nope"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("'--compare-to'"), "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+
+    // A bad flag value: clap's error, naming the flag.
+    let r = run(gemini_mcp(&p.root, &vars).args(["precommit", "--fail-on", "severe"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--fail-on"), "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+
+    // Changes but no backend: the reason and what to do.
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n",
+    );
+    let r = run(gemini_mcp(&p.root, &[]).arg("precommit"));
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("GEMINI_API_KEY"), "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+
+    // A path outside PROJECT_ROOT.
+    let r = run(gemini_mcp(&p.root, &vars).args(["precommit", "--path", "/"]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("outside the project root"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn the_hook_blocks_a_commit_it_cannot_review_and_uninstalls() {
+    let p = project();
+    let r = run(gemini_mcp(&p.root, &[]).args(["hook", "install"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let hook = p.repo.path().join("hooks/pre-commit");
+    assert!(
+        r.stdout.contains(&hook.display().to_string()),
+        "{}",
+        r.stdout
+    );
+
+    // Installing again updates our own hook in place.
+    let r = run(gemini_mcp(&p.root, &[]).args(["hook", "install", "--fail-on", "critical"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        std::fs::read_to_string(&hook)
+            .unwrap()
+            .contains("--fail-on critical")
+    );
+
+    // No key: the review cannot run, so the commit does not happen.
+    p.write("src/new.rs", "pub fn new_code() {}\n");
+    p.stage("src/new.rs");
+    let before = p.head();
+    let r = p.git(&["commit", "-q", "-m", "add new code"], &[]);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("GEMINI_API_KEY"), "{}", r.stderr);
+    assert_eq!(p.head(), before);
+    // --no-verify skips it.
+    let r = p.git(&["commit", "-q", "--no-verify", "-m", "add new code"], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_ne!(p.head(), before);
+
+    let r = run(gemini_mcp(&p.root, &[]).args(["hook", "uninstall"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!hook.exists());
+
+    // Another tool's hook is neither replaced nor removed.
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    let r = run(gemini_mcp(&p.root, &[]).args(["hook", "install"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--force"), "{}", r.stderr);
+    let r = run(gemini_mcp(&p.root, &[]).args(["hook", "uninstall"]));
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        std::fs::read_to_string(&hook).unwrap(),
+        "#!/bin/sh\nexit 0\n"
+    );
+}
+
+#[test]
+fn doctor_says_what_is_broken() {
+    let p = project();
+    let r = run(gemini_mcp(&p.root, &[]).args(["doctor", "--offline"]));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(r.stdout.contains("FAIL backend"), "{}", r.stdout);
+    assert!(r.stdout.contains("GEMINI_API_KEY"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains(&format!("ok   PROJECT_ROOT: {}", p.root.display())),
+        "{}",
+        r.stdout
+    );
+
+    let r = run(gemini_mcp(
+        &p.root,
+        &[("GEMINI_API_KEY", "k"), ("GEMINI_MODEL", "not-a-model")],
+    )
+    .args(["doctor", "--offline"]));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("FAIL model: GEMINI_MODEL"),
+        "{}",
+        r.stdout
+    );
+
+    let r = run(gemini_mcp(&p.root, &[("GEMINI_API_KEY", "k")]).args(["doctor", "--offline"]));
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("ok   backend: Gemini REST API"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("FAIL"), "{}", r.stdout);
+
+    // A broken setting is reported, not a crash.
+    let r = run(gemini_mcp(&p.root, &[("GEMINI_BACKEND", "rest")]).arg("doctor"));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("FAIL configuration: GEMINI_BACKEND"),
+        "{}",
+        r.stdout
+    );
+}
+
+/// The key the fake requires.
+const KEY: &str = "test-key";
+
+/// A review answer in the response schema's shape.
+fn review(findings: &[(&str, &str, Option<u32>)], verdict: &str) -> Script {
+    let findings: Vec<Value> = findings
+        .iter()
+        .map(|(severity, file, line)| {
+            let mut f = json!({
+                "severity": severity,
+                "file": file,
+                "title": format!("A {severity} problem"),
+                "detail": format!("Why the {severity} problem matters."),
+                "fix": "The fix."
+            });
+            if let Some(l) = line {
+                f["line"] = json!(l);
+            }
+            f
+        })
+        .collect();
+    Script::json(
+        json!({"summary": "The change subtracts.", "findings": findings, "verdict": verdict}),
+    )
+}
+
+fn fake() -> FakeGemini {
+    let fake = FakeGemini::start();
+    fake.require_key(KEY);
+    fake
+}
+
+fn vars(fake: &FakeGemini) -> [(&'static str, String); 2] {
+    [
+        ("GEMINI_API_KEY", KEY.to_string()),
+        ("GEMINI_BASE_URL", fake.base_url()),
+    ]
+}
+
+fn with<'a>(v: &'a [(&'static str, String); 2]) -> [(&'static str, &'a str); 2] {
+    [(v[0].0, v[0].1.as_str()), (v[1].0, v[1].1.as_str())]
+}
+
+/// A project with an unstaged change to `src/lib.rs`.
+fn changed_project() -> Project {
+    let p = project();
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n",
+    );
+    p
+}
+
+#[test]
+fn exit_codes_follow_fail_on_and_gemini_sees_the_diff() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    // Findings: one high, one low.
+    for (fail_on, want, failing) in [
+        ("critical", 0, 0),
+        ("high", 1, 1),
+        ("medium", 1, 1),
+        ("low", 1, 2),
+        ("none", 0, 0),
+    ] {
+        fake.push(review(
+            &[
+                ("high", "src/lib.rs", Some(2)),
+                ("low", "src/lib.rs", Some(1)),
+            ],
+            "needs_changes",
+        ));
+        let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--fail-on", fail_on]));
+        assert_eq!(
+            r.code, want,
+            "--fail-on {fail_on}: {}{}",
+            r.stdout, r.stderr
+        );
+        assert!(r.stdout.contains("[HIGH]"), "{}", r.stdout);
+        assert!(r.stdout.contains("continuation_id: "), "{}", r.stdout);
+        let outcome = if want == 1 {
+            format!("FAIL: {failing} finding(s) at or above {fail_on} (--fail-on {fail_on}).")
+        } else if fail_on == "none" {
+            String::new()
+        } else {
+            format!("PASS: no finding at or above {fail_on} (--fail-on {fail_on}).")
+        };
+        if outcome.is_empty() {
+            assert!(
+                !r.stdout.contains("PASS") && !r.stdout.contains("FAIL"),
+                "{}",
+                r.stdout
+            );
+        } else {
+            assert!(r.stdout.contains(&outcome), "{outcome}\n{}", r.stdout);
+        }
+    }
+    // No findings at all passes even --fail-on low. Piped, the output has no colours and
+    // stderr no progress indicator.
+    fake.push(review(&[], "ready"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--fail-on", "low"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains('\u{1b}'), "{:?}", r.stdout);
+    assert!(!r.stderr.contains('\u{1b}'), "{:?}", r.stderr);
+    // Colours can be forced (CLICOLOR_FORCE, as for most terminal tools).
+    fake.push(review(&[("high", "src/lib.rs", Some(2))], "needs_changes"));
+    let mut forced = with(&v).to_vec();
+    forced.push(("CLICOLOR_FORCE", "1"));
+    let r = run(gemini_mcp(&p.root, &forced).args(["precommit"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("\u{1b}["), "{:?}", r.stdout);
+
+    // What Gemini was sent: the diff, in JSON mode, with precommit's instructions.
+    let sent = fake.generate_requests();
+    assert_eq!(sent.len(), 7);
+    let last = &sent[6];
+    assert!(last.json_mode());
+    assert!(
+        last.system_text().contains("last reviewer before a commit"),
+        "{}",
+        last.system_text()
+    );
+    let text = last.last_user_text();
+    assert!(
+        text.contains("## Unstaged changes (index → work tree)"),
+        "{text}"
+    );
+    assert!(text.contains("-    a + b\n+    a - b"), "{text}");
+    assert!(text.contains("- modified: src/lib.rs [unstaged]"), "{text}");
+}
+
+#[test]
+fn json_output_has_the_reply_findings_and_the_outcome() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    fake.push(review(
+        &[("medium", "src/lib.rs", Some(2))],
+        "needs_changes",
+    ));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "precommit",
+        "--format",
+        "json",
+        "--fail-on",
+        "medium",
+        "--original-request",
+        "Make add subtract",
+    ]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let out: Value = serde_json::from_str(&r.stdout).expect("stdout is one JSON document");
+    assert_eq!(out["status"], "success");
+    assert_eq!(out["verdict"], "needs_changes");
+    assert_eq!(out["fail_on"], "medium");
+    assert_eq!(out["passed"], false);
+    let f = &out["findings"][0];
+    assert_eq!(f["severity"], "medium");
+    assert_eq!(f["file"], "src/lib.rs");
+    assert_eq!(f["line"], 2);
+    assert_eq!(f["title"], "A medium problem");
+    assert_eq!(f["detail"], "Why the medium problem matters.");
+    assert_eq!(f["fix"], "The fix.");
+    assert_eq!(
+        out["changed_files"],
+        json!([{"repo": ".", "path": "src/lib.rs", "status": "modified"}])
+    );
+    let id = out["continuation_id"].as_str().expect("a continuation_id");
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+    assert!(out["model"].is_string(), "{out}");
+    assert!(out["usage"]["input"].as_u64().is_some(), "{out}");
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("**Verdict: needs_changes**")
+    );
+    // The intent reached Gemini.
+    let sent = fake.generate_requests();
+    assert!(sent[0].last_user_text().contains("Make add subtract"));
+}
+
+/// The fields SARIF 2.1.0 requires (and those code-scanning UIs need) of what we emit.
+fn validate_sarif(log: &Value) -> Result<(), String> {
+    let req = |v: &Value, what: &str| -> Result<(), String> {
+        if v.is_null() {
+            Err(format!("missing {what}"))
+        } else {
+            Ok(())
+        }
+    };
+    if log["version"] != "2.1.0" {
+        return Err(format!("version is {}", log["version"]));
+    }
+    if !log["$schema"].as_str().is_some_and(|s| s.contains("sarif")) {
+        return Err("no $schema".into());
+    }
+    let runs = log["runs"].as_array().ok_or("runs is not an array")?;
+    for run in runs {
+        let driver = &run["tool"]["driver"];
+        req(driver, "runs[].tool.driver")?;
+        if driver["name"].as_str().is_none_or(str::is_empty) {
+            return Err("driver.name".into());
+        }
+        req(&driver["version"], "driver.version")?;
+        let rules = driver["rules"].as_array().ok_or("driver.rules")?;
+        let ids: Vec<&str> = rules
+            .iter()
+            .map(|r| r["id"].as_str().unwrap_or(""))
+            .collect();
+        if ids.iter().any(|i| i.is_empty()) {
+            return Err("a rule without an id".into());
+        }
+        for result in run["results"].as_array().ok_or("runs[].results")? {
+            let rule = result["ruleId"].as_str().ok_or("result.ruleId")?;
+            let index = result["ruleIndex"].as_u64().ok_or("result.ruleIndex")? as usize;
+            if ids.get(index) != Some(&rule) {
+                return Err(format!("ruleIndex {index} is not {rule}"));
+            }
+            if !["none", "note", "warning", "error"]
+                .contains(&result["level"].as_str().unwrap_or(""))
+            {
+                return Err(format!("level {}", result["level"]));
+            }
+            if result["message"]["text"].as_str().is_none_or(str::is_empty) {
+                return Err("result.message.text".into());
+            }
+            for loc in result["locations"].as_array().ok_or("result.locations")? {
+                let phys = &loc["physicalLocation"];
+                if !phys["artifactLocation"]["uri"]
+                    .as_str()
+                    .is_some_and(|u| !u.is_empty() && !u.contains(' '))
+                {
+                    return Err("artifactLocation.uri".into());
+                }
+                if phys["region"]["startLine"].as_u64().is_none_or(|l| l < 1) {
+                    return Err("region.startLine".into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn sarif_output_is_valid_and_places_the_findings() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    fake.push(review(
+        &[
+            ("critical", "src/lib.rs", Some(2)),
+            ("low", "src/lib.rs", None),
+        ],
+        "do_not_commit",
+    ));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "precommit",
+        "--format",
+        "sarif",
+        "--fail-on",
+        "high",
+    ]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let log: Value = serde_json::from_str(&r.stdout).expect("stdout is one JSON document");
+    validate_sarif(&log).unwrap();
+    let run0 = &log["runs"][0];
+    assert_eq!(run0["tool"]["driver"]["name"], "gemini-mcp");
+    assert_eq!(run0["tool"]["driver"]["version"], env!("CARGO_PKG_VERSION"));
+    let results = run0["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["level"], "error");
+    assert_eq!(results[0]["ruleId"], "gemini-precommit/critical");
+    let loc = &results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(loc["artifactLocation"]["uri"], "src/lib.rs");
+    assert_eq!(loc["region"]["startLine"], 2);
+    assert_eq!(results[1]["level"], "note");
+    assert_eq!(run0["properties"]["verdict"], "do_not_commit");
+    assert_eq!(
+        run0["originalUriBaseIds"]["%SRCROOT%"]["uri"],
+        format!("file://{}/", p.root.display())
+    );
+
+    // Run from a subdirectory (PROJECT_ROOT there too), paths stay repository-relative and
+    // %SRCROOT% is the repository's top.
+    fake.push(review(&[("high", "src/lib.rs", Some(2))], "needs_changes"));
+    let sub = p.root.join("src");
+    let r = run(gemini_mcp(&sub, &with(&v)).env("PROJECT_ROOT", &sub).args([
+        "precommit",
+        "--format",
+        "sarif",
+    ]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let from_sub: Value = serde_json::from_str(&r.stdout).unwrap();
+    validate_sarif(&from_sub).unwrap();
+    assert_eq!(
+        from_sub["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"],
+        format!("file://{}/", p.root.display())
+    );
+    assert_eq!(
+        from_sub["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "src/lib.rs"
+    );
+
+    // The validator itself rejects what is missing.
+    let mut broken = log.clone();
+    broken["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"] = json!({});
+    assert!(validate_sarif(&broken).is_err());
+    let mut broken = log.clone();
+    broken["runs"][0]["tool"]["driver"]["name"] = json!("");
+    assert!(validate_sarif(&broken).is_err());
+}
+
+#[test]
+fn the_hook_passes_and_fails_real_commits() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    let env = with(&v);
+    let r = run(gemini_mcp(&p.root, &env).args(["hook", "install", "--fail-on", "high"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // An unstaged edit that is not part of any commit below.
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b + UNSTAGED\n}\n",
+    );
+
+    // A clean review: the commit goes through (whatever PROJECT_ROOT the shell has).
+    let elsewhere = tempfile::tempdir().unwrap();
+    let mut env = env.to_vec();
+    env.push(("PROJECT_ROOT", elsewhere.path().to_str().unwrap()));
+    p.write("src/good.rs", "pub fn good() {}\n");
+    p.stage("src/good.rs");
+    fake.push(review(&[("low", "src/good.rs", Some(1))], "ready"));
+    let before = p.head();
+    let r = p.git(&["commit", "-q", "-m", "good"], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_ne!(p.head(), before);
+    let sent = fake.generate_requests();
+    assert_eq!(sent.len(), 1);
+    let text = sent[0].last_user_text();
+    assert!(text.contains("+pub fn good() {}"), "{text}");
+    assert!(
+        !text.contains("UNSTAGED"),
+        "the hook reviews what is committed only: {text}"
+    );
+
+    // A high finding: the commit is refused, and git shows why.
+    p.write(
+        "src/bad.rs",
+        "pub fn bad() { unsafe { std::ptr::null::<u8>().read(); } }\n",
+    );
+    p.stage("src/bad.rs");
+    fake.push(review(&[("high", "src/bad.rs", Some(1))], "do_not_commit"));
+    let before = p.head();
+    let r = p.git(&["commit", "-q", "-m", "bad"], &env);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(p.head(), before);
+    let shown = format!("{}{}", r.stdout, r.stderr);
+    assert!(
+        shown.contains("[HIGH]") && shown.contains("FAIL: 1 finding(s) at or above high"),
+        "{shown}"
+    );
+    assert_eq!(fake.generate_requests().len(), 2);
+}
+
+#[test]
+fn the_hook_reviews_what_commit_a_commits() {
+    // `git commit -a` stages into a temporary index and hands it to the hook as GIT_INDEX_FILE.
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let env = with(&v);
+    let r = run(gemini_mcp(&p.root, &env).args(["hook", "install"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    fake.push(review(&[], "ready"));
+    let r = p.git(&["commit", "-q", "-a", "-m", "subtract"], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let sent = fake.generate_requests();
+    assert_eq!(sent.len(), 1, "the change was reviewed, not found empty");
+    let text = sent[0].last_user_text();
+    assert!(text.contains("## Staged changes (HEAD → index)"), "{text}");
+    assert!(text.contains("+    a - b"), "{text}");
+}
+
+#[test]
+fn the_answer_tools_run_as_subcommands_and_print_their_continuation_id() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    let env = with(&v);
+    for args in [
+        vec!["chat", "Is this a good idea?"],
+        vec![
+            "debug",
+            "It returns the wrong sum",
+            "--error-context",
+            "assert 2 == 0",
+        ],
+        vec![
+            "thinkdeep",
+            "I think addition is commutative.",
+            "--focus-area",
+            "math",
+        ],
+    ] {
+        let r = run(gemini_mcp(&p.root, &env).args(&args));
+        assert_eq!(r.code, 0, "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("FAKE-REPLY"), "{args:?}: {}", r.stdout);
+        assert!(
+            r.stdout.contains("continuation_id: "),
+            "{args:?}: {}",
+            r.stdout
+        );
+    }
+    let sent = fake.generate_requests();
+    assert_eq!(sent.len(), 3);
+    assert!(sent[0].last_user_text().contains("Is this a good idea?"));
+    assert!(sent[1].last_user_text().contains("assert 2 == 0"));
+    assert!(sent[2].last_user_text().contains("math"));
+
+    // stdin for "-".
+    let mut cmd = gemini_mcp(&p.root, &env);
+    cmd.args(["chat", "-", "--format", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"A question from a pipe")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let out: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(uuid::Uuid::parse_str(out["continuation_id"].as_str().unwrap()).is_ok());
+    assert!(
+        fake.generate_requests()[3]
+            .last_user_text()
+            .contains("A question from a pipe")
+    );
+
+    // A malformed --continuation-id is an argument error naming the flag.
+    let r =
+        run(gemini_mcp(&p.root, &env).args(["chat", "hi", "--continuation-id", "not-a-thread"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("'--continuation-id'"), "{}", r.stderr);
+}
+
+#[test]
+fn codereview_and_analyze_run_as_subcommands_on_files() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    let env = with(&v);
+    fake.push(review(&[("critical", "src/lib.rs", Some(2))], "ready"));
+    let r = run(gemini_mcp(&p.root, &env).args([
+        "codereview",
+        "src/lib.rs",
+        "--context",
+        "Adds numbers",
+        "--fail-on",
+        "critical",
+    ]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("[CRITICAL]"), "{}", r.stdout);
+    assert!(r.stdout.contains("continuation_id: "), "{}", r.stdout);
+    let r =
+        run(gemini_mcp(&p.root, &env).args(["analyze", "src", "--question", "What does it do?"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("FAKE-REPLY"), "{}", r.stdout);
+    let sent = fake.generate_requests();
+    assert!(sent[0].json_mode());
+    assert!(
+        sent[0].last_user_text().contains("a + b"),
+        "the file was sent"
+    );
+    assert!(
+        sent[1].last_user_text().contains("a + b"),
+        "the directory was expanded"
+    );
+}
+
+#[test]
+fn a_terminal_conversation_continues_in_another_process() {
+    // Needs a thread store shared between processes: the embedded one.
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    let mut env: Vec<(&str, &str)> = with(&v).to_vec();
+    env.push(("GEMINI_MCP_STORE", "embedded"));
+    let r = run(gemini_mcp(&p.root, &env).args(["chat", "First question", "--format", "json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out: Value = serde_json::from_str(&r.stdout).unwrap();
+    let id = out["continuation_id"].as_str().unwrap().to_string();
+    let r =
+        run(gemini_mcp(&p.root, &env).args(["chat", "Second question", "--continuation-id", &id]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(&format!("continuation_id: {id}")),
+        "{}",
+        r.stdout
+    );
+    let sent = fake.generate_requests();
+    let messages = sent[1].messages();
+    assert!(messages[0].1.contains("First question"), "{messages:?}");
+    assert!(sent[1].last_user_text().contains("Second question"));
+}
+
+#[test]
+fn doctor_proves_the_key_and_the_model_with_one_call() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    let r = run(gemini_mcp(&p.root, &with(&v)).arg("doctor"));
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(r.stdout.contains("ok   Gemini: "), "{}", r.stdout);
+    assert_eq!(fake.generate_requests().len(), 1);
+
+    let wrong = [
+        ("GEMINI_API_KEY", "wrong-key"),
+        ("GEMINI_BASE_URL", v[1].1.as_str()),
+    ];
+    let r = run(gemini_mcp(&p.root, &wrong).arg("doctor"));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(r.stdout.contains("FAIL Gemini: "), "{}", r.stdout);
+    assert!(
+        !r.stdout.contains("wrong-key"),
+        "the key is never printed: {}",
+        r.stdout
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_review_exits_2_at_once() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    fake.push(Script::echo().delay_headers(std::time::Duration::from_secs(30)));
+    let child = gemini_mcp(&p.root, &with(&v))
+        .arg("precommit")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the request is at the fake, then stop the review.
+    let started = std::time::Instant::now();
+    while fake.generate_requests().is_empty() {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the request never arrived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(started.elapsed().as_secs() < 20, "it waited for the answer");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}

@@ -1,0 +1,10 @@
+//! The one integration-test binary: the real `gemini-mcp` binary driven by an MCP client, a fake
+//! Gemini API speaking the real wire format, real git repositories and a real redis-server.
+
+mod cli;
+mod gemini_api;
+mod gemini_cli;
+mod stdio;
+mod support;
+mod threads;
+mod tools;
