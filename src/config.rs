@@ -11,6 +11,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::limits::RateLimits;
+
 /// A value that must never reach a log, an error or a reply. `Debug` and `Display` print a
 /// placeholder; the value is only reachable through [`Secret::expose`].
 #[derive(Clone, PartialEq, Eq)]
@@ -97,8 +99,26 @@ pub struct Config {
     /// When non-empty, directory walks keep only files matching one of these globs.
     pub include_globs: Vec<String>,
     pub exclude_globs: Vec<String>,
-    /// Bearer token required by the HTTP transport.
-    pub http_token: Option<Secret>,
+    /// Bearer tokens the HTTP transport accepts, one per client (empty: none configured).
+    pub http_tokens: Vec<Secret>,
+    /// Per-tool rate limits when set explicitly; `None`: the transport's default (HTTP: the
+    /// built-in table, stdio: off).
+    pub rate_limits: Option<RateLimits>,
+    pub http: HttpSettings,
+}
+
+/// Settings of the Streamable HTTP transport only.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Extra `Host` values accepted besides the loopback names; `None`: any Host (`*`).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Extra browser origins accepted besides loopback ones; `None`: any Origin (`*`).
+    pub allowed_origins: Option<Vec<String>>,
+    pub max_body_bytes: usize,
+    /// Tool calls in flight per client.
+    pub client_concurrency: usize,
+    /// How long in-flight calls may take to finish after SIGTERM.
+    pub shutdown_grace: Duration,
 }
 
 /// One documented setting: its name, its default as shown to users, and what it does.
@@ -239,7 +259,37 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_HTTP_TOKEN",
         default: "—",
-        doc: "Bearer token for the HTTP transport (or `GEMINI_MCP_HTTP_TOKEN_FILE`).",
+        doc: "Bearer token for the HTTP transport, required unless it listens on loopback; several (one per client) separated by commas. Or `GEMINI_MCP_HTTP_TOKEN_FILE`: a file with one per line.",
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_ALLOWED_HOSTS",
+        default: "—",
+        doc: "Public host names (or `host:port`) accepted in the `Host` header besides `localhost`, `127.0.0.1`, `::1`; `*` accepts any.",
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_ALLOWED_ORIGINS",
+        default: "—",
+        doc: "Browser origins (e.g. `https://app.example.com:443`) accepted besides loopback ones; requests without `Origin` pass; `*` accepts any.",
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_MAX_BODY_BYTES",
+        default: "4194304",
+        doc: "Largest HTTP request body; larger ones get 413.",
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
+        default: "16",
+        doc: "Tool calls in flight at once per client (per token, or per peer address without a token).",
+    },
+    Setting {
+        name: "GEMINI_MCP_RATE_LIMITS",
+        default: "HTTP: `chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min`; stdio: `off`",
+        doc: "Per-tool rate limits per client and instance: `tool=N/unit` items (unit `s`, `min` or `h`), comma-separated, replacing the default; or `off`.",
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_SHUTDOWN_SECS",
+        default: "30",
+        doc: "On SIGTERM/SIGINT, how long calls in flight may take to finish before the server exits.",
     },
     Setting {
         name: "GEMINI_MCP_CONFIG",
@@ -507,8 +557,8 @@ impl Config {
             }
         }
 
-        let http_token = match src.get("GEMINI_MCP_HTTP_TOKEN") {
-            Some(t) => Some(Secret::new(t.trim())),
+        let http_tokens = match src.get("GEMINI_MCP_HTTP_TOKEN") {
+            Some(t) => tokens("GEMINI_MCP_HTTP_TOKEN", &t, ',')?,
             None => match env("GEMINI_MCP_HTTP_TOKEN_FILE").filter(|p| !p.is_empty()) {
                 Some(path) => {
                     let t = std::fs::read_to_string(&path).map_err(|e| {
@@ -517,10 +567,47 @@ impl Config {
                             format!("cannot read {path}: {e}"),
                         )
                     })?;
-                    Some(Secret::new(t.trim()))
+                    tokens("GEMINI_MCP_HTTP_TOKEN_FILE", &t, '\n')?
                 }
-                None => None,
+                None => Vec::new(),
             },
+        };
+
+        let rate_limits = match src.get("GEMINI_MCP_RATE_LIMITS") {
+            None => None,
+            Some(raw) => Some(
+                raw.parse::<RateLimits>()
+                    .map_err(|e| invalid("GEMINI_MCP_RATE_LIMITS", e))?,
+            ),
+        };
+        let any_or_list = |name: &str| {
+            let list = src.list(name);
+            if list.iter().any(|h| h == "*") {
+                None
+            } else {
+                Some(list)
+            }
+        };
+        let max_body_bytes: usize = src.parse("GEMINI_MCP_HTTP_MAX_BODY_BYTES", 4 * 1024 * 1024)?;
+        if max_body_bytes < 1024 {
+            return Err(invalid(
+                "GEMINI_MCP_HTTP_MAX_BODY_BYTES",
+                "must be at least 1024 bytes",
+            ));
+        }
+        let client_concurrency: usize = src.parse("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", 16)?;
+        if client_concurrency == 0 {
+            return Err(invalid(
+                "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
+                "must be at least 1",
+            ));
+        }
+        let http = HttpSettings {
+            allowed_hosts: any_or_list("GEMINI_MCP_HTTP_ALLOWED_HOSTS"),
+            allowed_origins: any_or_list("GEMINI_MCP_HTTP_ALLOWED_ORIGINS"),
+            max_body_bytes,
+            client_concurrency,
+            shutdown_grace: src.secs("GEMINI_MCP_HTTP_SHUTDOWN_SECS", 30)?,
         };
 
         Ok(Config {
@@ -564,7 +651,9 @@ impl Config {
             secret_globs: src.list("GEMINI_MCP_SECRET_FILES"),
             include_globs: src.list("GEMINI_MCP_INCLUDE"),
             exclude_globs: src.list("GEMINI_MCP_EXCLUDE"),
-            http_token,
+            http_tokens,
+            rate_limits,
+            http,
         })
     }
 
@@ -585,6 +674,30 @@ impl Config {
         c.retry_max_delay = Duration::from_millis(50);
         c
     }
+}
+
+/// Splits a token setting on `sep` (blank entries ignored). A token must be printable ASCII
+/// without spaces (it travels in an HTTP header); the error never shows the value.
+fn tokens(name: &'static str, raw: &str, sep: char) -> Result<Vec<Secret>, ConfigError> {
+    let mut out = Vec::new();
+    for (i, t) in raw
+        .split(sep)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .enumerate()
+    {
+        if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(invalid(
+                name,
+                format!(
+                    "token #{} holds a space or a non-ASCII character; use printable ASCII (e.g. `openssl rand -hex 32`)",
+                    i + 1
+                ),
+            ));
+        }
+        out.push(Secret::new(t));
+    }
+    Ok(out)
 }
 
 fn canonical_root(name: &'static str, path: &Path) -> Result<PathBuf, ConfigError> {

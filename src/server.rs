@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::gemini::{CallContext, Progress};
+use crate::limits::{Admission, ClientId, Gate};
 use crate::tools::reply::Status;
 use crate::tools::{Pipeline, Plan, Reply, ToolError};
 
@@ -36,6 +37,8 @@ answer a question about files or directories; `thinkdeep` to extend and challeng
 pub struct Server {
     pipeline: Arc<Pipeline>,
     tool_router: ToolRouter<Server>,
+    /// Admission (rate and concurrency limits, shutdown drain); `None`: every call is admitted.
+    gate: Option<Arc<Gate>>,
 }
 
 impl Server {
@@ -53,7 +56,14 @@ impl Server {
         Server {
             pipeline,
             tool_router,
+            gate: None,
         }
+    }
+
+    /// Admits every tool call through `gate` first.
+    pub fn with_gate(mut self, gate: Arc<Gate>) -> Server {
+        self.gate = Some(gate);
+        self
     }
 
     pub fn pipeline(&self) -> &Pipeline {
@@ -72,7 +82,10 @@ impl Server {
         // field's name in errors: check them on their own first.
         let common = parse_args::<crate::tools::Common>(args.clone());
         let outcome = match common.and_then(|_| parse_args::<P>(args)).and_then(plan) {
-            Ok(plan) => self.run(plan, &ctx).await,
+            Ok(plan) => match self.admit(&plan, &ctx) {
+                Ok(_admission) => self.run(plan, &ctx).await,
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
         match outcome {
@@ -84,6 +97,18 @@ impl Server {
             }) => Ok(to_result(resend_prompt(&field, chars, limit))),
             Err(e) => to_mcp(e),
         }
+    }
+
+    /// Passes the call through the gate, if any; the admission is held until the call ends.
+    fn admit(
+        &self,
+        plan: &Plan,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Option<Admission>, ToolError> {
+        let Some(gate) = &self.gate else {
+            return Ok(None);
+        };
+        Ok(Some(gate.admit(plan.tool, &client_of(ctx))?))
     }
 
     async fn run(&self, plan: Plan, ctx: &RequestContext<RoleServer>) -> Result<Reply, ToolError> {
@@ -130,6 +155,16 @@ impl Server {
     }
 }
 
+/// The caller, as the HTTP transport identified it (`ClientId` in the request's extensions);
+/// `stdio` otherwise.
+fn client_of(ctx: &RequestContext<RoleServer>) -> ClientId {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<ClientId>())
+        .cloned()
+        .unwrap_or_else(|| ClientId("stdio".into()))
+}
+
 /// Deserialises tool arguments, naming the offending field in the error.
 pub fn parse_args<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError> {
     let de = Value::Object(args);
@@ -173,7 +208,8 @@ pub fn to_result(reply: Reply) -> CallToolResult {
 
 /// The one mapping from tool errors to MCP: bad arguments → -32602 naming the field; a path the
 /// sandbox refuses → -32001 naming the path and the root; everything that went wrong while
-/// answering → an `isError` result whose text says what to do.
+/// answering → an `isError` result whose text says what to do, as is a call the gate refused
+/// (which limit, and `_meta.retry_after_ms` when the wait is known): the model reads these.
 pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
     use crate::collector::CollectError;
     use crate::git::GitError;
@@ -217,6 +253,20 @@ pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
             chars,
             limit,
         } => Ok(to_result(resend_prompt(&field, chars, limit))),
+        ToolError::Refused(r) => {
+            let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+                "Error executing gemini: {r}"
+            ))]);
+            if let Some(after) = r.retry_after() {
+                let mut meta = JsonObject::new();
+                meta.insert(
+                    "retry_after_ms".into(),
+                    json!(after.as_millis().max(1) as u64),
+                );
+                result = result.with_meta(Some(MetaObject(meta)));
+            }
+            Ok(result)
+        }
         ToolError::Gemini(g) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
             "Error executing gemini: {g}"
         ))])),

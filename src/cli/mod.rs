@@ -225,7 +225,7 @@ async fn tool(
 }
 
 /// Ctrl-C, or SIGTERM on Unix.
-async fn interrupted() {
+pub(crate) async fn interrupted() {
     #[cfg(unix)]
     {
         let mut term =
@@ -306,14 +306,18 @@ fn usage_error(name: &str, flag: &str, message: &str) -> u8 {
 }
 
 async fn serve_stdio(config: Arc<Config>) -> ExitCode {
-    let pipeline = match Pipeline::start(config).await {
+    let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
             eprintln!("gemini-mcp: {e}");
             return ExitCode::from(2);
         }
     };
-    let server = Server::new(pipeline.clone());
+    let mut server = Server::new(pipeline.clone());
+    // Rate limits are off on stdio (one local client) unless GEMINI_MCP_RATE_LIMITS sets them.
+    if let Some(rates) = config.rate_limits.as_ref().filter(|r| !r.is_off()) {
+        server = server.with_gate(Arc::new(crate::limits::Gate::new(rates, None)));
+    }
     let serving = async {
         let running = match server.serve(rmcp::transport::stdio()).await {
             Ok(r) => r,

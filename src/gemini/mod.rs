@@ -316,6 +316,11 @@ impl Gemini {
         }
     }
 
+    /// The configured backend (for readiness checks).
+    pub fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
     pub fn backend_name(&self) -> &'static str {
         match self.backend {
             Backend::Api(_) => "api",

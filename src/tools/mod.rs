@@ -54,6 +54,21 @@ pub enum Tool {
 }
 
 impl Tool {
+    /// Every tool that asks Gemini.
+    pub const ALL: [Tool; 6] = [
+        Tool::Chat,
+        Tool::ThinkDeep,
+        Tool::Analyze,
+        Tool::CodeReview,
+        Tool::Debug,
+        Tool::Precommit,
+    ];
+
+    /// The tool of this MCP name (`chat`, `thinkdeep`, …).
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Tool::Chat => "chat",
@@ -214,6 +229,9 @@ pub enum ToolError {
     Thread(#[from] ThreadError),
     #[error(transparent)]
     Gemini(#[from] GeminiError),
+    /// Not admitted: a rate or concurrency limit, or the server is shutting down.
+    #[error(transparent)]
+    Refused(#[from] crate::limits::Refusal),
     #[error("internal error: {0}")]
     Internal(String),
 }

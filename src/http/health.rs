@@ -1,0 +1,97 @@
+//! `/healthz` (liveness) and `/readyz` (readiness) for load balancers and orchestrators.
+//!
+//! Both answer without a token: probes rarely carry one, and the bodies reveal only which part
+//! is down (`threads`, `gemini`) and its kind (`redis`, `api`), never an address, a path or a
+//! message; the reason goes to the server's log. Neither takes part in the `Host` check (probes
+//! address the instance by its IP).
+//!
+//! Readiness: the thread store answers a ping, and the Gemini backend can work: for the API, the
+//! model list (`GET /v1beta/models`, fetched once and then cached by the client, so a ready
+//! instance costs Google nothing per probe); for the CLI, its executable is still there. Each
+//! check is bounded by [`CHECK_TIMEOUT`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::gemini::Backend;
+use crate::tools::Pipeline;
+
+/// Longest wait for one readiness check.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
+pub async fn healthz() -> Json<Value> {
+    Json(json!({ "status": "ok" }))
+}
+
+pub async fn readyz(State(pipeline): State<Arc<Pipeline>>) -> (StatusCode, Json<Value>) {
+    let (threads, gemini) = tokio::join!(store_check(&pipeline), backend_check(&pipeline));
+    let ready = threads.is_ok() && gemini.is_ok();
+    let state = |r: &Result<(), String>| if r.is_ok() { "ok" } else { "down" };
+    for (part, r) in [("threads", &threads), ("gemini", &gemini)] {
+        if let Err(why) = r {
+            tracing::warn!(part, "not ready: {why}");
+        }
+    }
+    let body = json!({
+        "status": if ready { "ready" } else { "not ready" },
+        "checks": {
+            "threads": { "status": state(&threads), "store": pipeline.store_kind() },
+            "gemini": { "status": state(&gemini), "backend": pipeline.gemini().backend_name() },
+        }
+    });
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(body))
+}
+
+async fn store_check(pipeline: &Pipeline) -> Result<(), String> {
+    match tokio::time::timeout(CHECK_TIMEOUT, pipeline.store().ping()).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!(
+            "the thread store did not answer a ping within {} s",
+            CHECK_TIMEOUT.as_secs()
+        )),
+    }
+}
+
+async fn backend_check(pipeline: &Pipeline) -> Result<(), String> {
+    match pipeline.gemini().backend() {
+        Backend::Api(client) => match tokio::time::timeout(CHECK_TIMEOUT, client.models()).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!(
+                "the Gemini API did not list its models within {} s",
+                CHECK_TIMEOUT.as_secs()
+            )),
+        },
+        Backend::Cli(cli) => {
+            let program = cli.program().to_path_buf();
+            let found = tokio::task::spawn_blocking(move || is_executable(&program))
+                .await
+                .unwrap_or(false);
+            if found {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the Gemini CLI executable {} is gone",
+                    cli.program().display()
+                ))
+            }
+        }
+        Backend::Unconfigured(why) => Err(why.clone()),
+    }
+}
+
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

@@ -1,0 +1,277 @@
+//! The Streamable HTTP transport: `gemini-mcp serve --http ADDR`. rmcp's `StreamableHttpService`
+//! at `/mcp` in axum, behind a bearer-token check, plus `/healthz` and `/readyz`.
+//!
+//! Any instance answers any request: 2026-07-28 requests are stateless, and legacy sessions
+//! (`Mcp-Session-Id`) are restored from Redis on an instance that did not create them
+//! ([`sessions`]); conversations live in the shared thread store. What is per instance: the rate
+//! and concurrency limits ([`crate::limits`]) and live SSE streams.
+//!
+//! Defences: a token is required whenever the bound address is not loopback (startup refuses
+//! otherwise) and, once configured, on every `/mcp` request; `Host` and `Origin` are checked
+//! against allowlists (DNS rebinding); bodies over `GEMINI_MCP_HTTP_MAX_BODY_BYTES` get 413;
+//! tool calls pass the admission gate (per-client concurrency, per-tool rates).
+//!
+//! Shutdown (SIGTERM or SIGINT): the listener closes, idle connections close, the gate refuses
+//! new tool calls, standalone SSE streams end (clients reconnect elsewhere), and calls in flight
+//! run to completion, their thread turn written, for up to `GEMINI_MCP_HTTP_SHUTDOWN_SECS`; then
+//! the rest is cancelled and the process exits 0. A second signal cuts the wait short.
+
+mod auth;
+mod health;
+mod sessions;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::Method;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use futures::StreamExt;
+use rmcp::transport::streamable_http_server::session::SessionStore;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::limits::{Gate, RateLimits};
+use crate::server::Server;
+use crate::tools::Pipeline;
+use auth::Tokens;
+
+/// Hosts always accepted in `Host` (rmcp's loopback defaults).
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+/// Browser origins always accepted: pages served from this machine.
+const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+/// How often idle clients are forgotten by the rate limiters.
+const HOUSEKEEPING: Duration = Duration::from_secs(60);
+/// After the grace period, how long cancelled calls get to unwind before the process exits.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// What the `/mcp` guard needs.
+#[derive(Clone)]
+struct Guard {
+    tokens: Arc<Tokens>,
+    /// Cancelled when the server starts shutting down.
+    draining: CancellationToken,
+}
+
+/// Serves MCP over Streamable HTTP on `addr` until SIGTERM/SIGINT. Exit codes: 0 after a
+/// shutdown, 1 if the server failed while running, 2 if it could not start.
+pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("gemini-mcp: cannot listen on {addr}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let local = match listener.local_addr() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("gemini-mcp: cannot read the address bound for {addr}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let tokens = Arc::new(Tokens::new(&config.http_tokens));
+    if tokens.is_empty() && !local.ip().is_loopback() {
+        eprintln!(
+            "gemini-mcp: refusing to serve HTTP on {local} without a token: it is not a loopback address, so anyone \
+             who can reach it could use your Gemini quota and read the files under PROJECT_ROOT. Set \
+             GEMINI_MCP_HTTP_TOKEN (or GEMINI_MCP_HTTP_TOKEN_FILE), e.g. `export GEMINI_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`, \
+             and have clients send `Authorization: Bearer <token>`; or listen on 127.0.0.1"
+        );
+        return ExitCode::from(2);
+    }
+
+    let pipeline = match Pipeline::start(config.clone()).await {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            eprintln!("gemini-mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let session_store: Option<Arc<dyn SessionStore>> =
+        match (pipeline.store_kind(), &config.redis_url) {
+            ("redis", Some(url)) => {
+                match sessions::RedisSessions::connect(url, &config.key_prefix).await {
+                    Ok(s) => Some(Arc::new(s)),
+                    Err(e) => {
+                        eprintln!("gemini-mcp: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+            }
+            _ => None,
+        };
+    let shared_sessions = session_store.is_some();
+
+    let rates = config
+        .rate_limits
+        .clone()
+        .unwrap_or_else(RateLimits::http_default);
+    let gate = Arc::new(Gate::new(&rates, Some(config.http.client_concurrency)));
+    let server = Server::new(pipeline.clone()).with_gate(gate.clone());
+
+    // Cancelling `stop` ends every session and stream (after the grace period).
+    let stop = CancellationToken::new();
+    let draining = CancellationToken::new();
+    let mut mcp = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop.child_token())
+        .with_json_response(true)
+        .with_max_request_body_bytes(config.http.max_body_bytes);
+    mcp = match &config.http.allowed_hosts {
+        None => mcp.disable_allowed_hosts(),
+        Some(extra) => {
+            let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+            if !local.ip().is_unspecified() {
+                hosts.push(local.ip().to_string());
+            }
+            hosts.extend(extra.iter().cloned());
+            mcp.with_allowed_hosts(hosts)
+        }
+    };
+    mcp = match &config.http.allowed_origins {
+        None => mcp.disable_allowed_origins(),
+        Some(extra) => mcp
+            .with_allowed_origins(
+                LOOPBACK_ORIGINS
+                    .iter()
+                    .copied()
+                    .chain(extra.iter().map(String::as_str)),
+            )
+            .enforce_origin_validation(),
+    };
+    mcp.session_store = session_store;
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        mcp,
+    );
+
+    let guard = Guard {
+        tokens: tokens.clone(),
+        draining: draining.clone(),
+    };
+    let app = Router::new()
+        .route_service("/mcp", service)
+        .layer(middleware::from_fn_with_state(guard, guard_mcp))
+        .merge(
+            Router::new()
+                .route("/healthz", get(health::healthz))
+                .route("/readyz", get(health::readyz))
+                .with_state(pipeline.clone()),
+        );
+
+    eprintln!(
+        "gemini-mcp: serving MCP over Streamable HTTP at http://{local}/mcp (health: /healthz, /readyz; token {}; rate limits {rates}; legacy sessions {})",
+        if tokens.is_empty() {
+            "not required on loopback"
+        } else {
+            "required"
+        },
+        if shared_sessions {
+            "shared through Redis"
+        } else {
+            "kept per instance"
+        },
+    );
+    if config
+        .http
+        .allowed_hosts
+        .as_ref()
+        .is_some_and(Vec::is_empty)
+        && local.ip().is_unspecified()
+    {
+        eprintln!(
+            "gemini-mcp: note: only loopback Host headers are accepted; set GEMINI_MCP_HTTP_ALLOWED_HOSTS to the host names clients use"
+        );
+    }
+
+    let serving = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(draining.clone().cancelled_owned());
+    let mut serving = tokio::spawn(serving.into_future());
+    let housekeeping = tokio::spawn({
+        let gate = gate.clone();
+        async move {
+            let mut tick = tokio::time::interval(HOUSEKEEPING);
+            loop {
+                tick.tick().await;
+                gate.forget_idle_clients();
+            }
+        }
+    });
+
+    tokio::select! {
+        r = &mut serving => {
+            housekeeping.abort();
+            stop.cancel();
+            return match r {
+                Ok(Ok(())) => ExitCode::SUCCESS,
+                Ok(Err(e)) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
+                Err(e) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
+            };
+        }
+        _ = crate::cli::interrupted() => {}
+    }
+
+    // Drain: no new connections or calls; calls in flight finish within the grace period.
+    let grace = config.http.shutdown_grace;
+    tracing::info!(
+        in_flight = gate.in_flight(),
+        "shutting down: waiting up to {} s for calls in flight",
+        grace.as_secs_f64()
+    );
+    gate.close();
+    draining.cancel();
+    let finished = tokio::select! {
+        r = tokio::time::timeout(grace, async {
+            gate.drained().await;
+            // Then the connections: the last answers are written out.
+            let _ = (&mut serving).await;
+        }) => r.is_ok(),
+        _ = crate::cli::interrupted() => false,
+    };
+    housekeeping.abort();
+    if !finished {
+        tracing::warn!(
+            cut = gate.in_flight(),
+            "calls still in flight after the grace period were cancelled"
+        );
+        stop.cancel();
+        pipeline.gemini().abort_running();
+        let _ = tokio::time::timeout(CANCEL_GRACE, &mut serving).await;
+    }
+    stop.cancel();
+    tracing::info!("stopped");
+    ExitCode::SUCCESS
+}
+
+/// Every `/mcp` request: the token check (and the caller's identity for the limits), then rmcp.
+/// A standalone SSE stream (`GET`) is ended when the server starts draining, so that shutdown
+/// waits only for real calls; the client reconnects, to another instance if there is one.
+async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> Response {
+    let client = match guard.tokens.identify(&req) {
+        Ok(c) => c,
+        Err(refusal) => return refusal,
+    };
+    req.extensions_mut().insert(client);
+    let is_stream = req.method() == Method::GET;
+    let resp = next.run(req).await;
+    if !is_stream {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let stream = body
+        .into_data_stream()
+        .take_until(guard.draining.cancelled_owned());
+    Response::from_parts(parts, Body::from_stream(stream))
+}
