@@ -1,0 +1,597 @@
+//! The server over Streamable HTTP, as clients and load balancers see it: both protocol styles,
+//! the token, Host/Origin checks, the body limit, the admission limits, health and readiness,
+//! graceful shutdown, and several instances sharing one Redis.
+
+use std::time::Duration;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+use crate::support::fake_gemini::{FakeGemini, Script};
+use crate::support::http::{HttpServer, Raw, Style, result_text};
+use crate::support::mcp::{KEY, args, text};
+use crate::support::redis::RedisServer;
+
+const TOKEN: &str = "test-token-0123456789abcdef-never-logged";
+
+struct Env {
+    dir: tempfile::TempDir,
+    fake: FakeGemini,
+}
+
+impl Env {
+    fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
+        Env {
+            dir,
+            fake: FakeGemini::start(),
+        }
+    }
+
+    /// Starts a server talking to the fake Gemini, with `extra` settings.
+    async fn server(&self, extra: &[(&str, &str)]) -> HttpServer {
+        let url = self.fake.base_url();
+        let mut vars = vec![("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())];
+        vars.extend_from_slice(extra);
+        HttpServer::start(self.dir.path(), &vars).await
+    }
+}
+
+/// Polls `cond` every 50 ms for up to `secs` seconds (waits for a state, never measures time).
+async fn until(secs: u64, mut cond: impl AsyncFnMut() -> bool) -> bool {
+    for _ in 0..secs * 20 {
+        if cond().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// A tool result that is not an error.
+fn succeeded(message: &Value) -> bool {
+    message["result"].is_object() && message["result"]["isError"] != true
+}
+
+fn continuation_id(message: &Value) -> String {
+    message["result"]["structuredContent"]["continuation_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no continuation_id in {message}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn both_protocol_styles_handshake_list_and_call() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    for style in [Style::Legacy, Style::Stateless] {
+        let client = server.client(style, None).await;
+        let info = client.peer_info().expect("server info");
+        assert_eq!(
+            info.server_info.as_ref().map(|s| s.name.as_str()),
+            Some("gemini-mcp-server"),
+            "{style:?}"
+        );
+        let tools = client.list_all_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "chat"), "{style:?}");
+        let r = client
+            .call_tool(
+                CallToolRequestParams::new("chat")
+                    .with_arguments(args(json!({"prompt": format!("hello {style:?}")}))),
+            )
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{style:?}: {r:?}");
+        assert!(
+            text(&r).contains(&format!(
+                "FAKE-REPLY model=gemini-3.1-pro-preview turns=1 last=## Request hello {style:?}"
+            )),
+            "{style:?}: {}",
+            text(&r)
+        );
+        client.cancel().await.unwrap();
+    }
+
+    // The wire: a legacy handshake hands out a session; a 2026-07-28 call needs none.
+    let raw = Raw::new(&server.url());
+    let session = raw.initialize().await;
+    assert!(!session.is_empty());
+    let a = raw
+        .session_call(&session, 1, "chat", json!({"prompt": "in a session"}))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert!(
+        result_text(&a.message).contains("last=## Request in a session"),
+        "{}",
+        a.text
+    );
+    let a = raw.call(2, "chat", json!({"prompt": "stateless"})).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.header("mcp-session-id"), None);
+    assert!(
+        result_text(&a.message).contains("last=## Request stateless"),
+        "{}",
+        a.text
+    );
+    // A legacy request without a session is refused, as the spec says.
+    let a = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+            &[],
+        )
+        .await;
+    assert_eq!(a.status, 400, "{}", a.text);
+}
+
+#[tokio::test]
+async fn the_token_is_required_once_configured_and_never_shown() {
+    let env = Env::new();
+    let server = env.server(&[("GEMINI_MCP_HTTP_TOKEN", TOKEN)]).await;
+    let raw = Raw::new(&server.url());
+
+    let a = raw.call(1, "chat", json!({"prompt": "no token"})).await;
+    assert_eq!(a.status, 401, "{}", a.text);
+    let challenge = a.header("www-authenticate").unwrap_or_default();
+    assert!(challenge.starts_with("Bearer realm="), "{challenge}");
+    assert!(a.text.contains("GEMINI_MCP_HTTP_TOKEN"), "{}", a.text);
+
+    let wrong = format!("{TOKEN}x");
+    let a = Raw::new(&server.url())
+        .header("authorization", &format!("Bearer {wrong}"))
+        .call(2, "chat", json!({"prompt": "wrong token"}))
+        .await;
+    assert_eq!(a.status, 401, "{}", a.text);
+    assert!(
+        a.header("www-authenticate")
+            .unwrap_or_default()
+            .contains("invalid_token"),
+        "{a:?}"
+    );
+    assert!(!a.text.contains(TOKEN), "{}", a.text);
+
+    let a = Raw::new(&server.url())
+        .header("authorization", &format!("Bearer {TOKEN}"))
+        .call(3, "chat", json!({"prompt": "right token"}))
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert!(
+        result_text(&a.message).contains("last=## Request right token"),
+        "{}",
+        a.text
+    );
+
+    // rmcp's client with the token, in both styles.
+    for style in [Style::Legacy, Style::Stateless] {
+        let client = server.client(style, Some(TOKEN)).await;
+        assert!(!client.list_all_tools().await.unwrap().is_empty());
+        client.cancel().await.unwrap();
+    }
+    // Health endpoints need no token.
+    assert_eq!(server.get("/healthz").await.0, 200);
+
+    // Nothing ever prints the token, nor sends it to Gemini.
+    assert!(!server.stderr().contains(TOKEN), "{}", server.stderr());
+    for r in env.fake.requests() {
+        assert!(!r.raw_body.contains(TOKEN));
+        assert!(r.headers.iter().all(|(_, v)| !v.contains(TOKEN)));
+    }
+}
+
+#[tokio::test]
+async fn a_public_address_needs_a_token_and_the_command_line_takes_none() {
+    let env = Env::new();
+    let url = env.fake.base_url();
+    let vars = [("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())];
+    let Err((status, stderr)) = HttpServer::try_start(env.dir.path(), &vars, "0.0.0.0:0").await
+    else {
+        panic!("the server started on 0.0.0.0 without a token");
+    };
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("GEMINI_MCP_HTTP_TOKEN"), "{stderr}");
+    assert!(stderr.contains("refusing"), "{stderr}");
+
+    // With a token it starts.
+    let mut with = vars.to_vec();
+    with.push(("GEMINI_MCP_HTTP_TOKEN", TOKEN));
+    let server = HttpServer::try_start(env.dir.path(), &with, "0.0.0.0:0")
+        .await
+        .unwrap_or_else(|(s, e)| panic!("{s:?}: {e}"));
+    drop(server);
+
+    // There is no flag for it: a token on the command line would show in `ps`.
+    let out = crate::support::mcp::command(env.dir.path(), &vars)
+        .args(["serve", "--http", "127.0.0.1:0", "--token", TOKEN])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--token"));
+}
+
+#[tokio::test]
+async fn host_and_origin_are_checked() {
+    let env = Env::new();
+    let server = env
+        .server(&[
+            ("GEMINI_MCP_HTTP_ALLOWED_HOSTS", "mcp.example.com"),
+            (
+                "GEMINI_MCP_HTTP_ALLOWED_ORIGINS",
+                "https://app.example.com:443",
+            ),
+        ])
+        .await;
+    let raw = Raw::new(&server.url());
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                      "params": {"_meta": crate::support::http::modern_meta()}});
+    let std_headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    for (headers, expected) in [
+        (vec![], 200),
+        (vec![("host", "evil.example")], 403),
+        (vec![("host", "mcp.example.com")], 200),
+        (vec![("host", "mcp.example.com:8443")], 200),
+        (vec![("origin", "https://evil.example")], 403),
+        (vec![("origin", "http://localhost:3000")], 200),
+        (vec![("origin", "https://app.example.com")], 200),
+        (vec![("origin", "http://app.example.com")], 403),
+    ] {
+        let mut all = std_headers.to_vec();
+        all.extend(headers.iter().copied());
+        let a = raw.post(list.clone(), &all).await;
+        assert_eq!(a.status, expected, "{headers:?}: {}", a.text);
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_body_gets_413() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    let raw = Raw::new(&server.url());
+    let big = "x".repeat(5 * 1024 * 1024);
+    let a = raw.call(1, "chat", json!({"prompt": big})).await;
+    assert_eq!(a.status, 413, "{}", &a.text[..a.text.len().min(300)]);
+
+    let small = env
+        .server(&[("GEMINI_MCP_HTTP_MAX_BODY_BYTES", "65536")])
+        .await;
+    let raw = Raw::new(&small.url());
+    let a = raw
+        .call(1, "chat", json!({"prompt": "y".repeat(70_000)}))
+        .await;
+    assert_eq!(a.status, 413, "{}", &a.text[..a.text.len().min(300)]);
+    // Under the limit it is served (a long prompt gets `resend_prompt`, not an error).
+    let a = raw
+        .call(2, "chat", json!({"prompt": "y".repeat(50_001)}))
+        .await;
+    assert_eq!(a.status, 200, "{}", &a.text[..a.text.len().min(300)]);
+    assert_eq!(
+        a.message["result"]["structuredContent"]["status"],
+        "resend_prompt"
+    );
+}
+
+#[tokio::test]
+async fn a_rate_limit_says_which_limit_and_when_to_retry() {
+    let env = Env::new();
+    let server = env
+        .server(&[("GEMINI_MCP_RATE_LIMITS", "chat=2/min")])
+        .await;
+    let raw = Raw::new(&server.url());
+    for id in 1..=2 {
+        let a = raw
+            .call(id, "chat", json!({"prompt": format!("call {id}")}))
+            .await;
+        assert!(succeeded(&a.message), "{}", a.text);
+    }
+    let a = raw.call(3, "chat", json!({"prompt": "call 3"})).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(a.message["result"]["isError"], true, "{}", a.text);
+    let t = result_text(&a.message);
+    assert!(
+        t.starts_with("Error executing gemini: rate limit reached"),
+        "{t}"
+    );
+    assert!(
+        t.contains("`chat` allows 2 calls per minute per client"),
+        "{t}"
+    );
+    assert!(t.contains("GEMINI_MCP_RATE_LIMITS"), "{t}");
+    assert!(t.contains("retry in "), "{t}");
+    let after = a.message["result"]["_meta"]["retry_after_ms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no retry_after_ms: {}", a.text));
+    assert!(after > 0 && after <= 60_000, "{after}");
+    // The refused call never reached Gemini; other tools are not limited by chat's rate.
+    assert_eq!(env.fake.generate_requests().len(), 2);
+    let a = raw
+        .call(4, "debug", json!({"error_description": "boom"}))
+        .await;
+    assert!(succeeded(&a.message), "{}", a.text);
+}
+
+#[tokio::test]
+async fn the_concurrency_limit_is_per_client() {
+    let env = Env::new();
+    let server = env
+        .server(&[
+            ("GEMINI_MCP_HTTP_TOKEN", "token-a,token-b"),
+            ("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", "2"),
+            ("GEMINI_MCP_RATE_LIMITS", "off"),
+        ])
+        .await;
+    // The first two calls are held by the fake Gemini until the test ends.
+    env.fake
+        .push(Script::echo().delay_headers(Duration::from_secs(600)))
+        .push(Script::echo().delay_headers(Duration::from_secs(600)));
+    let a = Raw::new(&server.url()).header("authorization", "Bearer token-a");
+    let b = Raw::new(&server.url()).header("authorization", "Bearer token-b");
+    let held: Vec<_> = (1..=2)
+        .map(|id| {
+            let a = Raw::new(&server.url()).header("authorization", "Bearer token-a");
+            tokio::spawn(async move { a.call(id, "chat", json!({"prompt": "held"})).await })
+        })
+        .collect();
+    assert!(until(30, async || env.fake.in_flight() == 2).await);
+
+    let refused = a.call(3, "chat", json!({"prompt": "third"})).await;
+    assert_eq!(
+        refused.message["result"]["isError"], true,
+        "{}",
+        refused.text
+    );
+    let t = result_text(&refused.message);
+    assert!(
+        t.contains("too many calls in flight from this client"),
+        "{t}"
+    );
+    assert!(t.contains("limit is 2"), "{t}");
+    // Another client is not affected.
+    let other = b.call(4, "chat", json!({"prompt": "other client"})).await;
+    assert!(succeeded(&other.message), "{}", other.text);
+    assert!(result_text(&other.message).contains("last=## Request other client"));
+    for h in held {
+        h.abort();
+    }
+}
+
+#[tokio::test]
+async fn health_and_readiness_follow_redis() {
+    let env = Env::new();
+    let mut redis = RedisServer::start();
+    let url = redis.url();
+    let server = env
+        .server(&[
+            ("REDIS_URL", &url),
+            ("GEMINI_MCP_STORE", "redis"),
+            ("GEMINI_MCP_HTTP_TOKEN", TOKEN),
+        ])
+        .await;
+    assert_eq!(server.get("/healthz").await, (200, json!({"status": "ok"})));
+    let (status, body) = server.get("/readyz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["checks"]["threads"]["status"], "ok");
+    assert_eq!(body["checks"]["threads"]["store"], "redis");
+    assert_eq!(body["checks"]["gemini"]["status"], "ok");
+
+    redis.kill();
+    let (status, body) = server.get("/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["status"], "not ready");
+    assert_eq!(body["checks"]["threads"]["status"], "down");
+    assert_eq!(body["checks"]["gemini"]["status"], "ok");
+    // The body names the part, not where it lives.
+    assert!(
+        !body.to_string().contains(&redis.port().to_string()),
+        "{body}"
+    );
+    // Liveness does not depend on Redis.
+    assert_eq!(server.get("/healthz").await.0, 200);
+
+    redis.restart();
+    assert!(
+        until(30, async || server.get("/readyz").await.0 == 200).await,
+        "not ready again after Redis came back: {}",
+        server.get("/readyz").await.1
+    );
+}
+
+#[tokio::test]
+async fn readiness_reports_a_gemini_backend_that_cannot_work() {
+    let env = Env::new();
+    env.fake.require_key("another-key");
+    let server = env.server(&[]).await;
+    let (status, body) = server.get("/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["checks"]["gemini"]["status"], "down");
+    assert_eq!(body["checks"]["threads"]["status"], "ok");
+    assert!(!body.to_string().contains(KEY));
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
+    let env = Env::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let mut server = env
+        .server(&[
+            ("REDIS_URL", &url),
+            ("GEMINI_MCP_STORE", "redis"),
+            ("GEMINI_MCP_KEY_PREFIX", "drain"),
+            ("GEMINI_MCP_LOG", "info"),
+        ])
+        .await;
+    env.fake
+        .push(Script::echo().delay_headers(Duration::from_secs(2)));
+    let raw = Raw::new(&server.url());
+    let in_flight = tokio::spawn({
+        let url = server.url();
+        async move {
+            Raw::new(&url)
+                .call(1, "chat", json!({"prompt": "finish me"}))
+                .await
+        }
+    });
+    assert!(until(30, async || env.fake.in_flight() == 1).await);
+    server.terminate();
+    assert!(
+        until(30, async || server.stderr().contains("shutting down")).await,
+        "{}",
+        server.stderr()
+    );
+
+    // New calls are refused: no connection, or the gate's refusal if one slipped in.
+    let late = reqwest::Client::new()
+        .post(server.url())
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "chat")
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "chat", "arguments": {"prompt": "too late"},
+            "_meta": crate::support::http::modern_meta()}}),
+        )
+        .send()
+        .await;
+    if let Ok(resp) = late {
+        let body = resp.text().await.unwrap_or_default();
+        assert!(
+            body.contains("shutting down"),
+            "a new call was served: {body}"
+        );
+    }
+
+    let done = in_flight.await.unwrap();
+    assert_eq!(done.status, 200, "{}", done.text);
+    assert!(succeeded(&done.message), "{}", done.text);
+    assert!(result_text(&done.message).contains("last=## Request finish me"));
+    let id = continuation_id(&done.message);
+    let status = server.wait().await;
+    assert_eq!(status.code(), Some(0), "{}", server.stderr());
+    // The turn was written before the answer went out.
+    assert_eq!(
+        redis
+            .cli(&["LLEN", &format!("drain:thread:{id}:turns")])
+            .trim(),
+        "1"
+    );
+    assert!(
+        env.fake
+            .generate_requests()
+            .iter()
+            .all(|r| !r.last_user_text().contains("too late"))
+    );
+    drop(raw);
+}
+
+#[tokio::test]
+async fn two_instances_share_threads_and_legacy_sessions() {
+    let env = Env::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let vars = [
+        ("REDIS_URL", url.as_str()),
+        ("GEMINI_MCP_STORE", "redis"),
+        ("GEMINI_MCP_KEY_PREFIX", "shared"),
+    ];
+    let a = env.server(&vars).await;
+    let b = env.server(&vars).await;
+    assert_ne!(a.base, b.base);
+
+    // A thread started on A continues on B, with A's turn in the history Gemini receives.
+    let first = Raw::new(&a.url())
+        .call(1, "chat", json!({"prompt": "remember the word pelican"}))
+        .await;
+    let id = continuation_id(&first.message);
+    let second = Raw::new(&b.url())
+        .call(
+            2,
+            "chat",
+            json!({"prompt": "which word?", "continuation_id": id}),
+        )
+        .await;
+    assert_eq!(continuation_id(&second.message), id);
+    assert!(
+        result_text(&second.message).contains("turns=2"),
+        "{}",
+        second.text
+    );
+    let sent = env.fake.generate_requests();
+    let last = sent.last().unwrap();
+    let history: String = last.messages().iter().map(|(_, t)| t.as_str()).collect();
+    assert!(history.contains("remember the word pelican"), "{history}");
+
+    // A legacy session opened on A is served by B (restored from Redis).
+    let session = Raw::new(&a.url()).initialize().await;
+    let on_b = Raw::new(&b.url())
+        .session_call(&session, 3, "chat", json!({"prompt": "session on B"}))
+        .await;
+    assert_eq!(on_b.status, 200, "{}", on_b.text);
+    assert!(
+        result_text(&on_b.message).contains("last=## Request session on B"),
+        "{}",
+        on_b.text
+    );
+    // rmcp's legacy client too: its session id is accepted by the other instance.
+    let client = a.client(Style::Legacy, None).await;
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn concurrent_turns_on_two_instances_lose_nothing() {
+    let env = Env::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let vars = [
+        ("REDIS_URL", url.as_str()),
+        ("GEMINI_MCP_STORE", "redis"),
+        ("GEMINI_MCP_KEY_PREFIX", "busy"),
+        ("MAX_CONVERSATION_TURNS", "100"),
+        ("GEMINI_MCP_RATE_LIMITS", "off"),
+        ("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", "64"),
+    ];
+    let a = env.server(&vars).await;
+    let b = env.server(&vars).await;
+    let first = Raw::new(&a.url())
+        .call(1, "chat", json!({"prompt": "start"}))
+        .await;
+    let id = continuation_id(&first.message);
+
+    let mut calls = Vec::new();
+    for (name, server) in [("A", &a), ("B", &b)] {
+        for n in 0..10 {
+            let url = server.url();
+            let id = id.clone();
+            calls.push(tokio::spawn(async move {
+                let prompt = format!("turn {name}-{n}");
+                let r = Raw::new(&url)
+                    .call(
+                        100 + n,
+                        "chat",
+                        json!({"prompt": prompt, "continuation_id": id}),
+                    )
+                    .await;
+                (prompt, r)
+            }));
+        }
+    }
+    for c in calls {
+        let (prompt, r) = c.await.unwrap();
+        assert!(succeeded(&r.message), "{prompt}: {}", r.text);
+    }
+    let key = format!("busy:thread:{id}:turns");
+    assert_eq!(redis.cli(&["LLEN", &key]).trim(), "21");
+    let turns = redis.cli(&["LRANGE", &key, "0", "-1"]);
+    for name in ["A", "B"] {
+        for n in 0..10 {
+            assert!(
+                turns.contains(&format!("turn {name}-{n}")),
+                "turn {name}-{n} lost"
+            );
+        }
+    }
+}
