@@ -244,14 +244,16 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
     if !finished {
         tracing::warn!(
             cut = gate.in_flight(),
-            "calls still in flight after the grace period were cancelled"
+            "grace period over: cancelling what is still in flight"
         );
         stop.cancel();
         pipeline.gemini().abort_running();
         let _ = tokio::time::timeout(CANCEL_GRACE, &mut serving).await;
     }
     stop.cancel();
-    tracing::info!("stopped");
+    if finished {
+        tracing::info!("every call finished; stopped");
+    }
     ExitCode::SUCCESS
 }
 

@@ -425,7 +425,8 @@ async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
         .await;
     env.fake
         .push(Script::echo().delay_headers(Duration::from_secs(2)));
-    let raw = Raw::new(&server.url());
+    // A legacy client holds a standalone SSE stream open: shutdown must not wait for it.
+    let legacy = server.client(Style::Legacy, None).await;
     let in_flight = tokio::spawn({
         let url = server.url();
         async move {
@@ -472,6 +473,11 @@ async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
     let id = continuation_id(&done.message);
     let status = server.wait().await;
     assert_eq!(status.code(), Some(0), "{}", server.stderr());
+    assert!(
+        server.stderr().contains("every call finished; stopped"),
+        "{}",
+        server.stderr()
+    );
     // The turn was written before the answer went out.
     assert_eq!(
         redis
@@ -485,7 +491,7 @@ async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
             .iter()
             .all(|r| !r.last_user_text().contains("too late"))
     );
-    drop(raw);
+    drop(legacy);
 }
 
 #[tokio::test]
