@@ -782,6 +782,22 @@ mod tests {
             (vec![("GEMINI_MCP_STORE", "redis")], "REDIS_URL"),
             (vec![("DISABLED_TOOLS", "chat,nope")], "DISABLED_TOOLS"),
             (vec![("GEMINI_TIMEOUT_SECS", "0")], "GEMINI_TIMEOUT_SECS"),
+            (
+                vec![("GEMINI_MCP_RATE_LIMITS", "chat=0/min")],
+                "GEMINI_MCP_RATE_LIMITS",
+            ),
+            (
+                vec![("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", "0")],
+                "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
+            ),
+            (
+                vec![("GEMINI_MCP_HTTP_MAX_BODY_BYTES", "10")],
+                "GEMINI_MCP_HTTP_MAX_BODY_BYTES",
+            ),
+            (
+                vec![("GEMINI_MCP_HTTP_SHUTDOWN_SECS", "-1")],
+                "GEMINI_MCP_HTTP_SHUTDOWN_SECS",
+            ),
         ] {
             let err = load(&vars).unwrap_err().to_string();
             assert!(err.starts_with(name), "{vars:?}: {err}");
@@ -799,6 +815,54 @@ mod tests {
         assert!(!dump.contains("AIzaSyTESTKEY"), "{dump}");
         assert!(!dump.contains(":pw@"), "{dump}");
         assert_eq!(c.api_key.unwrap().expose(), "AIzaSyTESTKEY-never-printed");
+    }
+
+    #[test]
+    fn http_tokens_one_per_client_from_env_or_file() {
+        let c = load(&[("GEMINI_MCP_HTTP_TOKEN", " alpha , beta,")]).unwrap();
+        let got: Vec<&str> = c.http_tokens.iter().map(Secret::expose).collect();
+        assert_eq!(got, ["alpha", "beta"]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        std::fs::write(&file, "first-token\n\nsecond-token\n").unwrap();
+        let f = file.to_string_lossy().into_owned();
+        let c = load(&[("GEMINI_MCP_HTTP_TOKEN_FILE", &f)]).unwrap();
+        assert_eq!(c.http_tokens.len(), 2);
+        assert_eq!(c.http_tokens[1].expose(), "second-token");
+
+        let err = load(&[("GEMINI_MCP_HTTP_TOKEN", "ok,has space-SECRETPART")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("GEMINI_MCP_HTTP_TOKEN"), "{err}");
+        assert!(err.contains("token #2"), "{err}");
+        assert!(!err.contains("SECRETPART"), "{err}");
+        assert!(!format!("{c:?}").contains("second-token"));
+    }
+
+    #[test]
+    fn http_settings_and_rate_limits() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.rate_limits, None);
+        assert_eq!(c.http.max_body_bytes, 4 * 1024 * 1024);
+        assert_eq!(c.http.client_concurrency, 16);
+        assert_eq!(c.http.shutdown_grace, Duration::from_secs(30));
+        assert_eq!(c.http.allowed_hosts, Some(vec![]));
+        let c = load(&[
+            ("GEMINI_MCP_RATE_LIMITS", "off"),
+            (
+                "GEMINI_MCP_HTTP_ALLOWED_HOSTS",
+                "mcp.example.com, mcp.internal:8080",
+            ),
+            ("GEMINI_MCP_HTTP_ALLOWED_ORIGINS", "*"),
+        ])
+        .unwrap();
+        assert!(c.rate_limits.unwrap().is_off());
+        assert_eq!(
+            c.http.allowed_hosts,
+            Some(vec!["mcp.example.com".into(), "mcp.internal:8080".into()])
+        );
+        assert_eq!(c.http.allowed_origins, None);
     }
 
     #[test]

@@ -380,9 +380,10 @@ mod tests {
             Some(Refusal::Concurrency { limit: 2 })
         );
         assert!(gate.admit(Tool::Chat, &client("b")).is_ok());
+        assert_eq!(gate.in_flight(), 2);
         drop(first);
-        assert!(gate.admit(Tool::Chat, &a).is_ok());
-        assert_eq!(gate.in_flight(), 1 + 1);
+        let _third = gate.admit(Tool::Chat, &a).unwrap();
+        assert_eq!(gate.in_flight(), 2);
     }
 
     #[test]

@@ -65,8 +65,8 @@ impl Tokens {
         found.ok_or(Denied::Invalid)
     }
 
-    /// Authenticates `req` and returns who is calling, or the 401 to send.
-    pub fn identify(&self, req: &Request<Body>) -> Result<ClientId, Response> {
+    /// Authenticates `req` and returns who is calling, or why not ([`unauthorized`] answers).
+    pub fn identify(&self, req: &Request<Body>) -> Result<ClientId, Denied> {
         if self.is_empty() {
             let peer = req
                 .extensions()
@@ -78,10 +78,8 @@ impl Tokens {
             .headers()
             .get(header::AUTHORIZATION)
             .map(HeaderValue::as_bytes);
-        match self.check(header) {
-            Ok(i) => Ok(ClientId(format!("token#{}", i + 1))),
-            Err(denied) => Err(unauthorized(denied)),
-        }
+        self.check(header)
+            .map(|i| ClientId(format!("token#{}", i + 1)))
     }
 }
 
@@ -89,7 +87,7 @@ impl Tokens {
 fn bearer(value: &[u8]) -> Option<&[u8]> {
     let value = value.trim_ascii();
     let (scheme, rest) = value.split_at_checked(6)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer") || !rest.first().is_some_and(|b| *b == b' ') {
+    if !scheme.eq_ignore_ascii_case(b"bearer") || rest.first() != Some(&b' ') {
         return None;
     }
     let token = rest.trim_ascii();
@@ -97,7 +95,7 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
 }
 
 /// 401 with `WWW-Authenticate` (RFC 6750) and a JSON body saying what to send.
-fn unauthorized(denied: Denied) -> Response {
+pub fn unauthorized(denied: Denied) -> Response {
     let (challenge, message) = match denied {
         Denied::Missing => (
             r#"Bearer realm="gemini-mcp""#,
@@ -151,7 +149,7 @@ mod tests {
             .header(header::AUTHORIZATION, "Bearer s3cret-valu")
             .body(Body::empty())
             .unwrap();
-        let resp = tokens.identify(&req).unwrap_err();
+        let resp = unauthorized(tokens.identify(&req).unwrap_err());
         assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
         let challenge = resp.headers()[header::WWW_AUTHENTICATE].to_str().unwrap();
         assert!(challenge.starts_with("Bearer "), "{challenge}");

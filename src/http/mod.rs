@@ -263,7 +263,7 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
 async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> Response {
     let client = match guard.tokens.identify(&req) {
         Ok(c) => c,
-        Err(refusal) => return refusal,
+        Err(denied) => return auth::unauthorized(denied),
     };
     req.extensions_mut().insert(client);
     let is_stream = req.method() == Method::GET;
