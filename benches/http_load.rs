@@ -29,6 +29,8 @@ use fake_gemini::{FakeGemini, Script};
 use serde_json::{Value, json};
 
 const CONCURRENCY: usize = 200;
+/// Calls made one at a time, for the fixed cost of a call.
+const SEQUENTIAL: usize = 50;
 const DELAY: Duration = Duration::from_millis(100);
 /// The fake's delay while memory is measured: long enough for all calls to be in flight at once.
 const HOLD: Duration = Duration::from_secs(1);
@@ -74,7 +76,9 @@ fn start_server(fake: &FakeGemini, root: &std::path::Path, redis: Option<&str>) 
             cmd.env("GEMINI_MCP_STORE", "memory");
         }
     }
-    let mut child = cmd.spawn().expect("spawn the release gemini-mcp (cargo build --release first)");
+    let mut child = cmd
+        .spawn()
+        .expect("spawn the release gemini-mcp (cargo build --release first)");
     let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
     let url = loop {
         let line = lines
@@ -104,6 +108,18 @@ fn rss(pid: u32) -> (f64, f64) {
             / 1024.0
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// CPU time the process has used (user + system), in ms.
+fn cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    let hz = 100.0;
+    (ticks(11) + ticks(12)) * 1000.0 / hz
 }
 
 /// Resets the process's peak RSS (VmHWM) to its current RSS.
@@ -145,7 +161,8 @@ async fn mcp_call(http: &reqwest::Client, url: &str, i: usize) -> Result<Duratio
 /// The same wait sent to the fake directly: what the client and the fake cost on their own.
 async fn direct_call(http: &reqwest::Client, base: &str, i: usize) -> Result<Duration, String> {
     let start = Instant::now();
-    let body = json!({"contents": [{"role": "user", "parts": [{"text": format!("bench call {i}")}]}]});
+    let body =
+        json!({"contents": [{"role": "user", "parts": [{"text": format!("bench call {i}")}]}]});
     let resp = http
         .post(format!(
             "{base}/v1beta/models/gemini-3.1-pro-preview:streamGenerateContent?alt=sse"
@@ -203,7 +220,10 @@ fn push_delays(fake: &FakeGemini, n: usize, d: Duration) {
 
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     let rounds: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(5);
     let use_redis = args.iter().any(|a| a == "--redis");
 
@@ -228,6 +248,33 @@ async fn main() {
     std::thread::sleep(Duration::from_millis(300));
     let (warm_mb, _) = rss(pid);
 
+    // Memory with every call in flight at once.
+    let (before_mb, _) = rss(pid);
+    let peak_reset = reset_peak(pid);
+    push_delays(&fake, CONCURRENCY, HOLD);
+    let h = http.clone();
+    let u = url.clone();
+    let sampler = tokio::spawn(async move {
+        let mut max = 0.0f64;
+        for _ in 0..300 {
+            max = max.max(rss(pid).0);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        max
+    });
+    burst(CONCURRENCY, move |i| {
+        let (h, u) = (h.clone(), u.clone());
+        async move { mcp_call(&h, &u, i).await }
+    })
+    .await;
+    let sampled_peak = sampler.await.unwrap_or(0.0);
+    let (_, hwm) = rss(pid);
+    let peak_mb = if peak_reset {
+        hwm.max(sampled_peak)
+    } else {
+        sampled_peak
+    };
+
     // Warm both paths' connection pools.
     push_delays(&fake, CONCURRENCY, DELAY);
     let h = http.clone();
@@ -246,6 +293,7 @@ async fn main() {
     })
     .await;
 
+    let cpu_before = cpu_ms(pid);
     let mut base_lat = Vec::new();
     let mut base_wall = Vec::new();
     let mut srv_lat = Vec::new();
@@ -275,29 +323,18 @@ async fn main() {
         srv_wall.push(ms(wall));
     }
 
-    // Memory with every call in flight at once.
-    let (before_mb, _) = rss(pid);
-    let peak_reset = reset_peak(pid);
-    push_delays(&fake, CONCURRENCY, HOLD);
-    let h = http.clone();
-    let u = url.clone();
-    let sampler = tokio::spawn(async move {
-        let mut max = 0.0f64;
-        for _ in 0..300 {
-            max = max.max(rss(pid).0);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        max
-    });
-    burst(CONCURRENCY, move |i| {
-        let (h, u) = (h.clone(), u.clone());
-        async move { mcp_call(&h, &u, i).await }
-    })
-    .await;
-    let sampled_peak = sampler.await.unwrap_or(0.0);
-    let (_, hwm) = rss(pid);
-    let peak_mb = if peak_reset { hwm.max(sampled_peak) } else { sampled_peak };
+    let cpu_per_call = (cpu_ms(pid) - cpu_before) / (rounds * CONCURRENCY) as f64;
 
+    // One call at a time: the fixed cost of a call, without queueing behind 199 others.
+    let mut seq_base = Vec::new();
+    let mut seq_srv = Vec::new();
+    for i in 0..SEQUENTIAL {
+        push_delays(&fake, 2, DELAY);
+        seq_base.push(ms(direct_call(&http, &base, i).await.expect("direct call")));
+        seq_srv.push(ms(mcp_call(&http, &url, i).await.expect("call")));
+    }
+
+    let (after_mb, _) = rss(pid);
     let overhead: Vec<f64> = {
         let b50 = percentile(&base_lat, 50.0);
         srv_lat.iter().map(|l| l - b50).collect()
@@ -322,21 +359,45 @@ async fn main() {
             percentile(lat, 100.0)
         );
     }
+    println!(
+        "| one call at a time, baseline ({SEQUENTIAL} calls) | — | {:.1} | {:.1} | {:.1} |",
+        percentile(&seq_base, 50.0),
+        percentile(&seq_base, 99.0),
+        percentile(&seq_base, 100.0)
+    );
+    println!(
+        "| one call at a time, through gemini-mcp | — | {:.1} | {:.1} | {:.1} |",
+        percentile(&seq_srv, 50.0),
+        percentile(&seq_srv, 99.0),
+        percentile(&seq_srv, 100.0)
+    );
     let wall_ratio = percentile(&srv_wall, 50.0) / ms(DELAY);
     let budget = 1.5 * ms(DELAY) + (percentile(&base_wall, 50.0) - ms(DELAY));
     println!();
     println!(
         "server wall / 100 ms: {wall_ratio:.2}x; target 1.5 x 100 ms + the client's own overhead = {budget:.1} ms: {}",
-        if percentile(&srv_wall, 50.0) <= budget { "met" } else { "missed" }
+        if percentile(&srv_wall, 50.0) <= budget {
+            "met"
+        } else {
+            "missed"
+        }
     );
     println!(
         "per-call overhead over the baseline's median: p50 {:.1} ms, p99 {:.1} ms (target p99 < 20 ms: {})",
         percentile(&overhead, 50.0),
         percentile(&overhead, 99.0),
-        if percentile(&overhead, 99.0) < 20.0 { "met" } else { "missed" }
+        if percentile(&overhead, 99.0) < 20.0 {
+            "met"
+        } else {
+            "missed"
+        }
     );
     println!(
-        "server RSS: idle {idle_mb:.1} MB; after the first call {warm_mb:.1} MB; before the burst {before_mb:.1} MB; peak with {CONCURRENCY} in flight {peak_mb:.1} MB → {:.1} KB per in-flight call",
+        "server CPU per call under load (user + system): {cpu_per_call:.2} ms → about {:.0} calls/s per core",
+        1000.0 / cpu_per_call.max(0.001)
+    );
+    println!(
+        "server RSS: idle {idle_mb:.1} MB; after the first call (tokenizer loaded) {warm_mb:.1} MB; peak with {CONCURRENCY} calls in flight {peak_mb:.1} MB → {:.0} KB per in-flight call; after all rounds {after_mb:.1} MB",
         (peak_mb - before_mb).max(0.0) * 1024.0 / CONCURRENCY as f64
     );
     drop(server);

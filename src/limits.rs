@@ -174,8 +174,9 @@ impl fmt::Display for RateLimits {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error(
-        "rate limit reached: `{tool}` allows {rate} calls per {per} per client (GEMINI_MCP_RATE_LIMITS); retry in {} s",
-        retry_after.as_secs_f64().ceil() as u64
+        "rate limit reached: `{tool}` allows {rate} call{} per {per} per client (GEMINI_MCP_RATE_LIMITS); retry in {} s",
+        if *rate == 1 { "" } else { "s" },
+        retry_after.as_secs_f64().ceil().max(1.0) as u64
     )]
     Rate {
         tool: &'static str,

@@ -601,3 +601,37 @@ async fn concurrent_turns_on_two_instances_lose_nothing() {
         }
     }
 }
+
+#[tokio::test]
+async fn stdio_has_no_rate_limits_unless_they_are_set() {
+    let env = Env::new();
+    let url = env.fake.base_url();
+    let vars = [("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())];
+    let client = crate::support::mcp::start(env.dir.path(), &vars).await;
+    // More calls than HTTP's default chat rate allows in a minute.
+    for n in 0..12 {
+        let r = crate::support::mcp::call(&client, "chat", json!({"prompt": format!("n{n}")}))
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "call {n}: {}", text(&r));
+    }
+    client.cancel().await.unwrap();
+
+    let mut limited = vars.to_vec();
+    limited.push(("GEMINI_MCP_RATE_LIMITS", "chat=1/h"));
+    let client = crate::support::mcp::start(env.dir.path(), &limited).await;
+    let first = crate::support::mcp::call(&client, "chat", json!({"prompt": "one"}))
+        .await
+        .unwrap();
+    assert_ne!(first.is_error, Some(true), "{}", text(&first));
+    let second = crate::support::mcp::call(&client, "chat", json!({"prompt": "two"}))
+        .await
+        .unwrap();
+    assert_eq!(second.is_error, Some(true));
+    assert!(
+        text(&second).contains("`chat` allows 1 call per hour per client"),
+        "{}",
+        text(&second)
+    );
+    client.cancel().await.unwrap();
+}
