@@ -542,9 +542,21 @@ async fn two_instances_share_threads_and_legacy_sessions() {
         "{}",
         on_b.text
     );
-    // rmcp's legacy client too: its session id is accepted by the other instance.
-    let client = a.client(Style::Legacy, None).await;
-    client.cancel().await.unwrap();
+    // A DELETE through B removes the session from Redis: no instance can restore it any more.
+    let closed = reqwest::Client::new()
+        .delete(b.url())
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status().as_u16(), 202);
+    assert_eq!(
+        redis
+            .cli(&["EXISTS", &format!("shared:mcp-session:{session}")])
+            .trim(),
+        "0"
+    );
 }
 
 #[tokio::test]
