@@ -14,7 +14,6 @@
 //! of the memory store.
 
 #[path = "../tests/it/support/fake_gemini.rs"]
-#[allow(dead_code, unused_imports)]
 mod fake_gemini;
 #[path = "../tests/it/support/redis.rs"]
 #[allow(dead_code)]
