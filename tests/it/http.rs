@@ -247,13 +247,10 @@ async fn host_and_origin_are_checked() {
 
 #[tokio::test]
 async fn an_oversized_body_gets_413() {
+    // The default (4 MiB) is checked in `config`; here a small limit, so that the client has
+    // sent its whole body before the server answers (a client still writing when the 413 and
+    // the close arrive may see a reset instead of the answer).
     let env = Env::new();
-    let server = env.server(&[]).await;
-    let raw = Raw::new(&server.url());
-    let big = "x".repeat(5 * 1024 * 1024);
-    let a = raw.call(1, "chat", json!({"prompt": big})).await;
-    assert_eq!(a.status, 413, "{}", &a.text[..a.text.len().min(300)]);
-
     let small = env
         .server(&[("GEMINI_MCP_HTTP_MAX_BODY_BYTES", "65536")])
         .await;
