@@ -644,3 +644,41 @@ async fn stdio_has_no_rate_limits_unless_they_are_set() {
     );
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn progress_travels_on_the_calls_own_stream() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    let a = Raw::new(&server.url())
+        .modern(
+            1,
+            "tools/call",
+            json!({"name": "chat", "arguments": {"prompt": "with progress"},
+                   "_meta": {"progressToken": "p-1"}}),
+        )
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert_eq!(
+        a.header("content-type").as_deref(),
+        Some("text/event-stream"),
+        "{}",
+        a.text
+    );
+    let events: Vec<Value> = a
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["method"] == "notifications/progress")
+        .collect();
+    assert!(!progress.is_empty(), "{}", a.text);
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "p-1")
+    );
+    assert!(result_text(&a.message).contains("last=## Request with progress"));
+}

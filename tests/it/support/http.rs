@@ -239,7 +239,13 @@ impl Raw {
 
     /// A 2026-07-28 stateless request: `_meta` in the params and the standard headers.
     pub async fn modern(&self, id: u64, method: &str, mut params: Value) -> Answer {
-        params["_meta"] = modern_meta();
+        let mut meta = modern_meta();
+        if let Some(extra) = params["_meta"].as_object() {
+            for (k, v) in extra {
+                meta[k] = v.clone();
+            }
+        }
+        params["_meta"] = meta;
         let name = params["name"].as_str().map(String::from);
         let mut extra = vec![
             ("mcp-protocol-version", "2026-07-28"),
