@@ -65,9 +65,13 @@ impl ModelInfo {
     /// True when the local token count is calibrated against this model's tokenizer (Gemma 3's,
     /// used by Gemini 2.x and the 3.0 previews); other models get a wider margin.
     pub fn tokenizer_measured(&self) -> bool {
-        ["gemini-2.", "gemini-3-pro-preview", "gemini-3-flash-preview"]
-            .iter()
-            .any(|p| self.id.starts_with(p))
+        [
+            "gemini-2.",
+            "gemini-3-pro-preview",
+            "gemini-3-flash-preview",
+        ]
+        .iter()
+        .any(|p| self.id.starts_with(p))
     }
 
     /// True for models that take `thinkingLevel` and no sampling parameters by default (3.x, 4).

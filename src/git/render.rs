@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
 use super::{ChangedFile, DiffContext};
-use crate::collector::{Sandbox, SandboxedPath, SkipReason, Skipped, redact, tokens};
+use crate::collector::{Sandbox, SkipReason, Skipped, redact, tokens};
 
 /// A repository as shown, with what was read from it.
 #[derive(Debug, Clone, Default)]

@@ -139,9 +139,16 @@ impl Pipeline {
         // Counting (and, on the first call, loading the tokenizer) is blocking work.
         let system =
             prompt::system_instruction(plan.tool.system_prompt(), plan.system_extra.as_deref());
-        let margin = if model.tokenizer_measured() { 0.95 } else { 0.90 };
+        let margin = if model.tokenizer_measured() {
+            0.95
+        } else {
+            0.90
+        };
         let window = (model.input_limit as f64 * margin) as u64;
-        let cap = self.config.max_context_tokens.map_or(window, |cap| cap.min(window));
+        let cap = self
+            .config
+            .max_context_tokens
+            .map_or(window, |cap| cap.min(window));
         let images_cost = IMAGE_TOKENS * plan.images.len() as u64;
         let wants_material = !plan.files.is_empty() || plan.git.is_some();
         let collector = self.collector.clone();
