@@ -22,7 +22,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use super::{Env, long_tests, rss_kib, within};
+use super::{Env, long_tests, rss_kib};
 use crate::support::fake_gemini::Script;
 use crate::support::mcp::{self, KEY, call, text};
 
