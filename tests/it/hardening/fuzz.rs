@@ -1,5 +1,5 @@
 //! The `fuzz/` targets on stable: their bodies ([`super::fuzz_bodies`]) run over the seed
-//! corpus in `fuzz/corpus/<target>/` and then over inputs generated from a fixed seed (so a
+//! corpus in `fuzz/seeds/<target>/` and then over inputs generated from a fixed seed (so a
 //! failure reproduces) by splicing a dictionary of hostile fragments, mutating seeds and adding
 //! random bytes. 20,000 inputs per target by default (CI), 2,000,000 with
 //! `GEMINI_MCP_LONG_TESTS=1`; `GEMINI_MCP_FUZZ_SEED` picks another seed. The real fuzzing, with
@@ -25,7 +25,7 @@ fn seed() -> u64 {
 /// The seed corpus of a target, as cargo-fuzz keeps it (one input per file).
 fn corpus(target: &str) -> Vec<Vec<u8>> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
+        .join("fuzz/seeds")
         .join(target);
     let mut inputs: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
