@@ -20,6 +20,7 @@ mod gemini_faults;
 mod paths;
 mod protocol;
 mod redis_faults;
+mod secrets;
 
 use std::path::Path;
 use std::time::Duration;
