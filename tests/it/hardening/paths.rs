@@ -72,8 +72,11 @@ fn targets(t: &Tree) -> Vec<String> {
     ]
 }
 
+/// A named way of rewriting a path.
+type Transform = (&'static str, fn(&str) -> String);
+
 /// Ways of writing a path that naive checks mishandle.
-fn transforms() -> Vec<(&'static str, fn(&str) -> String)> {
+fn transforms() -> Vec<Transform> {
     vec![
         ("as is", |p| p.to_string()),
         ("./ prefix", |p| format!("./{p}")),
