@@ -8,10 +8,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("GEMINI_MCP_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(log_filter(std::env::var("GEMINI_MCP_LOG").ok()))
         .init();
     let args = gemini_mcp_server::cli::Args::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -26,4 +23,21 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(gemini_mcp_server::cli::run(args))
+}
+
+/// The log filter from `GEMINI_MCP_LOG` (default `warn`). rmcp logs every message whole at
+/// `debug` — tool arguments included, where agents paste logs with tokens in them — so a
+/// general `debug` or `trace` keeps rmcp at `info` and stays safe to share; naming `rmcp` in
+/// the filter (e.g. `debug,rmcp=trace`) turns its detail back on.
+fn log_filter(spec: Option<String>) -> tracing_subscriber::EnvFilter {
+    let spec = spec
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "warn".into());
+    let spec = if spec.contains("rmcp") {
+        spec
+    } else {
+        format!("{spec},rmcp=info")
+    };
+    tracing_subscriber::EnvFilter::try_new(spec)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
 }

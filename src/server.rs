@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ErrorCode, Implementation, JsonObject, MetaObject,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode,
+    Implementation, JsonObject, MetaObject, ProgressNotificationParam, ServerCapabilities,
+    ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
@@ -286,4 +287,55 @@ impl ServerHandler for Server {
             ))
             .with_instructions(INSTRUCTIONS)
     }
+
+    /// rmcp hands us a request for a standard method whose params do not parse (e.g. a
+    /// `tools/call` whose `name` is a number or whose `arguments` is an array) as a custom
+    /// request, and would answer -32601 "method not found". The method exists: answer -32602
+    /// saying what is wrong with the params, so the client can fix its call.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if !STANDARD_METHODS.contains(&method) {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                method.to_string(),
+                None,
+            ));
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        let detail = match method {
+            "tools/call" => serde_path_to_error::deserialize::<_, CallToolRequestParams>(params)
+                .err()
+                .map(|e| match e.path().to_string().as_str() {
+                    "." => e.into_inner().to_string(),
+                    path => format!("`{path}`: {}", e.into_inner()),
+                }),
+            _ => None,
+        };
+        let detail = detail.unwrap_or_else(|| "they do not match the MCP schema".into());
+        Err(ErrorData::invalid_params(
+            format!("invalid params for `{method}`: {detail}"),
+            None,
+        ))
+    }
 }
+
+/// The MCP methods a client may send a server (2025-06-18).
+const STANDARD_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+];

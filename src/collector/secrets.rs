@@ -336,7 +336,9 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut count = 0;
-    for m in rules.any.find_iter(text) {
+    let mut at = 0;
+    while let Some(m) = rules.any.find_at(text, at) {
+        at = m.end().max(m.start() + 1);
         // Which rule matched: the first one that matches here (anchored, so each try is short).
         let here = &text[m.start()..];
         let Some((rule, caps)) = rules
@@ -353,7 +355,14 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
         };
         let Some(value) = value else { continue };
         let (start, end) = (m.start() + value.start(), m.start() + value.end());
-        if start < copied || !(rule.check)(value.as_str()) {
+        if start < copied {
+            continue;
+        }
+        if !(rule.check)(value.as_str()) {
+            // A rejected candidate (a generic `name = value` whose value does not look secret)
+            // may cover a specific shape inside it, e.g. `aws_access_key_id=AKIA…`: look
+            // again from the next character instead of skipping the whole candidate.
+            at = m.start() + here.chars().next().map_or(1, char::len_utf8);
             continue;
         }
         out.push_str(&text[copied..start]);

@@ -229,8 +229,9 @@ fn a_file_both_staged_and_modified_again_is_listed_once_with_both_diffs() {
     let context: Vec<&str> = d.context_files.iter().map(|(p, _)| p.as_str()).collect();
     assert_eq!(context, vec!["lib.rs"]);
     let context = section(&d.text, "## Full content of changed files");
-    assert!(context.contains("  10│ v3\n  11│ line 11"), "{context}");
-    assert!(context.contains("   1│ line 1\n"), "{context}");
+    // Numbered like every file the collector sends: width of the last line number.
+    assert!(context.contains("\n10│ v3\n11│ line 11\n"), "{context}");
+    assert!(context.contains("\n 1│ line 1\n"), "{context}");
 }
 
 #[test]

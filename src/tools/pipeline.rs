@@ -114,7 +114,18 @@ impl Pipeline {
     }
 
     /// Runs one tool call end to end.
-    pub async fn run(&self, plan: Plan, ctx: &CallContext) -> Result<Reply, ToolError> {
+    pub async fn run(&self, mut plan: Plan, ctx: &CallContext) -> Result<Reply, ToolError> {
+        // The call's own text leaves the machine (and is kept in the thread) like a file does,
+        // so it is redacted like one: agents paste logs and configs into `error_context` and
+        // `prompt`. One regex pass over text already capped in size.
+        let mut text_redactions = 0;
+        for text in std::iter::once(&mut plan.request).chain(plan.system_extra.as_mut()) {
+            let (clean, n) = crate::collector::redact(text);
+            if n > 0 {
+                *text = clean;
+                text_redactions += n;
+            }
+        }
         self.refresh_models(false).await;
         // The tokenizer loads on the first call, beside the work (an idle server stays small).
         self.collector.warm_up();
@@ -375,7 +386,8 @@ impl Pipeline {
         reply.usage = Some(answer.usage);
         reply.fallback = answer.fallback.clone();
         reply.sources = answer.sources.clone();
-        reply.redactions = collected.redactions + diff.as_ref().map_or(0, |d| d.redactions);
+        reply.redactions =
+            collected.redactions + diff.as_ref().map_or(0, |d| d.redactions) + text_redactions;
         reply.files.included = collected
             .files
             .iter()

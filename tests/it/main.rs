@@ -4,6 +4,7 @@
 mod cli;
 mod gemini_api;
 mod gemini_cli;
+mod hardening;
 mod http;
 mod stdio;
 mod support;

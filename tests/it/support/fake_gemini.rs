@@ -101,6 +101,8 @@ pub struct Recorded {
     /// The body parsed as JSON (`Null` when empty or not JSON).
     pub body: Value,
     pub raw_body: String,
+    /// When the request arrived (its headers and body read).
+    pub at: std::time::Instant,
 }
 
 impl Recorded {
@@ -911,6 +913,7 @@ fn record(
             .collect(),
         body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
         raw_body,
+        at: std::time::Instant::now(),
     };
     shared.lock().requests.push(r.clone());
     r

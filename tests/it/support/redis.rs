@@ -1,5 +1,6 @@
 //! A private `redis-server` for one test: a free loopback port, no persistence (`--save ""
-//! --appendonly no`), its own working directory, killed (SIGKILL) on drop. Never the system Redis.
+//! --appendonly no`) unless started with [`RedisServer::start_persistent`], its own working
+//! directory, killed (SIGKILL) on drop. Never the system Redis.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -10,6 +11,8 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     password: Option<String>,
+    /// An append-only file fsynced on every write, kept in `dir` across restarts.
+    persistent: bool,
     dir: tempfile::TempDir,
 }
 
@@ -24,13 +27,25 @@ impl RedisServer {
         RedisServer::start_with(Some(password.to_string()))
     }
 
+    /// Starts a server that keeps its data across [`kill`](Self::kill) and
+    /// [`restart`](Self::restart): `--appendonly yes --appendfsync always`, so every write it
+    /// acknowledged is on disk before the reply.
+    pub fn start_persistent() -> RedisServer {
+        RedisServer::start_inner(None, true)
+    }
+
     fn start_with(password: Option<String>) -> RedisServer {
+        RedisServer::start_inner(password, false)
+    }
+
+    fn start_inner(password: Option<String>, persistent: bool) -> RedisServer {
         // A port picked by the kernel can be taken again before redis-server binds it: retry.
         for _ in 0..5 {
             let mut server = RedisServer {
                 child: None,
                 port: free_port(),
                 password: password.clone(),
+                persistent,
                 dir: tempfile::tempdir().expect("temp dir for redis-server"),
             };
             if server.spawn() {
@@ -60,7 +75,7 @@ impl RedisServer {
         }
     }
 
-    /// Starts the server again on the same port (empty: nothing was persisted).
+    /// Starts the server again on the same port (empty unless persistent).
     pub fn restart(&mut self) {
         self.kill();
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -103,7 +118,9 @@ impl RedisServer {
             "--save",
             "",
             "--appendonly",
-            "no",
+            if self.persistent { "yes" } else { "no" },
+            "--appendfsync",
+            "always",
             "--daemonize",
             "no",
             "--loglevel",

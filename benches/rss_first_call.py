@@ -1,0 +1,40 @@
+# Idle vs after-first-call RSS of the release server (stdio), against a tiny local fake Gemini.
+# usage: python3 benches/rss_first_call.py target/release/gemini-mcp PROJECT_ROOT FILE
+import json, subprocess, sys, threading, time, os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ANSWER = {"candidates":[{"content":{"role":"model","parts":[{"text":"Looks fine."}]},"finishReason":"STOP"}],
+          "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"totalTokenCount":13},"modelVersion":"gemini-3.1-pro-preview"}
+class H(BaseHTTPRequestHandler):
+    def log_message(self,*a): pass
+    def do_GET(self):
+        b=json.dumps({"models":[]}).encode(); self.send_response(200); self.send_header("content-type","application/json"); self.send_header("content-length",str(len(b))); self.end_headers(); self.wfile.write(b)
+    def do_POST(self):
+        n=int(self.headers.get("content-length","0")); self.rfile.read(n)
+        if "stream" in self.path:
+            b=("data: "+json.dumps(ANSWER)+"\r\n\r\n").encode(); ct="text/event-stream"
+        else:
+            b=json.dumps(ANSWER).encode(); ct="application/json"
+        self.send_response(200); self.send_header("content-type",ct); self.send_header("content-length",str(len(b))); self.end_headers(); self.wfile.write(b)
+srv=ThreadingHTTPServer(("127.0.0.1",0),H); threading.Thread(target=srv.serve_forever,daemon=True).start()
+root=sys.argv[2]
+env=dict(os.environ, GEMINI_API_KEY="test-key", GEMINI_BASE_URL=f"http://127.0.0.1:{srv.server_port}", PROJECT_ROOT=root, GEMINI_MCP_STORE="memory", GEMINI_BACKEND="api")
+p=subprocess.Popen([sys.argv[1]],stdin=subprocess.PIPE,stdout=subprocess.PIPE,stderr=subprocess.DEVNULL,env=env,cwd=root)
+def send(m): p.stdin.write((json.dumps(m)+"\n").encode()); p.stdin.flush()
+def recv(i):
+    while True:
+        m=json.loads(p.stdout.readline())
+        if m.get("id")==i: return m
+def rss():
+    for l in open(f"/proc/{p.pid}/status"):
+        if l.startswith(("VmRSS","VmHWM")): yield l.split()[1]
+send({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rss","version":"1"}}}); recv(1)
+send({"jsonrpc":"2.0","method":"notifications/initialized"})
+send({"jsonrpc":"2.0","id":2,"method":"tools/list"}); recv(2)
+time.sleep(0.5); a=list(rss())
+send({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"Is this fine?","files":[sys.argv[3]]}}}); r=recv(3)
+time.sleep(0.5); b=list(rss())
+ok = not r.get("error") and not r["result"].get("isError")
+print(f"idle after tools/list: RSS {int(a[1])/1024:.1f} MB (peak {int(a[0])/1024:.1f}); after one chat call with a file: RSS {int(b[1])/1024:.1f} MB (peak {int(b[0])/1024:.1f}); call ok={ok}")
+if not ok: print(json.dumps(r)[:500])
+p.stdin.close(); p.wait()

@@ -1,0 +1,94 @@
+//! The hardening suite (issue 7): the server under hostile input, faults and load, as a client
+//! sees it. Every test is named `hardening::…`, so `cargo test --test it hardening::` runs
+//! exactly this suite.
+//!
+//! - `protocol`: raw JSON-RPC lines over stdio (malformed, unknown, wrongly typed, huge, after a
+//!   cancel) and a long mixed load with an RSS bound;
+//! - `gemini_faults`: concurrent calls against a fake Gemini that answers 429s, 503s, late,
+//!   malformed, broken and blocked;
+//! - `redis_faults`: concurrent turns while redis-server is killed and restarted;
+//! - `paths`: a generated corpus of hostile paths through the sandbox, the collector and the tools;
+//! - `fuzz`: the bodies of the `fuzz/` targets run on stable for a bounded number of inputs.
+//!
+//! Long forms run with `GEMINI_MCP_LONG_TESTS=1`; by default (CI) each test is bounded so that
+//! the suite stays well under a minute and a half on two cores. Time bounds here only detect
+//! hangs: they are generous on purpose and are never performance targets.
+
+mod fuzz;
+pub mod fuzz_bodies;
+mod gemini_faults;
+mod paths;
+mod protocol;
+mod redis_faults;
+mod secrets;
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::fake_gemini::FakeGemini;
+use crate::support::mcp::{self, KEY};
+
+/// `GEMINI_MCP_LONG_TESTS=1` (or any non-empty value but `0`) switches on the long forms.
+pub fn long_tests() -> bool {
+    std::env::var("GEMINI_MCP_LONG_TESTS").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// The resident set size of a process, in KiB, from `/proc/<pid>/status`.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("VmRSS in /proc status")
+}
+
+/// A project directory with a small source file, and a fake Gemini API.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub fake: FakeGemini,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("main.rs"),
+            "fn main() {\n    println!(\"hi\");\n}\n",
+        )
+        .unwrap();
+        Env {
+            dir,
+            fake: FakeGemini::start(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The variables that point the server at the fake, plus `extra`.
+    pub fn vars<'a>(
+        &'a self,
+        base: &'a str,
+        extra: &[(&'a str, &'a str)],
+    ) -> Vec<(&'a str, &'a str)> {
+        let mut v = vec![("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", base)];
+        v.extend_from_slice(extra);
+        v
+    }
+
+    pub async fn client(&self, extra: &[(&str, &str)]) -> mcp::Client {
+        let base = self.fake.base_url();
+        mcp::start(self.root(), &self.vars(&base, extra)).await
+    }
+}
+
+/// Awaits `f`, failing the test (instead of hanging it) after `limit`.
+pub async fn within<T>(limit: Duration, what: &str, f: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(limit, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("{what}: no answer within {limit:?} (a hang)"),
+    }
+}
