@@ -244,7 +244,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_SECRET_FILES",
         default: "—",
-        doc: "Extra comma-separated file-name globs treated as secrets.",
+        doc: "Extra comma-separated globs (file name, or path below the root) of secret files: never read, in walks, requests and git changes.",
     },
     Setting {
         name: "GEMINI_MCP_INCLUDE",

@@ -276,6 +276,19 @@ impl Collector {
             .rule(path.as_path(), self.sandbox.relative(path))
     }
 
+    /// [`Collector::secret_rule`] for a path that may not exist (a deleted or renamed file in a
+    /// git change): matched by name only, never opened. `path` is absolute; the configured globs
+    /// see it relative to the root that holds it.
+    pub fn secret_name_rule(&self, path: &std::path::Path) -> Option<String> {
+        let relative = self
+            .sandbox
+            .roots()
+            .iter()
+            .find_map(|r| path.strip_prefix(r).ok())
+            .unwrap_or(path);
+        self.secrets.rule(path, relative)
+    }
+
     /// Resolves, walks, reads, numbers, redacts and budgets. Files named explicitly come first.
     ///
     /// Refused as a whole (nothing is read): a path outside the roots (or missing), and a file

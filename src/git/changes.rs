@@ -21,7 +21,7 @@ use git2::{
 
 use super::discover::Found;
 use super::{DiffRequest, GitError};
-use crate::collector::secret_rule;
+use crate::collector::Collector;
 
 /// Files over this size are named, never diffed (the collector's cap).
 pub(super) const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -60,7 +60,7 @@ pub(super) enum Body {
     /// Over [`MAX_FILE_BYTES`].
     TooLarge { size: u64 },
     /// A secret by its name: never read.
-    Secret { rule: &'static str },
+    Secret { rule: String },
     /// An unresolved merge conflict in the index.
     Conflicted,
     /// git could not read it.
@@ -106,6 +106,7 @@ pub(super) struct RepoChanges {
 /// Reads one repository. `prefix` is prepended to paths in diff headers when several
 /// repositories are reviewed (e.g. `libs/a/`), so every path Gemini sees is unambiguous.
 pub(super) fn read(
+    collector: &Collector,
     found: &Found,
     display: &str,
     prefix: &str,
@@ -129,7 +130,11 @@ pub(super) fn read(
     };
     out.head = describe_head(repo, head.as_ref());
     let head_tree = head.as_ref().map(Commit::tree).transpose().map_err(err)?;
-    let reader = Reader { found, prefix };
+    let reader = Reader {
+        collector,
+        found,
+        prefix,
+    };
 
     if let Some(reference) = &req.compare_to {
         match merge_base(repo, reference, head.as_ref()) {
@@ -265,6 +270,7 @@ fn untracked_only(
 }
 
 struct Reader<'a> {
+    collector: &'a Collector,
     found: &'a Found,
     prefix: &'a str,
 }
@@ -336,12 +342,9 @@ impl Reader<'_> {
                 content: None,
                 shown_lines: Vec::new(),
             };
-            let secret = secret_rule(Path::new(&change.path)).or_else(|| {
-                change
-                    .old_path
-                    .as_deref()
-                    .and_then(|o| secret_rule(Path::new(o)))
-            });
+            // Built-in names and the configured GEMINI_MCP_SECRET_FILES globs, as for files.
+            let rule = |p: &str| self.collector.secret_name_rule(&self.found.workdir.join(p));
+            let secret = rule(&change.path).or_else(|| change.old_path.as_deref().and_then(rule));
             if let Some(rule) = secret {
                 // Never loaded: its content must not leave the machine.
                 change.body = Body::Secret { rule };

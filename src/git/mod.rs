@@ -15,7 +15,7 @@
 //!   Gemini, and every diff left out listed with its reason. Changed files' full content is added
 //!   as context while the budget allows.
 //!
-//! Files whose names look like secrets (`crate::collector::secret_rule`) are never read: their
+//! Files whose names look like secrets (the collector's built-in names and `GEMINI_MCP_SECRET_FILES`) are never read: their
 //! content does not leave the machine, and they are named in [`DiffContext::secret_files`] and in
 //! the text, since committing one is a finding in itself.
 
@@ -155,7 +155,7 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
     let mut files = Vec::new();
     let mut bad_refs = Vec::new();
     for (i, f) in found.iter().enumerate() {
-        let c = changes::read(f, &repos[i].display, &repos[i].prefix, req)?;
+        let c = changes::read(collector, f, &repos[i].display, &repos[i].prefix, req)?;
         repos[i].head = c.head;
         repos[i].sections = c.sections;
         repos[i].notes = c.notes;

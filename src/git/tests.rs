@@ -824,6 +824,57 @@ fn staged_secrets_are_named_and_never_sent() {
 }
 
 #[test]
+fn configured_secret_globs_apply_to_changes_in_nested_repositories_too() {
+    // GEMINI_MCP_SECRET_FILES globs match the name, or the path below the sandbox root (not
+    // below the repository): `vault/**` here names a folder of the nested repository.
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let mut config = Config::for_tests(&root);
+    config.secret_globs = vec!["*.sealed".into(), "libs/inner/vault/**".into()];
+    let s = Scratch {
+        collector: Collector::new(&config).unwrap(),
+        _dir: dir,
+        root,
+    };
+    let outer = init(&s.root);
+    write(&outer, "main.rs", "fn main() {}\n");
+    stage(&outer, "main.rs");
+    commit(&outer, "first");
+    let inner = init(&s.root.join("libs/inner"));
+    write(&inner, "lib.rs", "pub fn f() {}\n");
+    stage_all(&inner);
+    commit(&inner, "first");
+
+    write(
+        &outer,
+        "prod.sealed",
+        "{\"token\": \"sealed-value-never-sent\"}\n",
+    );
+    write(&inner, "vault/notes.txt", "vault-value-never-sent\n");
+    write(&inner, "lib.rs", "pub fn f() { g(); }\n");
+    stage(&outer, "prod.sealed");
+    stage_all(&inner);
+
+    let d = read(&s, &request("."));
+    assert!(!d.text.contains("sealed-value-never-sent"), "{}", d.text);
+    assert!(!d.text.contains("vault-value-never-sent"), "{}", d.text);
+    assert!(
+        d.text.contains("GEMINI_MCP_SECRET_FILES `*.sealed`"),
+        "{}",
+        d.text
+    );
+    assert!(
+        d.text
+            .contains("GEMINI_MCP_SECRET_FILES `libs/inner/vault/**`"),
+        "{}",
+        d.text
+    );
+    assert_eq!(d.secret_files.len(), 2, "{:?}", d.secret_files);
+    // The rest of the change is still reviewed.
+    assert!(d.text.contains("+pub fn f() { g(); }"), "{}", d.text);
+}
+
+#[test]
 fn secret_values_in_ordinary_files_are_redacted() {
     // Relies on the collector's `redact`: a private key block in a source file is replaced.
     let s = scratch();
