@@ -34,8 +34,12 @@ const DELAY: Duration = Duration::from_millis(100);
 /// The fake's delay while memory is measured: long enough for all calls to be in flight at once.
 const HOLD: Duration = Duration::from_secs(1);
 
+/// The server under test: `GEMINI_MCP_BIN` (to compare two builds in one run), else the
+/// release build.
 fn binary() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/gemini-mcp").into()
+    std::env::var("GEMINI_MCP_BIN").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/gemini-mcp").into()
+    })
 }
 
 struct Server {

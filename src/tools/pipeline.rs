@@ -26,6 +26,9 @@ const NOTE_RESERVE: u64 = 1_500;
 const IMAGE_TOKENS: u64 = 3_000;
 /// Share of the context budget history may take when files also need room.
 const HISTORY_SHARE: f64 = 0.4;
+/// Texts up to this size are counted where they are (well under a millisecond); larger ones in
+/// `spawn_blocking`.
+const INLINE_COUNT_BYTES: usize = 16 * 1024;
 
 /// The server cannot start; the message says what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -342,10 +345,16 @@ impl Pipeline {
             }
         }
 
-        // Saving the turn.
+        // Saving the turn. A diff makes the tail large: count it off the runtime's threads.
+        let request_tokens = if tail.len() > INLINE_COUNT_BYTES {
+            let t = tail.clone();
+            blocking(move || tokens::count(&t)).await?
+        } else {
+            tokens::count(&tail)
+        };
         let turn = Turn {
             tool: plan.tool.name().to_string(),
-            request_tokens: tokens::count(&tail),
+            request_tokens,
             response_tokens: if answer.usage.output > 0 {
                 answer.usage.output
             } else {
