@@ -4,8 +4,10 @@
 //!
 //! The model file (4,689,074 bytes) is not in this repository. It is found at
 //! `$GEMMA3_TOKENIZER_MODEL`, else in the cargo registry where the `gemini-tokenizer` crate
-//! ships it (`cargo info gemini-tokenizer` downloads it), and accepted only with the expected
-//! SHA-256.
+//! ships it, and accepted only with the expected SHA-256. When it is in neither, [`load`] asks
+//! cargo to download that crate's source once (`cargo info gemini-tokenizer`: a download into
+//! the registry, nothing compiled), so `cargo test` on a fresh machine runs the tests that need
+//! it.
 
 use std::path::PathBuf;
 
@@ -46,11 +48,30 @@ pub fn model_path() -> Option<PathBuf> {
     found.pop()
 }
 
+/// Downloads the `gemini-tokenizer` crate's source into the cargo registry (`$CARGO` is set
+/// when cargo runs the tests or an example).
+fn fetch() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let _ = std::process::Command::new(cargo)
+        .args(["info", "--quiet", "gemini-tokenizer@0.2.0"])
+        .current_dir(std::env::temp_dir())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
 /// The Gemma-3 tokenizer, or why it is not available.
 pub fn load() -> Result<kitoken::Kitoken, String> {
-    let path = model_path().ok_or(
-        "Gemma-3 tokenizer model not found: set GEMMA3_TOKENIZER_MODEL or run `cargo info gemini-tokenizer`",
-    )?;
+    let path = model_path()
+        .or_else(|| {
+            fetch();
+            model_path()
+        })
+        .ok_or(
+            "Gemma-3 tokenizer model not found: set GEMMA3_TOKENIZER_MODEL or run `cargo info gemini-tokenizer` \
+             (it could not be downloaded)",
+        )?;
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let sum = hex::encode(Sha256::digest(&bytes));
     if sum != MODEL_SHA256 {
