@@ -26,8 +26,8 @@ const NOTE_RESERVE: u64 = 1_500;
 const IMAGE_TOKENS: u64 = 3_000;
 /// Share of the context budget history may take when files also need room.
 const HISTORY_SHARE: f64 = 0.4;
-/// Texts up to this size are counted where they are (well under a millisecond); larger ones in
-/// `spawn_blocking`.
+/// Texts up to this size are counted or redacted where they are (well under a millisecond);
+/// larger ones in `spawn_blocking`.
 const INLINE_COUNT_BYTES: usize = 16 * 1024;
 
 /// The server cannot start; the message says what to fix.
@@ -121,14 +121,14 @@ impl Pipeline {
         // The call's own text leaves the machine (and is kept in the thread) like a file does,
         // so it is redacted like one: agents paste logs and configs into `error_context` and
         // `prompt`. One regex pass over text already capped in size.
-        let mut text_redactions = 0;
-        for text in std::iter::once(&mut plan.request).chain(plan.system_extra.as_mut()) {
-            let (clean, n) = crate::collector::redact(text);
-            if n > 0 {
-                *text = clean;
-                text_redactions += n;
-            }
-        }
+        let texts = (std::mem::take(&mut plan.request), plan.system_extra.take());
+        let size = texts.0.len() + texts.1.as_ref().map_or(0, String::len);
+        let (request, system_extra, text_redactions) = if size > INLINE_COUNT_BYTES {
+            blocking(move || redact_call_text(texts)).await?
+        } else {
+            redact_call_text(texts)
+        };
+        (plan.request, plan.system_extra) = (request, system_extra);
         self.refresh_models(false).await;
         // The tokenizer loads on the first call, beside the work (an idle server stays small).
         self.collector.warm_up();
@@ -511,6 +511,17 @@ fn cap_text(text: &mut String, max: usize) {
         "\n\n[Answer cut at {} of {total} characters to fit the client's limit (MAX_REPLY_CHARS). Ask for the rest with this continuation_id.]",
         cut
     ));
+}
+
+/// The call's own texts (request, caller's system addition) redacted, and how many values were.
+fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Option<String>, usize) {
+    let (request, mut n) = crate::collector::redact(&request);
+    let extra = extra.map(|e| {
+        let (clean, m) = crate::collector::redact(&e);
+        n += m;
+        clean
+    });
+    (request, extra, n)
 }
 
 async fn blocking<T: Send + 'static>(
