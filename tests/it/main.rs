@@ -2,6 +2,7 @@
 //! Gemini API speaking the real wire format, real git repositories and a real redis-server.
 
 mod cli;
+mod clients;
 mod gemini_api;
 mod gemini_cli;
 mod hardening;

@@ -688,7 +688,11 @@ struct Inner {
     list_models: VecDeque<Script>,
     required_key: Option<String>,
     models: Vec<Value>,
+    responder: Option<Responder>,
 }
+
+/// Builds the answer to a generate call when no script is queued (see [`FakeGemini::respond_with`]).
+type Responder = Arc<dyn Fn(&Recorded) -> Option<Script> + Send + Sync>;
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -713,6 +717,7 @@ impl FakeGemini {
                 list_models: VecDeque::new(),
                 required_key: None,
                 models: FakeGemini::default_models(),
+                responder: None,
             }),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         });
@@ -767,6 +772,12 @@ impl FakeGemini {
             Endpoint::ListModels => inner.list_models.push_back(script),
         }
         self
+    }
+
+    /// Answers generate calls that find the queue empty with `f(request)` (the default answer
+    /// when it returns `None`): a scripted model that reacts to what it is sent.
+    pub fn respond_with(&self, f: impl Fn(&Recorded) -> Option<Script> + Send + Sync + 'static) {
+        self.shared.lock().responder = Some(Arc::new(f));
     }
 
     /// Scripts not used yet, over all endpoints.
@@ -1047,10 +1058,12 @@ async fn model_action(
             if tc.get("thinkingBudget").is_some() && tc.get("thinkingLevel").is_some() {
                 return json_response(400, &json!({ "error": both_thinking_error() }));
             }
-            let script = shared
-                .lock()
-                .generate
-                .pop_front()
+            let (queued, responder) = {
+                let mut inner = shared.lock();
+                (inner.generate.pop_front(), inner.responder.clone())
+            };
+            let script = queued
+                .or_else(|| responder.and_then(|f| f(&req)))
                 .unwrap_or_else(Script::echo);
             // Held while the answer is prepared (dropped with this future if the client goes away)
             // and then by the body stream until the last byte is sent or the connection drops.

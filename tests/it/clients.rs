@@ -1,0 +1,603 @@
+//! The real clients people use — Claude Code, the Codex CLI, the Gemini CLI — each running our
+//! binary over stdio as its MCP server, each driven by a scripted model behind a stand-in of its
+//! model API (reference mcp.md §10). The assertions are on what each client handed its model as
+//! the tool result: Gemini's answer, the `continuation_id`, a review's summary and findings.
+//!
+//! The clients are Node packages at pinned versions, installed by `.ci/install-clients` into
+//! `GEMINI_MCP_CLIENTS_DIR` (default `target/clients`). A test whose client is missing prints
+//! why and passes, unless `GEMINI_MCP_REQUIRE_CLIENTS=1` (CI), where a missing client fails.
+//! Everything is offline: each client is pointed at a local stand-in, with telemetry, updates
+//! and plugins off, and gets a private home.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::anthropic_api::AnthropicApi;
+use crate::support::fake_gemini::{FakeGemini, Recorded, Script};
+use crate::support::mcp::{self, KEY};
+use crate::support::responses_api::ResponsesApi;
+use crate::support::scripted_model::{
+    Brain, FINAL_TEXT, Received, ToolCall, calls_in_order, find_uuid,
+};
+
+/// How long one client run may take before it is killed and the test fails.
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Client {
+    ClaudeCode,
+    Codex,
+    GeminiCli,
+}
+
+impl Client {
+    fn bin_name(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "claude",
+            Client::Codex => "codex",
+            Client::GeminiCli => "gemini",
+        }
+    }
+}
+
+/// Where `.ci/install-clients` put the clients.
+fn clients_dir() -> PathBuf {
+    match std::env::var_os("GEMINI_MCP_CLIENTS_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/clients"),
+    }
+}
+
+/// The client's executable and the `PATH` to run it with (the installed Node first, if any);
+/// `None` (after saying so) when it is not installed and not required.
+fn locate(client: Client) -> Option<(PathBuf, String)> {
+    let dir = clients_dir();
+    let bin = dir.join("node_modules/.bin").join(client.bin_name());
+    if !bin.exists() {
+        let why = format!(
+            "{} is not installed at {} (run .ci/install-clients, or set GEMINI_MCP_CLIENTS_DIR)",
+            client.bin_name(),
+            bin.display()
+        );
+        if std::env::var("GEMINI_MCP_REQUIRE_CLIENTS").as_deref() == Ok("1") {
+            panic!("GEMINI_MCP_REQUIRE_CLIENTS=1 but {why}");
+        }
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    let node = dir.join("node_modules/node/bin");
+    if node.join("node").exists() {
+        path = format!("{}:{path}", node.display());
+    }
+    Some((bin, path))
+}
+
+/// A project for the server to work in, and the fake Gemini API behind the server.
+struct Project {
+    dir: tempfile::TempDir,
+    gemini: FakeGemini,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("src/lib.rs"),
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+        )
+        .unwrap();
+        Project {
+            dir,
+            gemini: FakeGemini::start(),
+        }
+    }
+
+    fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).unwrap()
+    }
+
+    /// The environment the client's configuration gives our server: hermetic, like the other
+    /// tests' (support::mcp::command).
+    fn server_env(&self) -> Vec<(&'static str, String)> {
+        let root = self.root();
+        vec![
+            ("GEMINI_API_KEY", KEY.to_string()),
+            ("GEMINI_BASE_URL", self.gemini.base_url()),
+            ("PROJECT_ROOT", root.display().to_string()),
+            ("HOME", root.join(".home").display().to_string()),
+            (
+                "GEMINI_MCP_STATE_DIR",
+                root.join(".state").display().to_string(),
+            ),
+            ("GEMINI_MCP_STORE", "memory".to_string()),
+            ("GEMINI_MCP_LOG", "warn".to_string()),
+            (
+                "GEMINI_CLI_PATH",
+                root.join(".no-gemini-cli").display().to_string(),
+            ),
+        ]
+    }
+
+    fn server_env_json(&self) -> Value {
+        Value::Object(
+            self.server_env()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect(),
+        )
+    }
+
+    /// Runs `client` in this project with `brain` as its model; the tool results its model
+    /// received, or `None` when the client is not installed.
+    fn drive(&self, client: Client, brain: Brain) -> Option<Vec<Received>> {
+        let (bin, path) = locate(client)?;
+        let home = tempfile::tempdir().unwrap();
+        let received = match client {
+            Client::ClaudeCode => self.drive_claude(&bin, &path, home.path(), brain),
+            Client::Codex => self.drive_codex(&bin, &path, home.path(), brain),
+            Client::GeminiCli => self.drive_gemini_cli(&bin, &path, home.path(), brain),
+        };
+        Some(received)
+    }
+
+    fn drive_claude(&self, bin: &Path, path: &str, home: &Path, brain: Brain) -> Vec<Received> {
+        let api = AnthropicApi::start(brain);
+        let config = home.join("mcp.json");
+        let server = json!({"mcpServers": {"gemini": {
+            "type": "stdio", "command": mcp::binary(), "args": [], "env": self.server_env_json()}}});
+        std::fs::write(&config, server.to_string()).unwrap();
+        let mut cmd = client_command(bin);
+        cmd.args(["-p", "Ask Gemini, then report what it said."])
+            .arg("--mcp-config")
+            .arg(&config)
+            .args([
+                "--strict-mcp-config",
+                "--allowedTools",
+                "mcp__gemini__*",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+            ])
+            .env("HOME", home)
+            .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+            .env("ANTHROPIC_BASE_URL", api.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            // MCP tools listed up front rather than behind Claude Code's tool search.
+            .env("ENABLE_TOOL_SEARCH", "false");
+        run(cmd, path, &self.root(), home, "claude");
+        api.received()
+    }
+
+    fn drive_codex(&self, bin: &Path, path: &str, home: &Path, brain: Brain) -> Vec<Received> {
+        let api = ResponsesApi::start(brain);
+        let codex_home = home.join(".codex");
+        std::fs::create_dir_all(&codex_home).unwrap();
+        // TOML basic strings take JSON string escapes.
+        let q = |s: &str| json!(s).to_string();
+        let env: String = self
+            .server_env()
+            .iter()
+            .map(|(k, v)| format!("{k} = {}\n", q(v)))
+            .collect();
+        let config = format!(
+            r#"model = "gpt-5"
+model_provider = "stand_in"
+approval_policy = "never"
+sandbox_mode = "read-only"
+
+[model_providers.stand_in]
+name = "stand-in"
+base_url = {base}
+env_key = "STAND_IN_API_KEY"
+wire_api = "responses"
+
+[features]
+plugins = false
+remote_plugin = false
+
+[analytics]
+enabled = false
+
+[mcp_servers.gemini]
+command = {server}
+tool_timeout_sec = 100
+
+[mcp_servers.gemini.env]
+{env}"#,
+            base = q(&api.base_url()),
+            server = q(mcp::binary()),
+        );
+        std::fs::write(codex_home.join("config.toml"), config).unwrap();
+        let mut cmd = client_command(bin);
+        cmd.args(["exec", "--skip-git-repo-check", "--json", "-C"])
+            .arg(self.root())
+            .arg("Ask Gemini, then report what it said.")
+            .env("HOME", home)
+            .env("CODEX_HOME", &codex_home)
+            .env("STAND_IN_API_KEY", "stand-in");
+        run(cmd, path, &self.root(), home, "codex");
+        api.received()
+    }
+
+    fn drive_gemini_cli(&self, bin: &Path, path: &str, home: &Path, brain: Brain) -> Vec<Received> {
+        // The Gemini CLI's own model is a second fake Gemini whose answers are scripted by
+        // `brain`: a `functionCall` of our tool, then text.
+        let model = FakeGemini::start();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let seen = received.clone();
+        model.respond_with(move |req: &Recorded| {
+            if !req.is_stream() || !offers_gemini_cli_tools(&req.body) {
+                return None;
+            }
+            let results = function_responses(&req.body);
+            let next = brain(&results);
+            if !results.is_empty() {
+                *seen.lock().unwrap() = results;
+            }
+            Some(match next {
+                Some(call) => function_call(&call),
+                None => Script::text(FINAL_TEXT),
+            })
+        });
+        std::fs::create_dir_all(home.join(".gemini")).unwrap();
+        let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                          "privacy": {"usageStatisticsEnabled": false},
+                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
+        std::fs::write(home.join(".gemini/settings.json"), user.to_string()).unwrap();
+        let project_settings = self.root().join(".gemini");
+        std::fs::create_dir_all(&project_settings).unwrap();
+        let servers = json!({"mcpServers": {"gemini": {
+            "command": mcp::binary(), "args": [], "env": self.server_env_json(), "trust": true}}});
+        std::fs::write(project_settings.join("settings.json"), servers.to_string()).unwrap();
+        let mut cmd = client_command(bin);
+        cmd.args(["-p", "Ask Gemini, then report what it said."])
+            .args(["-o", "json", "-m", "gemini-2.5-flash"])
+            .env("HOME", home)
+            .env("TERM", "dumb")
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .env("GEMINI_API_KEY", "stand-in")
+            .env("GOOGLE_GEMINI_BASE_URL", model.base_url())
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+        run(cmd, path, &self.root(), home, "gemini");
+        received.lock().unwrap().clone()
+    }
+}
+
+fn offers_gemini_cli_tools(body: &Value) -> bool {
+    body["tools"].as_array().into_iter().flatten().any(|t| {
+        t["functionDeclarations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|f| {
+                f["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("mcp_gemini_"))
+            })
+    })
+}
+
+/// The `functionResponse`s in a Gemini request, as the Gemini CLI's model reads them.
+fn function_responses(body: &Value) -> Vec<Received> {
+    let mut out = Vec::new();
+    for m in body["contents"].as_array().into_iter().flatten() {
+        for part in m["parts"].as_array().into_iter().flatten() {
+            let r = &part["functionResponse"]["response"];
+            if r.is_null() {
+                continue;
+            }
+            out.push(match (&r["output"], &r["error"]) {
+                (Value::String(s), _) => Received {
+                    text: s.clone(),
+                    is_error: false,
+                },
+                (_, Value::String(e)) => Received {
+                    text: e.clone(),
+                    is_error: true,
+                },
+                _ => Received {
+                    text: r.to_string(),
+                    is_error: false,
+                },
+            });
+        }
+    }
+    out
+}
+
+/// A streamed Gemini answer that calls our tool as the Gemini CLI names it.
+fn function_call(call: &ToolCall) -> Script {
+    let chunk = json!({
+        "candidates": [{"content": {"role": "model", "parts": [
+            {"functionCall": {"name": format!("mcp_gemini_{}", call.tool), "args": call.args}}]},
+            "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120},
+        "modelVersion": "gemini-2.5-flash"
+    });
+    Script::sse(format!("data: {chunk}\r\n\r\n"))
+}
+
+/// A command for a client with a cleared environment ([`run`] adds `PATH`).
+fn client_command(bin: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin);
+    cmd.env_clear();
+    cmd
+}
+
+/// Runs a client to completion in its own process group (killed with everything it started
+/// if it overruns [`RUN_LIMIT`]), with a cleared environment plus `PATH`; fails the test on a
+/// non-zero exit, showing the client's output.
+fn run(mut cmd: std::process::Command, path: &str, cwd: &Path, home: &Path, name: &str) {
+    use std::os::unix::process::CommandExt;
+    let stdout = home.join(format!("{name}.stdout"));
+    let stderr = home.join(format!("{name}.stderr"));
+    let mut child = cmd
+        .env("PATH", path)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout).unwrap())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if started.elapsed() > RUN_LIMIT {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let show = |p: &Path| {
+        let s = std::fs::read_to_string(p).unwrap_or_default();
+        let tail: String = s
+            .chars()
+            .rev()
+            .take(4000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        tail
+    };
+    match status {
+        Some(s) if s.success() => {}
+        other => panic!(
+            "{name} {}: stdout …{}\nstderr …{}",
+            match other {
+                Some(s) => format!("exited with {s}"),
+                None => format!("was killed after {RUN_LIMIT:?}"),
+            },
+            show(&stdout),
+            show(&stderr)
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What each client's model must receive
+// ---------------------------------------------------------------------------------------------
+
+const ANSWER: &str =
+    "GEMINI-ANSWER: a trie pays off only above ten thousand routes; keep the sorted vector.";
+
+/// Chat, then a second chat continuing the thread with the `continuation_id` the model read in
+/// the first result: the answer and the id reach the model, and the id works.
+fn chat_answer_and_continuation(client: Client) {
+    let project = Project::new();
+    project.gemini.push(Script::text(ANSWER));
+    let brain: Brain = Arc::new(|seen: &[Received]| match seen {
+        [] => Some(ToolCall::new(
+            "chat",
+            json!({"prompt": "Is a trie overkill for 200 routes?"}),
+        )),
+        [first] => {
+            let id = find_uuid(&first.text)?;
+            Some(ToolCall::new(
+                "chat",
+                json!({"prompt": "And for 50,000 routes?", "continuation_id": id}),
+            ))
+        }
+        _ => None,
+    });
+    let Some(got) = project.drive(client, brain) else {
+        return;
+    };
+    report(client, "chat", &got);
+    assert!(
+        !got.is_empty(),
+        "{client:?}: the model received no tool result"
+    );
+    let first = &got[0];
+    assert!(!first.is_error, "{client:?}: {}", first.text);
+    assert!(
+        first.text.contains(ANSWER),
+        "{client:?}: Gemini's answer did not reach the model; it received:\n{}",
+        first.text
+    );
+    let id = find_uuid(&first.text).unwrap_or_else(|| {
+        panic!(
+            "{client:?}: no continuation_id reached the model; it received:\n{}",
+            first.text
+        )
+    });
+    assert_eq!(
+        got.len(),
+        2,
+        "{client:?}: the model did not get to continue the thread: {got:?}"
+    );
+    // The default answer echoes the number of user turns Gemini was sent: the second call
+    // carried the first exchange.
+    assert!(
+        got[1].text.contains("turns=2"),
+        "{client:?}: continuing with {id} did not carry the thread; the model received:\n{}",
+        got[1].text
+    );
+    let sent = project.gemini.generate_requests();
+    assert_eq!(sent.len(), 2, "{client:?}: Gemini calls");
+    assert!(
+        sent[1]
+            .messages()
+            .iter()
+            .any(|(role, text)| role == "model" && text.contains(ANSWER)),
+        "{client:?}: the second Gemini call lacks the first answer: {:?}",
+        sent[1].messages()
+    );
+}
+
+/// A review answer in the response schema's shape, with `n` findings on `src/lib.rs`.
+fn review(n: usize, detail_chars: usize) -> (Script, Vec<String>) {
+    let titles: Vec<String> = (1..=n)
+        .map(|i| format!("FINDING-{i:03} add() subtracts in case {i}"))
+        .collect();
+    let findings: Vec<Value> = titles
+        .iter()
+        .enumerate()
+        .map(|(i, title)| {
+            let severity = ["critical", "high", "medium", "low"][i % 4];
+            json!({"severity": severity, "file": "src/lib.rs", "line": 2, "title": title,
+                   "detail": format!("Evidence {i}: {}", "the body returns a - b. ".repeat(detail_chars / 24 + 1)),
+                   "fix": "Return a + b."})
+        })
+        .collect();
+    let script = Script::json(json!({
+        "summary": "REVIEW-SUMMARY: add() subtracts instead of adding.",
+        "findings": findings,
+        "verdict": "needs_changes"
+    }));
+    (script, titles)
+}
+
+fn codereview_call() -> ToolCall {
+    ToolCall::new(
+        "codereview",
+        json!({"files": ["src/lib.rs"], "context": "add() should add two numbers."}),
+    )
+}
+
+/// A review's summary and every finding (title, file and line) reach the model.
+fn codereview_findings(client: Client, n: usize, detail_chars: usize, label: &str) {
+    let project = Project::new();
+    let (script, titles) = review(n, detail_chars);
+    project.gemini.push(script);
+    let Some(got) = project.drive(client, calls_in_order(vec![codereview_call()])) else {
+        return;
+    };
+    report(client, label, &got);
+    assert_eq!(got.len(), 1, "{client:?}: tool results received: {got:?}");
+    let text = &got[0].text;
+    assert!(!got[0].is_error, "{client:?}: {text}");
+    assert!(
+        text.contains("REVIEW-SUMMARY: add() subtracts instead of adding."),
+        "{client:?}: the review's summary did not reach the model; it received:\n{text}"
+    );
+    let missing: Vec<&String> = titles
+        .iter()
+        .filter(|t| !text.contains(t.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{client:?}: {} of {n} findings did not reach the model (first: {:?}); it received {} bytes:\n{}",
+        missing.len(),
+        missing.first(),
+        text.len(),
+        text.chars().take(3000).collect::<String>()
+    );
+    assert!(
+        text.contains("src/lib.rs"),
+        "{client:?}: the findings' file did not reach the model:\n{text}"
+    );
+}
+
+/// Prints the size of what the model received (BENCHMARKS.md, "What each client's model reads").
+fn report(client: Client, scenario: &str, got: &[Received]) {
+    for (i, r) in got.iter().enumerate() {
+        eprintln!(
+            "client-bytes {client:?} {scenario} result {}: {} bytes",
+            i + 1,
+            r.text.len()
+        );
+    }
+}
+
+#[test]
+fn claude_code_model_receives_the_chat_answer_and_continuation_id() {
+    chat_answer_and_continuation(Client::ClaudeCode);
+}
+
+#[test]
+fn codex_model_receives_the_chat_answer_and_continuation_id() {
+    chat_answer_and_continuation(Client::Codex);
+}
+
+#[test]
+fn gemini_cli_model_receives_the_chat_answer_and_continuation_id() {
+    chat_answer_and_continuation(Client::GeminiCli);
+}
+
+#[test]
+fn claude_code_model_receives_the_review_summary_and_findings() {
+    codereview_findings(Client::ClaudeCode, 3, 80, "codereview");
+}
+
+#[test]
+fn codex_model_receives_the_review_summary_and_findings() {
+    codereview_findings(Client::Codex, 3, 80, "codereview");
+}
+
+#[test]
+fn gemini_cli_model_receives_the_review_summary_and_findings() {
+    codereview_findings(Client::GeminiCli, 3, 80, "codereview");
+}
+
+/// A review with many findings stays inline in Claude Code (not saved to a file the model
+/// never reads): every finding reaches the model.
+#[test]
+fn claude_code_model_receives_a_review_with_many_findings_whole() {
+    codereview_findings(Client::ClaudeCode, 40, 200, "codereview-40");
+}
+
+/// A long answer stays inline in Claude Code, whole: its last line reaches the model.
+#[test]
+fn claude_code_model_receives_a_long_answer_whole() {
+    let project = Project::new();
+    let lines: Vec<String> = (1..=250)
+        .map(|i| format!("LONG-{i:04} the router keeps a sorted vector and a binary search; measured, it stays flat."))
+        .collect();
+    let answer = lines.join("\n");
+    assert!(answer.len() > 20_000, "{}", answer.len());
+    project.gemini.push(Script::text(answer.clone()));
+    let brain = calls_in_order(vec![ToolCall::new(
+        "chat",
+        json!({"prompt": "Explain the router in detail."}),
+    )]);
+    let Some(got) = project.drive(Client::ClaudeCode, brain) else {
+        return;
+    };
+    report(Client::ClaudeCode, "chat-long", &got);
+    assert_eq!(got.len(), 1, "tool results received: {got:?}");
+    let text = &got[0].text;
+    for probe in [&lines[0], &lines[125], &lines[249]] {
+        assert!(
+            text.contains(probe.as_str()),
+            "the long answer did not reach the model whole (missing {probe:?}); it received {} bytes:\n{}",
+            text.len(),
+            text.chars().take(3000).collect::<String>()
+        );
+    }
+}
