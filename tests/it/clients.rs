@@ -136,6 +136,12 @@ impl Project {
     /// Runs `client` in this project with `brain` as its model; the tool results its model
     /// received, or `None` when the client is not installed.
     fn drive(&self, client: Client, brain: Brain) -> Option<Vec<Received>> {
+        self.drive_logged(client, brain)
+            .map(|(received, _)| received)
+    }
+
+    /// [`Project::drive`], with the client's own debug log (Claude Code's; empty for the others).
+    fn drive_logged(&self, client: Client, brain: Brain) -> Option<(Vec<Received>, String)> {
         let (bin, path) = locate(client)?;
         let home = tempfile::tempdir().unwrap();
         let received = match client {
@@ -143,7 +149,8 @@ impl Project {
             Client::Codex => self.drive_codex(&bin, &path, home.path(), brain),
             Client::GeminiCli => self.drive_gemini_cli(&bin, &path, home.path(), brain),
         };
-        Some(received)
+        let log = std::fs::read_to_string(home.path().join("claude-debug.log")).unwrap_or_default();
+        Some((received, log))
     }
 
     fn drive_claude(&self, bin: &Path, path: &str, home: &Path, brain: Brain) -> Vec<Received> {
@@ -164,6 +171,8 @@ impl Project {
                 "stream-json",
                 "--verbose",
             ])
+            .arg("--debug-file")
+            .arg(home.join("claude-debug.log"))
             .env("HOME", home)
             .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
             .env("ANTHROPIC_BASE_URL", api.base_url())
@@ -572,25 +581,40 @@ fn claude_code_model_receives_a_review_with_many_findings_whole() {
     codereview_findings(Client::ClaudeCode, 40, 200, "codereview-40");
 }
 
-/// A long answer stays inline in Claude Code, whole: its last line reaches the model.
+fn long_answer(n: usize) -> Vec<String> {
+    (1..=n)
+        .map(|i| format!("LONG-{i:04} the router keeps a sorted vector and a binary search; measured, it stays flat."))
+        .collect()
+}
+
+/// A long answer stays inline in Claude Code, whole: its last line reaches the model. An answer
+/// over the server's size cap is cut by the server and still reaches the model inline, far past
+/// any preview of a result saved to a file.
 #[test]
 fn claude_code_model_receives_a_long_answer_whole() {
     let project = Project::new();
-    let lines: Vec<String> = (1..=250)
-        .map(|i| format!("LONG-{i:04} the router keeps a sorted vector and a binary search; measured, it stays flat."))
-        .collect();
+    let lines = long_answer(250);
     let answer = lines.join("\n");
     assert!(answer.len() > 20_000, "{}", answer.len());
-    project.gemini.push(Script::text(answer.clone()));
-    let brain = calls_in_order(vec![ToolCall::new(
-        "chat",
-        json!({"prompt": "Explain the router in detail."}),
-    )]);
+    let huge = long_answer(1_000);
+    project.gemini.push(Script::text(answer));
+    project.gemini.push(Script::text(huge.join("\n")));
+    let brain = calls_in_order(vec![
+        ToolCall::new("chat", json!({"prompt": "Explain the router in detail."})),
+        ToolCall::new("chat", json!({"prompt": "Explain it in even more detail."})),
+    ]);
     let Some(got) = project.drive(Client::ClaudeCode, brain) else {
         return;
     };
     report(Client::ClaudeCode, "chat-long", &got);
-    assert_eq!(got.len(), 1, "tool results received: {got:?}");
+    assert_eq!(got.len(), 2, "tool results received: {got:?}");
+    let cut = &got[1].text;
+    assert!(
+        cut.contains(&huge[150]) && cut.len() < 50_000,
+        "an answer over the cap did not reach the model inline ({} bytes):\n{}",
+        cut.len(),
+        cut.chars().take(3000).collect::<String>()
+    );
     let text = &got[0].text;
     for probe in [&lines[0], &lines[125], &lines[249]] {
         assert!(
@@ -600,4 +624,32 @@ fn claude_code_model_receives_a_long_answer_whole() {
             text.chars().take(3000).collect::<String>()
         );
     }
+}
+
+/// Claude Code stops a stdio server with SIGINT, then SIGTERM 100 ms later, then SIGKILL at
+/// 500 ms; its debug log says which it took. Ours exits on the first signal, by itself.
+#[test]
+fn claude_code_stops_the_server_with_its_first_signal() {
+    let project = Project::new();
+    let brain = calls_in_order(vec![ToolCall::new("chat", json!({"prompt": "Hello?"}))]);
+    let Some((got, log)) = project.drive_logged(Client::ClaudeCode, brain) else {
+        return;
+    };
+    assert_eq!(got.len(), 1, "tool results received: {got:?}");
+    let ours: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("MCP server \"gemini\""))
+        .collect();
+    assert!(
+        ours.iter().any(|l| l.contains("exited cleanly")),
+        "Claude Code did not see our server exit cleanly: {ours:#?}"
+    );
+    let forced: Vec<&&str> = ours
+        .iter()
+        .filter(|l| l.contains("SIGINT failed") || l.contains("SIGKILL"))
+        .collect();
+    assert!(
+        forced.is_empty(),
+        "our server did not exit on SIGINT; Claude Code escalated: {forced:#?}"
+    );
 }
