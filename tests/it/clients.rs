@@ -374,15 +374,11 @@ fn run(mut cmd: std::process::Command, path: &str, cwd: &Path, home: &Path, name
     };
     let show = |p: &Path| {
         let s = std::fs::read_to_string(p).unwrap_or_default();
-        let tail: String = s
-            .chars()
-            .rev()
-            .take(4000)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        tail
+        let start = s.len().saturating_sub(4000);
+        let start = (start..s.len())
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(s.len());
+        s[start..].to_string()
     };
     match status {
         Some(s) if s.success() => {}

@@ -131,8 +131,9 @@ async fn messages(State(state): State<Arc<ApiState>>, body: Bytes) -> Response {
         .as_str()
         .unwrap_or("claude-stand-in")
         .to_string();
+    let results = tool_results(&body);
+    let turn = results.len();
     let next = if offers_our_tools(&body) {
-        let results = tool_results(&body);
         let next = (state.brain)(&results);
         if !results.is_empty() {
             *state.received.lock().unwrap() = results;
@@ -141,7 +142,6 @@ async fn messages(State(state): State<Arc<ApiState>>, body: Bytes) -> Response {
     } else {
         None
     };
-    let turn = tool_results(&body).len();
     let usage = json!({"input_tokens": 100, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let (block, stop_reason) = match &next {
         Some(call) => (

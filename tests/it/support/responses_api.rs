@@ -119,7 +119,8 @@ fn tool_outputs(body: &Value) -> Vec<Received> {
         .filter(|i| i["type"] == "function_call_output")
         .map(|i| Received {
             text: output_text(&i["output"]),
-            is_error: i["output"]["success"] == false,
+            // The item has no error flag: Codex writes a failure into the text.
+            is_error: false,
         })
         .collect()
 }
