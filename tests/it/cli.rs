@@ -861,3 +861,58 @@ fn an_interrupted_review_exits_2_at_once() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(out.stdout.is_empty());
 }
+
+/// Sends SIGTERM to `child` once it has had `after` to start, and returns its exit code, its
+/// stderr and how long it took to exit (failing the test if it has not exited 5 s later).
+#[cfg(unix)]
+fn terminate(
+    mut child: std::process::Child,
+    after: std::time::Duration,
+) -> (Option<i32>, String, std::time::Duration) {
+    use std::io::Read;
+    std::thread::sleep(after);
+    let sent = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            return (status.code(), stderr, sent.elapsed());
+        }
+        if sent.elapsed() > std::time::Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running 5 s after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_stuck_in_a_blocking_read_exits_2_on_sigterm() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    // `chat -` reads the prompt from a stdin that never ends.
+    let child = gemini_mcp(&p.root, &with(&v))
+        .args(["chat", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, stderr, _) = terminate(child, std::time::Duration::from_millis(500));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(fake.generate_requests().is_empty());
+}
