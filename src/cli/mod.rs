@@ -294,7 +294,11 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
             ),
         ),
         other => {
-            eprintln!("gemini-mcp {name}: {other}");
+            // Gemini's own error messages end up here: shown, not obeyed by the terminal.
+            eprintln!(
+                "gemini-mcp {name}: {}",
+                output::neutralise(&other.to_string())
+            );
             output::COULD_NOT_RUN
         }
     }

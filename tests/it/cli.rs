@@ -916,3 +916,70 @@ fn a_run_stuck_in_a_blocking_read_exits_2_on_sigterm() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(fake.generate_requests().is_empty());
 }
+
+#[test]
+fn gemini_cannot_drive_the_terminal() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let mut env = with(&v).to_vec();
+    // As on a terminal: colours on, nothing stripped by the output stream.
+    env.push(("CLICOLOR_FORCE", "1"));
+    let hostile =
+        "Sure.\u{1b}]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}8m done";
+    fake.push(Script::text(hostile));
+    let r = run(gemini_mcp(&p.root, &env).args(["chat", "Hello?"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("Sure.^[]52;c;Y3VybCBldmlsLnNoIHwgc2g=^G^[]0;owned^G^[[2J<U+009B>8m done"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains(['\u{7}', '\u{9b}']), "{:?}", r.stdout);
+    assert!(!r.stdout.contains("\u{1b}]"), "{:?}", r.stdout);
+
+    // A review: findings and file names too; our own colours stay.
+    fake.push(Script::json(json!({
+        "summary": "\u{1b}[2JAll clear.",
+        "verdict": "needs_changes",
+        "findings": [{"severity": "high", "file": "src/lib\u{1b}]52;c;eA==\u{7}.rs", "line": 2,
+                      "title": "Bad\u{1b}[8m hidden", "detail": "d\u{9b}2J", "fix": "f\r"}]
+    })));
+    let r = run(gemini_mcp(&p.root, &env).args(["precommit"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("^[[2JAll clear."), "{:?}", r.stdout);
+    assert!(
+        r.stdout.contains("src/lib^[]52;c;eA==^G.rs:2"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("Bad^[[8m hidden"), "{:?}", r.stdout);
+    assert!(
+        !r.stdout.contains(['\u{7}', '\u{9b}', '\r']),
+        "{:?}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("\u{1b}]") && !r.stdout.contains("\u{1b}[2J"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("\u{1b}[1m"),
+        "our colours: {:?}",
+        r.stdout
+    );
+
+    // JSON: the same text, escaped (C1 included), parsed back whole.
+    fake.push(Script::text(hostile));
+    let r = run(gemini_mcp(&p.root, &env).args(["chat", "Hello?", "--format", "json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stdout.contains(|c: char| c.is_control() && c != '\n'),
+        "{:?}",
+        r.stdout
+    );
+    let out: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(out["text"].as_str().unwrap().starts_with(hostile), "{out}");
+}

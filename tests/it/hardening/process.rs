@@ -45,10 +45,12 @@ impl Served {
             stdin,
             lines,
         };
-        s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        s.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "signals", "version": "1"}}}))
-            .await;
+            "clientInfo": {"name": "signals", "version": "1"}}}),
+        )
+        .await;
         let init = s.next().await.expect("an initialize reply");
         assert!(init["result"]["serverInfo"].is_object(), "{init}");
         s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -80,7 +82,9 @@ impl Served {
         let start = Instant::now();
         match tokio::time::timeout(EXIT_BOUND, self.child.wait()).await {
             Ok(status) => (status.unwrap().code(), start.elapsed()),
-            Err(_) => panic!("{what}: the server was still running {EXIT_BOUND:?} after the signal"),
+            Err(_) => {
+                panic!("{what}: the server was still running {EXIT_BOUND:?} after the signal")
+            }
         }
     }
 }
@@ -126,8 +130,10 @@ async fn hardening_stdio_server_exits_during_its_handshake() {
 async fn chat_then_signal(env: &Env, signals: &[Signal]) -> (Option<Value>, Option<i32>) {
     let mut server = Served::start(env, &[("GEMINI_MCP_STORE", "embedded")]).await;
     server
-        .send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-            "name": "chat", "arguments": {"prompt": "Is this safe?", "files": ["main.rs"]}}}))
+        .send(
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "chat", "arguments": {"prompt": "Is this safe?", "files": ["main.rs"]}}}),
+        )
         .await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while env.fake.generate_requests().is_empty() {
@@ -181,12 +187,7 @@ async fn stored_turns(env: &Env) -> (Option<u64>, String) {
                 .fake
                 .generate_requests()
                 .last()
-                .map(|q| {
-                    q.messages()
-                        .into_iter()
-                        .map(|(_, t)| t)
-                        .collect::<String>()
-                })
+                .map(|q| q.messages().into_iter().map(|(_, t)| t).collect::<String>())
                 .unwrap_or_default();
             // Twenty calls per thread: the continuation is one of them.
             (Some(20 - left - 1), sent)
@@ -220,7 +221,10 @@ async fn hardening_stdio_shutdown_stores_a_turn_whole_or_not_at_all() {
         .push(Script::text("too late").delay_headers(Duration::from_secs(30)));
     let (answer, code) = chat_then_signal(&env, &[Signal::SIGTERM]).await;
     assert_eq!(code, Some(0));
-    assert!(answer.is_none(), "an abandoned call is not answered: {answer:?}");
+    assert!(
+        answer.is_none(),
+        "an abandoned call is not answered: {answer:?}"
+    );
     let (turns, _) = stored_turns(&env).await;
     assert_eq!(turns, None, "an abandoned call stores no turn");
 
