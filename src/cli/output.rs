@@ -21,7 +21,7 @@ use super::flags::{FailOn, Format, ReviewFormat};
 use super::sarif;
 use crate::tools::Reply;
 use crate::tools::reply::Status;
-use crate::tools::review::Severity;
+use crate::tools::review::{Severity, Verdict};
 
 pub const PASS: u8 = 0;
 pub const FINDINGS: u8 = 1;
@@ -53,13 +53,25 @@ pub fn failing(reply: &Reply, fail_on: FailOn) -> usize {
     }
 }
 
+/// Gemini's verdict is `do_not_commit` while no finding at or above the threshold says why (its
+/// findings were filtered, or it gave none): a gate honours the verdict.
+pub fn blocked_by_verdict(reply: &Reply, fail_on: FailOn) -> bool {
+    fail_on.threshold().is_some()
+        && reply.verdict == Some(Verdict::DoNotCommit)
+        && failing(reply, fail_on) == 0
+}
+
 /// The exit code of a reply.
 pub fn exit_code(reply: &Reply, printed: Printed) -> u8 {
     match reply.status {
         Status::RequiresClarification | Status::ResendPrompt => COULD_NOT_RUN,
         Status::NothingToReview => PASS,
         Status::Success => match printed {
-            Printed::Review { fail_on, .. } if failing(reply, fail_on) > 0 => FINDINGS,
+            Printed::Review { fail_on, .. }
+                if failing(reply, fail_on) > 0 || blocked_by_verdict(reply, fail_on) =>
+            {
+                FINDINGS
+            }
             _ => PASS,
         },
     }
@@ -105,7 +117,14 @@ pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::i
             {
                 writeln!(out)?;
                 let n = failing(reply, fail_on);
-                if n > 0 {
+                if blocked_by_verdict(reply, fail_on) {
+                    let s = paint(AnsiColor::Red).bold();
+                    writeln!(
+                        out,
+                        "{s}FAIL{s:#}: Gemini's verdict is do_not_commit, with no finding at or above {} to say why; read the review above.",
+                        min.as_str()
+                    )?;
+                } else if n > 0 {
                     let s = paint(AnsiColor::Red).bold();
                     writeln!(
                         out,
@@ -314,6 +333,13 @@ mod tests {
         let mut asks = reply(&[]);
         asks.status = Status::RequiresClarification;
         assert_eq!(exit_code(&asks, review(FailOn::None)), COULD_NOT_RUN);
+        // A do_not_commit verdict fails a gate even without a finding to show for it.
+        let mut blocked = reply(&[Severity::Low]);
+        blocked.verdict = Some(Verdict::DoNotCommit);
+        assert_eq!(exit_code(&blocked, review(FailOn::High)), FINDINGS);
+        assert_eq!(exit_code(&blocked, review(FailOn::None)), PASS);
+        blocked.verdict = Some(Verdict::NeedsChanges);
+        assert_eq!(exit_code(&blocked, review(FailOn::High)), PASS);
         // Answers never fail on findings.
         let r = reply(&[Severity::Critical]);
         assert_eq!(

@@ -983,3 +983,58 @@ fn gemini_cannot_drive_the_terminal() {
     let out: Value = serde_json::from_str(&r.stdout).unwrap();
     assert!(out["text"].as_str().unwrap().starts_with(hostile), "{out}");
 }
+
+#[test]
+fn the_gate_never_passes_a_review_it_could_not_read() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    for (answer, want, shown) in [
+        // No findings list: the review was not read.
+        (
+            json!({"summary": "LGTM", "status": "approved"}),
+            2,
+            "findings",
+        ),
+        (
+            json!({"summary": "Bad.", "verdict": "do_not_commit"}),
+            2,
+            "findings",
+        ),
+        // A critical finding in other words is read, and fails the gate.
+        (
+            json!({"summary": "", "verdict": "ready", "findings": [
+                {"level": "critical", "path": "src/lib.rs", "line_number": 2, "message": "add subtracts"}]}),
+            1,
+            "[CRITICAL]",
+        ),
+        // The verdict alone blocks.
+        (
+            json!({"summary": "Do not.", "verdict": "do_not_commit", "findings": []}),
+            1,
+            "verdict is do_not_commit",
+        ),
+        (
+            json!({"summary": "Meh.", "verdict": "do_not_commit", "findings": [
+                {"severity": "low", "file": "src/lib.rs", "title": "nit", "detail": "nit"}]}),
+            1,
+            "verdict is do_not_commit",
+        ),
+        // What a readable, clean review looks like.
+        (
+            json!({"summary": "Fine.", "verdict": "ready", "findings": []}),
+            0,
+            "PASS",
+        ),
+    ] {
+        fake.push(Script::json(answer.clone()));
+        let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--fail-on", "high"]));
+        assert_eq!(r.code, want, "{answer}: {}{}", r.stdout, r.stderr);
+        assert!(
+            format!("{}{}", r.stdout, r.stderr).contains(shown),
+            "{answer}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+}
