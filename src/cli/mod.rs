@@ -12,6 +12,7 @@ mod commands;
 mod doctor;
 mod flags;
 pub mod hook;
+mod locations;
 mod output;
 mod progress;
 mod sarif;
@@ -221,14 +222,22 @@ async fn tool(
         return output::COULD_NOT_RUN;
     };
     match outcome {
-        Ok(reply) => match output::print(&reply, printed, name, &base) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("gemini-mcp {name}: cannot write the output: {e}");
-                output::COULD_NOT_RUN
-            }
-        },
+        Ok(mut reply) => {
+            locations::check(&mut reply, &base, pipeline.collector().sandbox());
+            print(&reply, printed, name, &base)
+        }
         Err(e) => fail(name, flag, e),
+    }
+}
+
+/// Prints a reply; a failure to write is exit 2.
+fn print(reply: &crate::tools::Reply, printed: Printed, name: &str, base: &std::path::Path) -> u8 {
+    match output::print(reply, printed, name, base) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gemini-mcp {name}: cannot write the output: {e}");
+            output::COULD_NOT_RUN
+        }
     }
 }
 

@@ -1038,3 +1038,67 @@ fn the_gate_never_passes_a_review_it_could_not_read() {
         );
     }
 }
+
+#[test]
+fn locations_outside_the_project_are_never_printed() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let answer = json!({"summary": "", "verdict": "needs_changes", "findings": [
+        {"severity": "high", "file": "../../etc/passwd", "line": 1, "title": "Escape", "detail": "d"},
+        {"severity": "high", "file": "file:///etc/shadow", "line": 3, "title": "Scheme", "detail": "d"},
+        {"severity": "high", "file": "https://evil.example/x.rs", "line": 3, "title": "Url", "detail": "d"},
+        {"severity": "high", "file": "/etc/hostname", "line": 1, "title": "Absolute", "detail": "d"},
+        {"severity": "high", "file": "src/lib.rs", "line": 999999, "title": "Far", "detail": "d"},
+        {"severity": "medium", "file": "src/lib.rs", "line": 2, "title": "Fine", "detail": "d"}]});
+    fake.push(Script::json(answer.clone()));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "sarif"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let log: Value = serde_json::from_str(&r.stdout).unwrap();
+    // Findings that lost their location have none (as a finding without a file always had);
+    // the rest of the log is valid.
+    let mut placed_only = log.clone();
+    placed_only["runs"][0]["results"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r.get("locations").is_some());
+    validate_sarif(&placed_only).unwrap();
+    for bad in ["etc/passwd", "shadow", "evil.example", "hostname", "999999"] {
+        assert!(!r.stdout.contains(bad), "{bad} in {}", r.stdout);
+    }
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6, "every finding is kept");
+    let placed: Vec<(String, Value)> = results
+        .iter()
+        .map(|r| {
+            let loc = &r["locations"][0]["physicalLocation"];
+            (
+                r["properties"]["title"].as_str().unwrap().to_string(),
+                loc["region"]["startLine"].clone(),
+            )
+        })
+        .collect();
+    assert!(
+        placed.contains(&("Far".into(), json!(3))),
+        "clamped to the file: {placed:?}"
+    );
+    assert!(placed.contains(&("Fine".into(), json!(2))), "{placed:?}");
+    for t in ["Escape", "Scheme", "Url", "Absolute"] {
+        assert!(placed.contains(&(t.into(), Value::Null)), "{t}: {placed:?}");
+    }
+
+    // The text output cites the same checked locations.
+    fake.push(Script::json(answer));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for bad in ["etc/passwd", "shadow", "evil.example", "hostname", "999999"] {
+        assert!(!r.stdout.contains(bad), "{bad} in {}", r.stdout);
+    }
+    assert!(r.stdout.contains("`src/lib.rs:3` Far"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("(location outside the project, not shown) Escape"),
+        "{}",
+        r.stdout
+    );
+}
