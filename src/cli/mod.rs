@@ -291,6 +291,9 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
         ToolError::Git(g @ GitError::BadRef { .. }) => {
             usage_error(name, "--compare-to", &g.to_string())
         }
+        ToolError::Collect(crate::collector::CollectError::Image { path, message }) => {
+            usage_error(name, &flag("images"), &format!("{path}: {message}"))
+        }
         ToolError::TooLarge {
             field,
             chars,

@@ -1102,3 +1102,40 @@ fn locations_outside_the_project_are_never_printed() {
         r.stdout
     );
 }
+
+#[test]
+fn images_over_the_inline_limit_are_refused_before_reading_them() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    // Three 6 MB PNGs (sparse: cheap to make): each fits, together they do not.
+    let mut args = vec!["chat".to_string(), "What is on these?".to_string()];
+    for n in 0..3 {
+        let name = format!("shot{n}.png");
+        let path = p.root.join(&name);
+        std::fs::write(&path, b"\x89PNG\r\n\x1a\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(6 * 1024 * 1024)
+            .unwrap();
+        args.extend(["--image".to_string(), name]);
+    }
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(&args));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("--image"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("fewer images, or smaller ones"),
+        "{}",
+        r.stderr
+    );
+    assert!(fake.generate_requests().is_empty(), "nothing was sent");
+
+    // A small one is sent.
+    std::fs::write(p.root.join("small.png"), b"\x89PNG\r\n\x1a\nsmall").unwrap();
+    fake.push(Script::text("A screenshot."));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["chat", "And this?", "--image", "small.png"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(fake.generate_requests().len(), 1);
+}
