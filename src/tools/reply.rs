@@ -22,6 +22,18 @@ const ENVELOPE_RESERVE: usize = 512;
 /// Longest metadata list (files, changed files, sources) kept when a result is over its cap.
 const LIST_CAP: usize = 20;
 
+/// Fields sent in replies but left out of the `outputSchema`, as every client pays for
+/// `tools/list` in its context window: bookkeeping the agent need not plan for, and the fallback,
+/// which `notices` also states.
+const UNDECLARED: &[&str] = &["model", "usage", "redactions", "remaining_turns", "fallback"];
+
+/// The `outputSchema` of a tool's reply: the answer, the status and what to act on, without the
+/// fields named in `except` (those the tool never sends).
+pub fn output_schema(except: &[&str]) -> std::sync::Arc<rmcp::model::JsonObject> {
+    let skip: Vec<&str> = UNDECLARED.iter().chain(except).copied().collect();
+    super::schema::output_schema::<Reply>(&skip)
+}
+
 /// What kind of answer this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -206,7 +206,7 @@ async fn a_long_answer_is_cut_in_both_parts_and_says_so() {
     );
     let t = text(&r);
     assert!(t.starts_with(answer.trim_end()), "{t}");
-    assert!(t.contains("[Answer cut") && t.contains("MAX_REPLY_CHARS"), "{t}");
+    assert!(t.contains("Answer cut at") && t.contains("MAX_REPLY_CHARS"), "{t}");
     assert!(s["notices"].to_string().contains("MAX_REPLY_CHARS"), "{s}");
     assert_eq!(s["cut"], "size_limit", "{s}");
     client.cancel().await.unwrap();
