@@ -25,7 +25,13 @@ const LIST_CAP: usize = 20;
 /// Fields sent in replies but left out of the `outputSchema`, as every client pays for
 /// `tools/list` in its context window: bookkeeping the agent need not plan for, and the fallback,
 /// which `notices` also states.
-const UNDECLARED: &[&str] = &["model", "usage", "redactions", "remaining_turns", "fallback"];
+const UNDECLARED: &[&str] = &[
+    "model",
+    "usage",
+    "redactions",
+    "remaining_turns",
+    "fallback",
+];
 
 /// The `outputSchema` of a tool's reply: the answer, the status and what to act on, without the
 /// fields named in `except` (those the tool never sends).
@@ -187,9 +193,11 @@ impl Reply {
             return;
         }
         let why = match reason {
-            "MAX_TOKENS" => "it was cut by the output limit (MAX_TOKENS). Ask for the rest with this \
+            "MAX_TOKENS" => {
+                "it was cut by the output limit (MAX_TOKENS). Ask for the rest with this \
                 continuation_id, or ask a narrower question"
-                .to_string(),
+                    .to_string()
+            }
             "SAFETY" | "PROHIBITED_CONTENT" | "SPII" | "BLOCKLIST" | "IMAGE_SAFETY" => format!(
                 "Gemini's safety filter stopped it ({reason}). Rephrase the request, or leave out \
                  the files or text that triggered it"
@@ -478,4 +486,237 @@ fn left_out(skipped: &[Skipped]) -> String {
         })
         .collect();
     format!("Left out: {}.", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collector::SkipReason;
+
+    const ID: &str = "0b7f3c1e-5d7a-4a57-9a55-1f0c2b9d8e11";
+    const CAP: usize = 48_000;
+
+    fn finding(i: usize, severity: Severity) -> Finding {
+        Finding {
+            severity,
+            file: "src/parse.rs".into(),
+            line: Some(i as u32 + 1),
+            title: format!("Issue {i}: the length is not checked"),
+            detail: format!("`buf[{i}]` panics on short input."),
+            fix: Some("Check `buf.len()` first.".into()),
+        }
+    }
+
+    fn answered(status: Status, answer: &str) -> Reply {
+        let mut r = Reply::new(status, answer.into());
+        r.continuation_id = Some(ID.into());
+        r.remaining_turns = Some(19);
+        r.files.included = vec![IncludedFile {
+            path: "src/parse.rs".into(),
+            tokens: 120,
+        }];
+        r.files.skipped = vec![Skipped {
+            path: "big.bin".into(),
+            reason: SkipReason::Binary,
+        }];
+        r
+    }
+
+    fn reviewed(findings: Vec<Finding>, verdict: Option<Verdict>) -> Reply {
+        let mut r = answered(Status::Success, "");
+        r.summary = Some("The parser trusts its input lengths.".into());
+        r.findings = Some(findings);
+        r.verdict = verdict;
+        r.review = Some(ReviewView {
+            filtered_out: 0,
+            min: Severity::Low,
+        });
+        r
+    }
+
+    /// What must be in each part on its own: the answer's marker text, in order.
+    fn expect(reply: &Reply) -> Vec<String> {
+        let mut want: Vec<String> = Vec::new();
+        if !reply.answer.is_empty() {
+            want.push(reply.answer.lines().next().unwrap_or("").to_string());
+        }
+        want.extend(reply.summary.clone());
+        for f in reply.findings.iter().flatten() {
+            want.push(f.title.clone());
+        }
+        if let Some(c) = &reply.clarification {
+            want.push(c.question.clone());
+        }
+        want.extend(reply.notices.clone());
+        if let Some(id) = &reply.continuation_id {
+            want.push(id.clone());
+        }
+        want
+    }
+
+    #[test]
+    fn each_part_alone_holds_the_answer_and_the_continuation_id_within_the_cap() {
+        let long: String = (0..6000)
+            .map(|i| format!("Line {i} of \"it\".\n"))
+            .collect();
+        let many: Vec<Finding> = (0..1200)
+            .map(|i| {
+                finding(
+                    i,
+                    [Severity::Low, Severity::Critical, Severity::Medium][i % 3],
+                )
+            })
+            .collect();
+        let mut cases: Vec<(String, Reply)> = Vec::new();
+        for tool in ["chat", "thinkdeep", "analyze", "debug"] {
+            cases.push((
+                format!("{tool} success"),
+                answered(Status::Success, "## Answer\n\nUse a sorted Vec."),
+            ));
+            let mut c = answered(
+                Status::RequiresClarification,
+                "Gemini needs more before it can answer: Which DB?",
+            );
+            c.clarification = Some(Clarification {
+                question: "Which DB?".into(),
+                files_needed: vec!["db.rs".into()],
+            });
+            cases.push((format!("{tool} requires_clarification"), c));
+            cases.push((
+                format!("{tool} resend_prompt"),
+                Reply::new(
+                    Status::ResendPrompt,
+                    "`prompt` is too large: use a file.".into(),
+                ),
+            ));
+            for reason in ["MAX_TOKENS", "SAFETY", "RECITATION", "OTHER"] {
+                let mut r = answered(Status::Success, "The first half");
+                r.set_finish_reason(reason);
+                cases.push((format!("{tool} cut by {reason}"), r));
+            }
+            cases.push((
+                format!("{tool} over the cap"),
+                answered(Status::Success, &long),
+            ));
+        }
+        for (tool, verdict) in [
+            ("codereview", None),
+            ("precommit", Some(Verdict::NeedsChanges)),
+        ] {
+            cases.push((
+                format!("{tool} success"),
+                reviewed(vec![finding(0, Severity::High)], verdict),
+            ));
+            cases.push((format!("{tool} no findings"), reviewed(Vec::new(), verdict)));
+            cases.push((
+                format!("{tool} over the cap"),
+                reviewed(many.clone(), verdict),
+            ));
+        }
+        cases.push((
+            "precommit nothing_to_review".into(),
+            Reply::new(
+                Status::NothingToReview,
+                "Nothing to review: no pending changes.".into(),
+            ),
+        ));
+
+        for (what, mut reply) in cases {
+            reply.fit(CAP);
+            let structured = serde_json::to_string(&reply).unwrap();
+            assert!(
+                reply.size() + ENVELOPE_RESERVE <= CAP,
+                "{what}: {} characters",
+                reply.size()
+            );
+            let want = expect(&reply);
+            assert!(!want.is_empty(), "{what}");
+            for w in &want {
+                let json_w = serde_json::to_string(w).unwrap();
+                let json_w = &json_w[1..json_w.len() - 1];
+                assert!(reply.text.contains(w.as_str()), "{what}: text lacks {w:?}");
+                assert!(
+                    structured.contains(json_w),
+                    "{what}: structured lacks {w:?}"
+                );
+            }
+            let status = serde_json::to_value(reply.status).unwrap();
+            assert!(
+                structured.contains(&format!("\"status\":{status}")),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_review_over_the_cap_keeps_the_most_severe_findings() {
+        let many: Vec<Finding> = (0..1200)
+            .map(|i| {
+                finding(
+                    i,
+                    [Severity::Low, Severity::Critical, Severity::Medium][i % 3],
+                )
+            })
+            .collect();
+        let mut r = reviewed(many, None);
+        r.findings
+            .as_mut()
+            .unwrap()
+            .sort_by_key(|f| std::cmp::Reverse(f.severity));
+        r.fit(CAP);
+        let kept = r.findings.as_ref().unwrap();
+        let left = r.findings_left_out.unwrap();
+        assert_eq!(kept.len() + left, 1200);
+        assert!(kept.len() > 10 && left > 0, "{} kept", kept.len());
+        assert!(kept.iter().all(|f| f.severity == Severity::Critical));
+        let notice = r
+            .notices
+            .iter()
+            .find(|n| n.contains("left out to fit"))
+            .unwrap();
+        assert!(
+            notice.starts_with(&format!("{left} finding(s) left out"))
+                && notice.contains("400 medium")
+                && notice.contains("400 low")
+                && notice.contains("continuation_id"),
+            "{notice}"
+        );
+        // One finding more would not have fitted.
+        let mut more = r.clone();
+        more.findings
+            .as_mut()
+            .unwrap()
+            .push(finding(9999, Severity::Critical));
+        more.render();
+        assert!(
+            more.size() + ENVELOPE_RESERVE > CAP - 400,
+            "{}",
+            more.size()
+        );
+    }
+
+    #[test]
+    fn a_cut_ends_on_a_line_and_says_where() {
+        assert_eq!(prefix("one\ntwo\nthree", 10), "one\ntwo");
+        assert_eq!(prefix("short", 100), "short");
+        assert_eq!(prefix("abcdefgh", 3), "abc");
+        let long = "line one\n".repeat(10_000);
+        let mut r = answered(Status::Success, &long);
+        r.fit(20_000);
+        assert!(r.answer.len() > 5_000 && long.starts_with(&r.answer));
+        assert_eq!(r.cut.as_deref(), Some("size_limit"));
+        assert!(
+            r.text.contains(&format!(
+                "Answer cut at {} of 90000 characters",
+                r.answer.chars().count()
+            )),
+            "{}",
+            r.text
+        );
+        // A complete answer that fits is left as it is.
+        let mut small = answered(Status::Success, "All of it.");
+        small.fit(CAP);
+        assert_eq!(small.answer, "All of it.");
+        assert!(small.cut.is_none());
+    }
 }

@@ -145,11 +145,10 @@ async fn a_huge_review_keeps_the_most_severe_findings_within_the_cap() {
     let env = Env::new();
     let client = env.client(&[]).await;
     let severities = ["low", "medium", "high", "critical"];
-    let findings: Vec<Value> = (0..1200)
-        .map(|i| finding(i, severities[i % 4]))
-        .collect();
-    env.fake
-        .push(Script::json(json!({"summary": "Many issues.", "findings": findings})));
+    let findings: Vec<Value> = (0..1200).map(|i| finding(i, severities[i % 4])).collect();
+    env.fake.push(Script::json(
+        json!({"summary": "Many issues.", "findings": findings}),
+    ));
     let r = call(
         &client,
         "codereview",
@@ -172,7 +171,11 @@ async fn a_huge_review_keeps_the_most_severe_findings_within_the_cap() {
         kept.len()
     );
     let left_out = 1200 - kept.len();
-    assert_eq!(s["findings_left_out"], left_out, "{}", s["findings_left_out"]);
+    assert_eq!(
+        s["findings_left_out"], left_out,
+        "{}",
+        s["findings_left_out"]
+    );
     let t = text(&r);
     let says = format!("{left_out} finding(s) left out");
     assert!(t.contains(&says) && t.contains("severity_filter"), "{t}");
@@ -206,7 +209,10 @@ async fn a_long_answer_is_cut_in_both_parts_and_says_so() {
     );
     let t = text(&r);
     assert!(t.starts_with(answer.trim_end()), "{t}");
-    assert!(t.contains("Answer cut at") && t.contains("MAX_REPLY_CHARS"), "{t}");
+    assert!(
+        t.contains("Answer cut at") && t.contains("MAX_REPLY_CHARS"),
+        "{t}"
+    );
     assert!(s["notices"].to_string().contains("MAX_REPLY_CHARS"), "{s}");
     assert_eq!(s["cut"], "size_limit", "{s}");
     client.cancel().await.unwrap();
@@ -276,7 +282,10 @@ async fn errors_are_readable_from_either_part() {
     let r = call(&client, "chat", json!({"prompt": "q"})).await.unwrap();
     assert_eq!(r.is_error, Some(true));
     let t = text(&r);
-    assert!(t.starts_with("Error executing gemini:") && t.contains("SAFETY"), "{t}");
+    assert!(
+        t.starts_with("Error executing gemini:") && t.contains("SAFETY"),
+        "{t}"
+    );
     // A client that shows only structured content falls back to the text when there is none;
     // when there is, it carries the same message.
     if let Some(s) = &r.structured_content {
