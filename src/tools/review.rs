@@ -324,23 +324,40 @@ pub fn filter(review: &mut Review, min: Severity) -> usize {
 
 /// Renders a review as Markdown for the agent.
 pub fn render(review: &Review, filtered_out: usize, min: Severity) -> String {
+    render_parts(
+        review.verdict,
+        &review.summary,
+        &review.findings,
+        filtered_out,
+        min,
+    )
+}
+
+/// [`render`] from a review's parts (a reply keeps them in its own fields).
+pub fn render_parts(
+    verdict: Option<Verdict>,
+    summary: &str,
+    findings: &[Finding],
+    filtered_out: usize,
+    min: Severity,
+) -> String {
     let mut out = String::new();
-    if let Some(v) = review.verdict {
+    if let Some(v) = verdict {
         out.push_str(&format!("**Verdict: {}**\n\n", v.as_str()));
     }
-    if !review.summary.is_empty() {
-        out.push_str(&review.summary);
+    if !summary.is_empty() {
+        out.push_str(summary);
         out.push_str("\n\n");
     }
-    if review.findings.is_empty() {
+    if findings.is_empty() {
         out.push_str("No findings");
         if filtered_out > 0 {
             out.push_str(&format!(" at {} or above", min.as_str()));
         }
         out.push_str(".\n");
     } else {
-        out.push_str(&format!("## Findings ({})\n", review.findings.len()));
-        for (i, f) in review.findings.iter().enumerate() {
+        out.push_str(&format!("## Findings ({})\n", findings.len()));
+        for (i, f) in findings.iter().enumerate() {
             let at = match f.line {
                 Some(l) => format!("{}:{l}", f.file),
                 None => f.file.clone(),
