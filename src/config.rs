@@ -85,7 +85,8 @@ pub struct Config {
     pub retry_max_delay: Duration,
     /// Optional cap on the tokens of context sent per call.
     pub max_context_tokens: Option<u64>,
-    /// Cap on the reply text, in characters (clients truncate or spill long tool output).
+    /// Cap on a whole MCP tool result, text and structured content together, in characters
+    /// (clients fail, truncate or spill long tool output). The command line prints whole replies.
     pub max_reply_chars: usize,
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,
@@ -204,7 +205,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "MAX_REPLY_CHARS",
         default: "48000",
-        doc: "Cap on a reply's text; longer answers say where they were cut.",
+        doc: "Cap on a whole MCP tool result, text and structured content together (at most 500000; also declared to Claude Code); past it the least severe findings are left out, then the answer is cut, saying so.",
     },
     Setting {
         name: "GEMINI_MCP_STORE",

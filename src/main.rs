@@ -22,7 +22,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(gemini_mcp_server::cli::run(args))
+    let code = runtime.block_on(gemini_mcp_server::cli::run(args));
+    // Whatever was to be written has been: do not wait for blocking threads still stuck in a
+    // read (tokio's stdin reader, a file or FIFO opened by a run that was interrupted), or a
+    // signal would leave the process alive until its stdin closes.
+    runtime.shutdown_background();
+    code
 }
 
 /// The log filter from `GEMINI_MCP_LOG` (default `warn`). rmcp logs every message whole at

@@ -24,6 +24,10 @@ use crate::tools::{Pipeline, Plan, Reply, ToolError};
 /// JSON-RPC code for a path refused by the sandbox (DESIGN §1).
 pub const SANDBOX_ERROR: ErrorCode = ErrorCode(-32001);
 
+/// The largest result size Claude Code accepts as declared by a tool
+/// (`_meta["anthropic/maxResultSizeChars"]`).
+pub const MAX_RESULT_SIZE_CHARS: usize = 500_000;
+
 /// How often a waiting call tells the client it is still alive.
 const HEARTBEAT: Duration = Duration::from_secs(10);
 
@@ -53,6 +57,14 @@ impl Server {
             + Self::listmodels_router();
         for name in &pipeline.config().disabled_tools {
             tool_router.remove_route(name);
+        }
+        // Claude Code saves a result over 50,000 characters to a file its model never reads,
+        // unless the tool declares a larger size; results are fitted to this cap.
+        let cap = result_cap(&pipeline);
+        for route in tool_router.map.values_mut() {
+            let mut meta = route.attr.meta.take().unwrap_or_default();
+            meta.insert("anthropic/maxResultSizeChars".into(), json!(cap));
+            route.attr.meta = Some(meta);
         }
         Server {
             pipeline,
@@ -90,12 +102,15 @@ impl Server {
             Err(e) => Err(e),
         };
         match outcome {
-            Ok(reply) => Ok(to_result(reply)),
+            Ok(reply) => Ok(to_result(reply, result_cap(&self.pipeline))),
             Err(ToolError::TooLarge {
                 field,
                 chars,
                 limit,
-            }) => Ok(to_result(resend_prompt(&field, chars, limit))),
+            }) => Ok(to_result(
+                resend_prompt(&field, chars, limit),
+                result_cap(&self.pipeline),
+            )),
             Err(e) => to_mcp(e),
         }
     }
@@ -156,6 +171,11 @@ impl Server {
     }
 }
 
+/// The cap on a whole tool result (`MAX_REPLY_CHARS`, at most what Claude Code accepts).
+fn result_cap(pipeline: &Pipeline) -> usize {
+    pipeline.config().max_reply_chars.min(MAX_RESULT_SIZE_CHARS)
+}
+
 /// The caller, as the HTTP transport identified it (`ClientId` in the request's extensions);
 /// `stdio` otherwise.
 fn client_of(ctx: &RequestContext<RoleServer>) -> ClientId {
@@ -193,8 +213,10 @@ fn resend_prompt(field: &str, chars: usize, limit: usize) -> Reply {
     )
 }
 
-/// A reply as an MCP result: Markdown text, structured content, and `_meta` with the thread id.
-pub fn to_result(reply: Reply) -> CallToolResult {
+/// A reply as an MCP result: Markdown text, structured content, and `_meta` with the thread id,
+/// fitted to `cap` characters over the whole result (both parts carry the answer).
+pub fn to_result(mut reply: Reply, cap: usize) -> CallToolResult {
+    reply.fit(cap);
     let structured = serde_json::to_value(&reply).unwrap_or(Value::Null);
     let mut result = CallToolResult::success(vec![ContentBlock::text(reply.text)]);
     result.structured_content = Some(structured);
@@ -253,7 +275,10 @@ pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
             field,
             chars,
             limit,
-        } => Ok(to_result(resend_prompt(&field, chars, limit))),
+        } => Ok(to_result(
+            resend_prompt(&field, chars, limit),
+            MAX_RESULT_SIZE_CHARS,
+        )),
         ToolError::Refused(r) => {
             let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
                 "Error executing gemini: {r}"

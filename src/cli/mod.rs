@@ -12,6 +12,7 @@ mod commands;
 mod doctor;
 mod flags;
 pub mod hook;
+mod locations;
 mod output;
 mod progress;
 mod sarif;
@@ -162,7 +163,15 @@ async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
         return Ok(None);
     }
     let mut text = String::new();
-    match tokio::io::stdin().read_to_string(&mut text).await {
+    let mut stdin = tokio::io::stdin();
+    let read = tokio::select! {
+        r = stdin.read_to_string(&mut text) => r,
+        _ = interrupted() => {
+            eprintln!("gemini-mcp: interrupted while reading stdin");
+            return Err(output::COULD_NOT_RUN);
+        }
+    };
+    match read {
         Ok(_) => Ok(Some(text)),
         Err(e) => {
             eprintln!("gemini-mcp: cannot read stdin: {e}");
@@ -213,14 +222,22 @@ async fn tool(
         return output::COULD_NOT_RUN;
     };
     match outcome {
-        Ok(reply) => match output::print(&reply, printed, name, &base) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("gemini-mcp {name}: cannot write the output: {e}");
-                output::COULD_NOT_RUN
-            }
-        },
+        Ok(mut reply) => {
+            locations::check(&mut reply, &base, pipeline.collector().sandbox());
+            print(&reply, printed, name, &base)
+        }
         Err(e) => fail(name, flag, e),
+    }
+}
+
+/// Prints a reply; a failure to write is exit 2.
+fn print(reply: &crate::tools::Reply, printed: Printed, name: &str, base: &std::path::Path) -> u8 {
+    match output::print(reply, printed, name, base) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gemini-mcp {name}: cannot write the output: {e}");
+            output::COULD_NOT_RUN
+        }
     }
 }
 
@@ -274,6 +291,9 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
         ToolError::Git(g @ GitError::BadRef { .. }) => {
             usage_error(name, "--compare-to", &g.to_string())
         }
+        ToolError::Collect(crate::collector::CollectError::Image { path, message }) => {
+            usage_error(name, &flag("images"), &format!("{path}: {message}"))
+        }
         ToolError::TooLarge {
             field,
             chars,
@@ -286,7 +306,11 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
             ),
         ),
         other => {
-            eprintln!("gemini-mcp {name}: {other}");
+            // Gemini's own error messages end up here: shown, not obeyed by the terminal.
+            eprintln!(
+                "gemini-mcp {name}: {}",
+                output::neutralise(&other.to_string())
+            );
             output::COULD_NOT_RUN
         }
     }
@@ -305,6 +329,20 @@ fn usage_error(name: &str, flag: &str, message: &str) -> u8 {
     output::COULD_NOT_RUN
 }
 
+/// How long a tool call in flight may take to finish once the stdio server is told to stop.
+/// Claude Code sends SIGINT, then SIGTERM 100 ms later and SIGKILL at 500 ms: a call that
+/// finishes within this grace is answered and its turn stored; a later one is abandoned before
+/// its turn is written (a turn is appended in one atomic step, so it is stored whole or not at
+/// all).
+const STDIO_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// After the grace, how long answers already produced get to reach stdout.
+const STDIO_FLUSH: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Serves MCP over stdio until the client closes stdin or a signal arrives. On SIGINT/SIGTERM
+/// new calls are refused, calls in flight get [`STDIO_SHUTDOWN_GRACE`] to finish (a second
+/// signal cuts it short), the answers produced are written out, and the process exits 0 without
+/// waiting for stdin to close (`main` does not wait for the blocked stdin reader).
 async fn serve_stdio(config: Arc<Config>) -> ExitCode {
     let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => Arc::new(p),
@@ -313,35 +351,64 @@ async fn serve_stdio(config: Arc<Config>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut server = Server::new(pipeline.clone());
-    // Rate limits are off on stdio (one local client) unless GEMINI_MCP_RATE_LIMITS sets them.
-    if let Some(rates) = config.rate_limits.as_ref().filter(|r| !r.is_off()) {
-        server = server.with_gate(Arc::new(crate::limits::Gate::new(rates, None)));
-    }
-    let serving = async {
-        let running = match server.serve(rmcp::transport::stdio()).await {
+    // Rate limits are off on stdio (one local client) unless GEMINI_MCP_RATE_LIMITS sets them;
+    // the gate is always there: it counts the calls in flight for the shutdown drain.
+    let rates = config
+        .rate_limits
+        .clone()
+        .filter(|r| !r.is_off())
+        .unwrap_or_default();
+    let gate = Arc::new(crate::limits::Gate::new(&rates, None));
+    let server = Server::new(pipeline.clone()).with_gate(gate.clone());
+    let running = tokio::select! {
+        r = server.serve(rmcp::transport::stdio()) => match r {
             Ok(r) => r,
             // The client closed stdin before initializing: a clean shutdown.
             Err(e) => {
                 tracing::info!("client left before initializing: {e}");
                 return ExitCode::SUCCESS;
             }
-        };
-        match running.waiting().await {
+        },
+        _ = interrupted() => {
+            tracing::info!("stopped by a signal before initializing");
+            return ExitCode::SUCCESS;
+        }
+    };
+    let stop = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        r = &mut waiting => return match r {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("gemini-mcp: {e}");
                 ExitCode::from(1)
             }
-        }
-    };
-    tokio::select! {
-        code = serving => code,
-        _ = interrupted() => {
-            // A Gemini CLI subprocess leads its own process group: the signal did not reach it.
-            pipeline.gemini().abort_running();
-            tracing::info!("stopped by a signal");
-            ExitCode::SUCCESS
-        }
+        },
+        _ = interrupted() => {}
     }
+    tracing::info!(
+        in_flight = gate.in_flight(),
+        "stopping: calls in flight get {} ms to finish",
+        STDIO_SHUTDOWN_GRACE.as_millis()
+    );
+    gate.close();
+    let finished = tokio::select! {
+        r = tokio::time::timeout(STDIO_SHUTDOWN_GRACE, gate.drained()) => r.is_ok(),
+        _ = interrupted() => false,
+    };
+    if !finished {
+        tracing::warn!(
+            cut = gate.in_flight(),
+            "stopping: abandoning the calls still in flight"
+        );
+        // A Gemini CLI subprocess leads its own process group: the signal did not reach it.
+        pipeline.gemini().abort_running();
+        return ExitCode::SUCCESS;
+    }
+    // Every call has finished: let rmcp write the answers still queued, then stop.
+    stop.cancel();
+    let _ = tokio::time::timeout(STDIO_FLUSH, waiting).await;
+    tracing::info!("stopped by a signal");
+    ExitCode::SUCCESS
 }

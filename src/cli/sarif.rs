@@ -128,11 +128,18 @@ fn artifact(file: &str, root: &Path) -> Option<Value> {
         return None;
     }
     let path = Path::new(file);
+    // Locations were checked against the roots (`locations`); this only never writes a URI
+    // that leaves %SRCROOT%, whatever it is given.
+    if super::locations::has_scheme(file)
+        || path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return None;
+    }
     if path.is_absolute() {
-        return Some(match path.strip_prefix(root) {
-            Ok(rel) => json!({"uri": encode(&rel.to_string_lossy()), "uriBaseId": "%SRCROOT%"}),
-            Err(_) => json!({"uri": format!("file://{}", encode(file))}),
-        });
+        let rel = path.strip_prefix(root).ok()?;
+        return Some(json!({"uri": encode(&rel.to_string_lossy()), "uriBaseId": "%SRCROOT%"}));
     }
     let rel = file.trim_start_matches("./");
     Some(json!({"uri": encode(rel), "uriBaseId": "%SRCROOT%"}))
@@ -210,6 +217,9 @@ mod tests {
             finding(Severity::High, "src/my file.rs", Some(12)),
             finding(Severity::Low, "/proj/lib/x.rs", None),
             finding(Severity::Medium, "", None),
+            finding(Severity::High, "/etc/shadow", Some(1)),
+            finding(Severity::High, "file:///etc/shadow", Some(1)),
+            finding(Severity::High, "../../etc/passwd", Some(1)),
         ]);
         let log = log(&reply, "precommit", Path::new("/proj"));
         assert_eq!(log["version"], "2.1.0");
@@ -243,5 +253,10 @@ mod tests {
         );
         assert_eq!(r[1]["properties"]["lineUnknown"], true);
         assert!(r[2].get("locations").is_none());
+        // Never a location outside %SRCROOT%; the finding stays.
+        for outside in &r.as_array().unwrap()[3..] {
+            assert!(outside.get("locations").is_none(), "{outside}");
+            assert_eq!(outside["level"], "error");
+        }
     }
 }

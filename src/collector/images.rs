@@ -1,14 +1,23 @@
 //! Images sent inline (PNG, JPEG, WebP, GIF): the same sandbox as text files, recognised by
 //! their first bytes (never by extension), under a size cap.
+//!
+//! Gemini accepts at most 20 MB of inline data per request, and inline images travel as base64
+//! (a third larger). Every image is checked from its metadata first, the total included, so a
+//! call with too many large images is refused before any is read into memory.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::read::{self, Unread};
+use super::sandbox::SandboxedPath;
 use super::{CollectError, Collector, ImageEntry, secrets};
 
+/// Most bytes of images one call sends inline: as base64 (×4/3) that is about 18.7 MB, under
+/// the API's 20 MB request limit with room left for the text.
+pub const MAX_INLINE_IMAGES_BYTES: u64 = 14 * 1024 * 1024;
+
 /// Largest image sent inline.
-pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+pub const MAX_IMAGE_BYTES: u64 = MAX_INLINE_IMAGES_BYTES;
 
 /// The MIME type of an image from its first bytes.
 pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
@@ -26,7 +35,9 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
 }
 
 pub fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
-    let mut out: Vec<ImageEntry> = Vec::with_capacity(paths.len());
+    // Everything that can be known without reading comes first, the total size included.
+    let mut checked: Vec<(&String, SandboxedPath)> = Vec::with_capacity(paths.len());
+    let mut total = 0u64;
     for raw in paths {
         let p = c.sandbox().resolve(raw)?;
         let given = secrets::name_rule(Path::new(raw)).map(str::to_string);
@@ -36,7 +47,7 @@ pub fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, C
                 rule,
             });
         }
-        if out.iter().any(|i| i.path == p.as_path()) {
+        if checked.iter().any(|(_, q)| q.as_path() == p.as_path()) {
             continue;
         }
         let err = |message: String| CollectError::Image {
@@ -59,14 +70,40 @@ pub fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, C
         if meta.len() > MAX_IMAGE_BYTES {
             return Err(too_large());
         }
-        let bytes = read::open(&p, MAX_IMAGE_BYTES)
-            .and_then(|f| f.read_bytes(MAX_IMAGE_BYTES, false, || {}))
+        total += meta.len();
+        if total > MAX_INLINE_IMAGES_BYTES {
+            return Err(err(format!(
+                "the images up to this one come to {:.1} MB, over the {} MB a call sends inline (Gemini takes 20 MB per request, and base64 adds a third); send fewer images, or smaller ones (crop or downscale screenshots, or save them as JPEG or WebP)",
+                total as f64 / (1024.0 * 1024.0),
+                MAX_INLINE_IMAGES_BYTES >> 20
+            )));
+        }
+        checked.push((raw, p));
+    }
+    // A file that grew since its metadata was read still cannot take the total over the cap.
+    let mut left = MAX_INLINE_IMAGES_BYTES;
+    let mut out: Vec<ImageEntry> = Vec::with_capacity(checked.len());
+    for (raw, p) in checked {
+        let err = |message: String| CollectError::Image {
+            path: raw.clone(),
+            message,
+        };
+        let too_large = || {
+            err(format!(
+                "is larger than the {} MB inline image limit",
+                MAX_IMAGE_BYTES >> 20
+            ))
+        };
+        let cap = left.min(MAX_IMAGE_BYTES);
+        let bytes = read::open(&p, cap)
+            .and_then(|f| f.read_bytes(cap, false, || {}))
             .map_err(|u| match u {
                 Unread::TooLarge => too_large(),
                 Unread::NotRegular => err("is not a regular file".into()),
                 Unread::Changed => err("changed while being read; try again".into()),
                 Unread::Binary | Unread::Unreadable => err("cannot be read".into()),
             })?;
+        left -= bytes.len() as u64;
         let mime =
             sniff(&bytes).ok_or_else(|| err("is not a PNG, JPEG, WebP or GIF image".into()))?;
         out.push(ImageEntry {

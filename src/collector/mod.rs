@@ -39,7 +39,7 @@ use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
 use crate::config::Config;
-pub use read::{MAX_FILE_BYTES, Unread};
+pub use read::{MAX_FILE_BYTES, Unread, line_count};
 pub use sandbox::{Sandbox, SandboxError, SandboxedPath};
 
 /// Why a file was left out.

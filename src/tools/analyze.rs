@@ -87,7 +87,7 @@ impl Server {
         description = "Have Gemini read files or directories and answer a question about them: architecture, performance, security, quality.",
         annotations(title = "Analyze code with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = super::schema::input_schema::<AnalyzeParams>(),
-        output_schema = super::schema::output_schema::<super::Reply>(&["findings", "verdict", "changed_files", "sources"])
+        output_schema = super::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files", "sources"])
     )]
     async fn analyze(
         &self,

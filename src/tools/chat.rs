@@ -41,7 +41,7 @@ impl Server {
         description = "Ask Gemini for a second opinion, to brainstorm, or to check an idea; pass files for context.",
         annotations(title = "Chat with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = super::schema::input_schema::<ChatParams>(),
-        output_schema = super::schema::output_schema::<super::Reply>(&["findings", "verdict", "changed_files"])
+        output_schema = super::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
     )]
     async fn chat(
         &self,

@@ -97,7 +97,7 @@ impl Server {
         description = "Gemini reviews files and returns findings (severity, file:line, fix) as structured data.",
         annotations(title = "Code review by Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = super::schema::input_schema::<CodeReviewParams>(),
-        output_schema = super::schema::output_schema::<super::Reply>(&["changed_files", "verdict", "sources"])
+        output_schema = super::reply::output_schema(&["changed_files", "verdict", "sources"])
     )]
     async fn codereview(
         &self,

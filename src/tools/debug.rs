@@ -59,7 +59,7 @@ impl Server {
         description = "Root-cause a bug: give the error, stack trace, likely files and what you tried; Gemini ranks hypotheses with evidence and fixes.",
         annotations(title = "Debug with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = super::schema::input_schema::<DebugParams>(),
-        output_schema = super::schema::output_schema::<super::Reply>(&["findings", "verdict", "changed_files"])
+        output_schema = super::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
     )]
     async fn debug(
         &self,

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::prompt;
-use super::reply::{IncludedFile, Reply, Status};
+use super::reply::{IncludedFile, Reply, ReviewView, Status};
 use super::review;
 use super::{Output, Plan, ToolError};
 use crate::collector::{CollectRequest, Collected, Collector, tokens};
@@ -309,10 +309,10 @@ impl Pipeline {
             Output::Text => match review::clarification_in_text(&answer.text) {
                 Some(c) => {
                     reply.status = Status::RequiresClarification;
-                    reply.text = clarification_text(&c);
+                    reply.answer = clarification_text(&c);
                     reply.clarification = Some(c);
                 }
-                None => reply.text = answer.text.clone(),
+                None => reply.answer = answer.text.clone(),
             },
             Output::Review {
                 min_severity,
@@ -329,14 +329,18 @@ impl Pipeline {
                     .filter(|_| parsed.findings.is_empty())
                 {
                     reply.status = Status::RequiresClarification;
-                    reply.text = clarification_text(&c);
+                    reply.answer = clarification_text(&c);
                     reply.clarification = Some(c);
                 } else {
                     if let Some(d) = &diff {
                         secret_findings(&mut parsed, &d.secret_files);
                     }
                     let filtered = review::filter(&mut parsed, min_severity);
-                    reply.text = review::render(&parsed, filtered, min_severity);
+                    reply.review = Some(ReviewView {
+                        filtered_out: filtered,
+                        min: min_severity,
+                    });
+                    reply.summary = Some(parsed.summary);
                     reply.findings = Some(parsed.findings);
                     if verdict {
                         reply.verdict = parsed.verdict;
@@ -384,8 +388,8 @@ impl Pipeline {
             Err(e) => {
                 // The answer is not lost: it is returned, with why it could not be kept.
                 tracing::warn!(error = %e, "could not save the turn");
-                reply.text.push_str(&format!(
-                    "\n\n(This answer could not be saved to the conversation: {e})"
+                reply.notes.push(format!(
+                    "This answer could not be saved to the conversation: {e}"
                 ));
             }
         }
@@ -417,14 +421,16 @@ impl Pipeline {
         }
         reply.files.skipped = skipped;
         if history.omitted_turns > 0 {
-            reply.text.push_str(&format!(
-                "\n\n({} earlier turn(s) were left out of the context to fit the budget.)",
+            reply.notes.push(format!(
+                "{} earlier turn(s) were left out of the context to fit the budget.",
                 history.omitted_turns
             ));
         }
-        cap_text(&mut reply.text, self.config.max_reply_chars);
-        let footer = reply.footer();
-        reply.text.push_str(&footer);
+        if let Some(reason) = &answer.finish_reason {
+            reply.set_finish_reason(reason);
+        }
+        // Whole here (the command line prints it all); the MCP edge fits it to the client's cap.
+        reply.render();
         Ok(reply)
     }
 
@@ -494,25 +500,6 @@ fn clarification_text(c: &review::Clarification) -> String {
     s
 }
 
-/// Cuts `text` to `max` characters on a line boundary, saying where and why.
-fn cap_text(text: &mut String, max: usize) {
-    let total = text.chars().count();
-    if total <= max {
-        return;
-    }
-    let mut cut = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
-    if let Some(nl) = text[..cut].rfind('\n')
-        && nl > cut / 2
-    {
-        cut = nl;
-    }
-    text.truncate(cut);
-    text.push_str(&format!(
-        "\n\n[Answer cut at {} of {total} characters to fit the client's limit (MAX_REPLY_CHARS). Ask for the rest with this continuation_id.]",
-        cut
-    ));
-}
-
 /// The call's own texts (request, caller's system addition) redacted, and how many values were.
 fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Option<String>, usize) {
     let (request, mut n) = crate::collector::redact(&request);
@@ -560,16 +547,5 @@ mod tests {
         secret_findings(&mut clean, &[]);
         assert_eq!(clean.verdict, Some(review::Verdict::Ready));
         assert!(clean.findings.is_empty());
-    }
-
-    #[test]
-    fn cap_text_says_where_it_cut() {
-        let mut t = "line one\n".repeat(100);
-        cap_text(&mut t, 100);
-        assert!(t.starts_with("line one\n"));
-        assert!(t.contains("Answer cut at"), "{t}");
-        let mut short = "short".to_string();
-        cap_text(&mut short, 100);
-        assert_eq!(short, "short");
     }
 }

@@ -96,7 +96,7 @@ impl Server {
         description = "Review pending git changes (staged, unstaged, untracked, or since a ref; nested repositories too) before committing: findings and a verdict.",
         annotations(title = "Pre-commit review by Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = super::schema::input_schema::<PrecommitParams>(),
-        output_schema = super::schema::output_schema::<super::Reply>(&["sources"])
+        output_schema = super::reply::output_schema(&["sources"])
     )]
     async fn precommit(
         &self,

@@ -1,12 +1,44 @@
 //! The reply every model-backed tool gives: Markdown for the agent to read, and the same facts as
 //! structured content (DESIGN §3).
+//!
+//! Clients hand their model only one of the two (Claude Code and Codex the structured content,
+//! the Gemini CLI and opencode the text), so each is whole on its own: the answer (or a review's
+//! summary and findings), the continuation id, the status and the notices. The answer is the one
+//! thing paid for twice; everything else stays compact. [`Reply::fit`] keeps the whole result,
+//! both parts counted, under the size cap: the least severe findings go first, then the answer is
+//! cut on a line boundary, and either way the reply says so and how to get the rest.
 
 use rmcp::schemars::{self, JsonSchema};
 use serde::Serialize;
 
-use super::review::{Clarification, Finding, Verdict};
+use super::review::{self, Clarification, Finding, Severity, Verdict};
 use crate::collector::{SkipReason, Skipped};
 use crate::gemini::{Fallback, Source, Usage};
+
+/// Characters kept for what a result carries besides its text and structured content: `_meta`
+/// and the JSON-RPC envelope.
+const ENVELOPE_RESERVE: usize = 512;
+
+/// Longest metadata list (files, changed files, sources) kept when a result is over its cap.
+const LIST_CAP: usize = 20;
+
+/// Fields sent in replies but left out of the `outputSchema`, as every client pays for
+/// `tools/list` in its context window: bookkeeping the agent need not plan for, and the fallback,
+/// which `notices` also states.
+const UNDECLARED: &[&str] = &[
+    "model",
+    "usage",
+    "redactions",
+    "remaining_turns",
+    "fallback",
+];
+
+/// The `outputSchema` of a tool's reply: the answer, the status and what to act on, without the
+/// fields named in `except` (those the tool never sends).
+pub fn output_schema(except: &[&str]) -> std::sync::Arc<rmcp::model::JsonObject> {
+    let skip: Vec<&str> = UNDECLARED.iter().chain(except).copied().collect();
+    super::schema::output_schema::<Reply>(&skip)
+}
 
 /// What kind of answer this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -45,6 +77,32 @@ pub struct FilesReport {
 pub struct Reply {
     /// success, requires_clarification, resend_prompt or nothing_to_review.
     pub status: Status,
+    /// Gemini's answer in Markdown, or what to do next (reviews: `summary` and `findings`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub answer: String,
+    /// The review's overall assessment (codereview, precommit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Review findings (codereview, precommit), most severe first, after severity_filter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findings: Option<Vec<Finding>>,
+    /// Findings left out to fit the result size limit (the least severe; see `notices`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findings_left_out: Option<usize>,
+    /// Whether the change can be committed (precommit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// What Gemini needs before it can answer (status requires_clarification).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clarification: Option<Clarification>,
+    /// Set when the answer is incomplete, to why: `max_tokens`, `safety`, `recitation`, … (as
+    /// Gemini reported it) or `size_limit`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
+    /// What the agent should know or act on: a cut answer, findings or files left out, the
+    /// fallback model, a turn not saved.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
     /// Pass back to continue this conversation with any tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub continuation_id: Option<String>,
@@ -61,15 +119,6 @@ pub struct Reply {
     pub files: FilesReport,
     /// Secret-looking values replaced before sending.
     pub redactions: usize,
-    /// Review findings (codereview, precommit), most severe first, after severity_filter.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub findings: Option<Vec<Finding>>,
-    /// Whether the change can be committed (precommit).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
-    /// What Gemini needs before it can answer (status requires_clarification).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub clarification: Option<Clarification>,
     /// Set when the fallback model answered after capacity errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
@@ -79,40 +128,138 @@ pub struct Reply {
     /// Changed files (precommit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed_files: Option<Vec<crate::git::ChangedFile>>,
-    /// The Markdown text (the reply's content block).
+    /// The Markdown text (the reply's content block), made by [`Reply::render`].
     #[serde(skip)]
     pub text: String,
+    /// Notes from the pipeline for `notices` (history left out, a turn not saved).
+    #[serde(skip)]
+    pub notes: Vec<String>,
+    /// How a review's findings were filtered, for its Markdown; `None` for free-text answers.
+    #[serde(skip)]
+    pub review: Option<ReviewView>,
+    /// Gemini's note on an incomplete answer (from its finish reason).
+    #[serde(skip)]
+    finish_notice: Option<String>,
+    /// The size-limit notices: the answer cut, findings or list entries left out.
+    #[serde(skip)]
+    size_notices: Vec<String>,
+    /// The "Left out: …" notice made from the whole skipped list before it was shortened.
+    #[serde(skip)]
+    skipped_note: Option<String>,
+}
+
+/// How a review was filtered by `severity_filter`, for its Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReviewView {
+    pub filtered_out: usize,
+    pub min: Severity,
 }
 
 impl Reply {
-    pub fn new(status: Status, text: String) -> Reply {
+    pub fn new(status: Status, answer: String) -> Reply {
         Reply {
             status,
+            text: answer.clone(),
+            answer,
+            summary: None,
+            findings: None,
+            findings_left_out: None,
+            verdict: None,
+            clarification: None,
+            cut: None,
+            notices: Vec::new(),
             continuation_id: None,
             remaining_turns: None,
             model: None,
             usage: None,
             files: FilesReport::default(),
             redactions: 0,
-            findings: None,
-            verdict: None,
-            clarification: None,
             fallback: None,
             sources: Vec::new(),
             changed_files: None,
-            text,
+            notes: Vec::new(),
+            review: None,
+            finish_notice: None,
+            size_notices: Vec::new(),
+            skipped_note: None,
         }
     }
 
-    /// The footer appended to the Markdown: continuation, what was left out, redactions.
-    pub fn footer(&self) -> String {
-        let mut lines = Vec::new();
+    /// Records Gemini's finish reason (`STOP`, `MAX_TOKENS`, `SAFETY`, …): anything but a normal
+    /// stop marks the answer incomplete, saying why.
+    pub fn set_finish_reason(&mut self, reason: &str) {
+        let reason = reason.trim();
+        if reason.is_empty() || reason.eq_ignore_ascii_case("STOP") {
+            return;
+        }
+        let why = match reason {
+            "MAX_TOKENS" => {
+                "it was cut by the output limit (MAX_TOKENS). Ask for the rest with this \
+                continuation_id, or ask a narrower question"
+                    .to_string()
+            }
+            "SAFETY" | "PROHIBITED_CONTENT" | "SPII" | "BLOCKLIST" | "IMAGE_SAFETY" => format!(
+                "Gemini's safety filter stopped it ({reason}). Rephrase the request, or leave out \
+                 the files or text that triggered it"
+            ),
+            "RECITATION" | "IMAGE_RECITATION" => format!(
+                "it stopped rather than recite source material verbatim ({reason}). Ask for a \
+                 summary or an explanation instead of a copy"
+            ),
+            other => format!(
+                "it stopped early (finish reason {other}). Retry, or ask for the rest with this \
+                 continuation_id"
+            ),
+        };
+        self.cut = Some(reason.to_ascii_lowercase());
+        self.finish_notice = Some(format!("Gemini's answer is incomplete: {why}."));
+    }
+
+    /// Fills `notices` and renders `text` from the fields: the answer (or the review), then a
+    /// footer with the notices, sources and continuation id.
+    pub fn render(&mut self) {
+        self.notices = self.collect_notices();
+        let mut text = match self.review {
+            Some(view) if self.findings.is_some() => review::render_parts(
+                self.verdict,
+                self.summary.as_deref().unwrap_or(""),
+                self.findings.as_deref().unwrap_or(&[]),
+                view.filtered_out,
+                view.min,
+            ),
+            _ => self.answer.clone(),
+        };
+        text.push_str(&self.footer());
+        self.text = text;
+    }
+
+    fn collect_notices(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.finish_notice.iter().cloned().collect();
+        out.extend(self.size_notices.iter().cloned());
+        out.extend(self.notes.iter().cloned());
         if let Some(f) = &self.fallback {
-            lines.push(format!(
+            out.push(format!(
                 "Answered by {} because {} was over capacity.",
                 f.to, f.from
             ));
         }
+        if let Some(note) = &self.skipped_note {
+            out.push(note.clone());
+        } else if !self.files.skipped.is_empty() {
+            out.push(left_out(&self.files.skipped));
+        }
+        if self.redactions > 0 {
+            out.push(format!(
+                "{} secret-looking value(s) were redacted before sending.",
+                self.redactions
+            ));
+        }
+        out
+    }
+
+    /// The footer of the Markdown: notices, sources, continuation.
+    fn footer(&self) -> String {
+        let mut lines = self.notices.clone();
         if !self.sources.is_empty() {
             let s: Vec<String> = self
                 .sources
@@ -120,40 +267,6 @@ impl Reply {
                 .map(|s| format!("[{}]({})", s.title, s.uri))
                 .collect();
             lines.push(format!("Sources: {}", s.join(" · ")));
-        }
-        if !self.files.skipped.is_empty() {
-            let mut by_reason: Vec<(SkipReason, Vec<&str>)> = Vec::new();
-            for s in &self.files.skipped {
-                match by_reason.iter_mut().find(|(r, _)| *r == s.reason) {
-                    Some((_, v)) => v.push(&s.path),
-                    None => by_reason.push((s.reason, vec![&s.path])),
-                }
-            }
-            let parts: Vec<String> = by_reason
-                .iter()
-                .map(|(r, paths)| {
-                    let shown: Vec<&str> = paths.iter().take(5).copied().collect();
-                    let more = if paths.len() > 5 {
-                        format!(" and {} more", paths.len() - 5)
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "{} {} ({}{})",
-                        paths.len(),
-                        r.describe(),
-                        shown.join(", "),
-                        more
-                    )
-                })
-                .collect();
-            lines.push(format!("Left out: {}.", parts.join("; ")));
-        }
-        if self.redactions > 0 {
-            lines.push(format!(
-                "{} secret-looking value(s) were redacted before sending.",
-                self.redactions
-            ));
         }
         if let Some(id) = &self.continuation_id {
             let turns = self
@@ -166,5 +279,444 @@ impl Reply {
             return String::new();
         }
         format!("\n\n---\n{}", lines.join("\n"))
+    }
+
+    /// Characters of the rendered result: the text plus the structured content as JSON.
+    pub fn size(&self) -> usize {
+        let structured = serde_json::to_string(self).map_or(0, |s| s.chars().count());
+        self.text.chars().count() + structured
+    }
+
+    /// Renders the reply within `cap` characters over the whole result (text, structured content
+    /// and envelope together). Over the cap: long metadata lists are shortened, the least severe
+    /// findings are left out, then the answer (or summary) is cut on a line boundary; each step
+    /// is said in `notices` and the text, with how to get the rest.
+    pub fn fit(&mut self, cap: usize) {
+        let budget = cap.saturating_sub(ENVELOPE_RESERVE);
+        self.render();
+        if self.size() <= budget {
+            return;
+        }
+        self.shorten_lists(budget);
+        if let Some(all) = self.findings.clone()
+            && self.size() > budget
+        {
+            self.drop_findings(all, budget);
+        }
+        if self.size() > budget {
+            if self.answer.is_empty() {
+                if let Some(summary) = self.summary.take() {
+                    let cut = self.cut_text(summary, budget, |r, t| r.summary = Some(t));
+                    self.summary = Some(cut);
+                }
+            } else {
+                let answer = std::mem::take(&mut self.answer);
+                self.answer = self.cut_text(answer, budget, |r, t| r.answer = t);
+            }
+            self.render();
+        }
+    }
+
+    /// Metadata lists longer than [`LIST_CAP`] keep their first entries when the rest of the
+    /// result (everything but the answer and the findings) takes more than a quarter of `budget`.
+    fn shorten_lists(&mut self, budget: usize) {
+        let mut bare = self.clone();
+        bare.answer.clear();
+        bare.summary = None;
+        bare.findings = bare.findings.map(|_| Vec::new());
+        bare.render();
+        if bare.size() <= budget / 4 {
+            return;
+        }
+        let mut cut = Vec::new();
+        let mut shorten = |name: &str, len: usize| {
+            if len > LIST_CAP {
+                cut.push(format!("{name} lists {LIST_CAP} of {len}"));
+            }
+            len.min(LIST_CAP)
+        };
+        let n = shorten("files.included", self.files.included.len());
+        self.files.included.truncate(n);
+        // The notice on skipped files is made from the whole list before it is shortened.
+        let n = shorten("files.skipped", self.files.skipped.len());
+        if n < self.files.skipped.len() {
+            self.skipped_note = Some(left_out(&self.files.skipped));
+            self.files.skipped.truncate(n);
+        }
+        if let Some(changed) = &mut self.changed_files {
+            let n = shorten("changed_files", changed.len());
+            changed.truncate(n);
+        }
+        let n = shorten("sources", self.sources.len());
+        self.sources.truncate(n);
+        if !cut.is_empty() {
+            self.size_notices.push(format!(
+                "To fit the result size limit (MAX_REPLY_CHARS), {}.",
+                cut.join(", ")
+            ));
+        }
+        self.render();
+    }
+
+    /// Keeps the most severe findings that fit (they are sorted most severe first) and says how
+    /// many of each severity were left out and how to get them.
+    fn drop_findings(&mut self, all: Vec<Finding>, budget: usize) {
+        let base = self.size_notices.clone();
+        let try_keep = |r: &mut Reply, k: usize| {
+            r.findings = Some(all[..k].to_vec());
+            r.findings_left_out = (k < all.len()).then_some(all.len() - k);
+            r.size_notices = base.clone();
+            if k < all.len() {
+                let narrower = all[..k].last().map_or(Severity::Critical, |f| f.severity);
+                r.size_notices.push(findings_notice(&all[k..], narrower));
+            }
+            r.render();
+            r.size() <= budget
+        };
+        // The largest k that fits; 0 is kept even when it does not (the summary is cut next).
+        let (mut lo, mut hi) = (0, all.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if try_keep(self, mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        try_keep(self, lo);
+    }
+
+    /// The longest prefix of `full` (cut on a line boundary) with which the result fits, with the
+    /// cut notice in place; `set` puts a candidate into the reply.
+    fn cut_text(&mut self, full: String, budget: usize, set: fn(&mut Reply, String)) -> String {
+        let total = full.chars().count();
+        let base = self.size_notices.clone();
+        let attempt = |r: &mut Reply, chars: usize| {
+            let kept = prefix(&full, chars);
+            r.size_notices = base.clone();
+            r.size_notices.push(format!(
+                "Answer cut at {} of {total} characters to fit the result size limit \
+                 (MAX_REPLY_CHARS). Ask for the rest with this continuation_id.",
+                kept.chars().count()
+            ));
+            r.cut.get_or_insert_with(|| "size_limit".into());
+            set(r, kept.to_string());
+            r.render();
+            r.size() <= budget
+        };
+        let (mut lo, mut hi) = (0, total);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if attempt(self, mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        attempt(self, lo);
+        prefix(&full, lo).to_string()
+    }
+}
+
+/// The first `chars` characters of `text`, ending at a line break when one is in the second half.
+fn prefix(text: &str, chars: usize) -> &str {
+    let Some((end, _)) = text.char_indices().nth(chars) else {
+        return text;
+    };
+    match text[..end].rfind('\n') {
+        Some(nl) if nl > end / 2 => &text[..nl],
+        _ => &text[..end],
+    }
+}
+
+/// "N finding(s) left out …", by severity, with how to get them; `narrower` is the severity of
+/// the least severe finding kept.
+fn findings_notice(left: &[Finding], narrower: Severity) -> String {
+    let mut by: Vec<String> = Vec::new();
+    for s in [
+        Severity::Critical,
+        Severity::High,
+        Severity::Medium,
+        Severity::Low,
+    ] {
+        let n = left.iter().filter(|f| f.severity == s).count();
+        if n > 0 {
+            by.push(format!("{n} {}", s.as_str()));
+        }
+    }
+    format!(
+        "{} finding(s) left out to fit the result size limit (MAX_REPLY_CHARS): {}. The most severe \
+         are shown. For the rest, ask with this continuation_id or review fewer files at once; a \
+         narrower severity_filter (e.g. \"{}\") keeps a review within the limit.",
+        left.len(),
+        by.join(", "),
+        match narrower {
+            // `low` is not a filter value; `medium` is the narrowest step from `all`.
+            Severity::Low => "medium",
+            s => s.as_str(),
+        }
+    )
+}
+
+/// "Left out: …": the skipped files by reason, five names each.
+fn left_out(skipped: &[Skipped]) -> String {
+    let mut by_reason: Vec<(SkipReason, Vec<&str>)> = Vec::new();
+    for s in skipped {
+        match by_reason.iter_mut().find(|(r, _)| *r == s.reason) {
+            Some((_, v)) => v.push(&s.path),
+            None => by_reason.push((s.reason, vec![&s.path])),
+        }
+    }
+    let parts: Vec<String> = by_reason
+        .iter()
+        .map(|(r, paths)| {
+            let shown: Vec<&str> = paths.iter().take(5).copied().collect();
+            let more = if paths.len() > 5 {
+                format!(" and {} more", paths.len() - 5)
+            } else {
+                String::new()
+            };
+            format!(
+                "{} {} ({}{})",
+                paths.len(),
+                r.describe(),
+                shown.join(", "),
+                more
+            )
+        })
+        .collect();
+    format!("Left out: {}.", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collector::SkipReason;
+
+    const ID: &str = "0b7f3c1e-5d7a-4a57-9a55-1f0c2b9d8e11";
+    const CAP: usize = 48_000;
+
+    fn finding(i: usize, severity: Severity) -> Finding {
+        Finding {
+            severity,
+            file: "src/parse.rs".into(),
+            line: Some(i as u32 + 1),
+            title: format!("Issue {i}: the length is not checked"),
+            detail: format!("`buf[{i}]` panics on short input."),
+            fix: Some("Check `buf.len()` first.".into()),
+        }
+    }
+
+    fn answered(status: Status, answer: &str) -> Reply {
+        let mut r = Reply::new(status, answer.into());
+        r.continuation_id = Some(ID.into());
+        r.remaining_turns = Some(19);
+        r.files.included = vec![IncludedFile {
+            path: "src/parse.rs".into(),
+            tokens: 120,
+        }];
+        r.files.skipped = vec![Skipped {
+            path: "big.bin".into(),
+            reason: SkipReason::Binary,
+        }];
+        r
+    }
+
+    fn reviewed(findings: Vec<Finding>, verdict: Option<Verdict>) -> Reply {
+        let mut r = answered(Status::Success, "");
+        r.summary = Some("The parser trusts its input lengths.".into());
+        r.findings = Some(findings);
+        r.verdict = verdict;
+        r.review = Some(ReviewView {
+            filtered_out: 0,
+            min: Severity::Low,
+        });
+        r
+    }
+
+    /// What must be in each part on its own: the answer's marker text, in order.
+    fn expect(reply: &Reply) -> Vec<String> {
+        let mut want: Vec<String> = Vec::new();
+        if !reply.answer.is_empty() {
+            want.push(reply.answer.lines().next().unwrap_or("").to_string());
+        }
+        want.extend(reply.summary.clone());
+        for f in reply.findings.iter().flatten() {
+            want.push(f.title.clone());
+        }
+        if let Some(c) = &reply.clarification {
+            want.push(c.question.clone());
+        }
+        want.extend(reply.notices.clone());
+        if let Some(id) = &reply.continuation_id {
+            want.push(id.clone());
+        }
+        want
+    }
+
+    #[test]
+    fn each_part_alone_holds_the_answer_and_the_continuation_id_within_the_cap() {
+        let long: String = (0..6000)
+            .map(|i| format!("Line {i} of \"it\".\n"))
+            .collect();
+        let many: Vec<Finding> = (0..1200)
+            .map(|i| {
+                finding(
+                    i,
+                    [Severity::Low, Severity::Critical, Severity::Medium][i % 3],
+                )
+            })
+            .collect();
+        let mut cases: Vec<(String, Reply)> = Vec::new();
+        for tool in ["chat", "thinkdeep", "analyze", "debug"] {
+            cases.push((
+                format!("{tool} success"),
+                answered(Status::Success, "## Answer\n\nUse a sorted Vec."),
+            ));
+            let mut c = answered(
+                Status::RequiresClarification,
+                "Gemini needs more before it can answer: Which DB?",
+            );
+            c.clarification = Some(Clarification {
+                question: "Which DB?".into(),
+                files_needed: vec!["db.rs".into()],
+            });
+            cases.push((format!("{tool} requires_clarification"), c));
+            cases.push((
+                format!("{tool} resend_prompt"),
+                Reply::new(
+                    Status::ResendPrompt,
+                    "`prompt` is too large: use a file.".into(),
+                ),
+            ));
+            for reason in ["MAX_TOKENS", "SAFETY", "RECITATION", "OTHER"] {
+                let mut r = answered(Status::Success, "The first half");
+                r.set_finish_reason(reason);
+                cases.push((format!("{tool} cut by {reason}"), r));
+            }
+            cases.push((
+                format!("{tool} over the cap"),
+                answered(Status::Success, &long),
+            ));
+        }
+        for (tool, verdict) in [
+            ("codereview", None),
+            ("precommit", Some(Verdict::NeedsChanges)),
+        ] {
+            cases.push((
+                format!("{tool} success"),
+                reviewed(vec![finding(0, Severity::High)], verdict),
+            ));
+            cases.push((format!("{tool} no findings"), reviewed(Vec::new(), verdict)));
+            cases.push((
+                format!("{tool} over the cap"),
+                reviewed(many.clone(), verdict),
+            ));
+        }
+        cases.push((
+            "precommit nothing_to_review".into(),
+            Reply::new(
+                Status::NothingToReview,
+                "Nothing to review: no pending changes.".into(),
+            ),
+        ));
+
+        for (what, mut reply) in cases {
+            reply.fit(CAP);
+            let structured = serde_json::to_string(&reply).unwrap();
+            assert!(
+                reply.size() + ENVELOPE_RESERVE <= CAP,
+                "{what}: {} characters",
+                reply.size()
+            );
+            let want = expect(&reply);
+            assert!(!want.is_empty(), "{what}");
+            for w in &want {
+                let json_w = serde_json::to_string(w).unwrap();
+                let json_w = &json_w[1..json_w.len() - 1];
+                assert!(reply.text.contains(w.as_str()), "{what}: text lacks {w:?}");
+                assert!(
+                    structured.contains(json_w),
+                    "{what}: structured lacks {w:?}"
+                );
+            }
+            let status = serde_json::to_value(reply.status).unwrap();
+            assert!(
+                structured.contains(&format!("\"status\":{status}")),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_review_over_the_cap_keeps_the_most_severe_findings() {
+        let many: Vec<Finding> = (0..1200)
+            .map(|i| {
+                finding(
+                    i,
+                    [Severity::Low, Severity::Critical, Severity::Medium][i % 3],
+                )
+            })
+            .collect();
+        let mut r = reviewed(many, None);
+        r.findings
+            .as_mut()
+            .unwrap()
+            .sort_by_key(|f| std::cmp::Reverse(f.severity));
+        r.fit(CAP);
+        let kept = r.findings.as_ref().unwrap();
+        let left = r.findings_left_out.unwrap();
+        assert_eq!(kept.len() + left, 1200);
+        assert!(kept.len() > 10 && left > 0, "{} kept", kept.len());
+        assert!(kept.iter().all(|f| f.severity == Severity::Critical));
+        let notice = r
+            .notices
+            .iter()
+            .find(|n| n.contains("left out to fit"))
+            .unwrap();
+        assert!(
+            notice.starts_with(&format!("{left} finding(s) left out"))
+                && notice.contains("400 medium")
+                && notice.contains("400 low")
+                && notice.contains("continuation_id"),
+            "{notice}"
+        );
+        // One finding more would not have fitted.
+        let mut more = r.clone();
+        more.findings
+            .as_mut()
+            .unwrap()
+            .push(finding(9999, Severity::Critical));
+        more.render();
+        assert!(
+            more.size() + ENVELOPE_RESERVE > CAP - 400,
+            "{}",
+            more.size()
+        );
+    }
+
+    #[test]
+    fn a_cut_ends_on_a_line_and_says_where() {
+        assert_eq!(prefix("one\ntwo\nthree", 10), "one\ntwo");
+        assert_eq!(prefix("short", 100), "short");
+        assert_eq!(prefix("abcdefgh", 3), "abc");
+        let long = "line one\n".repeat(10_000);
+        let mut r = answered(Status::Success, &long);
+        r.fit(20_000);
+        assert!(r.answer.len() > 5_000 && long.starts_with(&r.answer));
+        assert_eq!(r.cut.as_deref(), Some("size_limit"));
+        assert!(
+            r.text.contains(&format!(
+                "Answer cut at {} of 90000 characters",
+                r.answer.chars().count()
+            )),
+            "{}",
+            r.text
+        );
+        // A complete answer that fits is left as it is.
+        let mut small = answered(Status::Success, "All of it.");
+        small.fit(CAP);
+        assert_eq!(small.answer, "All of it.");
+        assert!(small.cut.is_none());
     }
 }

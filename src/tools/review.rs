@@ -168,24 +168,27 @@ pub fn parse(text: &str) -> Result<Review, ReviewParseError> {
         .trim()
         .to_string();
     let mut findings = Vec::new();
-    if let Some(items) = obj
+    let items = obj
         .get("findings")
         .or_else(|| obj.get("issues"))
-        .and_then(Value::as_array)
-    {
+        .and_then(Value::as_array);
+    if let Some(items) = items {
         for item in items {
             let Some(f) = item.as_object() else { continue };
-            let s = |k: &str| {
-                f.get(k)
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|v| !v.is_empty())
-                    .map(String::from)
+            // The first of these fields that holds text: Gemini sometimes names them otherwise.
+            let s = |keys: &[&str]| {
+                keys.iter().find_map(|k| {
+                    f.get(*k)
+                        .and_then(Value::as_str)
+                        .map(str::trim)
+                        .filter(|v| !v.is_empty())
+                        .map(String::from)
+                })
             };
-            let severity = s("severity")
+            let severity = s(&["severity", "level", "priority", "risk"])
                 .and_then(|v| Severity::parse_loose(&v))
                 .unwrap_or(Severity::Medium);
-            let line = match f.get("line") {
+            let line = match f.get("line").or_else(|| f.get("line_number")) {
                 Some(Value::Number(n)) => n
                     .as_u64()
                     .and_then(|n| u32::try_from(n).ok())
@@ -198,8 +201,8 @@ pub fn parse(text: &str) -> Result<Review, ReviewParseError> {
                     .filter(|n| *n > 0),
                 _ => None,
             };
-            let title = s("title").or_else(|| s("issue"));
-            let detail = s("detail").or_else(|| s("description"));
+            let title = s(&["title", "issue", "name", "message"]);
+            let detail = s(&["detail", "description", "explanation", "message"]);
             let (title, detail) = match (title, detail) {
                 (Some(t), Some(d)) => (t, d),
                 (Some(t), None) => (t.clone(), t),
@@ -208,15 +211,13 @@ pub fn parse(text: &str) -> Result<Review, ReviewParseError> {
             };
             findings.push(Finding {
                 severity,
-                file: s("file").unwrap_or_default(),
+                file: s(&["file", "path", "filename"]).unwrap_or_default(),
                 line,
                 title,
                 detail,
-                fix: s("fix"),
+                fix: s(&["fix", "suggestion", "recommendation"]),
             });
         }
-    } else if obj.get("clarification").is_none() && obj.get("status").is_none() {
-        return Err(ReviewParseError("no `findings` list".into()));
     }
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     let verdict = obj.get("verdict").and_then(Value::as_str).and_then(|v| {
@@ -237,6 +238,11 @@ pub fn parse(text: &str) -> Result<Review, ReviewParseError> {
                 .then_some(obj)
         })
         .and_then(clarification_from);
+    // Without findings, only a question for more material is a review: anything else (a
+    // verdict alone, a status of its own) was not read, and must not pass as "no findings".
+    if items.is_none() && clarification.is_none() {
+        return Err(ReviewParseError("no `findings` list".into()));
+    }
     Ok(Review {
         summary,
         findings,
@@ -318,23 +324,40 @@ pub fn filter(review: &mut Review, min: Severity) -> usize {
 
 /// Renders a review as Markdown for the agent.
 pub fn render(review: &Review, filtered_out: usize, min: Severity) -> String {
+    render_parts(
+        review.verdict,
+        &review.summary,
+        &review.findings,
+        filtered_out,
+        min,
+    )
+}
+
+/// [`render`] from a review's parts (a reply keeps them in its own fields).
+pub fn render_parts(
+    verdict: Option<Verdict>,
+    summary: &str,
+    findings: &[Finding],
+    filtered_out: usize,
+    min: Severity,
+) -> String {
     let mut out = String::new();
-    if let Some(v) = review.verdict {
+    if let Some(v) = verdict {
         out.push_str(&format!("**Verdict: {}**\n\n", v.as_str()));
     }
-    if !review.summary.is_empty() {
-        out.push_str(&review.summary);
+    if !summary.is_empty() {
+        out.push_str(summary);
         out.push_str("\n\n");
     }
-    if review.findings.is_empty() {
+    if findings.is_empty() {
         out.push_str("No findings");
         if filtered_out > 0 {
             out.push_str(&format!(" at {} or above", min.as_str()));
         }
         out.push_str(".\n");
     } else {
-        out.push_str(&format!("## Findings ({})\n", review.findings.len()));
-        for (i, f) in review.findings.iter().enumerate() {
+        out.push_str(&format!("## Findings ({})\n", findings.len()));
+        for (i, f) in findings.iter().enumerate() {
             let at = match f.line {
                 Some(l) => format!("{}:{l}", f.file),
                 None => f.file.clone(),
@@ -384,6 +407,32 @@ mod tests {
         );
         assert_eq!(r.findings[2].line, Some(12));
         assert_eq!(r.findings[1].title, "only a description");
+    }
+
+    #[test]
+    fn shapeless_reviews_are_errors_and_other_field_names_are_read() {
+        for shapeless in [
+            r#"{"summary":"LGTM","status":"approved"}"#,
+            r#"{"summary":"","verdict":"do_not_commit"}"#,
+            r#"{"summary":"","findings":"none","clarification":{"question":""}}"#,
+            r#"{"status":"requires_clarification"}"#,
+        ] {
+            assert!(parse(shapeless).is_err(), "{shapeless}");
+        }
+        let r = parse(r#"{"findings":[{"level":"critical","path":"src/db.rs","line_number":4,"message":"SQL built from input","suggestion":"bind it"}]}"#).unwrap();
+        assert_eq!(
+            r.findings,
+            vec![Finding {
+                severity: Severity::Critical,
+                file: "src/db.rs".into(),
+                line: Some(4),
+                title: "SQL built from input".into(),
+                detail: "SQL built from input".into(),
+                fix: Some("bind it".into()),
+            }]
+        );
+        let asks = parse(r#"{"status":"requires_clarification","question":"Which DB?","files_needed":["db.rs"]}"#).unwrap();
+        assert!(asks.clarification.is_some() && asks.findings.is_empty());
     }
 
     #[test]

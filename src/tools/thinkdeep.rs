@@ -56,7 +56,7 @@ impl Server {
         description = "Give Gemini your analysis of a hard problem (design, architecture, a tricky bug) to extend, challenge and stress-test. Thinks longer than chat.",
         annotations(title = "Think deeper with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = super::schema::input_schema::<ThinkDeepParams>(),
-        output_schema = super::schema::output_schema::<super::Reply>(&["findings", "verdict", "changed_files"])
+        output_schema = super::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
     )]
     async fn thinkdeep(
         &self,

@@ -861,3 +861,281 @@ fn an_interrupted_review_exits_2_at_once() {
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert!(out.stdout.is_empty());
 }
+
+/// Sends SIGTERM to `child` once it has had `after` to start, and returns its exit code, its
+/// stderr and how long it took to exit (failing the test if it has not exited 5 s later).
+#[cfg(unix)]
+fn terminate(
+    mut child: std::process::Child,
+    after: std::time::Duration,
+) -> (Option<i32>, String, std::time::Duration) {
+    use std::io::Read;
+    std::thread::sleep(after);
+    let sent = std::time::Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut stderr = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut stderr)
+                .unwrap();
+            return (status.code(), stderr, sent.elapsed());
+        }
+        if sent.elapsed() > std::time::Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running 5 s after SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_run_stuck_in_a_blocking_read_exits_2_on_sigterm() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    // `chat -` reads the prompt from a stdin that never ends.
+    let child = gemini_mcp(&p.root, &with(&v))
+        .args(["chat", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (code, stderr, _) = terminate(child, std::time::Duration::from_millis(500));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(fake.generate_requests().is_empty());
+}
+
+#[test]
+fn gemini_cannot_drive_the_terminal() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let mut env = with(&v).to_vec();
+    // As on a terminal: colours on, nothing stripped by the output stream.
+    env.push(("CLICOLOR_FORCE", "1"));
+    let hostile =
+        "Sure.\u{1b}]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}8m done";
+    fake.push(Script::text(hostile));
+    let r = run(gemini_mcp(&p.root, &env).args(["chat", "Hello?"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("Sure.^[]52;c;Y3VybCBldmlsLnNoIHwgc2g=^G^[]0;owned^G^[[2J<U+009B>8m done"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains(['\u{7}', '\u{9b}']), "{:?}", r.stdout);
+    assert!(!r.stdout.contains("\u{1b}]"), "{:?}", r.stdout);
+
+    // A review: findings and file names too; our own colours stay.
+    fake.push(Script::json(json!({
+        "summary": "\u{1b}[2JAll clear.",
+        "verdict": "needs_changes",
+        "findings": [{"severity": "high", "file": "src/lib\u{1b}]52;c;eA==\u{7}.rs", "line": 2,
+                      "title": "Bad\u{1b}[8m hidden", "detail": "d\u{9b}2J", "fix": "f\r"}]
+    })));
+    let r = run(gemini_mcp(&p.root, &env).args(["precommit"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("^[[2JAll clear."), "{:?}", r.stdout);
+    assert!(
+        r.stdout.contains("src/lib^[]52;c;eA==^G.rs:2"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("Bad^[[8m hidden"), "{:?}", r.stdout);
+    assert!(
+        !r.stdout.contains(['\u{7}', '\u{9b}', '\r']),
+        "{:?}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("\u{1b}]") && !r.stdout.contains("\u{1b}[2J"),
+        "{:?}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("\u{1b}[1m"),
+        "our colours: {:?}",
+        r.stdout
+    );
+
+    // JSON: the same text, escaped (C1 included), parsed back whole.
+    fake.push(Script::text(hostile));
+    let r = run(gemini_mcp(&p.root, &env).args(["chat", "Hello?", "--format", "json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stdout.contains(|c: char| c.is_control() && c != '\n'),
+        "{:?}",
+        r.stdout
+    );
+    let out: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(out["text"].as_str().unwrap().starts_with(hostile), "{out}");
+}
+
+#[test]
+fn the_gate_never_passes_a_review_it_could_not_read() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    for (answer, want, shown) in [
+        // No findings list: the review was not read.
+        (
+            json!({"summary": "LGTM", "status": "approved"}),
+            2,
+            "findings",
+        ),
+        (
+            json!({"summary": "Bad.", "verdict": "do_not_commit"}),
+            2,
+            "findings",
+        ),
+        // A critical finding in other words is read, and fails the gate.
+        (
+            json!({"summary": "", "verdict": "ready", "findings": [
+                {"level": "critical", "path": "src/lib.rs", "line_number": 2, "message": "add subtracts"}]}),
+            1,
+            "[CRITICAL]",
+        ),
+        // The verdict alone blocks.
+        (
+            json!({"summary": "Do not.", "verdict": "do_not_commit", "findings": []}),
+            1,
+            "verdict is do_not_commit",
+        ),
+        (
+            json!({"summary": "Meh.", "verdict": "do_not_commit", "findings": [
+                {"severity": "low", "file": "src/lib.rs", "title": "nit", "detail": "nit"}]}),
+            1,
+            "verdict is do_not_commit",
+        ),
+        // What a readable, clean review looks like.
+        (
+            json!({"summary": "Fine.", "verdict": "ready", "findings": []}),
+            0,
+            "PASS",
+        ),
+    ] {
+        fake.push(Script::json(answer.clone()));
+        let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--fail-on", "high"]));
+        assert_eq!(r.code, want, "{answer}: {}{}", r.stdout, r.stderr);
+        assert!(
+            format!("{}{}", r.stdout, r.stderr).contains(shown),
+            "{answer}: {}{}",
+            r.stdout,
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn locations_outside_the_project_are_never_printed() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let answer = json!({"summary": "", "verdict": "needs_changes", "findings": [
+        {"severity": "high", "file": "../../etc/passwd", "line": 1, "title": "Escape", "detail": "d"},
+        {"severity": "high", "file": "file:///etc/shadow", "line": 3, "title": "Scheme", "detail": "d"},
+        {"severity": "high", "file": "https://evil.example/x.rs", "line": 3, "title": "Url", "detail": "d"},
+        {"severity": "high", "file": "/etc/hostname", "line": 1, "title": "Absolute", "detail": "d"},
+        {"severity": "high", "file": "src/lib.rs", "line": 999999, "title": "Far", "detail": "d"},
+        {"severity": "medium", "file": "src/lib.rs", "line": 2, "title": "Fine", "detail": "d"}]});
+    fake.push(Script::json(answer.clone()));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "sarif"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let log: Value = serde_json::from_str(&r.stdout).unwrap();
+    // Findings that lost their location have none (as a finding without a file always had);
+    // the rest of the log is valid.
+    let mut placed_only = log.clone();
+    placed_only["runs"][0]["results"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r.get("locations").is_some());
+    validate_sarif(&placed_only).unwrap();
+    for bad in ["etc/passwd", "shadow", "evil.example", "hostname", "999999"] {
+        assert!(!r.stdout.contains(bad), "{bad} in {}", r.stdout);
+    }
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 6, "every finding is kept");
+    let placed: Vec<(String, Value)> = results
+        .iter()
+        .map(|r| {
+            let loc = &r["locations"][0]["physicalLocation"];
+            (
+                r["properties"]["title"].as_str().unwrap().to_string(),
+                loc["region"]["startLine"].clone(),
+            )
+        })
+        .collect();
+    assert!(
+        placed.contains(&("Far".into(), json!(3))),
+        "clamped to the file: {placed:?}"
+    );
+    assert!(placed.contains(&("Fine".into(), json!(2))), "{placed:?}");
+    for t in ["Escape", "Scheme", "Url", "Absolute"] {
+        assert!(placed.contains(&(t.into(), Value::Null)), "{t}: {placed:?}");
+    }
+
+    // The text output cites the same checked locations.
+    fake.push(Script::json(answer));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit"]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for bad in ["etc/passwd", "shadow", "evil.example", "hostname", "999999"] {
+        assert!(!r.stdout.contains(bad), "{bad} in {}", r.stdout);
+    }
+    assert!(r.stdout.contains("`src/lib.rs:3` Far"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("(location outside the project, not shown) Escape"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn images_over_the_inline_limit_are_refused_before_reading_them() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    // Three 6 MB PNGs (sparse: cheap to make): each fits, together they do not.
+    let mut args = vec!["chat".to_string(), "What is on these?".to_string()];
+    for n in 0..3 {
+        let name = format!("shot{n}.png");
+        let path = p.root.join(&name);
+        std::fs::write(&path, b"\x89PNG\r\n\x1a\n").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(6 * 1024 * 1024)
+            .unwrap();
+        args.extend(["--image".to_string(), name]);
+    }
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(&args));
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("--image"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("fewer images, or smaller ones"),
+        "{}",
+        r.stderr
+    );
+    assert!(fake.generate_requests().is_empty(), "nothing was sent");
+
+    // A small one is sent.
+    std::fs::write(p.root.join("small.png"), b"\x89PNG\r\n\x1a\nsmall").unwrap();
+    fake.push(Script::text("A screenshot."));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["chat", "And this?", "--image", "small.png"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(fake.generate_requests().len(), 1);
+}

@@ -8,6 +8,7 @@
 //!   malformed, broken and blocked;
 //! - `redis_faults`: concurrent turns while redis-server is killed and restarted;
 //! - `paths`: a generated corpus of hostile paths through the sandbox, the collector and the tools;
+//! - `process`: SIGINT/SIGTERM to the stdio server, idle and with a call in flight;
 //! - `fuzz`: the bodies of the `fuzz/` targets run on stable for a bounded number of inputs.
 //!
 //! Long forms run with `GEMINI_MCP_LONG_TESTS=1`; by default (CI) each test is bounded so that
@@ -18,6 +19,7 @@ mod fuzz;
 pub mod fuzz_bodies;
 mod gemini_faults;
 mod paths;
+mod process;
 mod protocol;
 mod redis_faults;
 mod secrets;

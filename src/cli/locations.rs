@@ -1,0 +1,147 @@
+//! Where a finding points, checked before it is printed: Gemini's `file` and `line` are text
+//! from a model, and a printed location is a link (SARIF viewers, terminals, editors). A
+//! location is kept only for a path inside the roots (after resolving symlinks, through the
+//! sandbox), relative to the base the output is relative to; URLs, `file://`, `..` escapes and
+//! absolute paths elsewhere lose their location. A line past the end of the file is clamped to
+//! its last line. The finding itself is always kept.
+
+use std::path::{Component, Path};
+
+use crate::collector::sandbox::{Sandbox, SandboxError};
+use crate::tools::Reply;
+
+/// A finding's location after the check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// Inside the roots: the path relative to the base, and the line (clamped to the file).
+    At { file: String, line: Option<u32> },
+    /// No usable location (none given, or outside the roots).
+    Nowhere,
+}
+
+/// Checks `file`/`line` as cited against the roots; relative paths are relative to `base`.
+pub fn place(file: &str, line: Option<u32>, base: &Path, sandbox: &Sandbox) -> Place {
+    let file = file.trim();
+    let given = Path::new(file);
+    if file.is_empty()
+        || has_scheme(file)
+        || given
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+    {
+        return Place::Nowhere;
+    }
+    let full = if given.is_absolute() {
+        given.to_path_buf()
+    } else {
+        base.join(given)
+    };
+    let Some(full_str) = full.to_str() else {
+        return Place::Nowhere;
+    };
+    let (path, line) = match sandbox.resolve(full_str) {
+        Ok(p) => {
+            let line = match (line, crate::collector::line_count(&p)) {
+                (Some(l), Ok(n)) => Some(l.min(u32::try_from(n.max(1)).unwrap_or(u32::MAX))),
+                // Not text (or unreadable): a line number cannot be checked.
+                (Some(_), Err(_)) => None,
+                (None, _) => None,
+            };
+            (p.as_path().to_path_buf(), line)
+        }
+        // Inside the roots but gone (a file the change deletes): the path stands, unchecked.
+        Err(SandboxError::NotFound { .. }) => (full, line),
+        Err(_) => return Place::Nowhere,
+    };
+    match path.strip_prefix(base) {
+        Ok(rel) if !rel.as_os_str().is_empty() => Place::At {
+            file: rel.to_string_lossy().into_owned(),
+            line,
+        },
+        _ => Place::Nowhere,
+    }
+}
+
+/// `scheme:` at the start (`file:`, `https:`, `javascript:`…), not a drive letter.
+pub(super) fn has_scheme(s: &str) -> bool {
+    let Some((scheme, _)) = s.split_once(':') else {
+        return false;
+    };
+    scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// Checks every finding of `reply`: its `file`/`line` become the checked ones (empty file: no
+/// location), and the Markdown text cites the checked location instead of the given one.
+pub fn check(reply: &mut Reply, base: &Path, sandbox: &Sandbox) {
+    let Some(findings) = reply.findings.as_mut() else {
+        return;
+    };
+    for f in findings {
+        let (file, line) = match place(&f.file, f.line, base, sandbox) {
+            Place::At { file, line } => (file, line),
+            Place::Nowhere => (String::new(), None),
+        };
+        if file == f.file && line == f.line {
+            continue;
+        }
+        let cited = |file: &str, line: Option<u32>| match line {
+            Some(l) => format!("`{file}:{l}`"),
+            None => format!("`{file}`"),
+        };
+        let shown = if file.is_empty() {
+            "(location outside the project, not shown)".to_string()
+        } else {
+            cited(&file, line)
+        };
+        reply.text = reply.text.replacen(&cited(&f.file, f.line), &shown, 1);
+        f.file = file;
+        f.line = line;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locations_outside_the_roots_are_dropped_and_lines_clamped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "one\ntwo\nthree\n").unwrap();
+        std::fs::write(root.join("src/b.rs"), "no newline at the end").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "x\n").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
+        let sandbox = Sandbox::new(vec![root.clone()]);
+        let at = |file: &str, line: Option<u32>| Place::At {
+            file: file.into(),
+            line,
+        };
+        let abs_a = root.join("src/a.rs").display().to_string();
+        for (file, line, want) in [
+            ("src/a.rs", Some(2), at("src/a.rs", Some(2))),
+            ("./src/a.rs", Some(3), at("src/a.rs", Some(3))),
+            (abs_a.as_str(), None, at("src/a.rs", None)),
+            ("src/a.rs", Some(4_000_000_000), at("src/a.rs", Some(3))),
+            ("src/b.rs", Some(9), at("src/b.rs", Some(1))),
+            // A file the change deletes: inside, unchecked.
+            ("src/gone.rs", Some(7), at("src/gone.rs", Some(7))),
+            ("../../etc/passwd", Some(1), Place::Nowhere),
+            ("src/../../etc/passwd", Some(1), Place::Nowhere),
+            ("/etc/shadow", Some(1), Place::Nowhere),
+            ("file:///etc/shadow", Some(1), Place::Nowhere),
+            ("https://evil.example/x.rs", Some(1), Place::Nowhere),
+            ("javascript:alert(1)", None, Place::Nowhere),
+            ("link", Some(1), Place::Nowhere),
+            ("", Some(1), Place::Nowhere),
+            (".", None, Place::Nowhere),
+        ] {
+            assert_eq!(place(file, line, &root, &sandbox), want, "{file} {line:?}");
+        }
+    }
+}
