@@ -17,6 +17,7 @@ mod classify;
 mod fill;
 #[cfg(test)]
 pub mod gemma_ref;
+pub mod ignores;
 mod images;
 pub mod o200k;
 mod read;
