@@ -259,7 +259,7 @@ fn vendored_repos(sandbox: &Sandbox, folder: &Path) -> Vec<LeftOut> {
                     "nested repository `{shown}` was not reviewed: it is in a vendored folder (`{name}`), which is not searched. To review it, call precommit with `path: \"{shown}\"`."
                 ),
                 dir,
-                reason: SkipReason::Ignored,
+                reason: SkipReason::NotSearched,
             }
         })
         .collect()

@@ -136,7 +136,7 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
         if let Some(l) = discovery
             .left_out
             .into_iter()
-            .find(|l| l.reason != SkipReason::Ignored)
+            .find(|l| l.reason != SkipReason::NotSearched)
         {
             return Err(GitError::Unsafe {
                 repo: l.dir.display().to_string(),
@@ -189,7 +189,7 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
     // Nested repositories left out are named in the text and listed as skipped.
     for l in &discovery.left_out {
         let note = match l.reason {
-            SkipReason::Ignored => l.why.clone(),
+            SkipReason::NotSearched => l.why.clone(),
             _ => format!(
                 "nested repository `{}` was not reviewed: {}",
                 sandbox.display_path(&l.dir),
