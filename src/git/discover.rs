@@ -188,7 +188,7 @@ fn containing(sandbox: &Sandbox, start: &Path) -> Result<Option<Found>, GitError
         } else {
             &workdir
         };
-        guard::check_worktree(&area, &workdir, scope_dir).map_err(refused)?;
+        guard::check_worktree(&area, &repo, &workdir, scope_dir).map_err(refused)?;
         let scope = start
             .strip_prefix(&workdir)
             .ok()
@@ -217,7 +217,7 @@ fn nested(area: &Area<'_>, dir: &Path) -> Result<Option<Found>, Refusal> {
         return Ok(None);
     };
     guard::check_workdir(area, dir, &workdir)?;
-    guard::check_worktree(area, &workdir, &workdir)?;
+    guard::check_worktree(area, &repo, &workdir, &workdir)?;
     Ok(Some(Found {
         repo,
         workdir,

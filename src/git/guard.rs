@@ -11,12 +11,15 @@
 //!
 //! The checks run once per repository before it is opened: `lstat`s of the files libgit2 reads,
 //! a listing of `refs/`, `logs/` and `objects/` (file types from the directory entries), and a
-//! listing of the reviewed part of the work tree for `.gitignore` and `.gitattributes` files.
+//! listing of the reviewed part of the work tree (the folders git descends into) for
+//! `.gitignore`, `.gitattributes` and `.gitmodules`.
 //! A file swapped for a FIFO between the check and libgit2's read is not covered.
 
 use std::fs::FileType;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use git2::Repository;
 
 use crate::collector::Sandbox;
 
@@ -291,32 +294,61 @@ pub(super) fn check_workdir(area: &Area<'_>, dir: &Path, workdir: &Path) -> Resu
 }
 
 /// The ignore, attribute and submodule files libgit2 reads in the work tree: in `top` and each
-/// directory down to `scope`, and everywhere below `scope` (nested repositories and `.git`
-/// excepted: they are checked on their own).
-pub(super) fn check_worktree(area: &Area<'_>, top: &Path, scope: &Path) -> Result<(), Refusal> {
-    for dir in scope.ancestors().take_while(|d| d.starts_with(top)) {
+/// directory down to `scope`, and below `scope` in every directory git descends into (not
+/// ignored ones; nested repositories and `.git` are checked on their own). A directory's own
+/// files are checked before asking git whether its subdirectories are ignored, so git only ever
+/// reads files already checked.
+pub(super) fn check_worktree(
+    area: &Area<'_>,
+    repo: &Repository,
+    top: &Path,
+    scope: &Path,
+) -> Result<(), Refusal> {
+    let chain: Vec<&Path> = scope
+        .ancestors()
+        .take_while(|d| d.starts_with(top))
+        .collect();
+    for dir in chain.into_iter().rev() {
         for name in WORKTREE_FILES {
             check_file(area, &dir.join(name))?;
         }
     }
-    check_worktree_below(area, scope, 0)
+    check_worktree_below(area, repo, top, scope, 0)
 }
 
-fn check_worktree_below(area: &Area<'_>, dir: &Path, depth: u32) -> Result<(), Refusal> {
+fn check_worktree_below(
+    area: &Area<'_>,
+    repo: &Repository,
+    top: &Path,
+    dir: &Path,
+    depth: u32,
+) -> Result<(), Refusal> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
+    let mut subdirs = Vec::new();
     for entry in entries.flatten() {
         let Ok(ft) = entry.file_type() else { continue };
         let name = entry.file_name();
         if ft.is_dir() {
-            let path = entry.path();
-            if name != ".git" && depth < 64 && std::fs::symlink_metadata(path.join(".git")).is_err()
-            {
-                check_worktree_below(area, &path, depth + 1)?;
+            if name != ".git" {
+                subdirs.push(entry.path());
             }
         } else if WORKTREE_FILES.iter().any(|w| name == *w) {
             check_entry(area, &entry.path(), ft)?;
+        }
+    }
+    if depth >= 64 {
+        return Ok(());
+    }
+    for sub in subdirs {
+        let nested = std::fs::symlink_metadata(sub.join(".git")).is_ok();
+        let ignored = sub
+            .strip_prefix(top)
+            .ok()
+            .is_some_and(|rel| repo.is_path_ignored(rel).unwrap_or(false));
+        if !nested && !ignored {
+            check_worktree_below(area, repo, top, &sub, depth + 1)?;
         }
     }
     Ok(())
