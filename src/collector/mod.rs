@@ -17,6 +17,7 @@ mod classify;
 mod fill;
 #[cfg(test)]
 pub mod gemma_ref;
+pub mod ignores;
 mod images;
 pub mod o200k;
 mod read;
@@ -68,6 +69,8 @@ pub enum SkipReason {
     UnsupportedImage,
     /// Changed while being read (size, time or inode moved, or a symlink appeared in its path).
     Changed,
+    /// A nested repository in a vendored folder, which is not searched.
+    NotSearched,
 }
 
 impl SkipReason {
@@ -84,6 +87,9 @@ impl SkipReason {
             SkipReason::AlreadySent => "already sent in this thread, unchanged",
             SkipReason::UnsupportedImage => "unsupported image",
             SkipReason::Changed => "changed while being read",
+            SkipReason::NotSearched => {
+                "in a vendored folder, not searched; pass its path to review it"
+            }
         }
     }
 }

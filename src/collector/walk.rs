@@ -2,7 +2,8 @@
 //! left out for reasons known from their names and metadata alone.
 //!
 //! Directories expand with the `ignore` crate's parallel walker: .gitignore (also outside a git
-//! repository), .ignore and `.geminiignore` are respected, hidden and VCS folders skipped, and a
+//! repository), .ignore and `.geminiignore` inside the roots are respected (read by
+//! [`Ignores`]: regular files only, nothing above the root), hidden and VCS folders skipped, and a
 //! few folders that are never project source (`node_modules`, `__pycache__`, `site-packages`,
 //! ...) pruned. Symlinks are not followed by the walker: each one is resolved here, reported if
 //! it leads outside the roots or nowhere, taken as a file if it names one, and walked as a further
@@ -16,12 +17,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 use globset::GlobSet;
 use ignore::{WalkBuilder, WalkState};
 
 use super::classify::{Class, classify};
+use super::ignores::Ignores;
 use super::sandbox::{Sandbox, SandboxedPath};
 use super::secrets::SecretNames;
 use super::{SkipReason, Skipped};
@@ -111,24 +113,37 @@ fn walk_one(
     base_depth: u32,
     request: u32,
 ) -> Vec<Found> {
+    // Ignore files are read by `Ignores` (regular files inside the roots only); the crate reads
+    // none.
+    let ignores = Arc::new(Ignores::new(rules.sandbox, dir.as_path(), false));
+    let filter = ignores.clone();
     let mut b = WalkBuilder::new(dir.as_path());
     b.hidden(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
+        .ignore(false)
+        .git_ignore(false)
+        .git_exclude(false)
         .git_global(false)
-        .parents(true)
-        .require_git(false)
+        .parents(false)
         .follow_links(false)
-        .add_custom_ignore_filename(".geminiignore")
         .threads(rules.threads)
-        .filter_entry(|e| {
+        .filter_entry(move |e| {
+            if e.depth() == 0 {
+                return true;
+            }
             let name = e.file_name().to_string_lossy();
             let is_dir = e.file_type().is_some_and(|t| t.is_dir());
             // Hidden directories (VCS folders among them) and never-source folders are pruned;
             // hidden files go on, to be reported if they are secrets.
-            e.depth() == 0
-                || !(is_dir && (name.starts_with('.') || PRUNED_DIRS.contains(&name.as_ref())))
+            if is_dir && (name.starts_with('.') || PRUNED_DIRS.contains(&name.as_ref())) {
+                return false;
+            }
+            if filter.ignored(e.path(), is_dir) {
+                return false;
+            }
+            if is_dir {
+                filter.enter(e.path());
+            }
+            true
         });
     let (tx, rx) = mpsc::channel();
     b.build_parallel().run(|| {
@@ -141,7 +156,9 @@ fn walk_one(
         })
     });
     drop(tx);
-    rx.into_iter().collect()
+    let mut found: Vec<Found> = rx.into_iter().collect();
+    found.extend(ignores.refused().into_iter().map(Found::Skip));
+    found
 }
 
 fn visit(

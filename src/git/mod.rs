@@ -21,6 +21,7 @@
 
 mod changes;
 mod discover;
+mod guard;
 mod render;
 #[cfg(test)]
 mod tests;
@@ -30,7 +31,7 @@ use std::path::PathBuf;
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::collector::{Collector, Skipped};
+use crate::collector::{Collector, SkipReason, Skipped};
 
 /// What to read.
 #[derive(Debug, Clone, Default)]
@@ -102,6 +103,10 @@ pub enum GitError {
     },
     #[error("git error in {repo}: {message}")]
     Git { repo: String, message: String },
+    /// The repository's metadata leads outside the roots, or a file git would read is not a
+    /// regular file.
+    #[error("the repository at {repo} is not reviewed: {message}")]
+    Unsafe { repo: String, message: String },
 }
 
 impl GitError {
@@ -125,8 +130,19 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
             None => start.as_path().to_path_buf(),
         }
     };
-    let found = discover::find(&start_dir, req.max_depth)?;
+    let discovery = discover::find(sandbox, &start_dir, req.max_depth)?;
+    let found = discovery.found;
     if found.is_empty() {
+        if let Some(l) = discovery
+            .left_out
+            .into_iter()
+            .find(|l| l.reason != SkipReason::NotSearched)
+        {
+            return Err(GitError::Unsafe {
+                repo: l.dir.display().to_string(),
+                message: l.why,
+            });
+        }
         return Err(GitError::NotARepository {
             path: req.path.clone(),
             max_depth: req.max_depth,
@@ -170,5 +186,23 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
     {
         return Err(e);
     }
-    Ok(render::render(sandbox, &found, &repos, files, req.budget))
+    // Nested repositories left out are named in the text and listed as skipped.
+    for l in &discovery.left_out {
+        let note = match l.reason {
+            SkipReason::NotSearched => l.why.clone(),
+            _ => format!(
+                "nested repository `{}` was not reviewed: {}",
+                sandbox.display_path(&l.dir),
+                l.why
+            ),
+        };
+        repos[0].notes.push(note);
+    }
+    let mut ctx = render::render(sandbox, &found, &repos, files, req.budget);
+    ctx.skipped
+        .extend(discovery.left_out.iter().map(|l| Skipped {
+            path: sandbox.display_path(&l.dir),
+            reason: l.reason,
+        }));
+    Ok(ctx)
 }

@@ -7,6 +7,8 @@
 //! - `gemini_faults`: concurrent calls against a fake Gemini that answers 429s, 503s, late,
 //!   malformed, broken and blocked;
 //! - `redis_faults`: concurrent turns while redis-server is killed and restarted;
+//! - `git_escape`: git metadata leading outside the root, FIFOs as git and ignore files, vendored
+//!   nested repositories;
 //! - `paths`: a generated corpus of hostile paths through the sandbox, the collector and the tools;
 //! - `process`: SIGINT/SIGTERM to the stdio server, idle and with a call in flight;
 //! - `fuzz`: the bodies of the `fuzz/` targets run on stable for a bounded number of inputs.
@@ -18,6 +20,7 @@
 mod fuzz;
 pub mod fuzz_bodies;
 mod gemini_faults;
+mod git_escape;
 mod paths;
 mod process;
 mod protocol;
