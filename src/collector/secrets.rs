@@ -18,14 +18,74 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use regex::Regex;
+use regex::{Regex, RegexSet};
 
-/// The built-in secret-file rule a path's file name matches, if any.
+/// The built-in secret-file rule a path's file name matches, if any. A backup, editor swap or
+/// leftover copy of a secret file (`server.key.bak`, `credentials.json~`, `.env.orig`,
+/// `.id_rsa.swp`, `#.netrc#`) matches the rule of the file it copies.
 pub fn name_rule(path: &Path) -> Option<&'static str> {
-    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    // Each round strips one layer of backup naming; a few rounds cover `x.key.bak~`.
+    let mut names = vec![name];
+    for _ in 0..4 {
+        if let Some(rule) = names.iter().find_map(|n| base_rule(n)) {
+            return Some(rule);
+        }
+        names = names.iter().flat_map(|n| unbackup(n)).collect();
+        if names.is_empty() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Suffixes that backup tools, editors, merges and package managers add to a file's name.
+const BACKUP_SUFFIXES: &[&str] = &[
+    "~", ".bak", ".backup", ".bk", ".orig", ".old", ".save", ".sav", ".saved", ".tmp", ".temp",
+    ".copy", ".prev", ".rej", ".swp", ".swo", ".swn", ".swx", ".un~", ".dpkg-old",
+    ".dpkg-dist", ".dpkg-new", ".rpmsave", ".rpmnew", ".ucf-old", ".ucf-dist",
+];
+
+/// The names `name` may be a backup of: one layer of backup naming removed, in every way that
+/// applies (a vim swap file `.x.swp` also loses its leading dot, an Emacs lock `.#x` and
+/// autosave `#x#` their marks, a numbered backup `x.~1~` its number).
+fn unbackup(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |n: &str| {
+        if !n.is_empty() && n != name {
+            out.push(n.to_string());
+            if let Some(undotted) = n.strip_prefix('.').filter(|u| !u.is_empty()) {
+                out.push(undotted.to_string());
+            }
+        }
+    };
+    for suffix in BACKUP_SUFFIXES {
+        if let Some(base) = name.strip_suffix(suffix) {
+            push(base);
+        }
+    }
+    // `x.~1~` (numbered backups) and `x.bak1`, `x.old2`.
+    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    if trimmed.len() < name.len() {
+        push(trimmed);
+    }
+    if let Some(base) = name.strip_suffix('~').and_then(|n| n.rsplit_once(".~")) {
+        push(base.0);
+    }
+    if let Some(base) = name.strip_prefix(".#") {
+        push(base);
+    }
+    if let Some(base) = name.strip_prefix('#').and_then(|n| n.strip_suffix('#')) {
+        push(base);
+    }
+    out
+}
+
+/// The rule for a file name as it is (lower case).
+fn base_rule(name: &str) -> Option<&'static str> {
     let (stem, ext) = match name.rsplit_once('.') {
         Some((s, e)) if !s.is_empty() => (s, e),
-        _ => (name.as_str(), ""),
+        _ => (name, ""),
     };
     const KEY_EXTS: &[(&str, &str)] = &[
         ("pem", "*.pem"),
@@ -36,6 +96,7 @@ pub fn name_rule(path: &Path) -> Option<&'static str> {
         ("keystore", "*.keystore"),
         ("ppk", "*.ppk"),
         ("tfstate", "*.tfstate"),
+        ("env", "*.env"),
     ];
     const STORES: &[&str] = &[
         ".netrc",
@@ -140,14 +201,16 @@ struct Rule {
 
 #[derive(Clone)]
 struct Rules {
-    any: Regex,
+    /// Which rules match anywhere in a text: one pass over it.
+    any: RegexSet,
     each: Vec<Rule>,
 }
 
 /// A rule as written: marker name, pattern, group to replace, check on the value.
 type RuleSpec = (&'static str, &'static str, usize, fn(&str) -> bool);
 
-/// Shape rules, most specific first (the combined regex prefers earlier rules).
+/// Shape rules, most specific first (where two overlap, the marker names the earlier rule).
+/// SECURITY.md lists them; keep the two in step.
 const RULES: &[RuleSpec] = &[
     (
         "private-key",
@@ -168,6 +231,18 @@ const RULES: &[RuleSpec] = &[
         always,
     ),
     (
+        "gitlab-token",
+        r"(?-u:\b)(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
+        0,
+        always,
+    ),
+    (
+        "huggingface-token",
+        r"(?-u:\b)hf_[A-Za-z0-9]{30,255}(?-u:\b)",
+        0,
+        mixed_case,
+    ),
+    (
         "google-api-key",
         r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
         0,
@@ -180,6 +255,12 @@ const RULES: &[RuleSpec] = &[
         always,
     ),
     (
+        "google-oauth-client-secret",
+        r"(?-u:\b)GOCSPX-[0-9A-Za-z_\-]{20,255}",
+        0,
+        always,
+    ),
+    (
         "slack-token",
         r"(?-u:\b)xox[abposr]-[0-9A-Za-z\-]{10,250}",
         0,
@@ -188,6 +269,12 @@ const RULES: &[RuleSpec] = &[
     (
         "slack-webhook",
         r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}",
+        0,
+        always,
+    ),
+    (
+        "sendgrid-key",
+        r"(?-u:\b)SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
         0,
         always,
     ),
@@ -208,6 +295,18 @@ const RULES: &[RuleSpec] = &[
         r"(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         0,
         always,
+    ),
+    (
+        "azure-key",
+        r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
+        1,
+        always,
+    ),
+    (
+        "basic-auth",
+        r"(?i)(?-u:\b)basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})",
+        1,
+        basic_credentials,
     ),
     (
         "bearer-token",
@@ -244,6 +343,19 @@ fn always(_: &str) -> bool {
 
 fn letters_and_digits(v: &str) -> bool {
     v.bytes().any(|b| b.is_ascii_digit()) && v.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+/// Random-looking letters: upper and lower case mixed (an identifier seldom is, past 30).
+fn mixed_case(v: &str) -> bool {
+    v.bytes().any(|b| b.is_ascii_uppercase()) && v.bytes().any(|b| b.is_ascii_lowercase())
+}
+
+/// HTTP Basic credentials: base64 of `user:password`.
+fn basic_credentials(v: &str) -> bool {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(v)
+        .is_ok_and(|raw| raw.contains(&b':') && raw.iter().all(|b| !b.is_ascii_control()))
 }
 
 fn not_placeholder(v: &str) -> bool {
@@ -294,18 +406,13 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
     for (kind, pattern, group, check) in RULES {
         each.push(Rule {
             kind,
-            re: Regex::new(&format!("^(?:{pattern})"))?,
+            re: Regex::new(pattern)?,
             group: *group,
             check: *check,
         });
     }
-    let any = RULES
-        .iter()
-        .map(|(_, p, _, _)| format!("(?:{p})"))
-        .collect::<Vec<_>>()
-        .join("|");
     Ok(Rules {
-        any: Regex::new(&any)?,
+        any: RegexSet::new(RULES.iter().map(|(_, p, _, _)| p))?,
         each,
     })
 });
@@ -318,6 +425,9 @@ thread_local! {
 
 /// Replaces secret-looking values; returns the text and how many were replaced. Fails closed:
 /// if the rules could not be compiled (a bug caught by the tests), the whole text is withheld.
+///
+/// Linear in the text: one pass finds which rules match at all, then each of those walks the
+/// text once, never searching the same stretch twice (see [`values`]).
 pub fn redact(text: &str) -> (String, usize) {
     LOCAL.with(|rules| match rules {
         Some(rules) => redact_with(rules, text),
@@ -330,46 +440,34 @@ pub fn redact(text: &str) -> (String, usize) {
 }
 
 fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
-    if !rules.any.is_match(text) {
+    let hits = rules.any.matches(text);
+    if !hits.matched_any() {
         return (text.to_string(), 0);
     }
+    let mut spans = Vec::new();
+    for i in hits.iter() {
+        values(&rules.each[i], i, text, &mut spans);
+    }
+    // Overlapping values are replaced as one; the marker names the earliest (then the most
+    // specific) rule.
+    spans.sort_unstable();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut count = 0;
-    let mut at = 0;
-    while let Some(m) = rules.any.find_at(text, at) {
-        at = m.end().max(m.start() + 1);
-        // Which rule matched: the first one that matches here (anchored, so each try is short).
-        let here = &text[m.start()..];
-        let Some((rule, caps)) = rules
-            .each
-            .iter()
-            .find_map(|r| r.re.captures(here).map(|c| (r, c)))
-        else {
-            continue;
-        };
-        let value = if rule.group == FIRST_GROUP {
-            caps.iter().skip(1).flatten().next()
-        } else {
-            caps.get(rule.group)
-        };
-        let Some(value) = value else { continue };
-        let (start, end) = (m.start() + value.start(), m.start() + value.end());
-        if start < copied {
-            continue;
-        }
-        if !(rule.check)(value.as_str()) {
-            // A rejected candidate (a generic `name = value` whose value does not look secret)
-            // may cover a specific shape inside it, e.g. `aws_access_key_id=AKIA…`: look
-            // again from the next character instead of skipping the whole candidate.
-            at = m.start() + here.chars().next().map_or(1, char::len_utf8);
-            continue;
+    let mut spans = spans.into_iter().peekable();
+    while let Some((start, mut end, rule)) = spans.next() {
+        while let Some(&(s, e, _)) = spans.peek() {
+            if s >= end {
+                break;
+            }
+            end = end.max(e);
+            spans.next();
         }
         out.push_str(&text[copied..start]);
         out.push_str("[REDACTED:");
-        out.push_str(rule.kind);
+        out.push_str(rules.each[rule].kind);
         out.push(']');
-        for _ in 0..memchr::memchr_iter(b'\n', value.as_str().as_bytes()).count() {
+        for _ in memchr::memchr_iter(b'\n', &text.as_bytes()[start..end]) {
             out.push('\n');
         }
         copied = end;
@@ -377,6 +475,188 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
     }
     out.push_str(&text[copied..]);
     (out, count)
+}
+
+/// The values `rule` (number `index`) accepts in `text`, as `(start, end, index)`.
+///
+/// A rejected candidate is never searched again from its next character (that made a long run
+/// of identifier characters before a rejected value cost quadratic time): the search goes on
+/// from the candidate's value, or its end when the whole match is the value. So every byte is
+/// searched at most twice: once as part of a candidate's name, and at most once more as part
+/// of a rejected value (a value is at most a few hundred bytes, or the whole match).
+fn values(rule: &Rule, index: usize, text: &str, spans: &mut Vec<(usize, usize, usize)>) {
+    let mut at = 0;
+    while at < text.len() {
+        let (m, value) = if rule.group == 0 {
+            let Some(m) = rule.re.find_at(text, at) else {
+                break;
+            };
+            (m, m)
+        } else {
+            let Some(caps) = rule.re.captures_at(text, at) else {
+                break;
+            };
+            let value = if rule.group == FIRST_GROUP {
+                caps.iter().skip(1).flatten().next()
+            } else {
+                caps.get(rule.group)
+            };
+            let Some(m) = caps.get(0) else { break };
+            (m, value.unwrap_or(m))
+        };
+        if (rule.check)(value.as_str()) {
+            spans.push((value.start(), value.end(), index));
+            at = m.end();
+        } else if value.start() > m.start() {
+            at = value.start();
+        } else {
+            at = m.end();
+        }
+        if m.end() == m.start() {
+            // No rule matches empty text; should one ever, step past it.
+            at = m.end() + text[m.end()..].chars().next().map_or(1, char::len_utf8);
+        }
+    }
+}
+
+/// A file name as it may be shown in a prompt, a reply or a thread: control characters (a
+/// newline could fake prompt structure such as a `--- END FILE` line), line and paragraph
+/// separators and bidirectional overrides escaped as `\n`, `\u{202e}`…, and secret-looking
+/// values in it redacted like any text sent.
+pub fn shown_name(name: &str) -> String {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    }
+    let escaped;
+    let name = if name.chars().any(unsafe_char) {
+        let mut s = String::with_capacity(name.len() + 8);
+        for c in name.chars() {
+            match c {
+                '\n' => s.push_str("\\n"),
+                '\r' => s.push_str("\\r"),
+                '\t' => s.push_str("\\t"),
+                c if unsafe_char(c) => s.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+                c => s.push(c),
+            }
+        }
+        escaped = s;
+        escaped.as_str()
+    } else {
+        name
+    };
+    redact(name).0
+}
+
+/// The private key blocks of a file, as 1-based inclusive line ranges: from each BEGIN line to
+/// its END line, or to the last line when the block is not closed.
+pub fn key_blocks(content: &str) -> Vec<(u32, u32)> {
+    static KEY: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(RULES[0].1).ok());
+    if memchr::memmem::find(content.as_bytes(), b"PRIVATE KEY").is_none() {
+        return Vec::new();
+    }
+    let Some(key) = KEY.as_ref() else {
+        // Fail closed, as `redact` does: every line counts as key material.
+        let lines = u32::try_from(content.lines().count()).unwrap_or(u32::MAX);
+        return vec![(1, lines.max(1))];
+    };
+    let mut blocks = Vec::new();
+    // Line numbers by a running count, so the whole pass stays linear.
+    let (mut line, mut counted) = (1u32, 0usize);
+    let mut line_at = |at: usize| {
+        line += u32::try_from(memchr::memchr_iter(b'\n', &content.as_bytes()[counted..at]).count())
+            .unwrap_or(u32::MAX);
+        counted = at;
+        line
+    };
+    for m in key.find_iter(content) {
+        let first = line_at(m.start());
+        // The END line itself, not the line after a block that ends with its newline.
+        let last = line_at(m.end().saturating_sub(1).max(m.start()));
+        blocks.push((first, last));
+    }
+    blocks
+}
+
+/// Replaces the lines of a unified diff (`patch`) that lie inside a private key block of the
+/// file's old version (`old`, lines as numbered in the hunks' `-` side) or new version (`new`,
+/// the `+` side), as found by [`key_blocks`] on the whole file. A hunk that changes one line in
+/// the middle of a key shows neither its BEGIN nor its END line, so the text alone cannot tell.
+/// Each such line keeps its diff prefix and becomes a marker, so the hunk still adds up; returns
+/// the text and how many runs of lines were replaced.
+pub fn redact_diff_keys(patch: &str, old: &[(u32, u32)], new: &[(u32, u32)]) -> (String, usize) {
+    if old.is_empty() && new.is_empty() {
+        return (patch.to_string(), 0);
+    }
+    let inside = |blocks: &[(u32, u32)], n: u32| blocks.iter().any(|&(a, b)| a <= n && n <= b);
+    let mut out = String::with_capacity(patch.len());
+    let mut count = 0;
+    // Line numbers on each side, and lines left in the current hunk on each side.
+    let (mut old_no, mut new_no, mut old_left, mut new_left) = (0u32, 0u32, 0u32, 0u32);
+    let mut in_run = false;
+    for line in patch.split_inclusive('\n') {
+        let in_hunk = old_left > 0 || new_left > 0;
+        if !in_hunk {
+            in_run = false;
+            if let Some((o, ol, n, nl)) = hunk_header(line) {
+                (old_no, old_left, new_no, new_left) = (o, ol, n, nl);
+            }
+            out.push_str(line);
+            continue;
+        }
+        let (old_side, new_side) = match line.as_bytes().first() {
+            Some(b' ') => (true, true),
+            Some(b'-') => (true, false),
+            Some(b'+') => (false, true),
+            // `\ No newline at end of file` and anything unexpected: not a file line.
+            _ => {
+                out.push_str(line);
+                continue;
+            }
+        };
+        let secret = (old_side && inside(old, old_no)) || (new_side && inside(new, new_no));
+        if old_side {
+            old_no = old_no.saturating_add(1);
+            old_left = old_left.saturating_sub(1);
+        }
+        if new_side {
+            new_no = new_no.saturating_add(1);
+            new_left = new_left.saturating_sub(1);
+        }
+        if secret {
+            out.push_str(&line[..1]);
+            out.push_str("[REDACTED:private-key]");
+            if line.ends_with('\n') {
+                out.push('\n');
+            }
+            if !in_run {
+                count += 1;
+            }
+            in_run = true;
+        } else {
+            in_run = false;
+            out.push_str(line);
+        }
+    }
+    (out, count)
+}
+
+/// `@@ -a,b +c,d @@…` as (a, b, c, d); a missing count is 1.
+fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32)> {
+    let rest = line.strip_prefix("@@ -")?;
+    let (ranges, _) = rest.split_once(" @@")?;
+    let (old, new) = ranges.split_once(" +")?;
+    let range = |r: &str| -> Option<(u32, u32)> {
+        match r.split_once(',') {
+            Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+            None => Some((r.parse().ok()?, 1)),
+        }
+    };
+    let (a, b) = range(old)?;
+    let (c, d) = range(new)?;
+    Some((a, b, c, d))
 }
 
 #[cfg(test)]
@@ -422,6 +702,104 @@ pub(crate) mod tests {
             assert_eq!(name_rule(Path::new(name)), rule, "{name}");
         }
         assert_eq!(name_rule(Path::new("/a/b/.env")), Some(".env*"));
+    }
+
+    #[test]
+    fn backups_of_secret_files_are_secrets() {
+        for (name, rule) in [
+            ("server.key.bak", Some("*.key")),
+            ("credentials.json~", Some("credentials file")),
+            ("app.env.orig", Some("*.env")),
+            ("prod.env", Some("*.env")),
+            (".env.swp", Some(".env*")),
+            (".id_rsa.swp", Some("id_rsa* (SSH private key)")),
+            (".server.pem.swo", Some("*.pem")),
+            ("#secrets.yaml#", Some("secrets file")),
+            (".#.netrc", Some(".netrc")),
+            ("tls.key.~1~", Some("*.key")),
+            ("tls.key.bak2", Some("*.key")),
+            ("cert.pem.old~", Some("*.pem")),
+            ("terraform.tfstate.backup", Some("*.tfstate")),
+            ("client_secret_1.json.save", Some("Google client secret or service account key")),
+            // Backups of ordinary files stay ordinary.
+            ("main.rs.bak", None),
+            ("key.rs.orig", None),
+            ("README.md~", None),
+            (".main.rs.swp", None),
+            ("notes.txt.old", None),
+        ] {
+            assert_eq!(name_rule(Path::new(name)), rule, "{name}");
+        }
+    }
+
+    #[test]
+    fn shown_names_are_escaped_and_redacted() {
+        for (name, shown) in [
+            ("src/main.rs", "src/main.rs"),
+            ("a\nb.txt", "a\\nb.txt"),
+            ("a\n--- END FILE: x ---\r\tz", "a\\n--- END FILE: x ---\\r\\tz"),
+            ("bell\u{7}.txt", "bell\\u{7}.txt"),
+            ("rtl\u{202e}txt.exe", "rtl\\u{202e}txt.exe"),
+            ("sep\u{2028}x", "sep\\u{2028}x"),
+            ("café/ü.rs", "café/ü.rs"),
+            (
+                "dump-ghp_4Kx9Qm2Lp7Zr8Wv3Ty6Ub1Nc5Hd0Jf2Ga8Se.log",
+                "dump-[REDACTED:github-token].log",
+            ),
+        ] {
+            assert_eq!(shown_name(name), shown, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn key_blocks_are_found_by_line() {
+        let text = "a\n-----BEGIN PRIVATE KEY-----\nb1\nb2\n-----END PRIVATE KEY-----\nc\n\
+                    -----BEGIN OPENSSH PRIVATE KEY-----\nd1\n";
+        assert_eq!(key_blocks(text), vec![(2, 5), (7, 8)]);
+        let closed_at_eof = "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----";
+        assert_eq!(key_blocks(closed_at_eof), vec![(1, 3)]);
+        assert_eq!(key_blocks("no keys here\n"), vec![]);
+    }
+
+    #[test]
+    fn diff_lines_inside_key_blocks_are_redacted_on_both_sides() {
+        // Old: key on lines 2-9; new: key on lines 2-10 (one line added after line 5, line 7
+        // removed, line 8 changed).
+        let patch = "diff --git a/k.rs b/k.rs\n--- a/k.rs\n+++ b/k.rs\n\
+                     @@ -3,7 +3,8 @@ fn x\n b1\n b2\n b3\n+ADDED\n b4\n-b5\n-b6\n+b6new\n+b6more\n b7\n\
+                     @@ -20,2 +21,2 @@\n-old\n+new\n\\ No newline at end of file\n";
+        let (out, n) = redact_diff_keys(patch, &[(2, 9)], &[(2, 10)]);
+        assert_eq!(
+            out,
+            "diff --git a/k.rs b/k.rs\n--- a/k.rs\n+++ b/k.rs\n\
+             @@ -3,7 +3,8 @@ fn x\n [REDACTED:private-key]\n [REDACTED:private-key]\n \
+             [REDACTED:private-key]\n+[REDACTED:private-key]\n [REDACTED:private-key]\n\
+             -[REDACTED:private-key]\n-[REDACTED:private-key]\n+[REDACTED:private-key]\n\
+             +[REDACTED:private-key]\n [REDACTED:private-key]\n\
+             @@ -20,2 +21,2 @@\n-old\n+new\n\\ No newline at end of file\n"
+        );
+        assert_eq!(n, 1);
+        // Only the new side has a key: a removed line outside it stays, context inside goes.
+        let patch = "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n";
+        let (out, n) = redact_diff_keys(patch, &[], &[(2, 3)]);
+        assert_eq!(out, "@@ -1,3 +1,3 @@\n a\n-b\n+[REDACTED:private-key]\n [REDACTED:private-key]\n");
+        assert_eq!(n, 1);
+        assert_eq!(redact_diff_keys(patch, &[], &[]), (patch.to_string(), 0));
+    }
+
+    #[test]
+    fn a_rejected_candidate_hides_no_secret() {
+        // The generic rule rejects the value, yet the shapes inside and after it are found.
+        for (text, kind) in [
+            ("aws_access_key_id=AKIAQ3EGVP7MZL2XK4RT\n", "aws-access-key"),
+            ("token_url=https://x.io/t,AKIAQ3EGVP7MZL2XK4RT\n", "aws-access-key"),
+            ("password=\"required\" secret=\"hunter2hunter\"", "password"),
+            ("aaaaaaaaaaaaaaaapassword=\"required\" api_key=\"f8a9c2d1e4b7a6c5\"", "password"),
+        ] {
+            let (out, n) = redact(text);
+            assert_eq!(n, 1, "{text} -> {out}");
+            assert!(out.contains(&format!("[REDACTED:{kind}]")), "{text} -> {out}");
+        }
     }
 
     #[test]
@@ -474,6 +852,18 @@ pub(crate) mod tests {
             "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
         ),
         ("stripe-key", "sk_live_51Hx7Qm2Lp7Zr8Wv3Ty6Ub1Nc5"),
+        ("gitlab-token", "glpat-Zq8Lm3Pw7Xr2Tn5Vb9Ky"),
+        ("huggingface-token", "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"),
+        ("google-oauth-client-secret", "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"),
+        (
+            "sendgrid-key",
+            "SG.Zq8Lm3Pw7Xr2Tn5Vb9Ky1H.c4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8St0Uv2Wx4Yz6Ab8Cd",
+        ),
+        (
+            "azure-key",
+            "AccountKey=Zq8Lm3Pw7Xr2Tn5Vb9Ky1Hc4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8==",
+        ),
+        ("basic-auth", "Basic YWxpY2U6czNjcjN0LXBhc3N3b3Jk"),
     ];
 
     #[test]
