@@ -28,11 +28,15 @@ fn main() {
     let ordinary = sources(1000 * KB);
     let new = median(runs, || redact(&ordinary));
     let old = median(runs, || baseline::redact(&ordinary));
-    assert_eq!(
-        redact(&ordinary).1,
-        baseline::redact(&ordinary).1,
-        "both engines find the same values in ordinary text"
-    );
+    let (new_out, new_n) = redact(&ordinary);
+    let (old_out, old_n) = baseline::redact(&ordinary);
+    // The linear engine knows more shapes: it redacts every line the baseline did.
+    for (o, n) in old_out.lines().zip(new_out.lines()) {
+        if o.contains("[REDACTED:") && !n.contains("[REDACTED:") {
+            panic!("the baseline redacted a line the linear engine did not: {o}");
+        }
+    }
+    println!("values replaced: linear {new_n}, baseline {old_n}\n");
     println!(
         "| engine | ms | MB/s |\n|---|---|---|\n| linear | {:.2} | {:.0} |\n| baseline | {:.2} | {:.0} |\n",
         ms(new),

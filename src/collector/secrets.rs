@@ -584,8 +584,8 @@ pub fn key_blocks(content: &str) -> Vec<(u32, u32)> {
 /// file's old version (`old`, lines as numbered in the hunks' `-` side) or new version (`new`,
 /// the `+` side), as found by [`key_blocks`] on the whole file. A hunk that changes one line in
 /// the middle of a key shows neither its BEGIN nor its END line, so the text alone cannot tell.
-/// Each such line keeps its diff prefix and becomes a marker, so the hunk still adds up; returns
-/// the text and how many runs of lines were replaced.
+/// Each such line keeps its diff prefix and becomes a marker, so the hunk still adds up; hunk
+/// headers lose their heading. Returns the text and how many runs of lines were replaced.
 pub fn redact_diff_keys(patch: &str, old: &[(u32, u32)], new: &[(u32, u32)]) -> (String, usize) {
     if old.is_empty() && new.is_empty() {
         return (patch.to_string(), 0);
@@ -600,8 +600,14 @@ pub fn redact_diff_keys(patch: &str, old: &[(u32, u32)], new: &[(u32, u32)]) -> 
         let in_hunk = old_left > 0 || new_left > 0;
         if !in_hunk {
             in_run = false;
-            if let Some((o, ol, n, nl)) = hunk_header(line) {
+            if let Some((o, ol, n, nl, heading)) = hunk_header(line) {
                 (old_no, old_left, new_no, new_left) = (o, ol, n, nl);
+                // git shows the nearest earlier line that starts with a letter after the
+                // ranges (meant for a function name): in a file with a key, that may be a
+                // key line.
+                out.push_str(&line[..heading]);
+                out.push('\n');
+                continue;
             }
             out.push_str(line);
             continue;
@@ -643,10 +649,12 @@ pub fn redact_diff_keys(patch: &str, old: &[(u32, u32)], new: &[(u32, u32)]) -> 
     (out, count)
 }
 
-/// `@@ -a,b +c,d @@…` as (a, b, c, d); a missing count is 1.
-fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32)> {
+/// `@@ -a,b +c,d @@…` as (a, b, c, d, where the heading after the ranges starts); a missing
+/// count is 1.
+fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32, usize)> {
     let rest = line.strip_prefix("@@ -")?;
     let (ranges, _) = rest.split_once(" @@")?;
+    let heading = "@@ -".len() + ranges.len() + " @@".len();
     let (old, new) = ranges.split_once(" +")?;
     let range = |r: &str| -> Option<(u32, u32)> {
         match r.split_once(',') {
@@ -656,7 +664,7 @@ fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32)> {
     };
     let (a, b) = range(old)?;
     let (c, d) = range(new)?;
-    Some((a, b, c, d))
+    Some((a, b, c, d, heading))
 }
 
 #[cfg(test)]
@@ -772,7 +780,7 @@ pub(crate) mod tests {
         assert_eq!(
             out,
             "diff --git a/k.rs b/k.rs\n--- a/k.rs\n+++ b/k.rs\n\
-             @@ -3,7 +3,8 @@ fn x\n [REDACTED:private-key]\n [REDACTED:private-key]\n \
+             @@ -3,7 +3,8 @@\n [REDACTED:private-key]\n [REDACTED:private-key]\n \
              [REDACTED:private-key]\n+[REDACTED:private-key]\n [REDACTED:private-key]\n\
              -[REDACTED:private-key]\n-[REDACTED:private-key]\n+[REDACTED:private-key]\n\
              +[REDACTED:private-key]\n [REDACTED:private-key]\n\

@@ -172,11 +172,11 @@ fn hardening_secrets_redaction_is_linear_on_adversarial_input() {
     const BOUND: Duration = Duration::from_secs(20);
     for (shape, text) in super::adversarial::inputs(1_000_000) {
         let (tx, rx) = std::sync::mpsc::channel();
-        let lines = text.lines().count();
+        let lines = text.matches('\n').count();
         std::thread::spawn(move || {
             let t = Instant::now();
             let (out, _) = redact(&text);
-            let _ = tx.send((t.elapsed(), out.lines().count()));
+            let _ = tx.send((t.elapsed(), out.matches('\n').count()));
         });
         let (took, out_lines) = rx
             .recv_timeout(BOUND)
