@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
 /// The built-in secret-file rule a path's file name matches, if any. A backup, editor swap or
 /// leftover copy of a secret file (`server.key.bak`, `credentials.json~`, `.env.orig`,
@@ -201,8 +201,11 @@ struct Rule {
 
 #[derive(Clone)]
 struct Rules {
-    /// Which rules match anywhere in a text: one pass over it.
-    any: RegexSet,
+    /// Every rule at once (leftmost first, earlier rules first): the one pass over a text.
+    any: Regex,
+    /// Each rule alone, anchored at the start: which rule a candidate of `any` is.
+    anchored: Vec<Regex>,
+    /// Each rule alone: for the inside of a candidate.
     each: Vec<Rule>,
 }
 
@@ -411,8 +414,18 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
             check: *check,
         });
     }
+    let any = RULES
+        .iter()
+        .map(|(_, p, _, _)| format!("(?:{p})"))
+        .collect::<Vec<_>>()
+        .join("|");
+    let anchored = RULES
+        .iter()
+        .map(|(_, p, _, _)| Regex::new(&format!("^(?:{p})")))
+        .collect::<Result<_, _>>()?;
     Ok(Rules {
-        any: RegexSet::new(RULES.iter().map(|(_, p, _, _)| p))?,
+        any: Regex::new(&any)?,
+        anchored,
         each,
     })
 });
@@ -426,8 +439,7 @@ thread_local! {
 /// Replaces secret-looking values; returns the text and how many were replaced. Fails closed:
 /// if the rules could not be compiled (a bug caught by the tests), the whole text is withheld.
 ///
-/// Linear in the text: one pass finds which rules match at all, then each of those walks the
-/// text once, never searching the same stretch twice (see [`values`]).
+/// Linear in the text (see [`candidates`]).
 pub fn redact(text: &str) -> (String, usize) {
     LOCAL.with(|rules| match rules {
         Some(rules) => redact_with(rules, text),
@@ -440,14 +452,11 @@ pub fn redact(text: &str) -> (String, usize) {
 }
 
 fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
-    let hits = rules.any.matches(text);
-    if !hits.matched_any() {
+    if !rules.any.is_match(text) {
         return (text.to_string(), 0);
     }
     let mut spans = Vec::new();
-    for i in hits.iter() {
-        values(&rules.each[i], i, text, &mut spans);
-    }
+    candidates(rules, text, &mut spans);
     // Overlapping values are replaced as one; the marker names the earliest (then the most
     // specific) rule.
     spans.sort_unstable();
@@ -477,23 +486,91 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
     (out, count)
 }
 
-/// The values `rule` (number `index`) accepts in `text`, as `(start, end, index)`.
+/// Values found past a region's end, at most: the longest value any rule takes, with room.
+const REGION_SLACK: usize = 4096;
+
+/// The accepted values in `text`, as `(start, end, rule)`.
 ///
-/// A rejected candidate is never searched again from its next character (that made a long run
-/// of identifier characters before a rejected value cost quadratic time): the search goes on
-/// from the candidate's value, or its end when the whole match is the value. So every byte is
-/// searched at most twice: once as part of a candidate's name, and at most once more as part
-/// of a rejected value (a value is at most a few hundred bytes, or the whole match).
-fn values(rule: &Rule, index: usize, text: &str, spans: &mut Vec<(usize, usize, usize)>) {
+/// One pass of the combined regex finds candidates. After a candidate the search goes on from
+/// its end when it was replaced, else from its value (a rejected `name = value` may hold a
+/// shape in its value, e.g. `aws_access_key_id=AKIA…`), never from the candidate's next
+/// character: that made a long run of name characters before a rejected value cost quadratic
+/// time. What the pass steps over without replacing (the name part of a candidate, or a
+/// rejected whole-match candidate) is searched by each other rule, within that stretch only.
+/// Those stretches do not overlap, so the whole costs at most one pass per rule, and one pass
+/// in all on text without candidates.
+fn candidates(rules: &Rules, text: &str, spans: &mut Vec<(usize, usize, usize)>) {
     let mut at = 0;
     while at < text.len() {
-        let (m, value) = if rule.group == 0 {
-            let Some(m) = rule.re.find_at(text, at) else {
+        let Some(m) = rules.any.find_at(text, at) else {
+            break;
+        };
+        let next = m.start() + text[m.start()..].chars().next().map_or(1, char::len_utf8);
+        let here = &text[m.start()..];
+        let Some((i, whole, value)) = rules.anchored.iter().enumerate().find_map(|(i, r)| {
+            let caps = r.captures(here)?;
+            let whole = caps.get(0)?;
+            let group = rules.each[i].group;
+            let value = if group == FIRST_GROUP {
+                caps.iter().skip(1).flatten().next()
+            } else {
+                caps.get(group)
+            }
+            .unwrap_or(whole);
+            let shift = |x: regex::Match<'_>| (m.start() + x.start(), m.start() + x.end());
+            Some((i, shift(whole), shift(value)))
+        }) else {
+            at = m.end().max(next);
+            continue;
+        };
+        let rule = &rules.each[i];
+        let accepted = (rule.check)(&text[value.0..value.1]);
+        if accepted {
+            spans.push((value.0, value.1, i));
+        }
+        // Where the pass goes on, and the stretch the other rules search: what the pass steps
+        // over without replacing, and a generic value (a known shape there names the marker).
+        let (resume, skipped_end) = match (accepted, value.0 > whole.0) {
+            (true, true) => (whole.1, value.1),
+            (true, false) => (whole.1, whole.0),
+            (false, true) => (value.0, value.0),
+            (false, false) => (whole.1, whole.1),
+        };
+        if skipped_end > next {
+            for (j, other) in rules.each.iter().enumerate() {
+                if j != i {
+                    values(other, j, text, next..skipped_end, spans);
+                }
+            }
+        }
+        at = resume.max(next);
+    }
+}
+
+/// The values `rule` (number `index`) accepts that start in `region` of `text`. The search
+/// sees the region and [`REGION_SLACK`] bytes after it, and never goes back: after a candidate
+/// it goes on from the candidate's value or end, as in [`candidates`].
+fn values(
+    rule: &Rule,
+    index: usize,
+    text: &str,
+    region: std::ops::Range<usize>,
+    spans: &mut Vec<(usize, usize, usize)>,
+) {
+    let mut limit = (region.end + REGION_SLACK).min(text.len());
+    while !text.is_char_boundary(limit) {
+        limit -= 1;
+    }
+    let hay = &text[..limit];
+    let mut at = region.start;
+    while at < region.end {
+        let (whole, value) = if rule.group == 0 {
+            let Some(m) = rule.re.find_at(hay, at) else {
                 break;
             };
             (m, m)
         } else {
-            let Some(caps) = rule.re.captures_at(text, at) else {
+            let Some(caps) = rule.re.captures_at(hay, at) else {
                 break;
             };
             let value = if rule.group == FIRST_GROUP {
@@ -504,17 +581,21 @@ fn values(rule: &Rule, index: usize, text: &str, spans: &mut Vec<(usize, usize, 
             let Some(m) = caps.get(0) else { break };
             (m, value.unwrap_or(m))
         };
-        if (rule.check)(value.as_str()) {
-            spans.push((value.start(), value.end(), index));
-            at = m.end();
-        } else if value.start() > m.start() {
-            at = value.start();
-        } else {
-            at = m.end();
+        if whole.start() >= region.end {
+            break;
         }
-        if m.end() == m.start() {
-            // No rule matches empty text; should one ever, step past it.
-            at = m.end() + text[m.end()..].chars().next().map_or(1, char::len_utf8);
+        let accepted = (rule.check)(value.as_str());
+        if accepted {
+            spans.push((value.start(), value.end(), index));
+        }
+        at = if !accepted && value.start() > whole.start() {
+            value.start()
+        } else {
+            whole.end()
+        }
+        .max(whole.start() + 1);
+        while !text.is_char_boundary(at) {
+            at += 1;
         }
     }
 }
