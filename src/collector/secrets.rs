@@ -486,9 +486,6 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
     (out, count)
 }
 
-/// Values found past a region's end, at most: the longest value any rule takes, with room.
-const REGION_SLACK: usize = 4096;
-
 /// The accepted values in `text`, as `(start, end, rule)`.
 ///
 /// One pass of the combined regex finds candidates. After a candidate the search goes on from
@@ -537,63 +534,65 @@ fn candidates(rules: &Rules, text: &str, spans: &mut Vec<(usize, usize, usize)>)
             (false, false) => (whole.1, whole.1),
         };
         if skipped_end > next {
-            for (j, other) in rules.each.iter().enumerate() {
-                if j != i {
-                    values(other, j, text, next..skipped_end, spans);
-                }
+            for j in (0..rules.each.len()).filter(|&j| j != i) {
+                values(rules, j, text, next..skipped_end, spans);
             }
         }
         at = resume.max(next);
     }
 }
 
-/// The values `rule` (number `index`) accepts that start in `region` of `text`. The search
-/// sees the region and [`REGION_SLACK`] bytes after it, and never goes back: after a candidate
-/// it goes on from the candidate's value or end, as in [`candidates`].
+/// The values rule `index` accepts that start in `region` of `text`. The search sees only the
+/// region (so a stretch costs its own length, never the rest of the text); a candidate reaching
+/// the region's end is matched again, anchored, on the whole text, to see all of it. After a
+/// candidate the search goes on from its value or end, as in [`candidates`].
 fn values(
-    rule: &Rule,
+    rules: &Rules,
     index: usize,
     text: &str,
     region: std::ops::Range<usize>,
     spans: &mut Vec<(usize, usize, usize)>,
 ) {
-    let mut limit = (region.end + REGION_SLACK).min(text.len());
-    while !text.is_char_boundary(limit) {
-        limit -= 1;
-    }
-    let hay = &text[..limit];
+    let rule = &rules.each[index];
+    let hay = &text[..region.end];
+    let pick = |caps: &regex::Captures<'_>| {
+        let whole = caps.get(0)?;
+        let value = if rule.group == FIRST_GROUP {
+            caps.iter().skip(1).flatten().next()
+        } else {
+            caps.get(rule.group)
+        };
+        Some((whole.range(), value.unwrap_or(whole).range()))
+    };
     let mut at = region.start;
     while at < region.end {
-        let (whole, value) = if rule.group == 0 {
-            let Some(m) = rule.re.find_at(hay, at) else {
-                break;
-            };
-            (m, m)
-        } else {
-            let Some(caps) = rule.re.captures_at(hay, at) else {
-                break;
-            };
-            let value = if rule.group == FIRST_GROUP {
-                caps.iter().skip(1).flatten().next()
-            } else {
-                caps.get(rule.group)
-            };
-            let Some(m) = caps.get(0) else { break };
-            (m, value.unwrap_or(m))
-        };
-        if whole.start() >= region.end {
+        let Some(caps) = rule.re.captures_at(hay, at) else {
             break;
+        };
+        let Some((mut whole, mut value)) = pick(&caps) else {
+            break;
+        };
+        if whole.end == region.end && region.end < text.len() {
+            let Some(full) = rules.anchored[index]
+                .captures(&text[whole.start..])
+                .and_then(|c| pick(&c))
+            else {
+                break;
+            };
+            let shift = whole.start;
+            whole = shift + full.0.start..shift + full.0.end;
+            value = shift + full.1.start..shift + full.1.end;
         }
-        let accepted = (rule.check)(value.as_str());
+        let accepted = (rule.check)(&text[value.clone()]);
         if accepted {
-            spans.push((value.start(), value.end(), index));
+            spans.push((value.start, value.end, index));
         }
-        at = if !accepted && value.start() > whole.start() {
-            value.start()
+        at = if !accepted && value.start > whole.start {
+            value.start
         } else {
-            whole.end()
+            whole.end
         }
-        .max(whole.start() + 1);
+        .max(whole.start + 1);
         while !text.is_char_boundary(at) {
             at += 1;
         }
