@@ -41,9 +41,32 @@ pub fn name_rule(path: &Path) -> Option<&'static str> {
 
 /// Suffixes that backup tools, editors, merges and package managers add to a file's name.
 const BACKUP_SUFFIXES: &[&str] = &[
-    "~", ".bak", ".backup", ".bk", ".orig", ".old", ".save", ".sav", ".saved", ".tmp", ".temp",
-    ".copy", ".prev", ".rej", ".swp", ".swo", ".swn", ".swx", ".un~", ".dpkg-old",
-    ".dpkg-dist", ".dpkg-new", ".rpmsave", ".rpmnew", ".ucf-old", ".ucf-dist",
+    "~",
+    ".bak",
+    ".backup",
+    ".bk",
+    ".orig",
+    ".old",
+    ".save",
+    ".sav",
+    ".saved",
+    ".tmp",
+    ".temp",
+    ".copy",
+    ".prev",
+    ".rej",
+    ".swp",
+    ".swo",
+    ".swn",
+    ".swx",
+    ".un~",
+    ".dpkg-old",
+    ".dpkg-dist",
+    ".dpkg-new",
+    ".rpmsave",
+    ".rpmnew",
+    ".ucf-old",
+    ".ucf-dist",
 ];
 
 /// The names `name` may be a backup of: one layer of backup naming removed, in every way that
@@ -608,7 +631,10 @@ fn values(
 pub fn shown_name(name: &str) -> String {
     fn unsafe_char(c: char) -> bool {
         c.is_control()
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+            )
             || ('\u{202a}'..='\u{202e}').contains(&c)
             || ('\u{2066}'..='\u{2069}').contains(&c)
     }
@@ -810,7 +836,10 @@ pub(crate) mod tests {
             ("tls.key.bak2", Some("*.key")),
             ("cert.pem.old~", Some("*.pem")),
             ("terraform.tfstate.backup", Some("*.tfstate")),
-            ("client_secret_1.json.save", Some("Google client secret or service account key")),
+            (
+                "client_secret_1.json.save",
+                Some("Google client secret or service account key"),
+            ),
             // Backups of ordinary files stay ordinary.
             ("main.rs.bak", None),
             ("key.rs.orig", None),
@@ -827,7 +856,10 @@ pub(crate) mod tests {
         for (name, shown) in [
             ("src/main.rs", "src/main.rs"),
             ("a\nb.txt", "a\\nb.txt"),
-            ("a\n--- END FILE: x ---\r\tz", "a\\n--- END FILE: x ---\\r\\tz"),
+            (
+                "a\n--- END FILE: x ---\r\tz",
+                "a\\n--- END FILE: x ---\\r\\tz",
+            ),
             ("bell\u{7}.txt", "bell\\u{7}.txt"),
             ("rtl\u{202e}txt.exe", "rtl\\u{202e}txt.exe"),
             ("sep\u{2028}x", "sep\\u{2028}x"),
@@ -872,7 +904,10 @@ pub(crate) mod tests {
         // Only the new side has a key: a removed line outside it stays, context inside goes.
         let patch = "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n";
         let (out, n) = redact_diff_keys(patch, &[], &[(2, 3)]);
-        assert_eq!(out, "@@ -1,3 +1,3 @@\n a\n-b\n+[REDACTED:private-key]\n [REDACTED:private-key]\n");
+        assert_eq!(
+            out,
+            "@@ -1,3 +1,3 @@\n a\n-b\n+[REDACTED:private-key]\n [REDACTED:private-key]\n"
+        );
         assert_eq!(n, 1);
         assert_eq!(redact_diff_keys(patch, &[], &[]), (patch.to_string(), 0));
     }
@@ -882,13 +917,22 @@ pub(crate) mod tests {
         // The generic rule rejects the value, yet the shapes inside and after it are found.
         for (text, kind) in [
             ("aws_access_key_id=AKIAQ3EGVP7MZL2XK4RT\n", "aws-access-key"),
-            ("token_url=https://x.io/t,AKIAQ3EGVP7MZL2XK4RT\n", "aws-access-key"),
+            (
+                "token_url=https://x.io/t,AKIAQ3EGVP7MZL2XK4RT\n",
+                "aws-access-key",
+            ),
             ("password=\"required\" secret=\"hunter2hunter\"", "password"),
-            ("aaaaaaaaaaaaaaaapassword=\"required\" api_key=\"f8a9c2d1e4b7a6c5\"", "password"),
+            (
+                "aaaaaaaaaaaaaaaapassword=\"required\" api_key=\"f8a9c2d1e4b7a6c5\"",
+                "password",
+            ),
         ] {
             let (out, n) = redact(text);
             assert_eq!(n, 1, "{text} -> {out}");
-            assert!(out.contains(&format!("[REDACTED:{kind}]")), "{text} -> {out}");
+            assert!(
+                out.contains(&format!("[REDACTED:{kind}]")),
+                "{text} -> {out}"
+            );
         }
     }
 
@@ -944,7 +988,10 @@ pub(crate) mod tests {
         ("stripe-key", "sk_live_51Hx7Qm2Lp7Zr8Wv3Ty6Ub1Nc5"),
         ("gitlab-token", "glpat-Zq8Lm3Pw7Xr2Tn5Vb9Ky"),
         ("huggingface-token", "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"),
-        ("google-oauth-client-secret", "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"),
+        (
+            "google-oauth-client-secret",
+            "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",
+        ),
         (
             "sendgrid-key",
             "SG.Zq8Lm3Pw7Xr2Tn5Vb9Ky1H.c4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8St0Uv2Wx4Yz6Ab8Cd",

@@ -62,7 +62,8 @@ pub(super) fn render(
 ) -> DiffContext {
     // Names are escaped and redacted wherever they are shown (the diff text itself is redacted
     // as a whole; git quotes control characters there).
-    let shown = |f: &FileChange| format!("{}{}", repos[f.repo].prefix, secrets::shown_name(&f.path));
+    let shown =
+        |f: &FileChange| format!("{}{}", repos[f.repo].prefix, secrets::shown_name(&f.path));
     let mut ctx = DiffContext {
         repos: repos.iter().map(|r| r.display.clone()).collect(),
         ..DiffContext::default()
@@ -452,12 +453,19 @@ pub(super) fn class(path: &str) -> u8 {
 
 /// A diff's lines that lie in a private key block of the file's old or new version (read in
 /// full: a hunk inside a key shows neither its BEGIN nor its END line), redacted.
-fn redact_key_lines(sandbox: &Sandbox, found: &Found, f: &FileChange, text: &str) -> (String, usize) {
+fn redact_key_lines(
+    sandbox: &Sandbox,
+    found: &Found,
+    f: &FileChange,
+    text: &str,
+) -> (String, usize) {
     let old = f
         .old_blob
         .and_then(|id| found.repo.find_blob(id).ok())
         .filter(|b| !b.is_binary() && b.size() as u64 <= MAX_FILE_BYTES)
-        .map_or_else(Vec::new, |b| secrets::key_blocks(&String::from_utf8_lossy(b.content())));
+        .map_or_else(Vec::new, |b| {
+            secrets::key_blocks(&String::from_utf8_lossy(b.content()))
+        });
     let new = read_content(sandbox, found, f).map_or_else(Vec::new, |c| secrets::key_blocks(&c));
     secrets::redact_diff_keys(text, &old, &new)
 }

@@ -17,7 +17,10 @@ type Shape = (&'static str, fn(usize) -> String);
 const SHAPES: &[Shape] = &[
     // The reported one: a long identifier run, then a value the generic rule rejects.
     ("identifier run, rejected value", |n| {
-        format!("{}password=\"required\"\n", "a".repeat(n.saturating_sub(40)))
+        format!(
+            "{}password=\"required\"\n",
+            "a".repeat(n.saturating_sub(40))
+        )
     }),
     // The same run before an unquoted assignment whose value is not secret-looking.
     ("identifier run, unquoted value", |n| {
@@ -30,11 +33,17 @@ const SHAPES: &[Shape] = &[
     // Slack prefixes, the same way.
     ("slack prefixes", |_| "xoxb-".into()),
     // A long scheme before a placeholder password.
-    ("url scheme run", |n| format!("{}://u:$pw@h ", "a".repeat(n.saturating_sub(40)))),
+    ("url scheme run", |n| {
+        format!("{}://u:$pw@h ", "a".repeat(n.saturating_sub(40)))
+    }),
     // `Bearer` before letters only.
-    ("bearer words", |_| "Bearer abcdefghijklmnopqrstuvwxyz ".into()),
+    ("bearer words", |_| {
+        "Bearer abcdefghijklmnopqrstuvwxyz ".into()
+    }),
     // Private key openings that never end.
-    ("unterminated keys", |_| "-----BEGIN PRIVATE KEY-----\n".into()),
+    ("unterminated keys", |_| {
+        "-----BEGIN PRIVATE KEY-----\n".into()
+    }),
     // `Basic` before base64 that is not credentials.
     ("basic words", |_| "Basic QUFBQUFBQUFBQUFB ".into()),
 ];

@@ -257,7 +257,8 @@ async fn hardening_secrets_key_lines_inside_diff_hunks_are_redacted() {
         .map(|i| format!("MIIE{i:02}{}", "QkFTRTY0Ym9keWxpbmVz".repeat(3))[..64].to_string())
         .collect();
     let file = |lines: &[String]| {
-        let mut s = String::from("// test fixture\nconst KEY: &str = \"\\\n-----BEGIN PRIVATE KEY-----\n");
+        let mut s =
+            String::from("// test fixture\nconst KEY: &str = \"\\\n-----BEGIN PRIVATE KEY-----\n");
         for l in lines {
             s.push_str(l);
             s.push('\n');
@@ -276,7 +277,8 @@ async fn hardening_secrets_key_lines_inside_diff_hunks_are_redacted() {
     let mut index = stage(&file(&body));
     let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
     let sig = git2::Signature::now("Test", "test@example.com").unwrap();
-    repo.commit(Some("HEAD"), &sig, &sig, "key", &tree, &[]).unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "key", &tree, &[])
+        .unwrap();
     // Staged: line 12 of the key replaced. Unstaged, on top: line 20 removed, a line added.
     let mut staged = body.clone();
     staged[12] = format!("{}STAGED", &body[12][..58]);
