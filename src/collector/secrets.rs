@@ -230,6 +230,9 @@ struct Rules {
     anchored: Vec<Regex>,
     /// Each rule alone: for the inside of a candidate.
     each: Vec<Rule>,
+    /// Every rule but the generic assignments at once: whether a stretch inside a candidate
+    /// needs searching at all.
+    inner: Regex,
 }
 
 /// A rule as written: marker name, pattern, group to replace, check on the value.
@@ -448,10 +451,17 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
         .iter()
         .map(|(_, p, _, _)| Regex::new(&format!("^(?:{p})")))
         .collect::<Result<_, _>>()?;
+    let inner = RULES
+        .iter()
+        .filter(|(kind, ..)| *kind != GENERIC)
+        .map(|(_, p, _, _)| format!("(?:{p})"))
+        .collect::<Vec<_>>()
+        .join("|");
     Ok(Rules {
         any: Regex::new(&any)?,
         anchored,
         each,
+        inner: Regex::new(&inner)?,
     })
 });
 
@@ -511,6 +521,12 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
     (out, count)
 }
 
+/// The marker of the generic `name = value` rules.
+const GENERIC: &str = "password";
+
+/// Bytes past a stretch that the check before searching it sees.
+const INNER_SLACK: usize = 512;
+
 /// The accepted values in `text`, as `(start, end, rule)`.
 ///
 /// One pass of the combined regex finds candidates. After a candidate the search goes on from
@@ -558,8 +574,15 @@ fn candidates(rules: &Rules, text: &str, spans: &mut Vec<(usize, usize, usize)>)
             (false, true) => (value.0, value.0),
             (false, false) => (whole.1, whole.1),
         };
-        if skipped_end > next {
-            for j in (0..rules.each.len()).filter(|&j| j != i) {
+        // A generic assignment inside a candidate would end at the same value: only the other
+        // rules search there, and only when one of them matches near it (a value starting
+        // inside is at most a few hundred bytes long before it has matched).
+        let mut near = (skipped_end + INNER_SLACK).min(text.len());
+        while !text.is_char_boundary(near) {
+            near += 1;
+        }
+        if skipped_end > next && rules.inner.is_match(&text[next..near]) {
+            for j in (0..rules.each.len()).filter(|&j| j != i && rules.each[j].kind != GENERIC) {
                 values(rules, j, text, next..skipped_end, spans);
             }
         }
