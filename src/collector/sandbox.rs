@@ -174,6 +174,7 @@ impl Sandbox {
     }
 
     /// [`Sandbox::display`] for any path met inside the roots (e.g. a symlink while walking).
+    /// Escaped and redacted ([`super::secrets::shown_name`]): the name goes into prompts.
     pub fn display_path(&self, p: &Path) -> String {
         if self.roots.len() == 1
             && let Ok(rel) = p.strip_prefix(&self.roots[0])
@@ -182,10 +183,10 @@ impl Sandbox {
             return if s.is_empty() {
                 ".".into()
             } else {
-                s.into_owned()
+                super::secrets::shown_name(&s)
             };
         }
-        p.display().to_string()
+        super::secrets::shown_name(&p.display().to_string())
     }
 
     /// The path below its root (for include/exclude and secret globs).

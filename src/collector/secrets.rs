@@ -20,12 +20,95 @@ use std::sync::LazyLock;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 
-/// The built-in secret-file rule a path's file name matches, if any.
+/// The built-in secret-file rule a path's file name matches, if any. A backup, editor swap or
+/// leftover copy of a secret file (`server.key.bak`, `credentials.json~`, `.env.orig`,
+/// `.id_rsa.swp`, `#.netrc#`) matches the rule of the file it copies.
 pub fn name_rule(path: &Path) -> Option<&'static str> {
-    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    // Each round strips one layer of backup naming; a few rounds cover `x.key.bak~`.
+    let mut names = vec![name];
+    for _ in 0..4 {
+        if let Some(rule) = names.iter().find_map(|n| base_rule(n)) {
+            return Some(rule);
+        }
+        names = names.iter().flat_map(|n| unbackup(n)).collect();
+        if names.is_empty() {
+            return None;
+        }
+    }
+    None
+}
+
+/// Suffixes that backup tools, editors, merges and package managers add to a file's name.
+const BACKUP_SUFFIXES: &[&str] = &[
+    "~",
+    ".bak",
+    ".backup",
+    ".bk",
+    ".orig",
+    ".old",
+    ".save",
+    ".sav",
+    ".saved",
+    ".tmp",
+    ".temp",
+    ".copy",
+    ".prev",
+    ".rej",
+    ".swp",
+    ".swo",
+    ".swn",
+    ".swx",
+    ".un~",
+    ".dpkg-old",
+    ".dpkg-dist",
+    ".dpkg-new",
+    ".rpmsave",
+    ".rpmnew",
+    ".ucf-old",
+    ".ucf-dist",
+];
+
+/// The names `name` may be a backup of: one layer of backup naming removed, in every way that
+/// applies (a vim swap file `.x.swp` also loses its leading dot, an Emacs lock `.#x` and
+/// autosave `#x#` their marks, a numbered backup `x.~1~` its number).
+fn unbackup(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |n: &str| {
+        if !n.is_empty() && n != name {
+            out.push(n.to_string());
+            if let Some(undotted) = n.strip_prefix('.').filter(|u| !u.is_empty()) {
+                out.push(undotted.to_string());
+            }
+        }
+    };
+    for suffix in BACKUP_SUFFIXES {
+        if let Some(base) = name.strip_suffix(suffix) {
+            push(base);
+        }
+    }
+    // `x.~1~` (numbered backups) and `x.bak1`, `x.old2`.
+    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    if trimmed.len() < name.len() {
+        push(trimmed);
+    }
+    if let Some(base) = name.strip_suffix('~').and_then(|n| n.rsplit_once(".~")) {
+        push(base.0);
+    }
+    if let Some(base) = name.strip_prefix(".#") {
+        push(base);
+    }
+    if let Some(base) = name.strip_prefix('#').and_then(|n| n.strip_suffix('#')) {
+        push(base);
+    }
+    out
+}
+
+/// The rule for a file name as it is (lower case).
+fn base_rule(name: &str) -> Option<&'static str> {
     let (stem, ext) = match name.rsplit_once('.') {
         Some((s, e)) if !s.is_empty() => (s, e),
-        _ => (name.as_str(), ""),
+        _ => (name, ""),
     };
     const KEY_EXTS: &[(&str, &str)] = &[
         ("pem", "*.pem"),
@@ -36,6 +119,7 @@ pub fn name_rule(path: &Path) -> Option<&'static str> {
         ("keystore", "*.keystore"),
         ("ppk", "*.ppk"),
         ("tfstate", "*.tfstate"),
+        ("env", "*.env"),
     ];
     const STORES: &[&str] = &[
         ".netrc",
@@ -140,14 +224,24 @@ struct Rule {
 
 #[derive(Clone)]
 struct Rules {
+    /// Every rule at once (leftmost first, earlier rules first): the one pass over a text.
     any: Regex,
+    /// Each rule alone, anchored at the start: which rule a candidate of `any` is.
+    anchored: Vec<Regex>,
+    /// Each rule alone: for the inside of a candidate.
     each: Vec<Rule>,
+    /// Every rule but the generic assignments at once: whether a stretch inside a candidate
+    /// needs searching at all.
+    inner: Regex,
 }
 
 /// A rule as written: marker name, pattern, group to replace, check on the value.
 type RuleSpec = (&'static str, &'static str, usize, fn(&str) -> bool);
 
-/// Shape rules, most specific first (the combined regex prefers earlier rules).
+/// Shape rules, most specific first (where two overlap, the marker names the earlier rule).
+/// Runs of name characters are bounded (`{0,64}`), so a candidate is short and finding which
+/// rule it is costs little even inside a megabyte of identifier characters.
+/// SECURITY.md lists them; keep the two in step.
 const RULES: &[RuleSpec] = &[
     (
         "private-key",
@@ -168,6 +262,18 @@ const RULES: &[RuleSpec] = &[
         always,
     ),
     (
+        "gitlab-token",
+        r"(?-u:\b)(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
+        0,
+        always,
+    ),
+    (
+        "huggingface-token",
+        r"(?-u:\b)hf_[A-Za-z0-9]{30,255}(?-u:\b)",
+        0,
+        mixed_case,
+    ),
+    (
         "google-api-key",
         r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
         0,
@@ -180,6 +286,12 @@ const RULES: &[RuleSpec] = &[
         always,
     ),
     (
+        "google-oauth-client-secret",
+        r"(?-u:\b)GOCSPX-[0-9A-Za-z_\-]{20,255}",
+        0,
+        always,
+    ),
+    (
         "slack-token",
         r"(?-u:\b)xox[abposr]-[0-9A-Za-z\-]{10,250}",
         0,
@@ -188,6 +300,12 @@ const RULES: &[RuleSpec] = &[
     (
         "slack-webhook",
         r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}",
+        0,
+        always,
+    ),
+    (
+        "sendgrid-key",
+        r"(?-u:\b)SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
         0,
         always,
     ),
@@ -210,6 +328,18 @@ const RULES: &[RuleSpec] = &[
         always,
     ),
     (
+        "azure-key",
+        r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
+        1,
+        always,
+    ),
+    (
+        "basic-auth",
+        r"(?i)(?-u:\b)basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})",
+        1,
+        basic_credentials,
+    ),
+    (
         "bearer-token",
         r"(?i)(?-u:\b)bearer[ \t]+([A-Za-z0-9_\-.=+/~]{20,})",
         1,
@@ -217,19 +347,19 @@ const RULES: &[RuleSpec] = &[
     ),
     (
         "url-password",
-        r"(?i)(?-u:\b)[a-z][a-z0-9+.\-]*://[^\s/:@'\x22]*:([^\s/@'\x22]{3,})@",
+        r"(?i)(?-u:\b)[a-z][a-z0-9+.\-]{0,31}://[^\s/:@'\x22]{0,256}:([^\s/@'\x22]{3,256})@",
         1,
         not_placeholder,
     ),
     (
         "password",
-        r#"(?i)[a-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]*["']?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})"|'([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})')"#,
+        r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}["']?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})"|'([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})')"#,
         FIRST_GROUP,
         secret_looking,
     ),
     (
         "password",
-        r#"(?i)[a-z0-9_.\-]*(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]*[ \t]*(?::=|=>|:|=)[ \t]*([A-Za-z0-9!%&+\-./=?@_~]{8,200})[ \t]*(?:[,;]|\r?\n|\z)"#,
+        r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}[ \t]*(?::=|=>|:|=)[ \t]*([A-Za-z0-9!%&+\-./=?@_~]{8,200})[ \t]*(?:[,;]|\r?\n|\z)"#,
         1,
         unquoted_secret_looking,
     ),
@@ -244,6 +374,19 @@ fn always(_: &str) -> bool {
 
 fn letters_and_digits(v: &str) -> bool {
     v.bytes().any(|b| b.is_ascii_digit()) && v.bytes().any(|b| b.is_ascii_alphabetic())
+}
+
+/// Random-looking letters: upper and lower case mixed (an identifier seldom is, past 30).
+fn mixed_case(v: &str) -> bool {
+    v.bytes().any(|b| b.is_ascii_uppercase()) && v.bytes().any(|b| b.is_ascii_lowercase())
+}
+
+/// HTTP Basic credentials: base64 of `user:password`.
+fn basic_credentials(v: &str) -> bool {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(v)
+        .is_ok_and(|raw| raw.contains(&b':') && raw.iter().all(|b| !b.is_ascii_control()))
 }
 
 fn not_placeholder(v: &str) -> bool {
@@ -294,7 +437,7 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
     for (kind, pattern, group, check) in RULES {
         each.push(Rule {
             kind,
-            re: Regex::new(&format!("^(?:{pattern})"))?,
+            re: Regex::new(pattern)?,
             group: *group,
             check: *check,
         });
@@ -304,9 +447,21 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
         .map(|(_, p, _, _)| format!("(?:{p})"))
         .collect::<Vec<_>>()
         .join("|");
+    let anchored = RULES
+        .iter()
+        .map(|(_, p, _, _)| Regex::new(&format!("^(?:{p})")))
+        .collect::<Result<_, _>>()?;
+    let inner = RULES
+        .iter()
+        .filter(|(kind, ..)| *kind != GENERIC)
+        .map(|(_, p, _, _)| format!("(?:{p})"))
+        .collect::<Vec<_>>()
+        .join("|");
     Ok(Rules {
         any: Regex::new(&any)?,
+        anchored,
         each,
+        inner: Regex::new(&inner)?,
     })
 });
 
@@ -318,6 +473,8 @@ thread_local! {
 
 /// Replaces secret-looking values; returns the text and how many were replaced. Fails closed:
 /// if the rules could not be compiled (a bug caught by the tests), the whole text is withheld.
+///
+/// Linear in the text (see [`candidates`]).
 pub fn redact(text: &str) -> (String, usize) {
     LOCAL.with(|rules| match rules {
         Some(rules) => redact_with(rules, text),
@@ -333,43 +490,28 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
     if !rules.any.is_match(text) {
         return (text.to_string(), 0);
     }
+    let mut spans = Vec::new();
+    candidates(rules, text, &mut spans);
+    // Overlapping values are replaced as one; the marker names the earliest (then the most
+    // specific) rule.
+    spans.sort_unstable();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     let mut count = 0;
-    let mut at = 0;
-    while let Some(m) = rules.any.find_at(text, at) {
-        at = m.end().max(m.start() + 1);
-        // Which rule matched: the first one that matches here (anchored, so each try is short).
-        let here = &text[m.start()..];
-        let Some((rule, caps)) = rules
-            .each
-            .iter()
-            .find_map(|r| r.re.captures(here).map(|c| (r, c)))
-        else {
-            continue;
-        };
-        let value = if rule.group == FIRST_GROUP {
-            caps.iter().skip(1).flatten().next()
-        } else {
-            caps.get(rule.group)
-        };
-        let Some(value) = value else { continue };
-        let (start, end) = (m.start() + value.start(), m.start() + value.end());
-        if start < copied {
-            continue;
-        }
-        if !(rule.check)(value.as_str()) {
-            // A rejected candidate (a generic `name = value` whose value does not look secret)
-            // may cover a specific shape inside it, e.g. `aws_access_key_id=AKIA…`: look
-            // again from the next character instead of skipping the whole candidate.
-            at = m.start() + here.chars().next().map_or(1, char::len_utf8);
-            continue;
+    let mut spans = spans.into_iter().peekable();
+    while let Some((start, mut end, rule)) = spans.next() {
+        while let Some(&(s, e, _)) = spans.peek() {
+            if s >= end {
+                break;
+            }
+            end = end.max(e);
+            spans.next();
         }
         out.push_str(&text[copied..start]);
         out.push_str("[REDACTED:");
-        out.push_str(rule.kind);
+        out.push_str(rules.each[rule].kind);
         out.push(']');
-        for _ in 0..memchr::memchr_iter(b'\n', value.as_str().as_bytes()).count() {
+        for _ in memchr::memchr_iter(b'\n', &text.as_bytes()[start..end]) {
             out.push('\n');
         }
         copied = end;
@@ -377,6 +519,283 @@ fn redact_with(rules: &Rules, text: &str) -> (String, usize) {
     }
     out.push_str(&text[copied..]);
     (out, count)
+}
+
+/// The marker of the generic `name = value` rules.
+const GENERIC: &str = "password";
+
+/// Bytes past a stretch that the check before searching it sees.
+const INNER_SLACK: usize = 512;
+
+/// The accepted values in `text`, as `(start, end, rule)`.
+///
+/// One pass of the combined regex finds candidates. After a candidate the search goes on from
+/// its end when it was replaced, else from its value (a rejected `name = value` may hold a
+/// shape in its value, e.g. `aws_access_key_id=AKIA…`), never from the candidate's next
+/// character: that made a long run of name characters before a rejected value cost quadratic
+/// time. What the pass steps over without replacing (the name part of a candidate, or a
+/// rejected whole-match candidate) is searched by each other rule, within that stretch only.
+/// Those stretches do not overlap, so the whole costs at most one pass per rule, and one pass
+/// in all on text without candidates.
+fn candidates(rules: &Rules, text: &str, spans: &mut Vec<(usize, usize, usize)>) {
+    let mut at = 0;
+    while at < text.len() {
+        let Some(m) = rules.any.find_at(text, at) else {
+            break;
+        };
+        let next = m.start() + text[m.start()..].chars().next().map_or(1, char::len_utf8);
+        let here = &text[m.start()..];
+        let Some((i, whole, value)) = rules.anchored.iter().enumerate().find_map(|(i, r)| {
+            let caps = r.captures(here)?;
+            let whole = caps.get(0)?;
+            let group = rules.each[i].group;
+            let value = if group == FIRST_GROUP {
+                caps.iter().skip(1).flatten().next()
+            } else {
+                caps.get(group)
+            }
+            .unwrap_or(whole);
+            let shift = |x: regex::Match<'_>| (m.start() + x.start(), m.start() + x.end());
+            Some((i, shift(whole), shift(value)))
+        }) else {
+            at = m.end().max(next);
+            continue;
+        };
+        let rule = &rules.each[i];
+        let accepted = (rule.check)(&text[value.0..value.1]);
+        if accepted {
+            spans.push((value.0, value.1, i));
+        }
+        // Where the pass goes on, and the stretch the other rules search: what the pass steps
+        // over without replacing, and a generic value (a known shape there names the marker).
+        let (resume, skipped_end) = match (accepted, value.0 > whole.0) {
+            (true, true) => (whole.1, value.1),
+            (true, false) => (whole.1, whole.0),
+            (false, true) => (value.0, value.0),
+            (false, false) => (whole.1, whole.1),
+        };
+        // A generic assignment inside a candidate would end at the same value: only the other
+        // rules search there, and only when one of them matches near it (a value starting
+        // inside is at most a few hundred bytes long before it has matched).
+        let mut near = (skipped_end + INNER_SLACK).min(text.len());
+        while !text.is_char_boundary(near) {
+            near += 1;
+        }
+        if skipped_end > next && rules.inner.is_match(&text[next..near]) {
+            for j in (0..rules.each.len()).filter(|&j| j != i && rules.each[j].kind != GENERIC) {
+                values(rules, j, text, next..skipped_end, spans);
+            }
+        }
+        at = resume.max(next);
+    }
+}
+
+/// The values rule `index` accepts that start in `region` of `text`. The search sees only the
+/// region (so a stretch costs its own length, never the rest of the text); a candidate reaching
+/// the region's end is matched again, anchored, on the whole text, to see all of it. After a
+/// candidate the search goes on from its value or end, as in [`candidates`].
+fn values(
+    rules: &Rules,
+    index: usize,
+    text: &str,
+    region: std::ops::Range<usize>,
+    spans: &mut Vec<(usize, usize, usize)>,
+) {
+    let rule = &rules.each[index];
+    let hay = &text[..region.end];
+    let pick = |caps: &regex::Captures<'_>| {
+        let whole = caps.get(0)?;
+        let value = if rule.group == FIRST_GROUP {
+            caps.iter().skip(1).flatten().next()
+        } else {
+            caps.get(rule.group)
+        };
+        Some((whole.range(), value.unwrap_or(whole).range()))
+    };
+    let mut at = region.start;
+    while at < region.end {
+        let Some(caps) = rule.re.captures_at(hay, at) else {
+            break;
+        };
+        let Some((mut whole, mut value)) = pick(&caps) else {
+            break;
+        };
+        if whole.end == region.end && region.end < text.len() {
+            let Some(full) = rules.anchored[index]
+                .captures(&text[whole.start..])
+                .and_then(|c| pick(&c))
+            else {
+                break;
+            };
+            let shift = whole.start;
+            whole = shift + full.0.start..shift + full.0.end;
+            value = shift + full.1.start..shift + full.1.end;
+        }
+        let accepted = (rule.check)(&text[value.clone()]);
+        if accepted {
+            spans.push((value.start, value.end, index));
+        }
+        at = if !accepted && value.start > whole.start {
+            value.start
+        } else {
+            whole.end
+        }
+        .max(whole.start + 1);
+        while !text.is_char_boundary(at) {
+            at += 1;
+        }
+    }
+}
+
+/// A file name as it may be shown in a prompt, a reply or a thread: control characters (a
+/// newline could fake prompt structure such as a `--- END FILE` line), line and paragraph
+/// separators and bidirectional overrides escaped as `\n`, `\u{202e}`…, and secret-looking
+/// values in it redacted like any text sent.
+pub fn shown_name(name: &str) -> String {
+    fn unsafe_char(c: char) -> bool {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+            )
+            || ('\u{202a}'..='\u{202e}').contains(&c)
+            || ('\u{2066}'..='\u{2069}').contains(&c)
+    }
+    let escaped;
+    let name = if name.chars().any(unsafe_char) {
+        let mut s = String::with_capacity(name.len() + 8);
+        for c in name.chars() {
+            match c {
+                '\n' => s.push_str("\\n"),
+                '\r' => s.push_str("\\r"),
+                '\t' => s.push_str("\\t"),
+                c if unsafe_char(c) => s.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+                c => s.push(c),
+            }
+        }
+        escaped = s;
+        escaped.as_str()
+    } else {
+        name
+    };
+    redact(name).0
+}
+
+/// The private key blocks of a file, as 1-based inclusive line ranges: from each BEGIN line to
+/// its END line, or to the last line when the block is not closed.
+pub fn key_blocks(content: &str) -> Vec<(u32, u32)> {
+    static KEY: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(RULES[0].1).ok());
+    if memchr::memmem::find(content.as_bytes(), b"PRIVATE KEY").is_none() {
+        return Vec::new();
+    }
+    let Some(key) = KEY.as_ref() else {
+        // Fail closed, as `redact` does: every line counts as key material.
+        let lines = u32::try_from(content.lines().count()).unwrap_or(u32::MAX);
+        return vec![(1, lines.max(1))];
+    };
+    let mut blocks = Vec::new();
+    // Line numbers by a running count, so the whole pass stays linear.
+    let (mut line, mut counted) = (1u32, 0usize);
+    let mut line_at = |at: usize| {
+        line += u32::try_from(memchr::memchr_iter(b'\n', &content.as_bytes()[counted..at]).count())
+            .unwrap_or(u32::MAX);
+        counted = at;
+        line
+    };
+    for m in key.find_iter(content) {
+        let first = line_at(m.start());
+        // The END line itself, not the line after a block that ends with its newline.
+        let last = line_at(m.end().saturating_sub(1).max(m.start()));
+        blocks.push((first, last));
+    }
+    blocks
+}
+
+/// Replaces the lines of a unified diff (`patch`) that lie inside a private key block of the
+/// file's old version (`old`, lines as numbered in the hunks' `-` side) or new version (`new`,
+/// the `+` side), as found by [`key_blocks`] on the whole file. A hunk that changes one line in
+/// the middle of a key shows neither its BEGIN nor its END line, so the text alone cannot tell.
+/// Each such line keeps its diff prefix and becomes a marker, so the hunk still adds up; hunk
+/// headers lose their heading. Returns the text and how many runs of lines were replaced.
+pub fn redact_diff_keys(patch: &str, old: &[(u32, u32)], new: &[(u32, u32)]) -> (String, usize) {
+    if old.is_empty() && new.is_empty() {
+        return (patch.to_string(), 0);
+    }
+    let inside = |blocks: &[(u32, u32)], n: u32| blocks.iter().any(|&(a, b)| a <= n && n <= b);
+    let mut out = String::with_capacity(patch.len());
+    let mut count = 0;
+    // Line numbers on each side, and lines left in the current hunk on each side.
+    let (mut old_no, mut new_no, mut old_left, mut new_left) = (0u32, 0u32, 0u32, 0u32);
+    let mut in_run = false;
+    for line in patch.split_inclusive('\n') {
+        let in_hunk = old_left > 0 || new_left > 0;
+        if !in_hunk {
+            in_run = false;
+            if let Some((o, ol, n, nl, heading)) = hunk_header(line) {
+                (old_no, old_left, new_no, new_left) = (o, ol, n, nl);
+                // git shows the nearest earlier line that starts with a letter after the
+                // ranges (meant for a function name): in a file with a key, that may be a
+                // key line.
+                out.push_str(&line[..heading]);
+                out.push('\n');
+                continue;
+            }
+            out.push_str(line);
+            continue;
+        }
+        let (old_side, new_side) = match line.as_bytes().first() {
+            Some(b' ') => (true, true),
+            Some(b'-') => (true, false),
+            Some(b'+') => (false, true),
+            // `\ No newline at end of file` and anything unexpected: not a file line.
+            _ => {
+                out.push_str(line);
+                continue;
+            }
+        };
+        let secret = (old_side && inside(old, old_no)) || (new_side && inside(new, new_no));
+        if old_side {
+            old_no = old_no.saturating_add(1);
+            old_left = old_left.saturating_sub(1);
+        }
+        if new_side {
+            new_no = new_no.saturating_add(1);
+            new_left = new_left.saturating_sub(1);
+        }
+        if secret {
+            out.push_str(&line[..1]);
+            out.push_str("[REDACTED:private-key]");
+            if line.ends_with('\n') {
+                out.push('\n');
+            }
+            if !in_run {
+                count += 1;
+            }
+            in_run = true;
+        } else {
+            in_run = false;
+            out.push_str(line);
+        }
+    }
+    (out, count)
+}
+
+/// `@@ -a,b +c,d @@…` as (a, b, c, d, where the heading after the ranges starts); a missing
+/// count is 1.
+fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32, usize)> {
+    let rest = line.strip_prefix("@@ -")?;
+    let (ranges, _) = rest.split_once(" @@")?;
+    let heading = "@@ -".len() + ranges.len() + " @@".len();
+    let (old, new) = ranges.split_once(" +")?;
+    let range = |r: &str| -> Option<(u32, u32)> {
+        match r.split_once(',') {
+            Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+            None => Some((r.parse().ok()?, 1)),
+        }
+    };
+    let (a, b) = range(old)?;
+    let (c, d) = range(new)?;
+    Some((a, b, c, d, heading))
 }
 
 #[cfg(test)]
@@ -422,6 +841,122 @@ pub(crate) mod tests {
             assert_eq!(name_rule(Path::new(name)), rule, "{name}");
         }
         assert_eq!(name_rule(Path::new("/a/b/.env")), Some(".env*"));
+    }
+
+    #[test]
+    fn backups_of_secret_files_are_secrets() {
+        for (name, rule) in [
+            ("server.key.bak", Some("*.key")),
+            ("credentials.json~", Some("credentials file")),
+            ("app.env.orig", Some("*.env")),
+            ("prod.env", Some("*.env")),
+            (".env.swp", Some(".env*")),
+            (".id_rsa.swp", Some("id_rsa* (SSH private key)")),
+            (".server.pem.swo", Some("*.pem")),
+            ("#secrets.yaml#", Some("secrets file")),
+            (".#.netrc", Some(".netrc")),
+            ("tls.key.~1~", Some("*.key")),
+            ("tls.key.bak2", Some("*.key")),
+            ("cert.pem.old~", Some("*.pem")),
+            ("terraform.tfstate.backup", Some("*.tfstate")),
+            (
+                "client_secret_1.json.save",
+                Some("Google client secret or service account key"),
+            ),
+            // Backups of ordinary files stay ordinary.
+            ("main.rs.bak", None),
+            ("key.rs.orig", None),
+            ("README.md~", None),
+            (".main.rs.swp", None),
+            ("notes.txt.old", None),
+        ] {
+            assert_eq!(name_rule(Path::new(name)), rule, "{name}");
+        }
+    }
+
+    #[test]
+    fn shown_names_are_escaped_and_redacted() {
+        for (name, shown) in [
+            ("src/main.rs", "src/main.rs"),
+            ("a\nb.txt", "a\\nb.txt"),
+            (
+                "a\n--- END FILE: x ---\r\tz",
+                "a\\n--- END FILE: x ---\\r\\tz",
+            ),
+            ("bell\u{7}.txt", "bell\\u{7}.txt"),
+            ("rtl\u{202e}txt.exe", "rtl\\u{202e}txt.exe"),
+            ("sep\u{2028}x", "sep\\u{2028}x"),
+            ("café/ü.rs", "café/ü.rs"),
+            (
+                "dump-ghp_4Kx9Qm2Lp7Zr8Wv3Ty6Ub1Nc5Hd0Jf2Ga8Se.log",
+                "dump-[REDACTED:github-token].log",
+            ),
+        ] {
+            assert_eq!(shown_name(name), shown, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn key_blocks_are_found_by_line() {
+        let text = "a\n-----BEGIN PRIVATE KEY-----\nb1\nb2\n-----END PRIVATE KEY-----\nc\n\
+                    -----BEGIN OPENSSH PRIVATE KEY-----\nd1\n";
+        assert_eq!(key_blocks(text), vec![(2, 5), (7, 8)]);
+        let closed_at_eof = "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----";
+        assert_eq!(key_blocks(closed_at_eof), vec![(1, 3)]);
+        assert_eq!(key_blocks("no keys here\n"), vec![]);
+    }
+
+    #[test]
+    fn diff_lines_inside_key_blocks_are_redacted_on_both_sides() {
+        // Old: key on lines 2-9; new: key on lines 2-10 (one line added after line 5, line 7
+        // removed, line 8 changed).
+        let patch = "diff --git a/k.rs b/k.rs\n--- a/k.rs\n+++ b/k.rs\n\
+                     @@ -3,7 +3,8 @@ fn x\n b1\n b2\n b3\n+ADDED\n b4\n-b5\n-b6\n+b6new\n+b6more\n b7\n\
+                     @@ -20,2 +21,2 @@\n-old\n+new\n\\ No newline at end of file\n";
+        let (out, n) = redact_diff_keys(patch, &[(2, 9)], &[(2, 10)]);
+        assert_eq!(
+            out,
+            "diff --git a/k.rs b/k.rs\n--- a/k.rs\n+++ b/k.rs\n\
+             @@ -3,7 +3,8 @@\n [REDACTED:private-key]\n [REDACTED:private-key]\n \
+             [REDACTED:private-key]\n+[REDACTED:private-key]\n [REDACTED:private-key]\n\
+             -[REDACTED:private-key]\n-[REDACTED:private-key]\n+[REDACTED:private-key]\n\
+             +[REDACTED:private-key]\n [REDACTED:private-key]\n\
+             @@ -20,2 +21,2 @@\n-old\n+new\n\\ No newline at end of file\n"
+        );
+        assert_eq!(n, 1);
+        // Only the new side has a key: a removed line outside it stays, context inside goes.
+        let patch = "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n";
+        let (out, n) = redact_diff_keys(patch, &[], &[(2, 3)]);
+        assert_eq!(
+            out,
+            "@@ -1,3 +1,3 @@\n a\n-b\n+[REDACTED:private-key]\n [REDACTED:private-key]\n"
+        );
+        assert_eq!(n, 1);
+        assert_eq!(redact_diff_keys(patch, &[], &[]), (patch.to_string(), 0));
+    }
+
+    #[test]
+    fn a_rejected_candidate_hides_no_secret() {
+        // The generic rule rejects the value, yet the shapes inside and after it are found.
+        for (text, kind) in [
+            ("aws_access_key_id=AKIAQ3EGVP7MZL2XK4RT\n", "aws-access-key"),
+            (
+                "token_url=https://x.io/t,AKIAQ3EGVP7MZL2XK4RT\n",
+                "aws-access-key",
+            ),
+            ("password=\"required\" secret=\"hunter2hunter\"", "password"),
+            (
+                "aaaaaaaaaaaaaaaapassword=\"required\" api_key=\"f8a9c2d1e4b7a6c5\"",
+                "password",
+            ),
+        ] {
+            let (out, n) = redact(text);
+            assert_eq!(n, 1, "{text} -> {out}");
+            assert!(
+                out.contains(&format!("[REDACTED:{kind}]")),
+                "{text} -> {out}"
+            );
+        }
     }
 
     #[test]
@@ -474,6 +1009,21 @@ pub(crate) mod tests {
             "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
         ),
         ("stripe-key", "sk_live_51Hx7Qm2Lp7Zr8Wv3Ty6Ub1Nc5"),
+        ("gitlab-token", "glpat-Zq8Lm3Pw7Xr2Tn5Vb9Ky"),
+        ("huggingface-token", "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"),
+        (
+            "google-oauth-client-secret",
+            "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",
+        ),
+        (
+            "sendgrid-key",
+            "SG.Zq8Lm3Pw7Xr2Tn5Vb9Ky1H.c4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8St0Uv2Wx4Yz6Ab8Cd",
+        ),
+        (
+            "azure-key",
+            "AccountKey=Zq8Lm3Pw7Xr2Tn5Vb9Ky1Hc4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8==",
+        ),
+        ("basic-auth", "Basic YWxpY2U6czNjcjN0LXBhc3N3b3Jk"),
     ];
 
     #[test]

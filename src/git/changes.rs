@@ -85,6 +85,8 @@ pub(super) struct FileChange {
     pub old_path: Option<String>,
     pub body: Body,
     pub content: Option<Content>,
+    /// The old version's blob, when there is one (its key blocks are redacted in the diff).
+    pub old_blob: Option<Oid>,
     /// Lines of the new version the diff shows (its hunks' new ranges, 1-based, inclusive):
     /// when they cover the whole file, its full content would add nothing.
     pub shown_lines: Vec<(u32, u32)>,
@@ -340,6 +342,7 @@ impl Reader<'_> {
                 old_path,
                 body: Body::Unreadable,
                 content: None,
+                old_blob: Some(old.id()).filter(|id| !id.is_zero()),
                 shown_lines: Vec::new(),
             };
             // Built-in names and the configured GEMINI_MCP_SECRET_FILES globs, as for files.

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
 use super::{ChangedFile, DiffContext};
-use crate::collector::{Sandbox, SkipReason, Skipped, redact, tokens};
+use crate::collector::{Sandbox, SkipReason, Skipped, redact, secrets, tokens};
 
 /// A repository as shown, with what was read from it.
 #[derive(Debug, Clone, Default)]
@@ -60,7 +60,10 @@ pub(super) fn render(
     files: Vec<FileChange>,
     budget: u64,
 ) -> DiffContext {
-    let shown = |f: &FileChange| format!("{}{}", repos[f.repo].prefix, f.path);
+    // Names are escaped and redacted wherever they are shown (the diff text itself is redacted
+    // as a whole; git quotes control characters there).
+    let shown =
+        |f: &FileChange| format!("{}{}", repos[f.repo].prefix, secrets::shown_name(&f.path));
     let mut ctx = DiffContext {
         repos: repos.iter().map(|r| r.display.clone()).collect(),
         ..DiffContext::default()
@@ -140,9 +143,9 @@ pub(super) fn render(
         .iter()
         .map(|l| ChangedFile {
             repo: repos[l.repo].display.clone(),
-            path: l.path.clone(),
+            path: secrets::shown_name(&l.path),
             status: l.status.to_string(),
-            old_path: l.old_path.clone(),
+            old_path: l.old_path.as_deref().map(secrets::shown_name),
         })
         .collect();
 
@@ -157,8 +160,9 @@ pub(super) fn render(
                 f.status,
                 f.section.short()
             );
+            let (text, keys) = redact_key_lines(sandbox, &found[f.repo], f, &text);
             let (text, n) = redact(&text);
-            ctx.redactions += n;
+            ctx.redactions += keys + n;
             blocks.push(Block {
                 file: i,
                 text,
@@ -378,8 +382,10 @@ fn list_text(repos: &[RepoView], listed: &[Listed]) -> String {
         s.push_str(&format!("Changed files ({}):\n", mine.len()));
         for l in mine.iter().take(LIST_MAX) {
             let sections: Vec<&str> = l.sections.iter().map(|x| x.short()).collect();
-            s.push_str(&format!("- {}: {}{}", l.status, view.prefix, l.path));
+            let path = secrets::shown_name(&l.path);
+            s.push_str(&format!("- {}: {}{path}", l.status, view.prefix));
             if let Some(old) = &l.old_path {
+                let old = secrets::shown_name(old);
                 s.push_str(&format!(" (from {}{old})", view.prefix));
             }
             s.push_str(&format!(" [{}]", sections.join(", ")));
@@ -443,6 +449,25 @@ pub(super) fn class(path: &str) -> u8 {
         return 0;
     }
     1
+}
+
+/// A diff's lines that lie in a private key block of the file's old or new version (read in
+/// full: a hunk inside a key shows neither its BEGIN nor its END line), redacted.
+fn redact_key_lines(
+    sandbox: &Sandbox,
+    found: &Found,
+    f: &FileChange,
+    text: &str,
+) -> (String, usize) {
+    let old = f
+        .old_blob
+        .and_then(|id| found.repo.find_blob(id).ok())
+        .filter(|b| !b.is_binary() && b.size() as u64 <= MAX_FILE_BYTES)
+        .map_or_else(Vec::new, |b| {
+            secrets::key_blocks(&String::from_utf8_lossy(b.content()))
+        });
+    let new = read_content(sandbox, found, f).map_or_else(Vec::new, |c| secrets::key_blocks(&c));
+    secrets::redact_diff_keys(text, &old, &new)
 }
 
 /// The new version of a file: from the object database (staged, committed), or from the work

@@ -17,6 +17,7 @@
 //! the suite stays well under a minute and a half on two cores. Time bounds here only detect
 //! hangs: they are generous on purpose and are never performance targets.
 
+pub mod adversarial;
 mod fuzz;
 pub mod fuzz_bodies;
 mod gemini_faults;
