@@ -94,6 +94,8 @@ pub struct Config {
     pub state_dir: PathBuf,
     pub thread_ttl: Duration,
     pub max_turns: u32,
+    /// A thread started under other roots may be continued here.
+    pub share_threads_across_projects: bool,
     pub disabled_tools: Vec<String>,
     /// Extra file-name globs treated as secrets (added to the built-in list).
     pub secret_globs: Vec<String>,
@@ -238,6 +240,11 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Turns (calls) per thread.",
     },
     Setting {
+        name: "GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS",
+        default: "0",
+        doc: "`1`: a thread started under other roots (`PROJECT_ROOT`) may be continued here; by default it is refused, naming its project.",
+    },
+    Setting {
         name: "DISABLED_TOOLS",
         default: "—",
         doc: "Comma-separated tools to hide, e.g. `thinkdeep,debug`.",
@@ -342,6 +349,19 @@ impl Source<'_> {
                 .trim()
                 .parse()
                 .map_err(|e| invalid(name, format!("`{raw}` is not valid: {e}"))),
+        }
+    }
+
+    /// A switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (unset: off).
+    fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+        match self.get(name).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(false),
+            Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
+            Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
+            Some(v) => Err(invalid(
+                name,
+                format!("`{v}` is not a switch; use 1 (on) or 0 (off)"),
+            )),
         }
     }
 
@@ -545,6 +565,7 @@ impl Config {
             return Err(invalid("GEMINI_MAX_ATTEMPTS", "must be at least 1"));
         }
 
+        let share_threads_across_projects = src.flag("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS")?;
         let disabled_tools = src.list("DISABLED_TOOLS");
         for t in &disabled_tools {
             if !crate::tools::TOOL_NAMES.contains(&t.as_str()) {
@@ -648,6 +669,7 @@ impl Config {
             state_dir,
             thread_ttl: Duration::from_secs_f64(ttl_hours * 3600.0),
             max_turns,
+            share_threads_across_projects,
             disabled_tools,
             secret_globs: src.list("GEMINI_MCP_SECRET_FILES"),
             include_globs: src.list("GEMINI_MCP_INCLUDE"),
