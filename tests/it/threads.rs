@@ -1049,6 +1049,83 @@ mod e2e {
         assert!(!stderr.contains("startup-pw"), "{stderr}");
         assert!(out.stdout.is_empty(), "stdout carries only MCP messages");
     }
+
+    /// A thread stays in the project (roots) it was started in: a server on other roots sharing
+    /// the same store refuses it, naming the project and the setting, unless the setting allows it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thread_from_another_project_is_refused_unless_sharing_is_allowed() {
+        let fake = FakeGemini::start();
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+        for root in [&one, &two] {
+            std::fs::create_dir_all(root).unwrap();
+            std::fs::write(root.join("main.rs"), "fn main() {}\n").unwrap();
+        }
+        let state = dir.path().join("state");
+        let (base, state) = (fake.base_url(), state.display().to_string());
+        let vars = |share: &'static str| {
+            vec![
+                ("GEMINI_API_KEY", KEY),
+                ("GEMINI_BASE_URL", base.as_str()),
+                ("GEMINI_MCP_STORE", "embedded"),
+                ("GEMINI_MCP_STATE_DIR", state.as_str()),
+                ("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS", share),
+            ]
+        };
+        let in_one = mcp::start(&one, &vars("0")).await;
+        let first = call(&in_one, "chat", json!({"prompt": "started in one"}))
+            .await
+            .unwrap();
+        let id = structured(&first)["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        let in_two = mcp::start(&two, &vars("0")).await;
+        for continuation in [id.as_str(), "latest"] {
+            let r = call(
+                &in_two,
+                "chat",
+                json!({"prompt": "continue in two", "continuation_id": continuation}),
+            )
+            .await
+            .unwrap();
+            assert_eq!(r.is_error, Some(true), "{continuation}: {}", text(&r));
+            if continuation == "latest" {
+                // `latest` looks only at this project's threads.
+                assert!(text(&r).contains("no earlier thread"), "{}", text(&r));
+                continue;
+            }
+            let canonical = one.canonicalize().unwrap().display().to_string();
+            assert!(
+                text(&r).contains(&format!("started in another project ({canonical})")),
+                "{}",
+                text(&r)
+            );
+            assert!(
+                text(&r).contains("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS=1"),
+                "{}",
+                text(&r)
+            );
+        }
+        assert_eq!(
+            fake.generate_requests().len(),
+            1,
+            "refusals never reach Gemini"
+        );
+
+        let shared = mcp::start(&two, &vars("1")).await;
+        let r = call(
+            &shared,
+            "chat",
+            json!({"prompt": "continue in two, shared", "continuation_id": id}),
+        )
+        .await
+        .unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        assert_eq!(structured(&r)["continuation_id"], id.as_str());
+        assert_eq!(structured(&r)["remaining_turns"], 18);
+    }
 }
 
 #[test]
