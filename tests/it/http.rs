@@ -820,7 +820,8 @@ async fn live_sessions_per_client_are_capped_least_recently_used_first() {
             ("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT", "3"),
         ])
         .await;
-    let alice = Raw::new(&server.url()).header("authorization", &format!("Bearer {TOKEN}"));
+    let url = server.url();
+    let alice = Raw::new(&url).header("authorization", &format!("Bearer {TOKEN}"));
     let bob = Raw::new(&server.url()).header("authorization", &format!("Bearer {OTHER_TOKEN}"));
     let bobs = bob.initialize().await;
     let mut sessions = Vec::new();
@@ -830,12 +831,8 @@ async fn live_sessions_per_client_are_capped_least_recently_used_first() {
     // The first is used again: the second is now the least recently used.
     assert_eq!(ping_status(&server.url(), TOKEN, &sessions[0]).await, 200);
     sessions.push(alice.initialize().await);
-    let statuses: Vec<u16> = futures::future::join_all(
-        sessions
-            .iter()
-            .map(|s| ping_status(&server.url(), TOKEN, s)),
-    )
-    .await;
+    let statuses: Vec<u16> =
+        futures::future::join_all(sessions.iter().map(|s| ping_status(&url, TOKEN, s))).await;
     assert_eq!(statuses, vec![200, 404, 200, 200], "{sessions:?}");
     assert_eq!(
         ping_status(&server.url(), OTHER_TOKEN, &bobs).await,
@@ -846,12 +843,8 @@ async fn live_sessions_per_client_are_capped_least_recently_used_first() {
     for _ in 0..20 {
         alice.initialize().await;
     }
-    let live = futures::future::join_all(
-        sessions
-            .iter()
-            .map(|s| ping_status(&server.url(), TOKEN, s)),
-    )
-    .await;
+    let live =
+        futures::future::join_all(sessions.iter().map(|s| ping_status(&url, TOKEN, s))).await;
     assert!(live.iter().all(|s| *s == 404), "{live:?}");
 }
 
