@@ -120,6 +120,8 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     /// Tool calls in flight per client.
     pub client_concurrency: usize,
+    /// Live legacy sessions per client on one instance.
+    pub max_sessions_per_client: usize,
     /// How long in-flight calls may take to finish after SIGTERM.
     pub shutdown_grace: Duration,
 }
@@ -288,6 +290,11 @@ pub const SETTINGS: &[Setting] = &[
         name: "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
         default: "16",
         doc: "Tool calls in flight at once per client (per token, or per peer address without a token).",
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+        default: "32",
+        doc: "Live legacy (`Mcp-Session-Id`) sessions per client and instance; opening one more closes the client's least recently used.",
     },
     Setting {
         name: "GEMINI_MCP_RATE_LIMITS",
@@ -624,11 +631,20 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        let max_sessions_per_client: usize =
+            src.parse("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT", 32)?;
+        if max_sessions_per_client == 0 {
+            return Err(invalid(
+                "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+                "must be at least 1",
+            ));
+        }
         let http = HttpSettings {
             allowed_hosts: any_or_list("GEMINI_MCP_HTTP_ALLOWED_HOSTS"),
             allowed_origins: any_or_list("GEMINI_MCP_HTTP_ALLOWED_ORIGINS"),
             max_body_bytes,
             client_concurrency,
+            max_sessions_per_client,
             shutdown_grace: src.secs("GEMINI_MCP_HTTP_SHUTDOWN_SECS", 30)?,
         };
 

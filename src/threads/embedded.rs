@@ -521,6 +521,53 @@ mod tests {
         assert_eq!(rows, 0);
     }
 
+    /// A database written before owners existed gets the column on open; its threads are local.
+    #[tokio::test]
+    async fn threads_stored_before_owners_are_local() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id = ThreadId::new();
+        {
+            let conn = Connection::open(tmp.path().join(FILE_NAME)).unwrap();
+            let old_schema = SCHEMA.replace("    owner      TEXT NOT NULL DEFAULT 'local',\n", "");
+            assert!(!old_schema.contains("owner"));
+            conn.execute_batch(&old_schema).unwrap();
+            let body = serde_json::to_string(&turn()).unwrap();
+            conn.execute(
+                "INSERT INTO threads (id, project, created_ms, expires_ms, turns, written) VALUES (?1, '/p', 0, ?2, 1, 1)",
+                params![id.to_string(), i64::MAX],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO turns (thread, seq, body) VALUES (?1, 0, ?2)",
+                params![id.to_string(), body],
+            )
+            .unwrap();
+        }
+        let store = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5)
+            .await
+            .unwrap();
+        assert_eq!(store.load(id).await.unwrap().owner, Owner::local());
+        let stranger = Owner::for_token(b"t");
+        let err = store
+            .append(id, "/p", &stranger, &turn())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ThreadError::Foreign { .. }), "{err:?}");
+        assert_eq!(
+            store
+                .append(id, "/p", &Owner::local(), &turn())
+                .await
+                .unwrap(),
+            2
+        );
+        // Opening again (the column now exists) changes nothing.
+        drop(store);
+        let store = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5)
+            .await
+            .unwrap();
+        assert_eq!(store.load(id).await.unwrap().turns.len(), 2);
+    }
+
     fn turn() -> Turn {
         Turn {
             tool: "chat".into(),
