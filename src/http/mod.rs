@@ -42,6 +42,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::jsonrpc::Screened;
 use crate::limits::{Gate, RateLimits};
 use crate::server::Server;
 use crate::tools::Pipeline;
@@ -65,6 +66,8 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 struct Guard {
     tokens: Arc<Tokens>,
+    /// `GEMINI_MCP_HTTP_MAX_BODY_BYTES`.
+    max_body: usize,
     sessions: Arc<sessions::SessionOwners>,
     /// Cancelled when the server starts shutting down.
     draining: CancellationToken,
@@ -168,6 +171,7 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
 
     let guard = Guard {
         tokens: tokens.clone(),
+        max_body: config.http.max_body_bytes,
         sessions: session_owners,
         draining: draining.clone(),
     };
@@ -295,6 +299,30 @@ async fn limit_headers(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
+/// A POSTed message that rmcp would refuse without a JSON-RPC answer (valid JSON serde cannot
+/// hold) is answered here, 400 with the error; lone surrogate escapes are read as U+FFFD
+/// ([`crate::jsonrpc`]). Bodies over `max_body` get 413 before they are parsed.
+async fn screen_body(req: Request, max_body: usize) -> Result<Request, Response> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, max_body).await.map_err(|_| {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Payload Too Large: request body exceeds {max_body} bytes"),
+        )
+            .into_response()
+    })?;
+    let bytes = match crate::jsonrpc::screen(&bytes) {
+        Screened::Answer(answer) => {
+            return Err((StatusCode::BAD_REQUEST, axum::Json(answer)).into_response());
+        }
+        Screened::Message {
+            fixed: Some(fixed), ..
+        } => bytes::Bytes::from(fixed),
+        Screened::Message { fixed: None, .. } | Screened::Ignore => bytes,
+    };
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
 /// Every `/mcp` request: the token check (and the caller's identity for the limits and for the
 /// threads and sessions it may use), then rmcp. A legacy session opened by another client is
 /// answered 404, as an unknown one. A standalone SSE stream (`GET`) is ended when the server
@@ -318,6 +346,12 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
     req.extensions_mut().insert(client);
     req.extensions_mut().insert(owner.clone());
     let method = req.method().clone();
+    if method == Method::POST {
+        req = match screen_body(req, guard.max_body).await {
+            Ok(r) => r,
+            Err(answer) => return answer,
+        };
+    }
     let resp = sessions::REQUEST_OWNER
         .scope(owner.clone(), next.run(req))
         .await;
