@@ -887,3 +887,58 @@ async fn oversized_request_headers_get_431() {
     };
     assert_eq!(status, 431, "every route has the limit");
 }
+
+#[tokio::test]
+async fn bodies_serde_cannot_hold_still_get_a_json_rpc_answer() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    let raw = Raw::new(&server.url());
+    let modern = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "chat"),
+    ];
+    let call = |id: &str, arguments: &str| {
+        let meta = crate::support::http::modern_meta().to_string();
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"chat","arguments":{arguments},"_meta":{meta}}}}}"#
+        )
+        .into_bytes()
+    };
+    // An id that cannot be read: -32600 without an id.
+    let a = raw
+        .post_bytes(call("1e400", r#"{"prompt":"x"}"#), &modern)
+        .await;
+    assert_eq!(a.status, 400, "{}", a.text);
+    assert_eq!(a.message["error"]["code"], -32600, "{}", a.text);
+    assert!(a.message.get("id").is_none_or(Value::is_null), "{}", a.text);
+    assert!(a.text.contains("`id`"), "{}", a.text);
+    // A readable id, an unreadable argument: -32602 naming it.
+    let a = raw
+        .post_bytes(call("5", r#"{"prompt":"x","temperature":1e400}"#), &modern)
+        .await;
+    assert_eq!(a.status, 400, "{}", a.text);
+    assert_eq!(a.message["error"]["code"], -32602, "{}", a.text);
+    assert_eq!(a.message["id"], 5, "{}", a.text);
+    assert!(
+        a.text.contains("params.arguments.temperature"),
+        "{}",
+        a.text
+    );
+    // A lone surrogate is read as U+FFFD and the call is answered.
+    let a = raw
+        .post_bytes(call("6", r#"{"prompt":"cut \ud800 here"}"#), &modern)
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert!(succeeded(&a.message), "{}", a.text);
+    let sent = env.fake.generate_requests();
+    assert_eq!(sent.len(), 1, "only the readable call reached Gemini");
+    assert!(
+        sent[0].last_user_text().contains("cut \u{fffd} here"),
+        "{}",
+        sent[0].last_user_text()
+    );
+    // Not JSON at all: rmcp's answer, unchanged.
+    let a = raw.post_bytes(b"{not json".to_vec(), &modern).await;
+    assert!(a.status >= 400, "{}", a.text);
+}
