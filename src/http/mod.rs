@@ -23,9 +23,10 @@ mod auth;
 mod health;
 mod sessions;
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
@@ -36,6 +37,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
+use rmcp::model::{ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::SessionStore;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -68,6 +70,8 @@ struct Guard {
     tokens: Arc<Tokens>,
     /// `GEMINI_MCP_HTTP_MAX_BODY_BYTES`.
     max_body: usize,
+    /// The request ids being answered in each legacy session.
+    in_flight: Arc<Mutex<HashSet<(String, RequestId)>>>,
     sessions: Arc<sessions::SessionOwners>,
     /// Cancelled when the server starts shutting down.
     draining: CancellationToken,
@@ -172,6 +176,7 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
     let guard = Guard {
         tokens: tokens.clone(),
         max_body: config.http.max_body_bytes,
+        in_flight: Arc::default(),
         sessions: session_owners,
         draining: draining.clone(),
     };
@@ -302,7 +307,11 @@ async fn limit_headers(req: Request, next: Next) -> Response {
 /// A POSTed message that rmcp would refuse without a JSON-RPC answer (valid JSON serde cannot
 /// hold) is answered here, 400 with the error; lone surrogate escapes are read as U+FFFD
 /// ([`crate::jsonrpc`]). Bodies over `max_body` get 413 before they are parsed.
-async fn screen_body(req: Request, max_body: usize) -> Result<Request, Response> {
+/// Also returns the id when the body is a request.
+async fn screen_body(
+    req: Request,
+    max_body: usize,
+) -> Result<(Request, Option<RequestId>), Response> {
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, max_body).await.map_err(|_| {
         (
@@ -311,16 +320,67 @@ async fn screen_body(req: Request, max_body: usize) -> Result<Request, Response>
         )
             .into_response()
     })?;
-    let bytes = match crate::jsonrpc::screen(&bytes) {
+    let (bytes, id) = match crate::jsonrpc::screen(&bytes) {
         Screened::Answer(answer) => {
             return Err((StatusCode::BAD_REQUEST, axum::Json(answer)).into_response());
         }
-        Screened::Message {
-            fixed: Some(fixed), ..
-        } => bytes::Bytes::from(fixed),
-        Screened::Message { fixed: None, .. } | Screened::Ignore => bytes,
+        Screened::Message { message, fixed } => {
+            let id = match &message {
+                JsonRpcMessage::Request(r) => Some(r.id.clone()),
+                _ => None,
+            };
+            (fixed.map(bytes::Bytes::from).unwrap_or(bytes), id)
+        }
+        Screened::Ignore => (bytes, None),
     };
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+    Ok((Request::from_parts(parts, Body::from(bytes)), id))
+}
+
+/// A request id in flight in a legacy session, freed when its response body is done with.
+struct InFlight {
+    set: Arc<Mutex<HashSet<(String, RequestId)>>>,
+    key: (String, RequestId),
+}
+
+impl InFlight {
+    /// Marks `key` in flight; `None` when it already is.
+    fn claim(
+        set: &Arc<Mutex<HashSet<(String, RequestId)>>>,
+        key: (String, RequestId),
+    ) -> Option<InFlight> {
+        let fresh = set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone());
+        fresh.then(|| InFlight {
+            set: set.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+    }
+}
+
+/// `-32600` "id already in use" for a request whose id is still being answered in its session
+/// (see [`crate::jsonrpc`] for why the second is refused rather than run).
+fn id_in_use(id: RequestId) -> Response {
+    let answer = ServerJsonRpcMessage::error(
+        ErrorData::invalid_request(
+            format!(
+                "id already in use: request {id} is still being answered in this session; send each request with a new id"
+            ),
+            None,
+        ),
+        Some(id),
+    );
+    (StatusCode::BAD_REQUEST, axum::Json(answer)).into_response()
 }
 
 /// Every `/mcp` request: the token check (and the caller's identity for the limits and for the
@@ -346,11 +406,19 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
     req.extensions_mut().insert(client);
     req.extensions_mut().insert(owner.clone());
     let method = req.method().clone();
+    let mut claimed = None;
     if method == Method::POST {
-        req = match screen_body(req, guard.max_body).await {
+        let id;
+        (req, id) = match screen_body(req, guard.max_body).await {
             Ok(r) => r,
             Err(answer) => return answer,
         };
+        if let (Some(session), Some(id)) = (&session, id) {
+            match InFlight::claim(&guard.in_flight, (session.clone(), id.clone())) {
+                Some(c) => claimed = Some(c),
+                None => return id_in_use(id),
+            }
+        }
     }
     let resp = sessions::REQUEST_OWNER
         .scope(owner.clone(), next.run(req))
@@ -365,6 +433,15 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
             guard.sessions.closed(id);
         }
         _ => {}
+    }
+    if let Some(claimed) = claimed {
+        // Freed once the answer has been sent (or the client went away).
+        let (parts, body) = resp.into_parts();
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _held = &claimed;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(stream));
     }
     if method != Method::GET {
         return resp;

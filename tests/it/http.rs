@@ -942,3 +942,45 @@ async fn bodies_serde_cannot_hold_still_get_a_json_rpc_answer() {
     let a = raw.post_bytes(b"{not json".to_vec(), &modern).await;
     assert!(a.status >= 400, "{}", a.text);
 }
+
+#[tokio::test]
+async fn a_request_id_in_flight_in_a_legacy_session_is_refused_and_the_first_is_answered() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    let raw = Raw::new(&server.url());
+    let session = raw.initialize().await;
+    env.fake
+        .push(Script::text("first answer").delay_headers(Duration::from_secs(2)));
+    let first = raw.session_call(&session, 7, "chat", json!({"prompt": "first"}));
+    let second = async {
+        assert!(
+            until(30, async || env.fake.in_flight() > 0).await,
+            "the first call never reached Gemini"
+        );
+        raw.session_call(&session, 7, "chat", json!({"prompt": "second, same id"}))
+            .await
+    };
+    let (first, second) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(first, second)
+    })
+    .await
+    .expect("both requests are answered");
+    assert!(
+        result_text(&first.message).contains("first answer"),
+        "{}",
+        first.text
+    );
+    assert_eq!(second.message["error"]["code"], -32600, "{}", second.text);
+    assert!(second.text.contains("id already in use"), "{}", second.text);
+    assert_eq!(second.message["id"], 7, "{}", second.text);
+    assert_eq!(
+        env.fake.generate_requests().len(),
+        1,
+        "the duplicate never ran"
+    );
+    // Answered: the id is free again.
+    let again = raw
+        .session_call(&session, 7, "chat", json!({"prompt": "third"}))
+        .await;
+    assert!(succeeded(&again.message), "{}", again.text);
+}
