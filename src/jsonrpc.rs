@@ -315,21 +315,19 @@ impl<R: AsyncRead + Send + Unpin + 'static, W: AsyncWrite + Send + Unpin + 'stat
     /// Decides on one decoded message: `Some` to hand it to rmcp, `None` when answered here.
     fn admit(&mut self, message: ClientJsonRpcMessage) -> Option<ClientJsonRpcMessage> {
         match &message {
-            JsonRpcMessage::Request(r) => {
-                if !self.in_flight.set().insert(r.id.clone()) {
-                    let answer = ServerJsonRpcMessage::error(
-                        ErrorData::invalid_request(
-                            format!(
-                                "id already in use: request {} is still being answered; send each request with a new id",
-                                r.id
-                            ),
-                            None,
+            JsonRpcMessage::Request(r) if !self.in_flight.set().insert(r.id.clone()) => {
+                let answer = ServerJsonRpcMessage::error(
+                    ErrorData::invalid_request(
+                        format!(
+                            "id already in use: request {} is still being answered; send each request with a new id",
+                            r.id
                         ),
-                        Some(r.id.clone()),
-                    );
-                    self.pending = Some(Box::pin(self.out.send(answer)));
-                    return None;
-                }
+                        None,
+                    ),
+                    Some(r.id.clone()),
+                );
+                self.pending = Some(Box::pin(self.out.send(answer)));
+                return None;
             }
             JsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification
