@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use gemini_mcp_server::collector::Collector;
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
 use gemini_mcp_server::gemini::Usage;
-use gemini_mcp_server::threads::{self, FileRef, ThreadId, ThreadStore, Turn, history};
+use gemini_mcp_server::threads::{self, FileRef, Owner, ThreadId, ThreadStore, Turn, history};
 use sha2::{Digest, Sha256};
 
 const TURNS: usize = 20;
@@ -84,7 +84,7 @@ async fn run(iters: usize) {
         let s = threads::open(&c).await.expect("store");
         let id = ThreadId::new();
         for t in &turns {
-            s.append(id, &root.display().to_string(), t)
+            s.append(id, &root.display().to_string(), &Owner::local(), t)
                 .await
                 .expect("append");
         }

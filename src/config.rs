@@ -94,6 +94,8 @@ pub struct Config {
     pub state_dir: PathBuf,
     pub thread_ttl: Duration,
     pub max_turns: u32,
+    /// A thread started under other roots may be continued here.
+    pub share_threads_across_projects: bool,
     pub disabled_tools: Vec<String>,
     /// Extra file-name globs treated as secrets (added to the built-in list).
     pub secret_globs: Vec<String>,
@@ -118,6 +120,8 @@ pub struct HttpSettings {
     pub max_body_bytes: usize,
     /// Tool calls in flight per client.
     pub client_concurrency: usize,
+    /// Live legacy sessions per client on one instance.
+    pub max_sessions_per_client: usize,
     /// How long in-flight calls may take to finish after SIGTERM.
     pub shutdown_grace: Duration,
 }
@@ -238,6 +242,11 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Turns (calls) per thread.",
     },
     Setting {
+        name: "GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS",
+        default: "0",
+        doc: "`1`: a thread started under other roots (`PROJECT_ROOT`) may be continued here; by default it is refused, naming its project.",
+    },
+    Setting {
         name: "DISABLED_TOOLS",
         default: "—",
         doc: "Comma-separated tools to hide, e.g. `thinkdeep,debug`.",
@@ -281,6 +290,11 @@ pub const SETTINGS: &[Setting] = &[
         name: "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
         default: "16",
         doc: "Tool calls in flight at once per client (per token, or per peer address without a token).",
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+        default: "32",
+        doc: "Live legacy (`Mcp-Session-Id`) sessions per client and instance; opening one more closes the client's least recently used.",
     },
     Setting {
         name: "GEMINI_MCP_RATE_LIMITS",
@@ -342,6 +356,19 @@ impl Source<'_> {
                 .trim()
                 .parse()
                 .map_err(|e| invalid(name, format!("`{raw}` is not valid: {e}"))),
+        }
+    }
+
+    /// A switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (unset: off).
+    fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+        match self.get(name).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(false),
+            Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
+            Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
+            Some(v) => Err(invalid(
+                name,
+                format!("`{v}` is not a switch; use 1 (on) or 0 (off)"),
+            )),
         }
     }
 
@@ -545,6 +572,7 @@ impl Config {
             return Err(invalid("GEMINI_MAX_ATTEMPTS", "must be at least 1"));
         }
 
+        let share_threads_across_projects = src.flag("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS")?;
         let disabled_tools = src.list("DISABLED_TOOLS");
         for t in &disabled_tools {
             if !crate::tools::TOOL_NAMES.contains(&t.as_str()) {
@@ -603,11 +631,20 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        let max_sessions_per_client: usize =
+            src.parse("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT", 32)?;
+        if max_sessions_per_client == 0 {
+            return Err(invalid(
+                "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+                "must be at least 1",
+            ));
+        }
         let http = HttpSettings {
             allowed_hosts: any_or_list("GEMINI_MCP_HTTP_ALLOWED_HOSTS"),
             allowed_origins: any_or_list("GEMINI_MCP_HTTP_ALLOWED_ORIGINS"),
             max_body_bytes,
             client_concurrency,
+            max_sessions_per_client,
             shutdown_grace: src.secs("GEMINI_MCP_HTTP_SHUTDOWN_SECS", 30)?,
         };
 
@@ -648,6 +685,7 @@ impl Config {
             state_dir,
             thread_ttl: Duration::from_secs_f64(ttl_hours * 3600.0),
             max_turns,
+            share_threads_across_projects,
             disabled_tools,
             secret_globs: src.list("GEMINI_MCP_SECRET_FILES"),
             include_globs: src.list("GEMINI_MCP_INCLUDE"),

@@ -9,6 +9,7 @@ pub mod config;
 pub mod gemini;
 pub mod git;
 pub mod http;
+pub mod jsonrpc;
 pub mod limits;
 pub mod server;
 pub mod threads;

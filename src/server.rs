@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use crate::gemini::{CallContext, Progress};
 use crate::limits::{Admission, ClientId, Gate};
+use crate::threads::Owner;
 use crate::tools::reply::Status;
 use crate::tools::{Pipeline, Plan, Reply, ToolError};
 
@@ -95,8 +96,11 @@ impl Server {
         // field's name in errors: check them on their own first.
         let common = parse_args::<crate::tools::Common>(args.clone());
         let outcome = match common.and_then(|_| parse_args::<P>(args)).and_then(plan) {
-            Ok(plan) => match self.admit(&plan, &ctx) {
-                Ok(_admission) => self.run(plan, &ctx).await,
+            Ok(mut plan) => match self.admit(&plan, &ctx) {
+                Ok(_admission) => {
+                    plan.owner = owner_of(&ctx);
+                    self.run(plan, &ctx).await
+                }
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
@@ -184,6 +188,16 @@ fn client_of(ctx: &RequestContext<RoleServer>) -> ClientId {
         .and_then(|p| p.extensions.get::<ClientId>())
         .cloned()
         .unwrap_or_else(|| ClientId("stdio".into()))
+}
+
+/// Whose threads the caller may continue: the owner the HTTP transport put in the request's
+/// extensions; `local` otherwise.
+fn owner_of(ctx: &RequestContext<RoleServer>) -> Owner {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Owner>())
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Deserialises tool arguments, naming the offending field in the error.

@@ -200,7 +200,10 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
     match crate::threads::open(&config).await {
         Ok(store) => {
             let project = config.roots[0].display().to_string();
-            match store.latest(&project).await {
+            match store
+                .latest(&project, &crate::threads::Owner::local())
+                .await
+            {
                 Ok(_) => {
                     let detail = match store.kind() {
                         "embedded" => format!("embedded, in {}", config.state_dir.display()),

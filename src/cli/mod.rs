@@ -361,7 +361,7 @@ async fn serve_stdio(config: Arc<Config>) -> ExitCode {
     let gate = Arc::new(crate::limits::Gate::new(&rates, None));
     let server = Server::new(pipeline.clone()).with_gate(gate.clone());
     let running = tokio::select! {
-        r = server.serve(rmcp::transport::stdio()) => match r {
+        r = server.serve(crate::jsonrpc::stdio()) => match r {
             Ok(r) => r,
             // The client closed stdin before initializing: a clean shutdown.
             Err(e) => {

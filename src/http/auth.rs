@@ -4,7 +4,9 @@
 //! Tokens are compared as SHA-256 digests with `subtle`'s constant-time equality, against every
 //! configured token without an early exit, so neither the content nor the length of a token
 //! leaks through timing. A token is never logged, echoed or put in an error; a client is known
-//! by its token's position (`token#2`), or by its peer address when no token is configured.
+//! by its token's position (`token#2`), or by its peer address when no token is configured; the
+//! threads and sessions it opens belong to its [`Owner`], a digest of its token (`local` without
+//! tokens: then only loopback callers exist, all of them the local user).
 
 use std::net::SocketAddr;
 
@@ -17,10 +19,13 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Secret;
 use crate::limits::ClientId;
+use crate::threads::Owner;
 
 /// The accepted tokens, kept as digests.
 pub struct Tokens {
     digests: Vec<[u8; 32]>,
+    /// The owner of each token's threads and sessions, in the same order.
+    owners: Vec<Owner>,
 }
 
 /// Why a request was not authenticated.
@@ -42,6 +47,10 @@ impl Tokens {
             digests: tokens
                 .iter()
                 .map(|t| digest(t.expose().as_bytes()))
+                .collect(),
+            owners: tokens
+                .iter()
+                .map(|t| Owner::for_token(t.expose().as_bytes()))
                 .collect(),
         }
     }
@@ -65,21 +74,22 @@ impl Tokens {
         found.ok_or(Denied::Invalid)
     }
 
-    /// Authenticates `req` and returns who is calling, or why not ([`unauthorized`] answers).
-    pub fn identify(&self, req: &Request<Body>) -> Result<ClientId, Denied> {
+    /// Authenticates `req` and returns who is calling (for the limits) and whose threads and
+    /// sessions it may use, or why not ([`unauthorized`] answers).
+    pub fn identify(&self, req: &Request<Body>) -> Result<(ClientId, Owner), Denied> {
         if self.is_empty() {
             let peer = req
                 .extensions()
                 .get::<ConnectInfo<SocketAddr>>()
                 .map_or_else(|| "unknown".to_string(), |c| c.0.ip().to_string());
-            return Ok(ClientId(format!("peer:{peer}")));
+            return Ok((ClientId(format!("peer:{peer}")), Owner::local()));
         }
         let header = req
             .headers()
             .get(header::AUTHORIZATION)
             .map(HeaderValue::as_bytes);
         self.check(header)
-            .map(|i| ClientId(format!("token#{}", i + 1)))
+            .map(|i| (ClientId(format!("token#{}", i + 1)), self.owners[i].clone()))
     }
 }
 

@@ -9,7 +9,10 @@
 //! Defences: a token is required whenever the bound address is not loopback (startup refuses
 //! otherwise) and, once configured, on every `/mcp` request; `Host` and `Origin` are checked
 //! against allowlists (DNS rebinding); bodies over `GEMINI_MCP_HTTP_MAX_BODY_BYTES` get 413;
-//! tool calls pass the admission gate (per-client concurrency, per-tool rates).
+//! tool calls pass the admission gate (per-client concurrency, per-tool rates); request headers
+//! over [`MAX_HEADER_BYTES`] in total get 431 on every route; a legacy session answers only the
+//! client that opened it, and each client keeps at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT`
+//! live ([`sessions::SessionOwners`]); threads belong to the token that started them.
 //!
 //! Shutdown (SIGTERM or SIGINT): the listener closes, idle connections close, the gate refuses
 //! new tool calls, standalone SSE streams end (clients reconnect elsewhere), and calls in flight
@@ -20,36 +23,44 @@ mod auth;
 mod health;
 mod sessions;
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
+use rmcp::model::{ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::SessionStore;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::jsonrpc::Screened;
 use crate::limits::{Gate, RateLimits};
 use crate::server::Server;
 use crate::tools::Pipeline;
 use auth::Tokens;
 
+/// The legacy session header.
+const SESSION_HEADER: &str = "mcp-session-id";
 /// Hosts always accepted in `Host` (rmcp's loopback defaults).
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
 /// Browser origins always accepted: pages served from this machine.
 const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 /// How often idle clients are forgotten by the rate limiters.
 const HOUSEKEEPING: Duration = Duration::from_secs(60);
+/// The most a request's headers (names, values and request target together) may take: well
+/// above any MCP client's and proxy's, small enough that headers cannot be used to fill memory.
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
 /// After the grace period, how long cancelled calls get to unwind before the process exits.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
@@ -57,6 +68,11 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 struct Guard {
     tokens: Arc<Tokens>,
+    /// `GEMINI_MCP_HTTP_MAX_BODY_BYTES`.
+    max_body: usize,
+    /// The request ids being answered in each legacy session.
+    in_flight: Arc<Mutex<HashSet<(String, RequestId)>>>,
+    sessions: Arc<sessions::SessionOwners>,
     /// Cancelled when the server starts shutting down.
     draining: CancellationToken,
 }
@@ -96,7 +112,7 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let session_store: Option<Arc<dyn SessionStore>> =
+    let redis_sessions: Option<Arc<sessions::RedisSessions>> =
         match (pipeline.store_kind(), &config.redis_url) {
             ("redis", Some(url)) => {
                 match sessions::RedisSessions::connect(url, &config.key_prefix).await {
@@ -109,7 +125,14 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
             }
             _ => None,
         };
-    let shared_sessions = session_store.is_some();
+    let shared_sessions = redis_sessions.is_some();
+    let session_store = redis_sessions.clone().map(|s| s as Arc<dyn SessionStore>);
+    let manager = Arc::new(LocalSessionManager::default());
+    let session_owners = Arc::new(sessions::SessionOwners::new(
+        manager.clone(),
+        redis_sessions,
+        config.http.max_sessions_per_client,
+    ));
 
     let rates = config
         .rate_limits
@@ -148,14 +171,13 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
             .enforce_origin_validation(),
     };
     mcp.session_store = session_store;
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        mcp,
-    );
+    let service = StreamableHttpService::new(move || Ok(server.clone()), manager, mcp);
 
     let guard = Guard {
         tokens: tokens.clone(),
+        max_body: config.http.max_body_bytes,
+        in_flight: Arc::default(),
+        sessions: session_owners,
         draining: draining.clone(),
     };
     let app = Router::new()
@@ -166,7 +188,8 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
                 .route("/healthz", get(health::healthz))
                 .route("/readyz", get(health::readyz))
                 .with_state(pipeline.clone()),
-        );
+        )
+        .layer(middleware::from_fn(limit_headers));
 
     eprintln!(
         "gemini-mcp: serving MCP over Streamable HTTP at http://{local}/mcp (health: /healthz, /readyz; token {}; rate limits {rates}; legacy sessions {})",
@@ -257,18 +280,170 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Every `/mcp` request: the token check (and the caller's identity for the limits), then rmcp.
-/// A standalone SSE stream (`GET`) is ended when the server starts draining, so that shutdown
-/// waits only for real calls; the client reconnects, to another instance if there is one.
+/// Request headers over [`MAX_HEADER_BYTES`] in total: 431, before anything else reads them.
+async fn limit_headers(req: Request, next: Next) -> Response {
+    let size = req.uri().to_string().len()
+        + req
+            .headers()
+            .iter()
+            .map(|(k, v)| k.as_str().len() + v.len() + 4)
+            .sum::<usize>();
+    if size > MAX_HEADER_BYTES {
+        let body = serde_json::json!({
+            "error": "request_header_fields_too_large",
+            "message": format!(
+                "the request headers take {size} bytes; this server accepts at most {MAX_HEADER_BYTES} in total"
+            ),
+        });
+        return (
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            axum::Json(body),
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// A POSTed message that rmcp would refuse without a JSON-RPC answer (valid JSON serde cannot
+/// hold) is answered here, 400 with the error; lone surrogate escapes are read as U+FFFD
+/// ([`crate::jsonrpc`]). Bodies over `max_body` get 413 before they are parsed.
+/// Also returns the id when the body is a request.
+async fn screen_body(
+    req: Request,
+    max_body: usize,
+) -> Result<(Request, Option<RequestId>), Response> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, max_body).await.map_err(|_| {
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("Payload Too Large: request body exceeds {max_body} bytes"),
+        )
+            .into_response()
+    })?;
+    let (bytes, id) = match crate::jsonrpc::screen(&bytes) {
+        Screened::Answer(answer) => {
+            return Err((StatusCode::BAD_REQUEST, axum::Json(answer)).into_response());
+        }
+        Screened::Message { message, fixed } => {
+            let id = match &message {
+                JsonRpcMessage::Request(r) => Some(r.id.clone()),
+                _ => None,
+            };
+            (fixed.map(bytes::Bytes::from).unwrap_or(bytes), id)
+        }
+        Screened::Ignore => (bytes, None),
+    };
+    Ok((Request::from_parts(parts, Body::from(bytes)), id))
+}
+
+/// A request id in flight in a legacy session, freed when its response body is done with.
+struct InFlight {
+    set: Arc<Mutex<HashSet<(String, RequestId)>>>,
+    key: (String, RequestId),
+}
+
+impl InFlight {
+    /// Marks `key` in flight; `None` when it already is.
+    fn claim(
+        set: &Arc<Mutex<HashSet<(String, RequestId)>>>,
+        key: (String, RequestId),
+    ) -> Option<InFlight> {
+        let fresh = set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone());
+        fresh.then(|| InFlight {
+            set: set.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.set
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+    }
+}
+
+/// `-32600` "id already in use" for a request whose id is still being answered in its session
+/// (see [`crate::jsonrpc`] for why the second is refused rather than run).
+fn id_in_use(id: RequestId) -> Response {
+    let answer = ServerJsonRpcMessage::error(
+        ErrorData::invalid_request(
+            format!(
+                "id already in use: request {id} is still being answered in this session; send each request with a new id"
+            ),
+            None,
+        ),
+        Some(id),
+    );
+    (StatusCode::BAD_REQUEST, axum::Json(answer)).into_response()
+}
+
+/// Every `/mcp` request: the token check (and the caller's identity for the limits and for the
+/// threads and sessions it may use), then rmcp. A legacy session opened by another client is
+/// answered 404, as an unknown one. A standalone SSE stream (`GET`) is ended when the server
+/// starts draining, so that shutdown waits only for real calls; the client reconnects, to another
+/// instance if there is one.
 async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> Response {
-    let client = match guard.tokens.identify(&req) {
+    let (client, owner) = match guard.tokens.identify(&req) {
         Ok(c) => c,
         Err(denied) => return auth::unauthorized(denied),
     };
+    let session = req
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    if let Some(id) = &session
+        && !guard.sessions.may_use(id, &owner).await
+    {
+        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    }
     req.extensions_mut().insert(client);
-    let is_stream = req.method() == Method::GET;
-    let resp = next.run(req).await;
-    if !is_stream {
+    req.extensions_mut().insert(owner.clone());
+    let method = req.method().clone();
+    let mut claimed = None;
+    if method == Method::POST {
+        let id;
+        (req, id) = match screen_body(req, guard.max_body).await {
+            Ok(r) => r,
+            Err(answer) => return answer,
+        };
+        if let (Some(session), Some(id)) = (&session, id) {
+            match InFlight::claim(&guard.in_flight, (session.clone(), id.clone())) {
+                Some(c) => claimed = Some(c),
+                None => return id_in_use(id),
+            }
+        }
+    }
+    let resp = sessions::REQUEST_OWNER
+        .scope(owner.clone(), next.run(req))
+        .await;
+    match (&session, resp.headers().get(SESSION_HEADER)) {
+        (None, Some(opened)) => {
+            if let Ok(opened) = opened.to_str() {
+                guard.sessions.opened(opened, &owner).await;
+            }
+        }
+        (Some(id), _) if method == Method::DELETE && resp.status().is_success() => {
+            guard.sessions.closed(id);
+        }
+        _ => {}
+    }
+    if let Some(claimed) = claimed {
+        // Freed once the answer has been sent (or the client went away).
+        let (parts, body) = resp.into_parts();
+        let stream = body.into_data_stream().map(move |chunk| {
+            let _held = &claimed;
+            chunk
+        });
+        return Response::from_parts(parts, Body::from_stream(stream));
+    }
+    if method != Method::GET {
         return resp;
     }
     let (parts, body) = resp.into_parts();

@@ -12,15 +12,161 @@
 //! Key: `<prefix>:mcp-session:<id>`, a JSON string, expiring [`SESSION_TTL`] after its last
 //! load. Used when the thread store is Redis; with the embedded or memory store, sessions stay
 //! per instance (a load balancer then needs sticky sessions for legacy clients only).
+//!
+//! A session belongs to the client that opened it ([`Owner`], a digest of its token): the owner
+//! is saved beside the `initialize` parameters, read from [`REQUEST_OWNER`] (rmcp saves the
+//! session from inside the `initialize` request, where the `/mcp` guard set it). A session
+//! without an owner (saved before owners existed) or with another owner is never restored: the
+//! client gets 404 and initializes again. [`SessionOwners`] holds the owners of the sessions live
+//! on this instance, answers 404 to any other client presenting one of their ids (as for an
+//! unknown session: nothing says the id exists), and keeps each client to
+//! `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT` live sessions by closing its least recently used one.
+//! Evicting rather than refusing: a client that restarts in a loop or leaks sessions keeps
+//! working (the session it abandoned goes first), and a session still in use that is evicted
+//! gets 404, on which MCP clients initialize again.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{
-    SessionState, SessionStore, SessionStoreError,
+    SessionManager, SessionState, SessionStore, SessionStoreError,
 };
+use serde_json::Value;
 
 use crate::config::Secret;
+use crate::threads::Owner;
+
+tokio::task_local! {
+    /// The owner of the `/mcp` request being served (set by the guard around rmcp's handling).
+    pub static REQUEST_OWNER: Owner;
+}
+
+/// The owners of the legacy sessions live on this instance, and the per-client cap.
+pub struct SessionOwners {
+    live: Mutex<Live>,
+    shared: Option<Arc<RedisSessions>>,
+    manager: Arc<LocalSessionManager>,
+    cap: usize,
+}
+
+#[derive(Default)]
+struct Live {
+    /// Session id → owner and when it was last used (a tick of `clock`).
+    sessions: HashMap<String, (Owner, u64)>,
+    clock: u64,
+}
+
+impl Live {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+}
+
+impl SessionOwners {
+    pub fn new(
+        manager: Arc<LocalSessionManager>,
+        shared: Option<Arc<RedisSessions>>,
+        cap: usize,
+    ) -> SessionOwners {
+        SessionOwners {
+            live: Mutex::new(Live::default()),
+            shared,
+            manager,
+            cap: cap.max(1),
+        }
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `owner` may present session `id`. `false` for another client's session (answer
+    /// 404); `true` also for an id nobody opened (rmcp answers 404 itself).
+    pub async fn may_use(&self, id: &str, owner: &Owner) -> bool {
+        {
+            let mut live = self.live();
+            let now = live.tick();
+            if let Some((o, used)) = live.sessions.get_mut(id) {
+                if o != owner {
+                    return false;
+                }
+                *used = now;
+                return true;
+            }
+        }
+        let Some(shared) = &self.shared else {
+            return true;
+        };
+        // Opened on another instance: its owner is in Redis (and checked again on restore).
+        match shared.owner_of(id).await {
+            Ok(Some(o)) if o == *owner => {
+                self.opened(id, owner).await;
+                true
+            }
+            Ok(Some(_)) => false,
+            Ok(None) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read a session's owner");
+                true
+            }
+        }
+    }
+
+    /// `owner` opened (or restored) session `id` here: records it, and closes the owner's least
+    /// recently used sessions beyond the cap.
+    pub async fn opened(&self, id: &str, owner: &Owner) {
+        let theirs: Vec<(String, u64)> = {
+            let mut live = self.live();
+            let now = live.tick();
+            live.sessions.insert(id.to_string(), (owner.clone(), now));
+            live.sessions
+                .iter()
+                .filter(|(k, (o, _))| o == owner && k.as_str() != id)
+                .map(|(k, (_, used))| (k.clone(), *used))
+                .collect()
+        };
+        if theirs.len() < self.cap {
+            return;
+        }
+        // Sessions rmcp has already ended (idle, closed) go first, then the least recently used.
+        let mut alive = Vec::with_capacity(theirs.len());
+        for (sid, used) in theirs {
+            if self
+                .manager
+                .has_session(&sid.as_str().into())
+                .await
+                .unwrap_or(false)
+            {
+                alive.push((sid, used));
+            } else {
+                self.live().sessions.remove(&sid);
+            }
+        }
+        alive.sort_by_key(|(_, used)| *used);
+        let excess = (alive.len() + 1).saturating_sub(self.cap);
+        for (sid, _) in alive.into_iter().take(excess) {
+            self.live().sessions.remove(&sid);
+            tracing::info!(
+                "closing a client's least recently used session: over the per-client cap"
+            );
+            let _ = self.manager.close_session(&sid.as_str().into()).await;
+            if let Some(shared) = &self.shared
+                && let Err(e) = shared.delete(&sid).await
+            {
+                tracing::warn!(error = %e, "could not delete an evicted session from Redis");
+            }
+        }
+    }
+
+    /// Session `id` was closed (`DELETE`).
+    pub fn closed(&self, id: &str) {
+        self.live().sessions.remove(id);
+    }
+}
 
 /// How long a session is remembered after its last use on an instance that did not know it.
 pub const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -72,6 +218,29 @@ impl RedisSessions {
     fn key(&self, id: &str) -> String {
         format!("{}:mcp-session:{id}", self.prefix)
     }
+
+    /// The owner saved with session `id`; `None` when there is no such session or it has none.
+    pub async fn owner_of(&self, id: &str) -> Result<Option<Owner>, SessionStoreError> {
+        if id.is_empty() || id.len() > MAX_ID_LEN {
+            return Ok(None);
+        }
+        let mut conn = self.conn.clone();
+        let cmd = redis::cmd("GET").arg(self.key(id)).to_owned();
+        let raw: Option<String> = tokio::time::timeout(OP_TIMEOUT, cmd.query_async(&mut conn))
+            .await
+            .map_err(|_| timeout())?
+            .map_err(failure)?;
+        Ok(raw.and_then(|json| stored_owner(&json)))
+    }
+}
+
+/// The owner in a saved session's JSON, if any.
+fn stored_owner(json: &str) -> Option<Owner> {
+    let v: Value = serde_json::from_str(json).ok()?;
+    v.get("owner")
+        .and_then(Value::as_str)
+        .filter(|o| !o.is_empty())
+        .map(|o| Owner::stored(Some(o)))
 }
 
 #[async_trait::async_trait]
@@ -90,15 +259,29 @@ impl SessionStore for RedisSessions {
             .await
             .map_err(|_| timeout())?
             .map_err(failure)?;
-        match raw {
-            None => Ok(None),
-            // A value we cannot read is treated as unknown: the client initializes again.
-            Some(json) => Ok(serde_json::from_str(&json).ok()),
+        let Some(json) = raw else {
+            return Ok(None);
+        };
+        // Only the client that opened a session may have it restored; a session saved without
+        // an owner is not restored either. Unknown to this caller: the client initializes again.
+        let asking = REQUEST_OWNER.try_with(Owner::clone).ok();
+        match (stored_owner(&json), asking) {
+            (Some(stored), Some(asking)) if stored == asking => {}
+            _ => return Ok(None),
         }
+        // A value we cannot read is treated as unknown, too.
+        Ok(serde_json::from_str(&json).ok())
     }
 
     async fn store(&self, session_id: &str, state: &SessionState) -> Result<(), SessionStoreError> {
-        let json = serde_json::to_string(state)?;
+        let owner = REQUEST_OWNER
+            .try_with(Owner::clone)
+            .map_err(|_| Box::new(StoreError("no owner known for the new session".into())))?;
+        let mut value = serde_json::to_value(state)?;
+        if let Value::Object(map) = &mut value {
+            map.insert("owner".into(), Value::String(owner.as_str().to_string()));
+        }
+        let json = serde_json::to_string(&value)?;
         let mut conn = self.conn.clone();
         let cmd = redis::cmd("SET")
             .arg(self.key(session_id))

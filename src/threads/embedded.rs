@@ -8,6 +8,10 @@
 //! the expiry, so concurrent writers in any number of processes lose nothing and never overshoot.
 //! Expired threads are invisible at once and deleted on open and then every [`CLEANUP_EVERY`].
 //!
+//! Owners: the `owner` column came after the first schema; a database without it gets it on open
+//! (`ALTER TABLE`, default `local`, in the same write transaction as the schema), so threads
+//! stored before are local and older binaries keep working on the same file.
+//!
 //! rusqlite is synchronous, so each store owns one connection on a dedicated thread (not the
 //! async runtime's, and not `spawn_blocking`'s pool, where waiting for another process's lock
 //! would hold a pool thread): callers send it a job and await the answer on a oneshot channel.
@@ -18,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
+use super::{LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
 
 /// The database file inside the state directory.
 pub const FILE_NAME: &str = "threads.sqlite3";
@@ -33,6 +37,7 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS threads (
     id         TEXT PRIMARY KEY,
     project    TEXT NOT NULL,
+    owner      TEXT NOT NULL DEFAULT 'local',
     created_ms INTEGER NOT NULL,
     expires_ms INTEGER NOT NULL,
     turns      INTEGER NOT NULL,
@@ -231,11 +236,27 @@ fn open_db(dir: &Path, db: &Path) -> Result<Connection, ThreadError> {
             ),
         ));
     }
-    conn.execute_batch(&format!(
-        "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-    ))
-    .map_err(fail)?;
+    let mut conn = conn;
+    migrate(&mut conn).map_err(fail)?;
     Ok(conn)
+}
+
+/// Creates the schema, and adds the `owner` column to a database written before it existed.
+fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(SCHEMA)?;
+    let has_owner: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'owner'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_owner {
+        tx.execute_batch(&format!(
+            "ALTER TABLE threads ADD COLUMN owner TEXT NOT NULL DEFAULT '{LOCAL_OWNER}';"
+        ))?;
+    }
+    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))?;
+    tx.commit()
 }
 
 #[cfg(unix)]
@@ -277,14 +298,14 @@ impl ThreadStore for EmbeddedStore {
             .call(move |w| {
                 // One read transaction: the header and the turns seen at the same instant.
                 let tx = w.conn.transaction()?;
-                let project: Option<String> = tx
+                let header: Option<(String, Option<String>)> = tx
                     .query_row(
-                        "SELECT project FROM threads WHERE id = ?1 AND expires_ms > ?2",
+                        "SELECT project, owner FROM threads WHERE id = ?1 AND expires_ms > ?2",
                         params![key, now_ms() as i64],
-                        |r| r.get(0),
+                        |r| Ok((r.get(0)?, r.get(1)?)),
                     )
                     .optional()?;
-                let Some(project) = project else {
+                let Some((project, owner)) = header else {
                     return Ok(None);
                 };
                 let mut stmt =
@@ -294,10 +315,10 @@ impl ThreadStore for EmbeddedStore {
                     .collect::<Result<Vec<_>, _>>()?;
                 drop(stmt);
                 tx.commit()?;
-                Ok(Some((project, bodies)))
+                Ok(Some((project, owner, bodies)))
             })
             .await?;
-        let Some((project, bodies)) = found else {
+        let Some((project, owner, bodies)) = found else {
             return Err(self.not_found(id));
         };
         let turns = bodies
@@ -316,17 +337,23 @@ impl ThreadStore for EmbeddedStore {
                 message: "it has no turns".into(),
             });
         }
-        Ok(Thread { id, project, turns })
+        Ok(Thread {
+            id,
+            project,
+            owner: Owner::stored(owner.as_deref()),
+            turns,
+        })
     }
 
-    async fn latest(&self, project: &str) -> Result<Option<ThreadId>, ThreadError> {
+    async fn latest(&self, project: &str, owner: &Owner) -> Result<Option<ThreadId>, ThreadError> {
         let project = project.to_string();
+        let owner = owner.as_str().to_string();
         let found = self
             .call(move |w| {
                 Ok(w.conn
                     .query_row(
-                        "SELECT id FROM threads WHERE project = ?1 AND expires_ms > ?2 ORDER BY written DESC LIMIT 1",
-                        params![project, now_ms() as i64],
+                        "SELECT id FROM threads WHERE project = ?1 AND owner = ?3 AND expires_ms > ?2 ORDER BY written DESC LIMIT 1",
+                        params![project, now_ms() as i64, owner],
                         |r| r.get::<_, String>(0),
                     )
                     .optional()?)
@@ -344,7 +371,14 @@ impl ThreadStore for EmbeddedStore {
         }
     }
 
-    async fn append(&self, id: ThreadId, project: &str, turn: &Turn) -> Result<u32, ThreadError> {
+    async fn append(
+        &self,
+        id: ThreadId,
+        project: &str,
+        owner: &Owner,
+        turn: &Turn,
+    ) -> Result<u32, ThreadError> {
+        let owner = owner.as_str().to_string();
         let body = serde_json::to_string(turn).map_err(|e| ThreadError::Corrupt {
             id: id.to_string(),
             message: format!("the turn cannot be encoded: {e}"),
@@ -364,15 +398,20 @@ impl ThreadStore for EmbeddedStore {
             let tx = w
                 .conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let existing: Option<(i64, i64)> = tx
+            let existing: Option<(i64, i64, Option<String>)> = tx
                 .query_row(
-                    "SELECT turns, expires_ms FROM threads WHERE id = ?1",
+                    "SELECT turns, expires_ms, owner FROM threads WHERE id = ?1",
                     [&key],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
                 )
                 .optional()?;
             let count = match existing {
-                Some((n, expires)) if expires > now => n,
+                Some((_, expires, ref stored))
+                    if expires > now && Owner::stored(stored.as_deref()).as_str() != owner =>
+                {
+                    return Err(DbError::Thread(ThreadError::Foreign { id: key.clone() }));
+                }
+                Some((n, expires, _)) if expires > now => n,
                 Some(_) => {
                     // Expired but not yet cleaned up: the id starts afresh.
                     tx.execute("DELETE FROM turns WHERE thread = ?1", [&key])?;
@@ -395,11 +434,11 @@ impl ThreadStore for EmbeddedStore {
             )?;
             let expires = now.saturating_add(ttl_ms);
             tx.execute(
-                "INSERT INTO threads (id, project, created_ms, expires_ms, turns, written)
-                 VALUES (?1, ?2, ?3, ?4, 1, ?5)
+                "INSERT INTO threads (id, project, created_ms, expires_ms, turns, written, owner)
+                 VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6)
                  ON CONFLICT (id) DO UPDATE SET
                     expires_ms = excluded.expires_ms, turns = turns + 1, written = excluded.written",
-                params![key, project, now, expires, written],
+                params![key, project, now, expires, written, owner],
             )?;
             tx.commit()?;
             Ok((count + 1) as u32)
@@ -462,7 +501,10 @@ mod tests {
             let store = EmbeddedStore::open(tmp.path(), Duration::from_millis(1), 5)
                 .await
                 .unwrap();
-            store.append(id, "/p", &turn()).await.unwrap();
+            store
+                .append(id, "/p", &Owner::local(), &turn())
+                .await
+                .unwrap();
         }
         std::thread::sleep(Duration::from_millis(5));
         let _reopened = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5)
@@ -477,6 +519,53 @@ mod tests {
             )
             .unwrap();
         assert_eq!(rows, 0);
+    }
+
+    /// A database written before owners existed gets the column on open; its threads are local.
+    #[tokio::test]
+    async fn threads_stored_before_owners_are_local() {
+        let tmp = tempfile::tempdir().unwrap();
+        let id = ThreadId::new();
+        {
+            let conn = Connection::open(tmp.path().join(FILE_NAME)).unwrap();
+            let old_schema = SCHEMA.replace("    owner      TEXT NOT NULL DEFAULT 'local',\n", "");
+            assert!(!old_schema.contains("owner"));
+            conn.execute_batch(&old_schema).unwrap();
+            let body = serde_json::to_string(&turn()).unwrap();
+            conn.execute(
+                "INSERT INTO threads (id, project, created_ms, expires_ms, turns, written) VALUES (?1, '/p', 0, ?2, 1, 1)",
+                params![id.to_string(), i64::MAX],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO turns (thread, seq, body) VALUES (?1, 0, ?2)",
+                params![id.to_string(), body],
+            )
+            .unwrap();
+        }
+        let store = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5)
+            .await
+            .unwrap();
+        assert_eq!(store.load(id).await.unwrap().owner, Owner::local());
+        let stranger = Owner::for_token(b"t");
+        let err = store
+            .append(id, "/p", &stranger, &turn())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ThreadError::Foreign { .. }), "{err:?}");
+        assert_eq!(
+            store
+                .append(id, "/p", &Owner::local(), &turn())
+                .await
+                .unwrap(),
+            2
+        );
+        // Opening again (the column now exists) changes nothing.
+        drop(store);
+        let store = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5)
+            .await
+            .unwrap();
+        assert_eq!(store.load(id).await.unwrap().turns.len(), 2);
     }
 
     fn turn() -> Turn {

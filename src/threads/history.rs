@@ -314,6 +314,7 @@ mod tests {
                 thread: Thread {
                     id: ThreadId::new(),
                     project: "/project".into(),
+                    owner: crate::threads::Owner::local(),
                     turns: Vec::new(),
                 },
                 current: HashMap::new(),

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{Thread, ThreadError, ThreadId, ThreadStore, Turn};
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn};
 
 struct Entry {
     thread: Thread,
@@ -44,17 +44,25 @@ impl ThreadStore for MemoryStore {
             })
     }
 
-    async fn latest(&self, project: &str) -> Result<Option<ThreadId>, ThreadError> {
+    async fn latest(&self, project: &str, owner: &Owner) -> Result<Option<ThreadId>, ThreadError> {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
         Ok(g.0
             .iter()
-            .filter(|(_, e)| e.expires > now && e.thread.project == project)
+            .filter(|(_, e)| {
+                e.expires > now && e.thread.project == project && e.thread.owner == *owner
+            })
             .max_by_key(|(_, e)| e.written)
             .map(|(id, _)| *id))
     }
 
-    async fn append(&self, id: ThreadId, project: &str, turn: &Turn) -> Result<u32, ThreadError> {
+    async fn append(
+        &self,
+        id: ThreadId,
+        project: &str,
+        owner: &Owner,
+        turn: &Turn,
+    ) -> Result<u32, ThreadError> {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         g.1 += 1;
         let written = g.1;
@@ -64,11 +72,15 @@ impl ThreadStore for MemoryStore {
             thread: Thread {
                 id,
                 project: project.to_string(),
+                owner: owner.clone(),
                 turns: Vec::new(),
             },
             expires: now,
             written,
         });
+        if entry.thread.owner != *owner {
+            return Err(ThreadError::Foreign { id: id.to_string() });
+        }
         if entry.thread.turns.len() as u32 >= self.max_turns {
             return Err(ThreadError::Full {
                 id: id.to_string(),

@@ -3,6 +3,13 @@
 //! thread back into prompt messages. A thread is named by a `ThreadId` (UUID) and holds turns; any
 //! tool continues a thread started by any other.
 //!
+//! A thread belongs to the client that started it ([`Owner`]: `local` on stdio and the command
+//! line, a digest of the bearer token over HTTP, never the token) and to a project (the roots it
+//! was started under). Both are written with its first turn and checked by every store in the
+//! same atomic step as each append; the pipeline checks them again when it loads the thread, so
+//! that the refusal says why. Threads written before owners existed have none and are read as
+//! `local`: a token client over HTTP cannot take them over.
+//!
 //! A turn is one call: the request the tool rendered, the files sent with their content hashes,
 //! and Gemini's answer. Turns are appended atomically and never rewritten; every store enforces
 //! `max_turns` inside the same atomic step as the append, so concurrent writers can neither lose
@@ -53,6 +60,54 @@ impl FromStr for ThreadId {
     }
 }
 
+/// Who a thread belongs to: `local` (stdio, the command line, HTTP without tokens, and threads
+/// stored before owners existed) or `token:<digest>` for an HTTP client, the digest being a
+/// domain-separated SHA-256 of its token (never the token itself).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Owner(String);
+
+impl Owner {
+    /// The local user.
+    pub fn local() -> Owner {
+        Owner(LOCAL_OWNER.to_string())
+    }
+
+    /// An owner as stored; an empty or missing one is `local`.
+    pub fn stored(raw: Option<&str>) -> Owner {
+        match raw.map(str::trim) {
+            None | Some("") => Owner::local(),
+            Some(o) => Owner(o.to_string()),
+        }
+    }
+
+    /// The HTTP client presenting `token`: a digest that cannot be turned back into the token.
+    pub fn for_token(token: &[u8]) -> Owner {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"gemini-mcp thread owner\0");
+        h.update(token);
+        Owner(format!("token:{}", &hex::encode(h.finalize())[..32]))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_local(&self) -> bool {
+        self.0 == LOCAL_OWNER
+    }
+}
+
+impl Default for Owner {
+    fn default() -> Self {
+        Owner::local()
+    }
+}
+
+/// The stored owner of local threads, and of threads stored before owners existed.
+pub const LOCAL_OWNER: &str = "local";
+
 /// A file sent with a turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileRef {
@@ -92,8 +147,10 @@ pub struct Turn {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Thread {
     pub id: ThreadId,
-    /// The project root the thread belongs to (for `latest`).
+    /// The project the thread belongs to: its roots (see `Pipeline::project`).
     pub project: String,
+    /// The client that started it.
+    pub owner: Owner,
     pub turns: Vec<Turn>,
 }
 
@@ -103,6 +160,15 @@ pub enum ThreadError {
         "continuation_id {id} is unknown or has expired (threads live {ttl_hours} h after their last turn). Call again without continuation_id to start a new thread."
     )]
     NotFound { id: String, ttl_hours: f64 },
+    /// Another client's thread. The message never says whose.
+    #[error(
+        "continuation_id {id} belongs to another client: a thread can be continued only with the token that started it. Call again without continuation_id to start a new thread."
+    )]
+    Foreign { id: String },
+    #[error(
+        "continuation_id {id} was started in another project ({project}); threads stay in their project unless GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS=1. Call again without continuation_id to start a new thread here."
+    )]
+    OtherProject { id: String, project: String },
     #[error(
         "no earlier thread in this project to continue (continuation_id \"latest\"). Call again without continuation_id to start one."
     )]
@@ -130,12 +196,19 @@ pub trait ThreadStore: Send + Sync {
     /// Loads a thread, all its turns. `NotFound` for unknown or expired ids.
     async fn load(&self, id: ThreadId) -> Result<Thread, ThreadError>;
 
-    /// The most recently written thread of `project`, if any.
-    async fn latest(&self, project: &str) -> Result<Option<ThreadId>, ThreadError>;
+    /// The most recently written thread of `project` started by `owner`, if any.
+    async fn latest(&self, project: &str, owner: &Owner) -> Result<Option<ThreadId>, ThreadError>;
 
-    /// Appends one turn atomically, creating the thread when it does not exist, refreshing its
-    /// TTL, and refusing (`Full`) when it already holds `max_turns`. Returns the turn count after.
-    async fn append(&self, id: ThreadId, project: &str, turn: &Turn) -> Result<u32, ThreadError>;
+    /// Appends one turn atomically, creating the thread (owned by `owner`, in `project`) when it
+    /// does not exist, refreshing its TTL, refusing (`Full`) when it already holds `max_turns`
+    /// and (`Foreign`) when another owner started it. Returns the turn count after.
+    async fn append(
+        &self,
+        id: ThreadId,
+        project: &str,
+        owner: &Owner,
+        turn: &Turn,
+    ) -> Result<u32, ThreadError>;
 
     /// Checks that the store answers (for readiness probes): `Unavailable` when it does not.
     async fn ping(&self) -> Result<(), ThreadError>;

@@ -1,14 +1,17 @@
 //! The Redis thread store, for threads shared by several servers (and restarts).
 //!
 //! Layout, under the configured key prefix `P` (one prefix per deployment sharing a Redis):
-//! - `P:thread:<uuid>`: a hash, the thread's header (`v` format version, `project`, `created_ms`);
+//! - `P:thread:<uuid>`: a hash, the thread's header (`v` format version, `project`, `owner`,
+//!   `created_ms`; a header without `owner`, written before owners existed, is `local`);
 //! - `P:thread:<uuid>:turns`: a list, one JSON [`Turn`] per element, oldest first;
-//! - `P:project:<sha256(project root)[..32]>`: a sorted set of the project's thread ids, scored by
+//! - `P:project:<sha256(project root)[..32]>` (local threads; `sha256(owner \n project)` for an
+//!   HTTP client's): a sorted set of the project's thread ids of one owner, scored by
 //!   a per-project write counter, for `continuation_id: "latest"` (pruned of expired threads
 //!   when read, capped at [`INDEX_CAP`] entries, and expiring with its newest thread).
 //!
 //! An append is one Lua script, so it is atomic: it checks the keys' types (a foreign value is
-//! reported as `Corrupt`, never overwritten), refuses when the thread already holds `max_turns`,
+//! reported as `Corrupt`, never overwritten), refuses another owner's thread (`Foreign`) and a
+//! thread that already holds `max_turns`,
 //! pushes the turn, refreshes the TTL of both thread keys and updates the project index. A load is
 //! one pipelined round trip (`HGETALL` + `LRANGE`), whatever the number of turns.
 //!
@@ -26,7 +29,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
 use crate::config::Secret;
 
 /// Format version of the thread header; a header with another version is reported as corrupt.
@@ -41,8 +44,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Appends one turn. KEYS: header, turns, project index. ARGV: project, turn JSON, max turns,
-/// TTL in ms, thread id, created_ms, format version, index cap.
-/// Returns `{"ok", count}`, `{"full", count}` or `{"corrupt", why}`.
+/// TTL in ms, thread id, created_ms, format version, index cap, owner.
+/// Returns `{"ok", count}`, `{"full", count}`, `{"foreign"}` or `{"corrupt", why}`.
 const APPEND: &str = r#"
 local header_t = redis.call('TYPE', KEYS[1])['ok']
 local turns_t = redis.call('TYPE', KEYS[2])['ok']
@@ -60,10 +63,15 @@ if header_t == 'none' then
   if turns_t ~= 'none' then
     return {'corrupt', 'it has turns but no header'}
   end
-  redis.call('HSET', KEYS[1], 'v', ARGV[7], 'project', ARGV[1], 'created_ms', ARGV[6])
+  redis.call('HSET', KEYS[1], 'v', ARGV[7], 'project', ARGV[1], 'created_ms', ARGV[6], 'owner', ARGV[9])
 else
   if redis.call('HGET', KEYS[1], 'v') ~= ARGV[7] then
     return {'corrupt', 'its header has an unknown format version'}
+  end
+  local owner = redis.call('HGET', KEYS[1], 'owner')
+  if not owner or owner == '' then owner = 'local' end
+  if owner ~= ARGV[9] then
+    return {'foreign'}
   end
   if turns_t == 'none' then
     return {'corrupt', 'its header has no turns'}
@@ -185,8 +193,14 @@ impl RedisStore {
         format!("{}:thread:{id}:turns", self.prefix)
     }
 
-    fn index_key(&self, project: &str) -> String {
-        let digest = Sha256::digest(project.as_bytes());
+    /// The `latest` index of `owner`'s threads in `project` (local threads keep the key they had
+    /// before owners existed).
+    fn index_key(&self, project: &str, owner: &Owner) -> String {
+        let digest = if owner.is_local() {
+            Sha256::digest(project.as_bytes())
+        } else {
+            Sha256::digest(format!("{}\n{project}", owner.as_str()).as_bytes())
+        };
         format!("{}:project:{}", self.prefix, &hex::encode(digest)[..32])
     }
 
@@ -304,6 +318,7 @@ impl ThreadStore for RedisStore {
         if turns.is_empty() {
             return Err(self.corrupt(id, "its header has no turns"));
         }
+        let owner = Owner::stored(header.get("owner").map(String::as_str));
         let turns = turns
             .iter()
             .enumerate()
@@ -315,12 +330,13 @@ impl ThreadStore for RedisStore {
         Ok(Thread {
             id,
             project: project.clone(),
+            owner,
             turns,
         })
     }
 
-    async fn latest(&self, project: &str) -> Result<Option<ThreadId>, ThreadError> {
-        let index = self.index_key(project);
+    async fn latest(&self, project: &str, owner: &Owner) -> Result<Option<ThreadId>, ThreadError> {
+        let index = self.index_key(project, owner);
         let thread_prefix = format!("{}:thread:", self.prefix);
         let reply: Vec<String> = self
             .run(|mut c| {
@@ -342,13 +358,19 @@ impl ThreadStore for RedisStore {
         }
     }
 
-    async fn append(&self, id: ThreadId, project: &str, turn: &Turn) -> Result<u32, ThreadError> {
+    async fn append(
+        &self,
+        id: ThreadId,
+        project: &str,
+        owner: &Owner,
+        turn: &Turn,
+    ) -> Result<u32, ThreadError> {
         let json = serde_json::to_string(turn)
             .map_err(|e| self.corrupt(id, format!("the turn cannot be encoded: {e}")))?;
         let (header, turns, index) = (
             self.header_key(id),
             self.turns_key(id),
-            self.index_key(project),
+            self.index_key(project, owner),
         );
         let ttl_ms = self.ttl.as_millis().max(1) as u64;
         let created = now_ms();
@@ -365,7 +387,8 @@ impl ThreadStore for RedisStore {
                     .arg(id.to_string())
                     .arg(created)
                     .arg(FORMAT)
-                    .arg(INDEX_CAP);
+                    .arg(INDEX_CAP)
+                    .arg(owner.as_str());
                 async move { inv.invoke_async(&mut c).await }
             })
             .await?;
@@ -375,6 +398,7 @@ impl ThreadStore for RedisStore {
         let detail = reply.get(1);
         match (status.as_deref(), detail) {
             (Some("ok"), Some(Value::Int(n))) => Ok(*n as u32),
+            (Some("foreign"), _) => Err(ThreadError::Foreign { id: id.to_string() }),
             (Some("full"), _) => Err(ThreadError::Full {
                 id: id.to_string(),
                 max: self.max_turns,

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::GitError;
-use crate::threads::ThreadError;
+use crate::threads::{Owner, ThreadError};
 pub use pipeline::Pipeline;
 pub use reply::Reply;
 
@@ -161,6 +161,9 @@ pub struct Plan {
     pub system_extra: Option<String>,
     pub output: Output,
     pub web_search: bool,
+    /// Who is calling, for the threads they may continue: `local` unless the transport says
+    /// otherwise (HTTP sets the token's owner).
+    pub owner: Owner,
 }
 
 impl Plan {
@@ -201,6 +204,7 @@ impl Plan {
             system_extra: None,
             output: Output::Text,
             web_search: false,
+            owner: Owner::local(),
         })
     }
 }

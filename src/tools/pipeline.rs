@@ -15,7 +15,9 @@ use crate::collector::{CollectRequest, Collected, Collector, tokens};
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini, GenerateRequest, Message, Part};
 use crate::git::{DiffContext, DiffRequest};
-use crate::threads::{FileRef, Thread, ThreadError, ThreadId, ThreadStore, Turn, history, now_ms};
+use crate::threads::{
+    FileRef, Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, history, now_ms,
+};
 
 /// Tokens kept free for per-message framing the local count cannot see.
 const FRAMING_RESERVE: u64 = 1_024;
@@ -90,9 +92,16 @@ impl Pipeline {
         self.store.as_ref()
     }
 
-    /// The project a thread belongs to (for `continuation_id: "latest"`).
+    /// The project a thread belongs to: the canonical roots, one per line (with one root, its
+    /// path, as stored before several roots were told apart).
     fn project(&self) -> String {
-        self.config.roots[0].display().to_string()
+        let roots: Vec<String> = self
+            .config
+            .roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        roots.join("\n")
     }
 
     /// Refreshes the model catalogue from the models endpoint, once per process. Not done at
@@ -143,7 +152,9 @@ impl Pipeline {
             .map_err(|e| ToolError::invalid("model", e.to_string()))?;
 
         // Thread.
-        let (id, thread) = self.load_thread(plan.continuation_id.as_deref()).await?;
+        let (id, thread) = self
+            .load_thread(plan.continuation_id.as_deref(), &plan.owner)
+            .await?;
         if let Some(t) = &thread
             && t.turns.len() as u32 >= self.config.max_turns
         {
@@ -379,7 +390,10 @@ impl Pipeline {
             usage: answer.usage,
             at_ms: now_ms(),
         };
-        let saved = self.store.append(id, &self.project(), &turn).await;
+        let saved = self
+            .store
+            .append(id, &self.project(), &plan.owner, &turn)
+            .await;
         match saved {
             Ok(count) => {
                 reply.continuation_id = Some(id.to_string());
@@ -434,16 +448,20 @@ impl Pipeline {
         Ok(reply)
     }
 
+    /// The thread `continuation` names, if `owner` may continue it here: another client's thread
+    /// is refused without saying whose, and one from another project unless
+    /// `GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS` allows it.
     async fn load_thread(
         &self,
         continuation: Option<&str>,
+        owner: &Owner,
     ) -> Result<(ThreadId, Option<Thread>), ToolError> {
         let Some(raw) = continuation else {
             return Ok((ThreadId::new(), None));
         };
         let id = if raw.eq_ignore_ascii_case("latest") {
             self.store
-                .latest(&self.project())
+                .latest(&self.project(), owner)
                 .await?
                 .ok_or(ThreadError::NoLatest)?
         } else {
@@ -452,6 +470,16 @@ impl Pipeline {
             })?
         };
         let thread = self.store.load(id).await?;
+        if thread.owner != *owner {
+            return Err(ThreadError::Foreign { id: id.to_string() }.into());
+        }
+        if thread.project != self.project() && !self.config.share_threads_across_projects {
+            return Err(ThreadError::OtherProject {
+                id: id.to_string(),
+                project: thread.project.replace('\n', ", "),
+            }
+            .into());
+        }
         Ok((id, Some(thread)))
     }
 }

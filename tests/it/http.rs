@@ -682,3 +682,305 @@ async fn progress_travels_on_the_calls_own_stream() {
     );
     assert!(result_text(&a.message).contains("last=## Request with progress"));
 }
+
+const OTHER_TOKEN: &str = "other-token-fedcba9876543210-never-logged";
+
+/// A `DELETE`-less probe of a legacy session: the status of a `ping` in it.
+async fn ping_status(url: &str, token: &str, session: &str) -> u16 {
+    Raw::new(url)
+        .header("authorization", &format!("Bearer {token}"))
+        .post(
+            json!({"jsonrpc": "2.0", "id": 90, "method": "ping"}),
+            &[
+                ("mcp-session-id", session),
+                ("mcp-protocol-version", "2025-06-18"),
+            ],
+        )
+        .await
+        .status
+}
+
+#[tokio::test]
+async fn threads_and_sessions_belong_to_the_token_that_started_them() {
+    let env = Env::new();
+    let redis = RedisServer::start();
+    let url = redis.url();
+    let tokens = format!("{TOKEN},{OTHER_TOKEN}");
+    let vars = [
+        ("REDIS_URL", url.as_str()),
+        ("GEMINI_MCP_STORE", "redis"),
+        ("GEMINI_MCP_KEY_PREFIX", "owned"),
+        ("GEMINI_MCP_HTTP_TOKEN", tokens.as_str()),
+    ];
+    let one = env.server(&vars).await;
+    let two = env.server(&vars).await;
+    let alice = |u: &str| Raw::new(u).header("authorization", &format!("Bearer {TOKEN}"));
+    let bob = |u: &str| Raw::new(u).header("authorization", &format!("Bearer {OTHER_TOKEN}"));
+
+    // Threads: Alice's thread cannot be continued by Bob, on either instance, nor found by
+    // `latest`; the refusal does not say whose it is.
+    let first = alice(&one.url())
+        .call(1, "chat", json!({"prompt": "alice's secret plan"}))
+        .await;
+    let id = continuation_id(&first.message);
+    for server in [&one, &two] {
+        let refused = bob(&server.url())
+            .call(2, "chat", json!({"prompt": "peek", "continuation_id": id}))
+            .await;
+        assert_eq!(
+            refused.message["result"]["isError"], true,
+            "{}",
+            refused.text
+        );
+        let said = result_text(&refused.message);
+        assert!(
+            said.contains(&format!("continuation_id {id} belongs to another client")),
+            "{said}"
+        );
+        assert!(!said.contains("token#") && !said.contains(TOKEN), "{said}");
+        let latest = bob(&server.url())
+            .call(
+                3,
+                "chat",
+                json!({"prompt": "peek", "continuation_id": "latest"}),
+            )
+            .await;
+        assert!(
+            result_text(&latest.message).contains("no earlier thread"),
+            "{}",
+            latest.text
+        );
+    }
+    let sent = env.fake.generate_requests();
+    assert_eq!(sent.len(), 1, "refusals never reach Gemini");
+    let mine = alice(&two.url())
+        .call(
+            4,
+            "chat",
+            json!({"prompt": "go on", "continuation_id": "latest"}),
+        )
+        .await;
+    assert_eq!(continuation_id(&mine.message), id, "{}", mine.text);
+    assert!(
+        result_text(&mine.message).contains("turns=2"),
+        "{}",
+        mine.text
+    );
+
+    // Sessions: a session Alice opened is unknown to Bob (404, as any unknown session), on the
+    // instance that opened it and on one that would restore it from Redis.
+    let session = alice(&one.url()).initialize().await;
+    assert_eq!(ping_status(&one.url(), OTHER_TOKEN, &session).await, 404);
+    assert_eq!(ping_status(&two.url(), OTHER_TOKEN, &session).await, 404);
+    assert_eq!(ping_status(&two.url(), TOKEN, &session).await, 200);
+    assert_eq!(ping_status(&one.url(), TOKEN, &session).await, 200);
+    let deleted = reqwest::Client::new()
+        .delete(one.url())
+        .header("authorization", format!("Bearer {OTHER_TOKEN}"))
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        deleted.status().as_u16(),
+        404,
+        "Bob cannot close Alice's session"
+    );
+    assert_eq!(ping_status(&one.url(), TOKEN, &session).await, 200);
+
+    // Redis holds a digest of the owner, never a token.
+    let keys = redis.cli(&["KEYS", "owned:*"]);
+    for key in keys.lines().filter(|k| !k.trim().is_empty()) {
+        let key = key.trim();
+        let dump = match redis.cli(&["TYPE", key]).trim() {
+            "string" => redis.cli(&["GET", key]),
+            "hash" => redis.cli(&["HGETALL", key]),
+            "list" => redis.cli(&["LRANGE", key, "0", "-1"]),
+            _ => redis.cli(&["ZRANGE", key, "0", "-1"]),
+        };
+        assert!(!dump.trim().is_empty(), "{key}");
+        assert!(
+            !dump.contains(TOKEN) && !dump.contains(OTHER_TOKEN),
+            "{key}: {dump}"
+        );
+    }
+    for server in [&one, &two] {
+        assert!(!server.stderr().contains(TOKEN), "{}", server.stderr());
+    }
+}
+
+#[tokio::test]
+async fn live_sessions_per_client_are_capped_least_recently_used_first() {
+    let env = Env::new();
+    let tokens = format!("{TOKEN},{OTHER_TOKEN}");
+    let server = env
+        .server(&[
+            ("GEMINI_MCP_HTTP_TOKEN", tokens.as_str()),
+            ("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT", "3"),
+        ])
+        .await;
+    let url = server.url();
+    let alice = Raw::new(&url).header("authorization", &format!("Bearer {TOKEN}"));
+    let bob = Raw::new(&server.url()).header("authorization", &format!("Bearer {OTHER_TOKEN}"));
+    let bobs = bob.initialize().await;
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(alice.initialize().await);
+    }
+    // The first is used again: the second is now the least recently used.
+    assert_eq!(ping_status(&server.url(), TOKEN, &sessions[0]).await, 200);
+    sessions.push(alice.initialize().await);
+    let statuses: Vec<u16> =
+        futures::future::join_all(sessions.iter().map(|s| ping_status(&url, TOKEN, s))).await;
+    assert_eq!(statuses, vec![200, 404, 200, 200], "{sessions:?}");
+    assert_eq!(
+        ping_status(&server.url(), OTHER_TOKEN, &bobs).await,
+        200,
+        "another client's sessions are not counted"
+    );
+    // Opening many more keeps the client at the cap and the server serving.
+    for _ in 0..20 {
+        alice.initialize().await;
+    }
+    let live =
+        futures::future::join_all(sessions.iter().map(|s| ping_status(&url, TOKEN, s))).await;
+    assert!(live.iter().all(|s| *s == 404), "{live:?}");
+}
+
+#[tokio::test]
+async fn oversized_request_headers_get_431() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    let raw = Raw::new(&server.url());
+    let big = "x".repeat(40 * 1024);
+    let a = raw.call(1, "chat", json!({"prompt": "hi"})).await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    let a = raw
+        .post(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+            &[("x-padding", big.as_str())],
+        )
+        .await;
+    assert_eq!(a.status, 431, "{}", a.text);
+    assert!(a.text.contains("32768"), "{}", a.text);
+    // Many headers that add up count too; a sane request still passes.
+    let many: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("x-h{i}"), "y".repeat(1000)))
+        .collect();
+    let extra: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(
+        raw.post(json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}), &extra)
+            .await
+            .status,
+        431
+    );
+    assert_eq!(server.get("/healthz").await.0, 200);
+    let (status, _) = {
+        let resp = reqwest::Client::new()
+            .get(format!("{}/healthz", server.base))
+            .header("x-padding", big.as_str())
+            .send()
+            .await
+            .unwrap();
+        (resp.status().as_u16(), ())
+    };
+    assert_eq!(status, 431, "every route has the limit");
+}
+
+#[tokio::test]
+async fn bodies_serde_cannot_hold_still_get_a_json_rpc_answer() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    let raw = Raw::new(&server.url());
+    let modern = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "chat"),
+    ];
+    let call = |id: &str, arguments: &str| {
+        let meta = crate::support::http::modern_meta().to_string();
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"chat","arguments":{arguments},"_meta":{meta}}}}}"#
+        )
+        .into_bytes()
+    };
+    // An id that cannot be read: -32600 without an id.
+    let a = raw
+        .post_bytes(call("1e400", r#"{"prompt":"x"}"#), &modern)
+        .await;
+    assert_eq!(a.status, 400, "{}", a.text);
+    assert_eq!(a.message["error"]["code"], -32600, "{}", a.text);
+    assert!(a.message.get("id").is_none_or(Value::is_null), "{}", a.text);
+    assert!(a.text.contains("`id`"), "{}", a.text);
+    // A readable id, an unreadable argument: -32602 naming it.
+    let a = raw
+        .post_bytes(call("5", r#"{"prompt":"x","temperature":1e400}"#), &modern)
+        .await;
+    assert_eq!(a.status, 400, "{}", a.text);
+    assert_eq!(a.message["error"]["code"], -32602, "{}", a.text);
+    assert_eq!(a.message["id"], 5, "{}", a.text);
+    assert!(
+        a.text.contains("params.arguments.temperature"),
+        "{}",
+        a.text
+    );
+    // A lone surrogate is read as U+FFFD and the call is answered.
+    let a = raw
+        .post_bytes(call("6", r#"{"prompt":"cut \ud800 here"}"#), &modern)
+        .await;
+    assert_eq!(a.status, 200, "{}", a.text);
+    assert!(succeeded(&a.message), "{}", a.text);
+    let sent = env.fake.generate_requests();
+    assert_eq!(sent.len(), 1, "only the readable call reached Gemini");
+    assert!(
+        sent[0].last_user_text().contains("cut \u{fffd} here"),
+        "{}",
+        sent[0].last_user_text()
+    );
+    // Not JSON at all: rmcp's answer, unchanged.
+    let a = raw.post_bytes(b"{not json".to_vec(), &modern).await;
+    assert!(a.status >= 400, "{}", a.text);
+}
+
+#[tokio::test]
+async fn a_request_id_in_flight_in_a_legacy_session_is_refused_and_the_first_is_answered() {
+    let env = Env::new();
+    let server = env.server(&[]).await;
+    let raw = Raw::new(&server.url());
+    let session = raw.initialize().await;
+    env.fake
+        .push(Script::text("first answer").delay_headers(Duration::from_secs(2)));
+    let first = raw.session_call(&session, 7, "chat", json!({"prompt": "first"}));
+    let second = async {
+        assert!(
+            until(30, async || env.fake.in_flight() > 0).await,
+            "the first call never reached Gemini"
+        );
+        raw.session_call(&session, 7, "chat", json!({"prompt": "second, same id"}))
+            .await
+    };
+    let (first, second) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(first, second)
+    })
+    .await
+    .expect("both requests are answered");
+    assert!(
+        result_text(&first.message).contains("first answer"),
+        "{}",
+        first.text
+    );
+    assert_eq!(second.message["error"]["code"], -32600, "{}", second.text);
+    assert!(second.text.contains("id already in use"), "{}", second.text);
+    assert_eq!(second.message["id"], 7, "{}", second.text);
+    assert_eq!(
+        env.fake.generate_requests().len(),
+        1,
+        "the duplicate never ran"
+    );
+    // Answered: the id is free again.
+    let again = raw
+        .session_call(&session, 7, "chat", json!({"prompt": "third"}))
+        .await;
+    assert!(succeeded(&again.message), "{}", again.text);
+}

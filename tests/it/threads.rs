@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
 use gemini_mcp_server::gemini::Usage;
-use gemini_mcp_server::threads::{self, FileRef, ThreadError, ThreadId, ThreadStore, Turn};
+use gemini_mcp_server::threads::{self, FileRef, Owner, ThreadError, ThreadId, ThreadStore, Turn};
 
 use crate::support::redis::RedisServer;
 
@@ -114,6 +114,10 @@ fn turn(n: usize) -> Turn {
     }
 }
 
+fn local() -> Owner {
+    Owner::local()
+}
+
 type Case = for<'a> fn(&'a Fixture) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
 
 /// The behavioural suite: every store must pass every case.
@@ -139,7 +143,50 @@ const CASES: &[(&str, Case)] = &[
         Box::pin(max_turns_race(f))
     }),
     ("ping answers", |f| Box::pin(ping(f))),
+    ("a thread belongs to its owner", |f| Box::pin(owners(f))),
 ];
+
+/// The owner is stored with the first turn and checked in the same step as every append;
+/// `latest` sees only the caller's own threads.
+async fn owners(f: &Fixture) {
+    let (s, other_handle) = f.pair(HOUR, 20).await;
+    let (alice, bob) = (
+        Owner::for_token(b"alice-token"),
+        Owner::for_token(b"bob-token"),
+    );
+    assert_ne!(alice, bob);
+    assert!(!alice.as_str().contains("alice-token"), "{alice:?}");
+    let (a, b, l) = (ThreadId::new(), ThreadId::new(), ThreadId::new());
+    s.append(a, "/p", &alice, &turn(1)).await.unwrap();
+    s.append(b, "/p", &bob, &turn(2)).await.unwrap();
+    s.append(l, "/p", &local(), &turn(3)).await.unwrap();
+    assert_eq!(s.load(a).await.unwrap().owner, alice);
+    assert_eq!(other_handle.load(b).await.unwrap().owner, bob);
+    assert_eq!(s.load(l).await.unwrap().owner, local());
+    for (id, intruder) in [(a, &bob), (b, &alice), (l, &alice), (a, &local())] {
+        let err = other_handle
+            .append(id, "/p", intruder, &turn(9))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ThreadError::Foreign { .. }), "{err:?}");
+        assert!(
+            err.to_string().contains("belongs to another client"),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        s.load(a).await.unwrap().turns,
+        vec![turn(1)],
+        "nothing was appended"
+    );
+    assert_eq!(s.latest("/p", &alice).await.unwrap(), Some(a));
+    assert_eq!(s.latest("/p", &bob).await.unwrap(), Some(b));
+    assert_eq!(s.latest("/p", &local()).await.unwrap(), Some(l));
+    assert_eq!(
+        s.latest("/p", &Owner::for_token(b"carol")).await.unwrap(),
+        None
+    );
+}
 
 async fn unknown_id(f: &Fixture) {
     let s = f.store(HOUR, 20).await;
@@ -156,7 +203,7 @@ async fn round_trip(f: &Fixture) {
     let id = ThreadId::new();
     for n in 0..5 {
         assert_eq!(
-            s.append(id, "/project", &turn(n)).await.unwrap(),
+            s.append(id, "/project", &local(), &turn(n)).await.unwrap(),
             n as u32 + 1
         );
     }
@@ -169,35 +216,38 @@ async fn round_trip(f: &Fixture) {
 async fn independent(f: &Fixture) {
     let s = f.store(HOUR, 20).await;
     let (a, b) = (ThreadId::new(), ThreadId::new());
-    s.append(a, "/p", &turn(1)).await.unwrap();
-    s.append(b, "/p", &turn(2)).await.unwrap();
-    s.append(a, "/p", &turn(3)).await.unwrap();
+    s.append(a, "/p", &local(), &turn(1)).await.unwrap();
+    s.append(b, "/p", &local(), &turn(2)).await.unwrap();
+    s.append(a, "/p", &local(), &turn(3)).await.unwrap();
     assert_eq!(s.load(a).await.unwrap().turns, vec![turn(1), turn(3)]);
     assert_eq!(s.load(b).await.unwrap().turns, vec![turn(2)]);
 }
 
 async fn latest(f: &Fixture) {
     let s = f.store(HOUR, 20).await;
-    assert_eq!(s.latest("/p1").await.unwrap(), None);
+    assert_eq!(s.latest("/p1", &local()).await.unwrap(), None);
     let (a, b, c) = (ThreadId::new(), ThreadId::new(), ThreadId::new());
-    s.append(a, "/p1", &turn(1)).await.unwrap();
-    s.append(b, "/p1", &turn(2)).await.unwrap();
-    s.append(c, "/p2", &turn(3)).await.unwrap();
-    assert_eq!(s.latest("/p1").await.unwrap(), Some(b));
-    assert_eq!(s.latest("/p2").await.unwrap(), Some(c));
-    assert_eq!(s.latest("/p3").await.unwrap(), None);
+    s.append(a, "/p1", &local(), &turn(1)).await.unwrap();
+    s.append(b, "/p1", &local(), &turn(2)).await.unwrap();
+    s.append(c, "/p2", &local(), &turn(3)).await.unwrap();
+    assert_eq!(s.latest("/p1", &local()).await.unwrap(), Some(b));
+    assert_eq!(s.latest("/p2", &local()).await.unwrap(), Some(c));
+    assert_eq!(s.latest("/p3", &local()).await.unwrap(), None);
     // Writing to an older thread makes it the newest.
-    s.append(a, "/p1", &turn(4)).await.unwrap();
-    assert_eq!(s.latest("/p1").await.unwrap(), Some(a));
+    s.append(a, "/p1", &local(), &turn(4)).await.unwrap();
+    assert_eq!(s.latest("/p1", &local()).await.unwrap(), Some(a));
 }
 
 async fn max_turns(f: &Fixture) {
     let s = f.store(HOUR, 3).await;
     let id = ThreadId::new();
     for n in 1..=3 {
-        assert_eq!(s.append(id, "/p", &turn(n)).await.unwrap(), n as u32);
+        assert_eq!(
+            s.append(id, "/p", &local(), &turn(n)).await.unwrap(),
+            n as u32
+        );
     }
-    let err = s.append(id, "/p", &turn(4)).await.unwrap_err();
+    let err = s.append(id, "/p", &local(), &turn(4)).await.unwrap_err();
     assert!(matches!(err, ThreadError::Full { max: 3, .. }), "{err:?}");
     assert!(err.to_string().contains("MAX_CONVERSATION_TURNS"), "{err}");
     assert_eq!(s.load(id).await.unwrap().turns.len(), 3);
@@ -206,17 +256,17 @@ async fn max_turns(f: &Fixture) {
 async fn ttl(f: &Fixture) {
     let s = f.store(Duration::from_millis(1_000), 20).await;
     let id = ThreadId::new();
-    s.append(id, "/ttl", &turn(1)).await.unwrap();
+    s.append(id, "/ttl", &local(), &turn(1)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
-    s.append(id, "/ttl", &turn(2)).await.unwrap();
+    s.append(id, "/ttl", &local(), &turn(2)).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
     // 1.2 s after the first write, 0.6 s after the last: alive.
     assert_eq!(s.load(id).await.unwrap().turns.len(), 2);
-    assert_eq!(s.latest("/ttl").await.unwrap(), Some(id));
+    assert_eq!(s.latest("/ttl", &local()).await.unwrap(), Some(id));
     tokio::time::sleep(Duration::from_millis(1_200)).await;
     let err = s.load(id).await.unwrap_err();
     assert!(matches!(err, ThreadError::NotFound { .. }), "{err:?}");
-    assert_eq!(s.latest("/ttl").await.unwrap(), None);
+    assert_eq!(s.latest("/ttl", &local()).await.unwrap(), None);
 }
 
 /// 50 appends at once to one thread, half through each of two handles on the same store.
@@ -234,7 +284,7 @@ async fn race(
     let tasks: Vec<_> = (0..50)
         .map(|n| {
             let s = if n % 2 == 0 { a.clone() } else { b.clone() };
-            tokio::spawn(async move { s.append(id, "/race", &turn(n)).await })
+            tokio::spawn(async move { s.append(id, "/race", &local(), &turn(n)).await })
         })
         .collect();
     let mut results = Vec::new();
@@ -356,15 +406,15 @@ async fn thread_store_redis_killed_and_restarted() {
         .await
         .unwrap();
     let id = ThreadId::new();
-    s.append(id, "/p", &turn(1)).await.unwrap();
+    s.append(id, "/p", &local(), &turn(1)).await.unwrap();
 
     redis.kill();
     let place = format!("127.0.0.1:{}", redis.port());
     let started = Instant::now();
     let errors = [
         s.load(id).await.unwrap_err(),
-        s.append(id, "/p", &turn(2)).await.unwrap_err(),
-        s.latest("/p").await.unwrap_err(),
+        s.append(id, "/p", &local(), &turn(2)).await.unwrap_err(),
+        s.latest("/p", &local()).await.unwrap_err(),
         s.ping().await.unwrap_err(),
     ];
     assert!(
@@ -393,9 +443,9 @@ async fn thread_store_redis_killed_and_restarted() {
         "the lost thread is reported as unknown, not as an outage: {err:?}"
     );
     let fresh = ThreadId::new();
-    assert_eq!(s.append(fresh, "/p", &turn(3)).await.unwrap(), 1);
+    assert_eq!(s.append(fresh, "/p", &local(), &turn(3)).await.unwrap(), 1);
     assert_eq!(s.load(fresh).await.unwrap().turns, vec![turn(3)]);
-    assert_eq!(s.latest("/p").await.unwrap(), Some(fresh));
+    assert_eq!(s.latest("/p", &local()).await.unwrap(), Some(fresh));
     s.ping().await.unwrap();
 }
 
@@ -424,7 +474,7 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
         .unwrap();
     let [foreign, bad_turn, bad_version, healthy] = [(); 4].map(|_| ThreadId::new());
     for id in [bad_turn, bad_version, healthy] {
-        s.append(id, "/p", &turn(1)).await.unwrap();
+        s.append(id, "/p", &local(), &turn(1)).await.unwrap();
     }
     redis.cli(&["SET", &format!("cor:thread:{foreign}"), "not a thread"]);
     redis.cli(&[
@@ -442,13 +492,17 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
     };
     corrupt(s.load(foreign).await.unwrap_err(), "another type");
     corrupt(
-        s.append(foreign, "/p", &turn(2)).await.unwrap_err(),
+        s.append(foreign, "/p", &local(), &turn(2))
+            .await
+            .unwrap_err(),
         "string",
     );
     corrupt(s.load(bad_turn).await.unwrap_err(), "turn 2");
     corrupt(s.load(bad_version).await.unwrap_err(), "format version");
     corrupt(
-        s.append(bad_version, "/p", &turn(2)).await.unwrap_err(),
+        s.append(bad_version, "/p", &local(), &turn(2))
+            .await
+            .unwrap_err(),
         "format version",
     );
     // The foreign value is left alone, and the other threads are unaffected.
@@ -464,9 +518,11 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
     assert!(index.starts_with("cor:project:"), "{index}");
     redis.cli(&["DEL", index]);
     redis.cli(&["SET", index, "x"]);
-    corrupt(s.latest("/p").await.unwrap_err(), "project index");
+    corrupt(s.latest("/p", &local()).await.unwrap_err(), "project index");
     corrupt(
-        s.append(ThreadId::new(), "/p", &turn(1)).await.unwrap_err(),
+        s.append(ThreadId::new(), "/p", &local(), &turn(1))
+            .await
+            .unwrap_err(),
         "project index",
     );
     s.ping().await.unwrap();
@@ -481,7 +537,7 @@ async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
         .unwrap();
     let id = ThreadId::new();
     for n in 0..20 {
-        s.append(id, "/p", &turn(n)).await.unwrap();
+        s.append(id, "/p", &local(), &turn(n)).await.unwrap();
     }
     redis.cli(&["CONFIG", "RESETSTAT"]);
     assert_eq!(s.load(id).await.unwrap().turns.len(), 20);
@@ -516,8 +572,8 @@ async fn thread_store_embedded_corrupt_rows_are_errors_for_that_thread() {
     let s = EmbeddedStore::open(dir.path(), HOUR, 20).await.unwrap();
     let (bad, healthy) = (ThreadId::new(), ThreadId::new());
     for id in [bad, healthy] {
-        s.append(id, "/p", &turn(1)).await.unwrap();
-        s.append(id, "/p", &turn(2)).await.unwrap();
+        s.append(id, "/p", &local(), &turn(1)).await.unwrap();
+        s.append(id, "/p", &local(), &turn(2)).await.unwrap();
     }
     let db = rusqlite::Connection::open(dir.path().join(FILE_NAME)).unwrap();
     db.execute(
@@ -530,14 +586,14 @@ async fn thread_store_embedded_corrupt_rows_are_errors_for_that_thread() {
     assert!(e.to_string().contains("turn 2"), "{e}");
     assert_eq!(s.load(healthy).await.unwrap().turns, vec![turn(1), turn(2)]);
     // Appending to the damaged thread still works; only reading it reports the damage.
-    assert_eq!(s.append(bad, "/p", &turn(3)).await.unwrap(), 3);
+    assert_eq!(s.append(bad, "/p", &local(), &turn(3)).await.unwrap(), 3);
 
     db.execute(
         "UPDATE threads SET id = 'not-a-uuid', written = 1000 WHERE id = ?1",
         [healthy.to_string()],
     )
     .unwrap();
-    let e = s.latest("/p").await.unwrap_err();
+    let e = s.latest("/p", &local()).await.unwrap_err();
     assert!(matches!(e, ThreadError::Corrupt { .. }), "{e:?}");
 }
 
@@ -589,7 +645,7 @@ async fn append_many(
     let tasks: Vec<_> = ns
         .map(|n| {
             let s = s.clone();
-            tokio::spawn(async move { s.append(id, "/shared", &turn(n)).await })
+            tokio::spawn(async move { s.append(id, "/shared", &local(), &turn(n)).await })
         })
         .collect();
     let mut ok = 0;
@@ -712,6 +768,7 @@ fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
     let mut thread = Thread {
         id: ThreadId::new(),
         project: root.display().to_string(),
+        owner: Owner::local(),
         turns: Vec::new(),
     };
 
@@ -991,6 +1048,83 @@ mod e2e {
         assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
         assert!(!stderr.contains("startup-pw"), "{stderr}");
         assert!(out.stdout.is_empty(), "stdout carries only MCP messages");
+    }
+
+    /// A thread stays in the project (roots) it was started in: a server on other roots sharing
+    /// the same store refuses it, naming the project and the setting, unless the setting allows it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn thread_from_another_project_is_refused_unless_sharing_is_allowed() {
+        let fake = FakeGemini::start();
+        let dir = tempfile::tempdir().unwrap();
+        let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+        for root in [&one, &two] {
+            std::fs::create_dir_all(root).unwrap();
+            std::fs::write(root.join("main.rs"), "fn main() {}\n").unwrap();
+        }
+        let state = dir.path().join("state");
+        let (base, state) = (fake.base_url(), state.display().to_string());
+        let vars = |share: &'static str| {
+            vec![
+                ("GEMINI_API_KEY", KEY),
+                ("GEMINI_BASE_URL", base.as_str()),
+                ("GEMINI_MCP_STORE", "embedded"),
+                ("GEMINI_MCP_STATE_DIR", state.as_str()),
+                ("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS", share),
+            ]
+        };
+        let in_one = mcp::start(&one, &vars("0")).await;
+        let first = call(&in_one, "chat", json!({"prompt": "started in one"}))
+            .await
+            .unwrap();
+        let id = structured(&first)["continuation_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+
+        let in_two = mcp::start(&two, &vars("0")).await;
+        for continuation in [id.as_str(), "latest"] {
+            let r = call(
+                &in_two,
+                "chat",
+                json!({"prompt": "continue in two", "continuation_id": continuation}),
+            )
+            .await
+            .unwrap();
+            assert_eq!(r.is_error, Some(true), "{continuation}: {}", text(&r));
+            if continuation == "latest" {
+                // `latest` looks only at this project's threads.
+                assert!(text(&r).contains("no earlier thread"), "{}", text(&r));
+                continue;
+            }
+            let canonical = one.canonicalize().unwrap().display().to_string();
+            assert!(
+                text(&r).contains(&format!("started in another project ({canonical})")),
+                "{}",
+                text(&r)
+            );
+            assert!(
+                text(&r).contains("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS=1"),
+                "{}",
+                text(&r)
+            );
+        }
+        assert_eq!(
+            fake.generate_requests().len(),
+            1,
+            "refusals never reach Gemini"
+        );
+
+        let shared = mcp::start(&two, &vars("1")).await;
+        let r = call(
+            &shared,
+            "chat",
+            json!({"prompt": "continue in two, shared", "continuation_id": id}),
+        )
+        .await
+        .unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        assert_eq!(structured(&r)["continuation_id"], id.as_str());
+        assert_eq!(structured(&r)["remaining_turns"], 18);
     }
 }
 

@@ -9,7 +9,12 @@
 //! - a line over the transport's 16 MiB limit is discarded and logged; below it, a huge tool
 //!   argument is answered (`resend_prompt`: save it to a file and pass the path);
 //! - after `notifications/cancelled` the cancelled request gets no reply and its Gemini call is
-//!   dropped.
+//!   dropped;
+//! - valid JSON that serde cannot hold is still answered: an id it cannot read (`1e400`) gets
+//!   `-32600` with id `null`, a readable id with an unreadable value in the params gets `-32602`
+//!   naming the field; a lone surrogate escape (`\ud800`) is read as U+FFFD;
+//! - a request whose id is already in flight gets `-32600` "id already in use"; the first one is
+//!   still answered.
 //!
 //! After every case the server still answers: each case is followed by a `ping` whose reply must
 //! be the next message (so a case that answered nothing really answered nothing).
@@ -174,6 +179,18 @@ async fn hardening_raw_lines_get_json_rpc_errors_and_the_server_keeps_serving() 
             br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":"x"}"#,
             Error(-32600, Value::Null),
         ),
+        // Valid JSON that serde_json cannot hold: an id out of range is unreadable...
+        (br#"{"jsonrpc":"2.0","id":1e400,"method":"ping"}"#, Error(-32600, Value::Null)),
+        (br#"{"jsonrpc":"2.0","id":-1e400,"method":"tools/list"}"#, Error(-32600, Value::Null)),
+        // ...a readable id with an out-of-range number in the params is answered, naming it.
+        (
+            br#"{"jsonrpc":"2.0","id":15,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"x","temperature":1e400}}}"#,
+            Error(-32602, json!(15)),
+        ),
+        (
+            br#"{"id":"s16","jsonrpc":"2.0","method":"tools/list","params":{"cursor":"c","_meta":{"n":[1,2e999]}}}"#,
+            Error(-32602, json!("s16")),
+        ),
         // Unknown methods.
         (br#"{"jsonrpc":"2.0","id":7,"method":"no/such"}"#, Error(-32601, json!(7))),
         (br#"{"jsonrpc":"2.0","id":"s8","method":"tools/destroy","params":{}}"#, Error(-32601, json!("s8"))),
@@ -233,6 +250,17 @@ async fn hardening_raw_lines_get_json_rpc_errors_and_the_server_keeps_serving() 
                         .is_some_and(|m| !m.is_empty()),
                     "{shown}: {v}"
                 );
+                let message = v["error"]["message"].as_str().unwrap_or_default();
+                if shown.contains("1e400") || shown.contains("2e999") {
+                    let field = if shown.contains("temperature") {
+                        "params.arguments.temperature"
+                    } else if shown.contains("2e999") {
+                        "params._meta.n[1]"
+                    } else {
+                        "id"
+                    };
+                    assert!(message.contains(field), "{shown}: names `{field}`: {v}");
+                }
             }
         }
         raw.still_serving(&shown).await;
@@ -450,4 +478,74 @@ async fn hardening_mixed_load_keeps_rss_flat() {
     }
     assert!(!text(&call(&client, "listmodels", json!({})).await.unwrap()).contains(KEY));
     client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_lone_surrogates_are_read_as_replacement_characters() {
+    let env = Env::new();
+    let mut raw = Raw::start(&env, &[]).await;
+    // Escapes as JSON.stringify writes them for a string cut in the middle of a pair.
+    let line = r#"{"jsonrpc":"2.0","id":60,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"cut \ud800 here, low \udc01 alone, pair \ud83d\ude00 kept, literal \\ud800 kept"}}}"#;
+    raw.send(line.as_bytes()).await;
+    let v = raw.reply_to(60, Duration::from_secs(60)).await;
+    assert!(v["result"].is_object(), "answered: {v}");
+    assert_ne!(v["result"]["isError"], true, "{v}");
+    let sent = env.fake.generate_requests();
+    assert_eq!(sent.len(), 1);
+    let prompt = sent[0].last_user_text();
+    assert!(
+        prompt.contains(
+            "cut \u{fffd} here, low \u{fffd} alone, pair \u{1f600} kept, literal \\ud800 kept"
+        ),
+        "{prompt}"
+    );
+    raw.still_serving("lone surrogates").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_a_request_id_already_in_flight_is_refused_and_the_first_is_answered() {
+    let env = Env::new();
+    let mut raw = Raw::start(&env, &[]).await;
+    env.fake
+        .push(Script::text("first answer").delay_headers(Duration::from_secs(2)));
+    let call = |prompt: &str| {
+        json!({"jsonrpc": "2.0", "id": 70, "method": "tools/call",
+               "params": {"name": "chat", "arguments": {"prompt": prompt}}})
+        .to_string()
+    };
+    raw.send(call("first").as_bytes()).await;
+    let started = Instant::now();
+    while env.fake.in_flight() == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the call never reached Gemini"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    raw.send(call("second, same id").as_bytes()).await;
+    let refused = raw.reply_to(70, Duration::from_secs(30)).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("id already in use")),
+        "{refused}"
+    );
+    let answered = raw.reply_to(70, Duration::from_secs(60)).await;
+    assert!(
+        answered["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("first answer")),
+        "{answered}"
+    );
+    assert_eq!(
+        env.fake.generate_requests().len(),
+        1,
+        "the duplicate never ran"
+    );
+    // Once answered, the id may be used again.
+    raw.send(call("third, after the answer").as_bytes()).await;
+    let again = raw.reply_to(70, Duration::from_secs(60)).await;
+    assert!(again["result"].is_object(), "{again}");
+    raw.still_serving("a duplicate id").await;
 }
