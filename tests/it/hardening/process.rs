@@ -201,7 +201,9 @@ async fn stored_turns(env: &Env) -> (Option<u64>, String) {
 fn assert_abandoned(answer: &Option<Value>) {
     if let Some(a) = answer {
         assert_eq!(a["result"]["isError"], json!(true), "{a}");
-        let text = a["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        let text = a["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
         assert!(text.contains("cancelled"), "{a}");
     }
 }
