@@ -1,0 +1,389 @@
+//! The shape of the source tree, read from `src/`: which module may import which, and how long a
+//! function may grow.
+//!
+//! The flow runs one way. The edge (`cli`, the transports, `server`) calls `tools`, and `tools`
+//! calls the parts (`collector`, `git`, `gemini`, `threads`, and the leaf modules). A part never
+//! imports the edge or `tools`, `tools` never imports the edge, and no two modules import each
+//! other, directly or around a loop.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use syn::visit::Visit;
+
+/// The layers above the parts, highest first. A module may import only modules of a lower layer
+/// or parts; every module not named here is a part.
+const LAYERS: &[&[&str]] = &[
+    &["main", "lib", "cli"],
+    &["server", "http", "stdio", "serve", "shutdown", "welcome"],
+    &["tools"],
+];
+
+/// Longest function allowed outside tests, in lines from `fn` to its closing brace.
+const MAX_FUNCTION_LINES: usize = 120;
+
+struct SourceFile {
+    /// The top-level module the file belongs to (`tools` for `src/tools/chat.rs`).
+    module: String,
+    path: PathBuf,
+    ast: syn::File,
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every non-test source file under `src/`, parsed.
+fn source_files() -> Vec<SourceFile> {
+    let root = src_dir();
+    let mut paths = Vec::new();
+    collect_rs(&root, &mut paths);
+    paths.sort();
+    let test_files = test_module_files(&paths);
+    paths
+        .into_iter()
+        .filter(|p| !test_files.contains(p))
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let ast = syn::parse_file(&text)
+                .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
+            let rel = path.strip_prefix(&root).unwrap();
+            let first = rel.components().next().unwrap().as_os_str();
+            let module = Path::new(first)
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            SourceFile { module, path, ast }
+        })
+        .collect()
+}
+
+fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            collect_rs(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The files declared as `#[cfg(test)] mod name;`: test code, exempt from the rules.
+fn test_module_files(paths: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path).unwrap();
+        let Ok(ast) = syn::parse_file(&text) else {
+            continue;
+        };
+        let dir = match path.file_name().and_then(|n| n.to_str()) {
+            Some("mod.rs" | "lib.rs" | "main.rs") => path.parent().unwrap().to_path_buf(),
+            _ => path.with_extension(""),
+        };
+        for item in &ast.items {
+            if let syn::Item::Mod(m) = item {
+                if m.content.is_none() && is_cfg_test(&m.attrs) {
+                    let name = m.ident.to_string();
+                    out.insert(dir.join(format!("{name}.rs")));
+                    out.insert(dir.join(&name).join("mod.rs"));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+/// The top-level modules a file names through `crate::…`, in `use` items and in paths.
+#[derive(Default)]
+struct Imports(BTreeSet<String>);
+
+impl Imports {
+    fn note_path<'a>(&mut self, mut segments: impl Iterator<Item = &'a syn::Ident>) {
+        if segments.next().is_some_and(|s| s == "crate") {
+            if let Some(module) = segments.next() {
+                self.0.insert(module.to_string());
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Imports {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        let mut trees = vec![(Vec::<String>::new(), &item.tree)];
+        while let Some((prefix, tree)) = trees.pop() {
+            match tree {
+                syn::UseTree::Path(p) => {
+                    let mut next = prefix.clone();
+                    next.push(p.ident.to_string());
+                    if next.len() == 2 && next[0] == "crate" {
+                        self.0.insert(next[1].clone());
+                        continue;
+                    }
+                    trees.push((next, &p.tree));
+                }
+                syn::UseTree::Group(g) => {
+                    for t in &g.items {
+                        trees.push((prefix.clone(), t));
+                    }
+                }
+                syn::UseTree::Name(n) if prefix.len() == 1 && prefix[0] == "crate" => {
+                    self.0.insert(n.ident.to_string());
+                }
+                syn::UseTree::Rename(r) if prefix.len() == 1 && prefix[0] == "crate" => {
+                    self.0.insert(r.ident.to_string());
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        self.note_path(path.segments.iter().map(|s| &s.ident));
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if !is_cfg_test(&item.attrs) {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        // Paths inside macro calls (`matches!(x, crate::a::B)`) are tokens, not parsed paths.
+        let tokens: Vec<String> = mac
+            .tokens
+            .clone()
+            .into_iter()
+            .map(|t| t.to_string())
+            .collect();
+        for window in tokens.windows(4) {
+            if window[0] == "crate" && window[1] == ":" && window[2] == ":" {
+                self.0.insert(window[3].clone());
+            }
+        }
+        syn::visit::visit_macro(self, mac);
+    }
+}
+
+/// module → the modules it imports (self-imports left out).
+fn import_graph(files: &[SourceFile]) -> BTreeMap<String, BTreeMap<String, Vec<PathBuf>>> {
+    let mut graph: BTreeMap<String, BTreeMap<String, Vec<PathBuf>>> = BTreeMap::new();
+    for file in files {
+        let mut imports = Imports::default();
+        imports.visit_file(&file.ast);
+        let edges = graph.entry(file.module.clone()).or_default();
+        for target in imports.0 {
+            if target != file.module {
+                edges.entry(target).or_default().push(file.path.clone());
+            }
+        }
+    }
+    graph
+}
+
+/// The layer index of a module: 0 for the highest edge, `LAYERS.len()` for the parts.
+fn layer(module: &str) -> usize {
+    LAYERS
+        .iter()
+        .position(|l| l.contains(&module))
+        .unwrap_or(LAYERS.len())
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn no_module_imports_upward() {
+    let graph = import_graph(&source_files());
+    let mut upward = Vec::new();
+    for (from, edges) in &graph {
+        for (to, files) in edges {
+            // Modules of one layer may import each other; the cycle check has the last word.
+            if layer(to) < layer(from) {
+                let names: Vec<String> = files.iter().map(|f| relative(f)).collect();
+                upward.push(format!("{from} imports {to} ({})", names.join(", ")));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "modules import upward (edge > tools > parts):\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn no_import_cycles() {
+    let graph = import_graph(&source_files());
+    let nodes: Vec<&String> = graph.keys().collect();
+    let mut cycles = Vec::new();
+    // Strongly connected components by repeated reachability: the graph has a few dozen nodes.
+    let reach = |start: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![start.to_string()];
+        while let Some(n) = stack.pop() {
+            for next in graph.get(&n).into_iter().flat_map(|e| e.keys()) {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut reported = BTreeSet::new();
+    for &node in &nodes {
+        if reported.contains(node) {
+            continue;
+        }
+        let from_node = reach(node);
+        if !from_node.contains(node) {
+            continue;
+        }
+        let component: BTreeSet<String> = from_node
+            .iter()
+            .filter(|other| reach(other).contains(node))
+            .cloned()
+            .collect();
+        let mut edges = Vec::new();
+        for from in &component {
+            for (to, files) in &graph[from] {
+                if component.contains(to) {
+                    edges.push(format!("  {from} -> {to} ({})", relative(&files[0])));
+                }
+            }
+        }
+        reported.extend(component.iter().cloned());
+        cycles.push(format!(
+            "{}:\n{}",
+            component.into_iter().collect::<Vec<_>>().join(", "),
+            edges.join("\n")
+        ));
+    }
+    assert!(
+        cycles.is_empty(),
+        "import cycles among src/ modules:\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// Every function (free, in an impl or a trait) and its length in lines.
+struct Functions<'a> {
+    path: &'a Path,
+    long: Vec<String>,
+}
+
+impl Functions<'_> {
+    fn check(&mut self, name: &syn::Ident, start: proc_macro2::Span, end: proc_macro2::Span) {
+        let lines = end.end().line.saturating_sub(start.start().line) + 1;
+        if lines > MAX_FUNCTION_LINES {
+            self.long.push(format!(
+                "{}:{} fn {name}: {lines} lines",
+                relative(self.path),
+                start.start().line
+            ));
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Functions<'_> {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if is_cfg_test(&f.attrs) {
+            return;
+        }
+        let start = syn::spanned::Spanned::span(&f.sig);
+        let end = syn::spanned::Spanned::span(&f.block);
+        self.check(&f.sig.ident, start, end);
+        syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        if is_cfg_test(&f.attrs) {
+            return;
+        }
+        let start = syn::spanned::Spanned::span(&f.sig);
+        let end = syn::spanned::Spanned::span(&f.block);
+        self.check(&f.sig.ident, start, end);
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+        if let Some(block) = &f.default {
+            let start = syn::spanned::Spanned::span(&f.sig);
+            let end = syn::spanned::Spanned::span(block);
+            self.check(&f.sig.ident, start, end);
+        }
+        syn::visit::visit_trait_item_fn(self, f);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if !is_cfg_test(&item.attrs) {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        if !is_cfg_test(&item.attrs) {
+            syn::visit::visit_item_impl(self, item);
+        }
+    }
+}
+
+#[test]
+fn no_function_is_longer_than_the_limit() {
+    let mut long = Vec::new();
+    for file in source_files() {
+        let mut visitor = Functions {
+            path: &file.path,
+            long: Vec::new(),
+        };
+        visitor.visit_file(&file.ast);
+        long.extend(visitor.long);
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines (split them into named steps):\n{}",
+        long.join("\n")
+    );
+}
+
+/// The checks above see what they should: a long function, an upward import and a cycle in a
+/// tree made for the purpose are all caught.
+#[test]
+fn the_checks_catch_what_they_guard() {
+    let body = "    let _x = 1;\n".repeat(MAX_FUNCTION_LINES);
+    let text = format!("fn long() {{\n{body}}}\nfn short() {{}}\n");
+    let ast = syn::parse_file(&text).unwrap();
+    let mut visitor = Functions {
+        path: Path::new("made.rs"),
+        long: Vec::new(),
+    };
+    visitor.visit_file(&ast);
+    assert_eq!(visitor.long.len(), 1, "{:?}", visitor.long);
+    assert!(visitor.long[0].contains("fn long"));
+
+    let part = syn::parse_file(
+        "use crate::tools::Plan;\nuse crate::{gemini::{self, Usage}, threads};\n\
+         fn f() { crate::server::go(); matches!(x, crate::cli::Y); }",
+    )
+    .unwrap();
+    let mut imports = Imports::default();
+    imports.visit_file(&part);
+    let found: Vec<&str> = imports.0.iter().map(String::as_str).collect();
+    assert_eq!(found, ["cli", "gemini", "server", "threads", "tools"]);
+    assert!(layer("tools") < layer("collector"));
+    assert!(layer("cli") < layer("server"));
+}
