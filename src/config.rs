@@ -575,12 +575,12 @@ impl Config {
         let share_threads_across_projects = src.flag("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS")?;
         let disabled_tools = src.list("DISABLED_TOOLS");
         for t in &disabled_tools {
-            if !crate::tools::TOOL_NAMES.contains(&t.as_str()) {
+            if !crate::tool::TOOL_NAMES.contains(&t.as_str()) {
                 return Err(invalid(
                     "DISABLED_TOOLS",
                     format!(
                         "`{t}` is not a tool; tools are {}",
-                        crate::tools::TOOL_NAMES.join(", ")
+                        crate::tool::TOOL_NAMES.join(", ")
                     ),
                 ));
             }

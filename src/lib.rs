@@ -13,4 +13,5 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod server;
 pub mod threads;
+pub mod tool;
 pub mod tools;

@@ -22,7 +22,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio_util::task::TaskTracker;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
-use crate::tools::Tool;
+use crate::tool::Tool;
 
 /// The rate limits HTTP applies when `GEMINI_MCP_RATE_LIMITS` is not set.
 pub const DEFAULT_RATE_LIMITS: &str =

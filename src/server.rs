@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::gemini::{CallContext, Progress};
-use crate::limits::{Admission, ClientId, Gate};
+use crate::limits::{Admission, ClientId, Gate, Refusal};
 use crate::threads::Owner;
 use crate::tools::reply::Status;
 use crate::tools::{Pipeline, Plan, Reply, ToolError};
@@ -95,26 +95,24 @@ impl Server {
         // The common parameters are flattened into each tool's struct, where serde loses the
         // field's name in errors: check them on their own first.
         let common = parse_args::<crate::tools::Common>(args.clone());
+        let cap = result_cap(&self.pipeline);
         let outcome = match common.and_then(|_| parse_args::<P>(args)).and_then(plan) {
             Ok(mut plan) => match self.admit(&plan, &ctx) {
                 Ok(_admission) => {
                     plan.owner = owner_of(&ctx);
                     self.run(plan, &ctx).await
                 }
-                Err(e) => Err(e),
+                Err(refusal) => return Ok(refusal_to_mcp(&refusal)),
             },
             Err(e) => Err(e),
         };
         match outcome {
-            Ok(reply) => Ok(to_result(reply, result_cap(&self.pipeline))),
+            Ok(reply) => Ok(to_result(reply, cap)),
             Err(ToolError::TooLarge {
                 field,
                 chars,
                 limit,
-            }) => Ok(to_result(
-                resend_prompt(&field, chars, limit),
-                result_cap(&self.pipeline),
-            )),
+            }) => Ok(to_result(resend_prompt(&field, chars, limit), cap)),
             Err(e) => to_mcp(e),
         }
     }
@@ -124,11 +122,11 @@ impl Server {
         &self,
         plan: &Plan,
         ctx: &RequestContext<RoleServer>,
-    ) -> Result<Option<Admission>, ToolError> {
+    ) -> Result<Option<Admission>, Refusal> {
         let Some(gate) = &self.gate else {
             return Ok(None);
         };
-        Ok(Some(gate.admit(plan.tool, &client_of(ctx))?))
+        gate.admit(plan.tool, &client_of(ctx)).map(Some)
     }
 
     async fn run(&self, plan: Plan, ctx: &RequestContext<RoleServer>) -> Result<Reply, ToolError> {
@@ -293,20 +291,6 @@ pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
             resend_prompt(&field, chars, limit),
             MAX_RESULT_SIZE_CHARS,
         )),
-        ToolError::Refused(r) => {
-            let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
-                "Error executing gemini: {r}"
-            ))]);
-            if let Some(after) = r.retry_after() {
-                let mut meta = JsonObject::new();
-                meta.insert(
-                    "retry_after_ms".into(),
-                    json!(after.as_millis().max(1) as u64),
-                );
-                result = result.with_meta(Some(MetaObject(meta)));
-            }
-            Ok(result)
-        }
         ToolError::Gemini(g) => Ok(CallToolResult::error(vec![ContentBlock::text(format!(
             "Error executing gemini: {g}"
         ))])),
@@ -314,6 +298,23 @@ pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
             "Error executing gemini: {other}"
         ))])),
     }
+}
+
+/// A call the gate refused, as MCP: an `isError` result naming the limit (the model reads it),
+/// with `_meta.retry_after_ms` when the wait is known.
+pub fn refusal_to_mcp(r: &Refusal) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!(
+        "Error executing gemini: {r}"
+    ))]);
+    if let Some(after) = r.retry_after() {
+        let mut meta = JsonObject::new();
+        meta.insert(
+            "retry_after_ms".into(),
+            json!(after.as_millis().max(1) as u64),
+        );
+        result = result.with_meta(Some(MetaObject(meta)));
+    }
+    result
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -25,83 +25,12 @@ use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::GitError;
 use crate::threads::{Owner, ThreadError};
+pub use crate::tool::{TOOL_NAMES, Tool};
 pub use pipeline::Pipeline;
 pub use reply::Reply;
 
-/// Every tool name, in `tools/list` order.
-pub const TOOL_NAMES: &[&str] = &[
-    "analyze",
-    "chat",
-    "codereview",
-    "debug",
-    "listmodels",
-    "precommit",
-    "thinkdeep",
-];
-
 /// The longest text field the transport carries reliably; larger inputs get `resend_prompt`.
 pub const MAX_TEXT_FIELD_CHARS: usize = 50_000;
-
-/// The tools that ask Gemini, as a closed type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tool {
-    Chat,
-    ThinkDeep,
-    Analyze,
-    CodeReview,
-    Debug,
-    Precommit,
-}
-
-impl Tool {
-    /// Every tool that asks Gemini.
-    pub const ALL: [Tool; 6] = [
-        Tool::Chat,
-        Tool::ThinkDeep,
-        Tool::Analyze,
-        Tool::CodeReview,
-        Tool::Debug,
-        Tool::Precommit,
-    ];
-
-    /// The tool of this MCP name (`chat`, `thinkdeep`, …).
-    pub fn from_name(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.name() == name)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::Chat => "chat",
-            Tool::ThinkDeep => "thinkdeep",
-            Tool::Analyze => "analyze",
-            Tool::CodeReview => "codereview",
-            Tool::Debug => "debug",
-            Tool::Precommit => "precommit",
-        }
-    }
-
-    /// The tool's system prompt, compiled in.
-    pub fn system_prompt(self) -> &'static str {
-        match self {
-            Tool::Chat => include_str!("../../prompts/chat.md"),
-            Tool::ThinkDeep => include_str!("../../prompts/thinkdeep.md"),
-            Tool::Analyze => include_str!("../../prompts/analyze.md"),
-            Tool::CodeReview => include_str!("../../prompts/codereview.md"),
-            Tool::Debug => include_str!("../../prompts/debug.md"),
-            Tool::Precommit => include_str!("../../prompts/precommit.md"),
-        }
-    }
-
-    /// Sampling temperature sent to models that take one by default (2.5); 3.x and later get
-    /// none unless the user asked.
-    pub fn default_temperature(self) -> f32 {
-        match self {
-            Tool::Chat => 0.5,
-            Tool::ThinkDeep => 0.7,
-            _ => 0.2,
-        }
-    }
-}
 
 /// Parameters every model-backed tool takes.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -233,9 +162,6 @@ pub enum ToolError {
     Thread(#[from] ThreadError),
     #[error(transparent)]
     Gemini(#[from] GeminiError),
-    /// Not admitted: a rate or concurrency limit, or the server is shutting down.
-    #[error(transparent)]
-    Refused(#[from] crate::limits::Refusal),
     #[error("internal error: {0}")]
     Internal(String),
 }
