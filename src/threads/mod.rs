@@ -16,7 +16,6 @@
 //! a turn nor overshoot the limit.
 
 pub mod embedded;
-pub mod history;
 pub mod memory;
 pub mod redis;
 

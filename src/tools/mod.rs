@@ -9,6 +9,7 @@ pub mod analyze;
 pub mod chat;
 pub mod codereview;
 pub mod debug;
+pub mod history;
 pub mod listmodels;
 pub mod pipeline;
 pub mod precommit;

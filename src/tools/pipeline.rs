@@ -7,17 +7,15 @@
 
 use std::sync::Arc;
 
-use super::prompt;
 use super::reply::{IncludedFile, Reply, ReviewView, Status};
 use super::review;
 use super::{Output, Plan, ToolError};
+use super::{history, prompt};
 use crate::collector::{CollectRequest, Collected, Collector, tokens};
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini, GenerateRequest, Message, Part};
 use crate::git::{DiffContext, DiffRequest};
-use crate::threads::{
-    FileRef, Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, history, now_ms,
-};
+use crate::threads::{FileRef, Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
 
 /// Tokens kept free for per-message framing the local count cannot see.
 const FRAMING_RESERVE: u64 = 1_024;

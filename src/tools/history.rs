@@ -19,10 +19,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use super::{Thread, Turn};
+use super::prompt;
 use crate::collector::{CollectRequest, Collector, FileEntry, tokens};
 use crate::gemini::{Message, Part};
-use crate::tools::prompt;
+use crate::threads::{Thread, Turn};
 
 /// Tokens counted per message for the framing the text does not show.
 const MESSAGE_OVERHEAD: u64 = 4;
