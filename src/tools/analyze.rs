@@ -1,15 +1,10 @@
 //! `analyze`: read files or directories and answer a question about them.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::schemars::{self, JsonSchema};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
 use crate::gemini::ThinkingMode;
-use crate::server::Server;
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -79,21 +74,4 @@ pub fn plan(p: AnalyzeParams) -> Result<Plan, ToolError> {
     section(&mut plan.request, "Analysis type", Some(kind));
     section(&mut plan.request, "Output format", Some(format));
     Ok(plan)
-}
-
-#[tool_router(router = analyze_router, vis = "pub(crate)")]
-impl Server {
-    #[tool(
-        description = "Have Gemini read files or directories and answer a question about them: architecture, performance, security, quality.",
-        annotations(title = "Analyze code with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = super::schema::input_schema::<AnalyzeParams>(),
-        output_schema = super::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files", "sources"])
-    )]
-    async fn analyze(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, plan, ctx).await
-    }
 }

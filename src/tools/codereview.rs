@@ -1,16 +1,11 @@
 //! `codereview`: findings with severity, file:line and a fix, from Gemini's JSON mode.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::schemars::{self, JsonSchema};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::review::SeverityFilter;
 use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
 use crate::gemini::ThinkingMode;
-use crate::server::Server;
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -89,21 +84,4 @@ pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {
         verdict: false,
     };
     Ok(plan)
-}
-
-#[tool_router(router = codereview_router, vis = "pub(crate)")]
-impl Server {
-    #[tool(
-        description = "Gemini reviews files and returns findings (severity, file:line, fix) as structured data.",
-        annotations(title = "Code review by Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = super::schema::input_schema::<CodeReviewParams>(),
-        output_schema = super::reply::output_schema(&["changed_files", "verdict", "sources"])
-    )]
-    async fn codereview(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, plan, ctx).await
-    }
 }

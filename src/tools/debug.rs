@@ -1,15 +1,10 @@
 //! `debug`: root-cause analysis from an error, its context and what was tried.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::schemars::{self, JsonSchema};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, optional_text, paths, required_text, section};
 use crate::gemini::ThinkingMode;
-use crate::server::Server;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct DebugParams {
@@ -51,21 +46,4 @@ pub fn plan(p: DebugParams) -> Result<Plan, ToolError> {
     plan.files = paths("files", p.files)?;
     plan.web_search = p.use_websearch.unwrap_or(false);
     Ok(plan)
-}
-
-#[tool_router(router = debug_router, vis = "pub(crate)")]
-impl Server {
-    #[tool(
-        description = "Root-cause a bug: give the error, stack trace, likely files and what you tried; Gemini ranks hypotheses with evidence and fixes.",
-        annotations(title = "Debug with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = super::schema::input_schema::<DebugParams>(),
-        output_schema = super::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
-    )]
-    async fn debug(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, plan, ctx).await
-    }
 }

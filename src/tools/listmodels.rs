@@ -1,14 +1,11 @@
 //! `listmodels`: the models the configured backend can use, their limits and aliases, the default,
 //! and which backend and thread store are active.
 
-use rmcp::model::{CallToolResult, ContentBlock};
-use rmcp::schemars::{self, JsonSchema};
-use rmcp::{ErrorData, tool, tool_router};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::gemini::Gemini;
 use crate::gemini::models::{ALIASES, ThinkingStyle};
-use crate::server::Server;
 
 /// One model.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -102,27 +99,4 @@ pub fn render(r: &ModelsReport) -> String {
         ));
     }
     out
-}
-
-#[tool_router(router = listmodels_router, vis = "pub(crate)")]
-impl Server {
-    #[tool(
-        description = "List the Gemini models this server can use (limits, aliases, default) and the active backend and thread store.",
-        annotations(title = "List Gemini models", read_only_hint = true, open_world_hint = false),
-        output_schema = super::schema::output_schema::<ModelsReport>(&[])
-    )]
-    async fn listmodels(&self) -> Result<CallToolResult, ErrorData> {
-        // The live list when the endpoint answers in time; the built-in one otherwise.
-        let _ = tokio::time::timeout(
-            std::time::Duration::from_secs(10),
-            self.pipeline().refresh_models(true),
-        )
-        .await;
-        let r = report(self.pipeline().gemini(), self.pipeline().store_kind());
-        let value =
-            serde_json::to_value(&r).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
-        let mut result = CallToolResult::success(vec![ContentBlock::text(render(&r))]);
-        result.structured_content = Some(value);
-        Ok(result)
-    }
 }

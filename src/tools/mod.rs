@@ -19,7 +19,7 @@ pub mod review;
 pub mod schema;
 pub mod thinkdeep;
 
-use rmcp::schemars::{self, JsonSchema};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::collector::{CollectError, SandboxError};

@@ -1,10 +1,6 @@
 //! `precommit`: review pending git changes before committing; findings and a verdict.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::schemars::{self, JsonSchema};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::codereview::ReviewType;
@@ -13,7 +9,6 @@ use super::{
     Common, GitPlan, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section,
 };
 use crate::gemini::ThinkingMode;
-use crate::server::Server;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct PrecommitParams {
@@ -88,21 +83,4 @@ pub fn plan(p: PrecommitParams) -> Result<Plan, ToolError> {
         verdict: true,
     };
     Ok(plan)
-}
-
-#[tool_router(router = precommit_router, vis = "pub(crate)")]
-impl Server {
-    #[tool(
-        description = "Review pending git changes (staged, unstaged, untracked, or since a ref; nested repositories too) before committing: findings and a verdict.",
-        annotations(title = "Pre-commit review by Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = super::schema::input_schema::<PrecommitParams>(),
-        output_schema = super::reply::output_schema(&["sources"])
-    )]
-    async fn precommit(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, plan, ctx).await
-    }
 }

@@ -8,7 +8,7 @@
 //! both parts counted, under the size cap: the least severe findings go first, then the answer is
 //! cut on a line boundary, and either way the reply says so and how to get the rest.
 
-use rmcp::schemars::{self, JsonSchema};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::review::{self, Clarification, Finding, Severity, Verdict};
@@ -35,7 +35,9 @@ const UNDECLARED: &[&str] = &[
 
 /// The `outputSchema` of a tool's reply: the answer, the status and what to act on, without the
 /// fields named in `except` (those the tool never sends).
-pub fn output_schema(except: &[&str]) -> std::sync::Arc<rmcp::model::JsonObject> {
+pub fn output_schema(
+    except: &[&str],
+) -> std::sync::Arc<serde_json::Map<String, serde_json::Value>> {
     let skip: Vec<&str> = UNDECLARED.iter().chain(except).copied().collect();
     super::schema::output_schema::<Reply>(&skip)
 }

@@ -1,7 +1,7 @@
 //! Structured reviews: the JSON schema Gemini answers `codereview` and `precommit` against, a
 //! tolerant parser for its answers, the local severity filter, and the Markdown rendering.
 
-use rmcp::schemars::{self, JsonSchema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 

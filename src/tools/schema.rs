@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use rmcp::model::JsonObject;
-use rmcp::schemars::{JsonSchema, generate::SchemaSettings};
+/// A JSON object (what a schema is).
+type JsonObject = serde_json::Map<String, Value>;
+use schemars::{JsonSchema, generate::SchemaSettings};
 use serde_json::{Map, Value};
 
 /// The input schema of a parameters struct, portable.
@@ -146,7 +147,7 @@ fn collapse_nullable(map: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::schemars;
+    use schemars;
     use serde::Deserialize;
 
     #[derive(Deserialize, JsonSchema)]

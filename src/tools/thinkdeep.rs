@@ -1,15 +1,10 @@
 //! `thinkdeep`: extend, challenge and stress-test the agent's own analysis of a hard problem.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, JsonObject};
-use rmcp::schemars::{self, JsonSchema};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, optional_text, paths, required_text, section};
 use crate::gemini::ThinkingMode;
-use crate::server::Server;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ThinkDeepParams {
@@ -48,21 +43,4 @@ pub fn plan(p: ThinkDeepParams) -> Result<Plan, ToolError> {
     plan.files = paths("files", p.files)?;
     plan.web_search = p.use_websearch.unwrap_or(false);
     Ok(plan)
-}
-
-#[tool_router(router = thinkdeep_router, vis = "pub(crate)")]
-impl Server {
-    #[tool(
-        description = "Give Gemini your analysis of a hard problem (design, architecture, a tricky bug) to extend, challenge and stress-test. Thinks longer than chat.",
-        annotations(title = "Think deeper with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = super::schema::input_schema::<ThinkDeepParams>(),
-        output_schema = super::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
-    )]
-    async fn thinkdeep(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, plan, ctx).await
-    }
 }

@@ -2,6 +2,8 @@
 //! where tool errors become MCP results or JSON-RPC errors. Protocol types stay here and in the
 //! tools' one-line adapters; the pipeline knows nothing of MCP.
 
+mod tools;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,13 +51,7 @@ pub struct Server {
 
 impl Server {
     pub fn new(pipeline: Arc<Pipeline>) -> Server {
-        let mut tool_router = Self::chat_router()
-            + Self::thinkdeep_router()
-            + Self::analyze_router()
-            + Self::codereview_router()
-            + Self::debug_router()
-            + Self::precommit_router()
-            + Self::listmodels_router();
+        let mut tool_router = Self::tools_router();
         for name in &pipeline.config().disabled_tools {
             tool_router.remove_route(name);
         }
