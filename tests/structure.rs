@@ -83,12 +83,13 @@ fn test_module_files(paths: &[PathBuf]) -> BTreeSet<PathBuf> {
             _ => path.with_extension(""),
         };
         for item in &ast.items {
-            if let syn::Item::Mod(m) = item {
-                if m.content.is_none() && is_cfg_test(&m.attrs) {
-                    let name = m.ident.to_string();
-                    out.insert(dir.join(format!("{name}.rs")));
-                    out.insert(dir.join(&name).join("mod.rs"));
-                }
+            if let syn::Item::Mod(m) = item
+                && m.content.is_none()
+                && is_cfg_test(&m.attrs)
+            {
+                let name = m.ident.to_string();
+                out.insert(dir.join(format!("{name}.rs")));
+                out.insert(dir.join(&name).join("mod.rs"));
             }
         }
     }
@@ -109,10 +110,10 @@ struct Imports(BTreeSet<String>);
 
 impl Imports {
     fn note_path<'a>(&mut self, mut segments: impl Iterator<Item = &'a syn::Ident>) {
-        if segments.next().is_some_and(|s| s == "crate") {
-            if let Some(module) = segments.next() {
-                self.0.insert(module.to_string());
-            }
+        if segments.next().is_some_and(|s| s == "crate")
+            && let Some(module) = segments.next()
+        {
+            self.0.insert(module.to_string());
         }
     }
 }
