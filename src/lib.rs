@@ -12,6 +12,8 @@ pub mod http;
 pub mod jsonrpc;
 pub mod limits;
 pub mod server;
+pub mod shutdown;
+pub mod stdio;
 pub mod threads;
 pub mod tool;
 pub mod tools;

@@ -22,14 +22,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{CommandFactory, Parser, Subcommand};
-use rmcp::ServiceExt;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::gemini::CallContext;
 use crate::git::GitError;
-use crate::server::Server;
+use crate::shutdown::Shutdown;
 use crate::tools::{Pipeline, Plan, ToolError};
 pub use commands::{
     AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, PrecommitArgs, ThinkDeepArgs,
@@ -101,8 +100,12 @@ pub async fn run(args: Args) -> ExitCode {
         }
     };
     let code = match command {
-        Command::Serve { http: None } => return serve_stdio(config).await,
-        Command::Serve { http: Some(addr) } => return crate::http::serve(config, &addr).await,
+        Command::Serve { http: None } => {
+            return crate::stdio::serve(config, Shutdown::on_signals()).await;
+        }
+        Command::Serve { http: Some(addr) } => {
+            return crate::http::serve(config, &addr, Shutdown::on_signals()).await;
+        }
         Command::Precommit(a) => {
             let printed = Printed::Review {
                 format: a.format,
@@ -166,7 +169,7 @@ async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
     let mut stdin = tokio::io::stdin();
     let read = tokio::select! {
         r = stdin.read_to_string(&mut text) => r,
-        _ = interrupted() => {
+        _ = crate::shutdown::signal() => {
             eprintln!("gemini-mcp: interrupted while reading stdin");
             return Err(output::COULD_NOT_RUN);
         }
@@ -210,7 +213,7 @@ async fn tool(
     };
     let outcome = tokio::select! {
         r = pipeline.run(plan, &ctx) => Some(r),
-        _ = interrupted() => None,
+        _ = crate::shutdown::signal() => None,
     };
     spinner.stop().await;
     let Some(outcome) = outcome else {
@@ -238,29 +241,6 @@ fn print(reply: &crate::tools::Reply, printed: Printed, name: &str, base: &std::
             eprintln!("gemini-mcp {name}: cannot write the output: {e}");
             output::COULD_NOT_RUN
         }
-    }
-}
-
-/// Ctrl-C, or SIGTERM on Unix.
-pub(crate) async fn interrupted() {
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(t) => t,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -327,88 +307,4 @@ fn usage_error(name: &str, flag: &str, message: &str) -> u8 {
     };
     let _ = err.print();
     output::COULD_NOT_RUN
-}
-
-/// How long a tool call in flight may take to finish once the stdio server is told to stop.
-/// Claude Code sends SIGINT, then SIGTERM 100 ms later and SIGKILL at 500 ms: a call that
-/// finishes within this grace is answered and its turn stored; a later one is abandoned before
-/// its turn is written (a turn is appended in one atomic step, so it is stored whole or not at
-/// all).
-const STDIO_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
-
-/// After the grace, how long answers already produced get to reach stdout.
-const STDIO_FLUSH: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// Serves MCP over stdio until the client closes stdin or a signal arrives. On SIGINT/SIGTERM
-/// new calls are refused, calls in flight get [`STDIO_SHUTDOWN_GRACE`] to finish (a second
-/// signal cuts it short), the answers produced are written out, and the process exits 0 without
-/// waiting for stdin to close (`main` does not wait for the blocked stdin reader).
-async fn serve_stdio(config: Arc<Config>) -> ExitCode {
-    let pipeline = match Pipeline::start(config.clone()).await {
-        Ok(p) => Arc::new(p),
-        Err(e) => {
-            eprintln!("gemini-mcp: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    // Rate limits are off on stdio (one local client) unless GEMINI_MCP_RATE_LIMITS sets them;
-    // the gate is always there: it counts the calls in flight for the shutdown drain.
-    let rates = config
-        .rate_limits
-        .clone()
-        .filter(|r| !r.is_off())
-        .unwrap_or_default();
-    let gate = Arc::new(crate::limits::Gate::new(&rates, None));
-    let server = Server::new(pipeline.clone()).with_gate(gate.clone());
-    let running = tokio::select! {
-        r = server.serve(crate::jsonrpc::stdio()) => match r {
-            Ok(r) => r,
-            // The client closed stdin before initializing: a clean shutdown.
-            Err(e) => {
-                tracing::info!("client left before initializing: {e}");
-                return ExitCode::SUCCESS;
-            }
-        },
-        _ = interrupted() => {
-            tracing::info!("stopped by a signal before initializing");
-            return ExitCode::SUCCESS;
-        }
-    };
-    let stop = running.cancellation_token();
-    let waiting = running.waiting();
-    tokio::pin!(waiting);
-    tokio::select! {
-        r = &mut waiting => return match r {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("gemini-mcp: {e}");
-                ExitCode::from(1)
-            }
-        },
-        _ = interrupted() => {}
-    }
-    tracing::info!(
-        in_flight = gate.in_flight(),
-        "stopping: calls in flight get {} ms to finish",
-        STDIO_SHUTDOWN_GRACE.as_millis()
-    );
-    gate.close();
-    let finished = tokio::select! {
-        r = tokio::time::timeout(STDIO_SHUTDOWN_GRACE, gate.drained()) => r.is_ok(),
-        _ = interrupted() => false,
-    };
-    if !finished {
-        tracing::warn!(
-            cut = gate.in_flight(),
-            "stopping: abandoning the calls still in flight"
-        );
-        // A Gemini CLI subprocess leads its own process group: the signal did not reach it.
-        pipeline.gemini().abort_running();
-        return ExitCode::SUCCESS;
-    }
-    // Every call has finished: let rmcp write the answers still queued, then stop.
-    stop.cancel();
-    let _ = tokio::time::timeout(STDIO_FLUSH, waiting).await;
-    tracing::info!("stopped by a signal");
-    ExitCode::SUCCESS
 }

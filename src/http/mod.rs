@@ -47,6 +47,7 @@ use crate::config::Config;
 use crate::jsonrpc::Screened;
 use crate::limits::{Gate, RateLimits};
 use crate::server::Server;
+use crate::shutdown::Shutdown;
 use crate::tools::Pipeline;
 use auth::Tokens;
 
@@ -79,7 +80,7 @@ struct Guard {
 
 /// Serves MCP over Streamable HTTP on `addr` until SIGTERM/SIGINT. Exit codes: 0 after a
 /// shutdown, 1 if the server failed while running, 2 if it could not start.
-pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
+pub async fn serve(config: Arc<Config>, addr: &str, mut shutdown: Shutdown) -> ExitCode {
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
@@ -243,7 +244,7 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
                 Err(e) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
             };
         }
-        _ = crate::cli::interrupted() => {}
+        _ = shutdown.requested() => {}
     }
 
     // Drain: no new connections or calls; calls in flight finish within the grace period.
@@ -261,7 +262,7 @@ pub async fn serve(config: Arc<Config>, addr: &str) -> ExitCode {
             // Then the connections: the last answers are written out.
             let _ = (&mut serving).await;
         }) => r.is_ok(),
-        _ = crate::cli::interrupted() => false,
+        _ = shutdown.requested() => false,
     };
     housekeeping.abort();
     if !finished {
