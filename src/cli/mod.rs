@@ -263,13 +263,10 @@ fn sarif_base(config: &Config, plan: &Plan) -> PathBuf {
 /// Reports a failed call on stderr: argument errors as clap errors naming the flag, the rest
 /// with what to do. Always exit 2.
 fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
-    match e {
-        ToolError::InvalidArgument { field, message } => usage_error(name, &flag(&field), &message),
-        ToolError::Git(g @ GitError::NotARepository { .. }) => {
-            usage_error(name, "--path", &g.to_string())
-        }
-        ToolError::Git(g @ GitError::BadRef { .. }) => {
-            usage_error(name, "--compare-to", &g.to_string())
+    match &e {
+        ToolError::InvalidArgument { field, message } => usage_error(name, &flag(field), message),
+        ToolError::Git(g @ (GitError::NotARepository { .. } | GitError::BadRef { .. })) => {
+            usage_error(name, &flag(e.field().unwrap_or_default()), &g.to_string())
         }
         ToolError::Collect(crate::collector::CollectError::Image { path, message }) => {
             usage_error(name, &flag("images"), &format!("{path}: {message}"))
@@ -280,7 +277,7 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
             limit,
         } => usage_error(
             name,
-            &flag(&field),
+            &flag(field),
             &format!(
                 "it is {chars} characters, over the {limit} a call carries; put it in a file and pass the file instead"
             ),

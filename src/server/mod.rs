@@ -271,14 +271,14 @@ pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
                 Some(json!({ "field": "images", "path": path })),
             ))
         }
-        ToolError::Git(g @ GitError::NotARepository { .. }) => Err(ErrorData::invalid_params(
-            format!("invalid `path`: {g}"),
-            Some(json!({ "field": "path" })),
-        )),
-        ToolError::Git(g @ GitError::BadRef { .. }) => Err(ErrorData::invalid_params(
-            format!("invalid `compare_to`: {g}"),
-            Some(json!({ "field": "compare_to" })),
-        )),
+        e @ ToolError::Git(GitError::NotARepository { .. } | GitError::BadRef { .. }) => {
+            let field = e.field().unwrap_or_default().to_string();
+            let ToolError::Git(g) = e else { unreachable!() };
+            Err(ErrorData::invalid_params(
+                format!("invalid `{field}`: {g}"),
+                Some(json!({ "field": field })),
+            ))
+        }
         ToolError::TooLarge {
             field,
             chars,

@@ -174,6 +174,21 @@ impl ToolError {
             message: message.into(),
         }
     }
+
+    /// The input field the caller must change, when the error is about one: the edges report
+    /// it as a bad argument (JSON-RPC -32602 naming the field; a usage error naming the flag).
+    /// Paths refused by the sandbox are not here: they have their own code.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ToolError::InvalidArgument { field, .. } | ToolError::TooLarge { field, .. } => {
+                Some(field)
+            }
+            ToolError::Git(GitError::NotARepository { .. }) => Some("path"),
+            ToolError::Git(GitError::BadRef { .. }) => Some("compare_to"),
+            ToolError::Collect(CollectError::Image { .. }) => Some("images"),
+            _ => None,
+        }
+    }
 }
 
 impl From<CollectError> for ToolError {
