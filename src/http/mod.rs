@@ -78,23 +78,32 @@ struct Guard {
     draining: CancellationToken,
 }
 
-/// Serves MCP over Streamable HTTP on `addr` until SIGTERM/SIGINT. Exit codes: 0 after a
-/// shutdown, 1 if the server failed while running, 2 if it could not start.
-pub async fn serve(config: Arc<Config>, addr: &str, mut shutdown: Shutdown) -> ExitCode {
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("gemini-mcp: cannot listen on {addr}: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let local = match listener.local_addr() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("gemini-mcp: cannot read the address bound for {addr}: {e}");
-            return ExitCode::from(2);
-        }
-    };
+/// Serves MCP over Streamable HTTP on `addr` until `shutdown` is requested. Exit codes: 0 after
+/// a shutdown, 1 if the server failed while running, 2 if it could not start.
+pub async fn serve(config: Arc<Config>, addr: &str, shutdown: Shutdown) -> ExitCode {
+    match start(config, addr).await {
+        Ok(running) => running.run(shutdown).await,
+        Err(code) => code,
+    }
+}
+
+/// A server listening, with what its shutdown needs.
+struct Running {
+    config: Arc<Config>,
+    pipeline: Arc<Pipeline>,
+    gate: Arc<Gate>,
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+    housekeeping: tokio::task::JoinHandle<()>,
+    /// Cancelled: every session and stream ends (after the grace period).
+    stop: CancellationToken,
+    /// Cancelled: no new connections or calls.
+    draining: CancellationToken,
+}
+
+/// Binds, starts the pipeline and the routes, and says where it serves; on failure, what went
+/// wrong is on stderr and the exit code is returned.
+async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
+    let (listener, local) = bind(addr).await?;
     let tokens = Arc::new(Tokens::new(&config.http_tokens));
     if tokens.is_empty() && !local.ip().is_loopback() {
         eprintln!(
@@ -103,29 +112,16 @@ pub async fn serve(config: Arc<Config>, addr: &str, mut shutdown: Shutdown) -> E
              GEMINI_MCP_HTTP_TOKEN (or GEMINI_MCP_HTTP_TOKEN_FILE), e.g. `export GEMINI_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`, \
              and have clients send `Authorization: Bearer <token>`; or listen on 127.0.0.1"
         );
-        return ExitCode::from(2);
+        return Err(ExitCode::from(2));
     }
-
     let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
             eprintln!("gemini-mcp: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
-    let redis_sessions: Option<Arc<sessions::RedisSessions>> =
-        match (pipeline.store_kind(), &config.redis_url) {
-            ("redis", Some(url)) => {
-                match sessions::RedisSessions::connect(url, &config.key_prefix).await {
-                    Ok(s) => Some(Arc::new(s)),
-                    Err(e) => {
-                        eprintln!("gemini-mcp: {e}");
-                        return ExitCode::from(2);
-                    }
-                }
-            }
-            _ => None,
-        };
+    let redis_sessions = redis_sessions(&config, &pipeline).await?;
     let shared_sessions = redis_sessions.is_some();
     let session_store = redis_sessions.clone().map(|s| s as Arc<dyn SessionStore>);
     let manager = Arc::new(LocalSessionManager::default());
@@ -142,35 +138,9 @@ pub async fn serve(config: Arc<Config>, addr: &str, mut shutdown: Shutdown) -> E
     let gate = Arc::new(Gate::new(&rates, Some(config.http.client_concurrency)));
     let server = Server::new(pipeline.clone()).with_gate(gate.clone());
 
-    // Cancelling `stop` ends every session and stream (after the grace period).
     let stop = CancellationToken::new();
     let draining = CancellationToken::new();
-    let mut mcp = StreamableHttpServerConfig::default()
-        .with_cancellation_token(stop.child_token())
-        .with_json_response(true)
-        .with_max_request_body_bytes(config.http.max_body_bytes);
-    mcp = match &config.http.allowed_hosts {
-        None => mcp.disable_allowed_hosts(),
-        Some(extra) => {
-            let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
-            if !local.ip().is_unspecified() {
-                hosts.push(local.ip().to_string());
-            }
-            hosts.extend(extra.iter().cloned());
-            mcp.with_allowed_hosts(hosts)
-        }
-    };
-    mcp = match &config.http.allowed_origins {
-        None => mcp.disable_allowed_origins(),
-        Some(extra) => mcp
-            .with_allowed_origins(
-                LOOPBACK_ORIGINS
-                    .iter()
-                    .copied()
-                    .chain(extra.iter().map(String::as_str)),
-            )
-            .enforce_origin_validation(),
-    };
+    let mut mcp = mcp_config(&config, local, &stop);
     mcp.session_store = session_store;
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager, mcp);
 
@@ -191,7 +161,115 @@ pub async fn serve(config: Arc<Config>, addr: &str, mut shutdown: Shutdown) -> E
                 .with_state(pipeline.clone()),
         )
         .layer(middleware::from_fn(limit_headers));
+    announce(&config, local, &tokens, &rates, shared_sessions);
 
+    let serving = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(draining.clone().cancelled_owned());
+    let serving = tokio::spawn(serving.into_future());
+    let housekeeping = tokio::spawn({
+        let gate = gate.clone();
+        async move {
+            let mut tick = tokio::time::interval(HOUSEKEEPING);
+            loop {
+                tick.tick().await;
+                gate.forget_idle_clients();
+            }
+        }
+    });
+    Ok(Running {
+        config,
+        pipeline,
+        gate,
+        serving,
+        housekeeping,
+        stop,
+        draining,
+    })
+}
+
+async fn bind(addr: &str) -> Result<(tokio::net::TcpListener, SocketAddr), ExitCode> {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("gemini-mcp: cannot listen on {addr}: {e}");
+            return Err(ExitCode::from(2));
+        }
+    };
+    match listener.local_addr() {
+        Ok(local) => Ok((listener, local)),
+        Err(e) => {
+            eprintln!("gemini-mcp: cannot read the address bound for {addr}: {e}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// The legacy sessions' shared store when threads are in Redis: every instance then knows every
+/// session.
+async fn redis_sessions(
+    config: &Config,
+    pipeline: &Pipeline,
+) -> Result<Option<Arc<sessions::RedisSessions>>, ExitCode> {
+    match (pipeline.store_kind(), &config.redis_url) {
+        ("redis", Some(url)) => {
+            match sessions::RedisSessions::connect(url, &config.key_prefix).await {
+                Ok(s) => Ok(Some(Arc::new(s))),
+                Err(e) => {
+                    eprintln!("gemini-mcp: {e}");
+                    Err(ExitCode::from(2))
+                }
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// rmcp's Streamable HTTP settings: JSON responses, the body limit, the Host and Origin
+/// allowlists, and the token whose cancellation ends every session.
+fn mcp_config(
+    config: &Config,
+    local: SocketAddr,
+    stop: &CancellationToken,
+) -> StreamableHttpServerConfig {
+    let mcp = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop.child_token())
+        .with_json_response(true)
+        .with_max_request_body_bytes(config.http.max_body_bytes);
+    let mcp = match &config.http.allowed_hosts {
+        None => mcp.disable_allowed_hosts(),
+        Some(extra) => {
+            let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
+            if !local.ip().is_unspecified() {
+                hosts.push(local.ip().to_string());
+            }
+            hosts.extend(extra.iter().cloned());
+            mcp.with_allowed_hosts(hosts)
+        }
+    };
+    match &config.http.allowed_origins {
+        None => mcp.disable_allowed_origins(),
+        Some(extra) => mcp
+            .with_allowed_origins(
+                LOOPBACK_ORIGINS
+                    .iter()
+                    .copied()
+                    .chain(extra.iter().map(String::as_str)),
+            )
+            .enforce_origin_validation(),
+    }
+}
+
+/// Says on stderr where the server listens and how it is set up.
+fn announce(
+    config: &Config,
+    local: SocketAddr,
+    tokens: &Tokens,
+    rates: &RateLimits,
+    shared_sessions: bool,
+) {
     eprintln!(
         "gemini-mcp: serving MCP over Streamable HTTP at http://{local}/mcp (health: /healthz, /readyz; token {}; rate limits {rates}; legacy sessions {})",
         if tokens.is_empty() {
@@ -216,69 +294,60 @@ pub async fn serve(config: Arc<Config>, addr: &str, mut shutdown: Shutdown) -> E
             "gemini-mcp: note: only loopback Host headers are accepted; set GEMINI_MCP_HTTP_ALLOWED_HOSTS to the host names clients use"
         );
     }
+}
 
-    let serving = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(draining.clone().cancelled_owned());
-    let mut serving = tokio::spawn(serving.into_future());
-    let housekeeping = tokio::spawn({
-        let gate = gate.clone();
-        async move {
-            let mut tick = tokio::time::interval(HOUSEKEEPING);
-            loop {
-                tick.tick().await;
-                gate.forget_idle_clients();
+impl Running {
+    /// Serves until the server fails or a shutdown is requested; then drains: no new connections
+    /// or calls, calls in flight finish within the grace period (a second request cuts it
+    /// short), and what is still running after it is cancelled.
+    async fn run(mut self, mut shutdown: Shutdown) -> ExitCode {
+        tokio::select! {
+            r = &mut self.serving => {
+                self.housekeeping.abort();
+                self.stop.cancel();
+                return match r {
+                    Ok(Ok(())) => ExitCode::SUCCESS,
+                    Ok(Err(e)) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
+                    Err(e) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
+                };
             }
+            _ = shutdown.requested() => {}
         }
-    });
 
-    tokio::select! {
-        r = &mut serving => {
-            housekeeping.abort();
-            stop.cancel();
-            return match r {
-                Ok(Ok(())) => ExitCode::SUCCESS,
-                Ok(Err(e)) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
-                Err(e) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
-            };
-        }
-        _ = shutdown.requested() => {}
-    }
-
-    // Drain: no new connections or calls; calls in flight finish within the grace period.
-    let grace = config.http.shutdown_grace;
-    tracing::info!(
-        in_flight = gate.in_flight(),
-        "shutting down: waiting up to {} s for calls in flight",
-        grace.as_secs_f64()
-    );
-    gate.close();
-    draining.cancel();
-    let finished = tokio::select! {
-        r = tokio::time::timeout(grace, async {
-            gate.drained().await;
-            // Then the connections: the last answers are written out.
-            let _ = (&mut serving).await;
-        }) => r.is_ok(),
-        _ = shutdown.requested() => false,
-    };
-    housekeeping.abort();
-    if !finished {
-        tracing::warn!(
-            cut = gate.in_flight(),
-            "grace period over: cancelling what is still in flight"
+        let grace = self.config.http.shutdown_grace;
+        tracing::info!(
+            in_flight = self.gate.in_flight(),
+            "shutting down: waiting up to {} s for calls in flight",
+            grace.as_secs_f64()
         );
-        stop.cancel();
-        pipeline.gemini().abort_running();
-        let _ = tokio::time::timeout(CANCEL_GRACE, &mut serving).await;
+        self.gate.close();
+        self.draining.cancel();
+        let gate = self.gate.clone();
+        let serving = &mut self.serving;
+        let finished = tokio::select! {
+            r = tokio::time::timeout(grace, async {
+                gate.drained().await;
+                // Then the connections: the last answers are written out.
+                let _ = serving.await;
+            }) => r.is_ok(),
+            _ = shutdown.requested() => false,
+        };
+        self.housekeeping.abort();
+        if !finished {
+            tracing::warn!(
+                cut = self.gate.in_flight(),
+                "grace period over: cancelling what is still in flight"
+            );
+            self.stop.cancel();
+            self.pipeline.gemini().abort_running();
+            let _ = tokio::time::timeout(CANCEL_GRACE, &mut self.serving).await;
+        }
+        self.stop.cancel();
+        if finished {
+            tracing::info!("every call finished; stopped");
+        }
+        ExitCode::SUCCESS
     }
-    stop.cancel();
-    if finished {
-        tracing::info!("every call finished; stopped");
-    }
-    ExitCode::SUCCESS
 }
 
 /// Request headers over [`MAX_HEADER_BYTES`] in total: 431, before anything else reads them.
