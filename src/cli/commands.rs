@@ -397,7 +397,7 @@ mod tests {
         );
         assert!(plan.request.contains("Add retries"));
         assert_eq!(plan.model.as_deref(), Some("flash"));
-        assert_eq!(plan.continuation_id.as_deref(), Some("latest"));
+        assert_eq!(plan.continuation, Some(crate::tools::Continuation::Latest));
     }
 
     #[test]

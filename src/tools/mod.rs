@@ -24,8 +24,8 @@ use serde::Deserialize;
 
 use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
-use crate::git::GitError;
-use crate::threads::{Owner, ThreadError};
+use crate::git::{DiffRequest, GitError};
+use crate::threads::{Owner, ThreadError, ThreadId};
 pub use crate::tool::{TOOL_NAMES, Tool};
 pub use pipeline::Pipeline;
 pub use reply::Reply;
@@ -60,18 +60,34 @@ pub enum Output {
     },
 }
 
-/// What precommit reviews.
-#[derive(Debug, Clone)]
-pub struct GitPlan {
-    pub path: String,
-    pub include_staged: bool,
-    pub include_unstaged: bool,
-    pub include_untracked: bool,
-    pub compare_to: Option<String>,
-    pub max_depth: usize,
-    /// The index to read instead of `.git/index` (the CLI's `--index-file`, which the pre-commit
-    /// hook sets to `$GIT_INDEX_FILE`); never set over MCP.
-    pub index_file: Option<std::path::PathBuf>,
+/// The thread a call continues, parsed once when the call is planned: a malformed id is refused
+/// before the call costs anything (rate limit, model list, tokenizer, Gemini).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continuation {
+    /// The newest thread of this project and client (`"latest"`).
+    Latest,
+    Thread(ThreadId),
+}
+
+impl Continuation {
+    /// `continuation_id` as given: blank or absent starts a new thread.
+    pub fn parse(raw: Option<&str>) -> Result<Option<Continuation>, ToolError> {
+        let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
+            return Ok(None);
+        };
+        if raw.eq_ignore_ascii_case("latest") {
+            return Ok(Some(Continuation::Latest));
+        }
+        match raw.parse::<ThreadId>() {
+            Ok(id) => Ok(Some(Continuation::Thread(id))),
+            Err(_) => Err(ToolError::invalid(
+                "continuation_id",
+                format!(
+                    "`{raw}` is not a thread id; pass the continuation_id of an earlier reply, \"latest\", or leave it out to start a new thread"
+                ),
+            )),
+        }
+    }
 }
 
 /// Everything the pipeline needs for one call, built by a tool's pure `plan()`.
@@ -82,11 +98,13 @@ pub struct Plan {
     pub request: String,
     pub files: Vec<String>,
     pub images: Vec<String>,
-    pub git: Option<GitPlan>,
+    /// For precommit: what to diff. Its `budget` is set by the pipeline once the history is
+    /// counted.
+    pub git: Option<DiffRequest>,
     pub model: Option<String>,
     pub thinking: ThinkingMode,
     pub temperature: Option<f32>,
-    pub continuation_id: Option<String>,
+    pub continuation: Option<Continuation>,
     /// Extra system instructions from the caller (chat's `system_prompt`).
     pub system_extra: Option<String>,
     pub output: Output,
@@ -117,10 +135,7 @@ impl Plan {
             .model
             .map(|m| m.trim().to_string())
             .filter(|m| !m.is_empty());
-        let continuation_id = common
-            .continuation_id
-            .map(|c| c.trim().to_string())
-            .filter(|c| !c.is_empty());
+        let continuation = Continuation::parse(common.continuation_id.as_deref())?;
         Ok(Plan {
             tool,
             request: String::new(),
@@ -130,7 +145,7 @@ impl Plan {
             model,
             thinking: common.thinking_mode.unwrap_or(default_thinking),
             temperature,
-            continuation_id,
+            continuation,
             system_extra: None,
             output: Output::Text,
             web_search: false,

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use super::reply::{IncludedFile, Reply, ReviewView, Status};
 use super::review;
-use super::{Output, Plan, ToolError};
+use super::{Continuation, Output, Plan, ToolError};
 use super::{history, prompt};
-use crate::collector::{CollectRequest, Collected, Collector, tokens};
+use crate::collector::{CollectRequest, Collected, Collector, ImageEntry, Skipped, tokens};
 use crate::config::Config;
-use crate::gemini::{CallContext, Gemini, GenerateRequest, Message, Part};
+use crate::gemini::models::ModelInfo;
+use crate::gemini::{CallContext, Gemini, GenerateRequest, GenerateResponse, Message, Part};
 use crate::git::{DiffContext, DiffRequest};
 use crate::threads::{FileRef, Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
 
@@ -123,36 +124,16 @@ impl Pipeline {
         }
     }
 
-    /// Runs one tool call end to end.
+    /// Runs one tool call end to end: the call's text redacted, the model, the thread, the
+    /// budget and history, the material (diff, files, images), the request, Gemini, the answer
+    /// read, the turn saved, the reply.
     pub async fn run(&self, mut plan: Plan, ctx: &CallContext) -> Result<Reply, ToolError> {
-        // The call's own text leaves the machine (and is kept in the thread) like a file does,
-        // so it is redacted like one: agents paste logs and configs into `error_context` and
-        // `prompt`. One regex pass over text already capped in size.
-        let texts = (std::mem::take(&mut plan.request), plan.system_extra.take());
-        let size = texts.0.len() + texts.1.as_ref().map_or(0, String::len);
-        let (request, system_extra, text_redactions) = if size > INLINE_COUNT_BYTES {
-            blocking(move || redact_call_text(texts)).await?
-        } else {
-            redact_call_text(texts)
-        };
-        (plan.request, plan.system_extra) = (request, system_extra);
+        let text_redactions = redact_plan_text(&mut plan).await?;
         self.refresh_models(false).await;
         // The tokenizer loads on the first call, beside the work (an idle server stays small).
         self.collector.warm_up();
-        let model_name = plan
-            .model
-            .clone()
-            .unwrap_or_else(|| self.gemini.catalogue().default_name().to_string());
-        let model = self
-            .gemini
-            .catalogue()
-            .resolve(&model_name)
-            .map_err(|e| ToolError::invalid("model", e.to_string()))?;
-
-        // Thread.
-        let (id, thread) = self
-            .load_thread(plan.continuation_id.as_deref(), &plan.owner)
-            .await?;
+        let model = self.model_for(&plan)?;
+        let (id, thread) = self.load_thread(plan.continuation, &plan.owner).await?;
         if let Some(t) = &thread
             && t.turns.len() as u32 >= self.config.max_turns
         {
@@ -162,11 +143,66 @@ impl Pipeline {
             }
             .into());
         }
-
-        // Budget: the model's input window (capped by MAX_CONTEXT_TOKENS) minus what is fixed.
-        // Counting (and, on the first call, loading the tokenizer) is blocking work.
         let system =
             prompt::system_instruction(plan.tool.system_prompt(), plan.system_extra.as_deref());
+        ctx.report("reading files");
+        let (total, history) = self.budget(&plan, &model, &system, thread).await?;
+        let material = match self
+            .gather(&plan, total.saturating_sub(history.tokens), &history)
+            .await?
+        {
+            Gathered::Material(m) => m,
+            Gathered::NothingToReview(reply) => return Ok(reply),
+        };
+        let omitted_turns = history.omitted_turns;
+        let (request, tail) = build_request(
+            &plan,
+            model,
+            system,
+            history.messages,
+            omitted_turns,
+            &material,
+        );
+
+        ctx.report("waiting for Gemini");
+        let answer = self.gemini.generate(request.clone(), ctx).await?;
+        let model_used = answer
+            .model_version
+            .clone()
+            .unwrap_or_else(|| request.model.id.clone());
+        let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
+        self.save_turn(id, &plan, tail, &material, &answer, &model_used, &mut reply)
+            .await?;
+        finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
+        reply.redactions += text_redactions;
+        // Whole here (the command line prints it all); the MCP edge fits it to the client's cap.
+        reply.render();
+        Ok(reply)
+    }
+
+    /// The model the plan names (or the default), resolved in the catalogue.
+    fn model_for(&self, plan: &Plan) -> Result<ModelInfo, ToolError> {
+        let name = plan
+            .model
+            .clone()
+            .unwrap_or_else(|| self.gemini.catalogue().default_name().to_string());
+        self.gemini
+            .catalogue()
+            .resolve(&name)
+            .map_err(|e| ToolError::invalid("model", e.to_string()))
+    }
+
+    /// The tokens left for history and material — the model's input window (capped by
+    /// `MAX_CONTEXT_TOKENS`) minus the system prompt, the request and the reserves — and the
+    /// thread's history rebuilt within its share. Counting (and, on the first call, loading the
+    /// tokenizer) is blocking work.
+    async fn budget(
+        &self,
+        plan: &Plan,
+        model: &ModelInfo,
+        system: &str,
+        thread: Option<Thread>,
+    ) -> Result<(u64, history::History), ToolError> {
         let margin = if model.tokenizer_measured() {
             0.95
         } else {
@@ -180,12 +216,10 @@ impl Pipeline {
         let images_cost = IMAGE_TOKENS * plan.images.len() as u64;
         let wants_material = !plan.files.is_empty() || plan.git.is_some();
         let collector = self.collector.clone();
-        let thread_for_history = thread.clone();
-        let (sys_for_count, request_for_count) = (system.clone(), plan.request.clone());
-        ctx.report("reading files");
-        let (total, history) = blocking(move || {
-            let fixed = tokens::count(&sys_for_count)
-                + tokens::count(&request_for_count)
+        let (system, request) = (system.to_string(), plan.request.clone());
+        blocking(move || {
+            let fixed = tokens::count(&system)
+                + tokens::count(&request)
                 + FRAMING_RESERVE
                 + NOTE_RESERVE
                 + images_cost;
@@ -195,47 +229,38 @@ impl Pipeline {
             } else {
                 total
             };
-            let history = match thread_for_history {
+            let history = match thread {
                 Some(t) => history::rebuild(&t, &collector, history_budget),
                 None => history::History::default(),
             };
             (total, history)
         })
-        .await?;
-        let mut material_budget = total.saturating_sub(history.tokens);
+        .await
+    }
 
+    /// What the call sends besides its text, within `budget`: the diff (for precommit), the
+    /// files asked for plus the thread's files that changed since they were sent (their notes in
+    /// the history point here), and the images.
+    async fn gather(
+        &self,
+        plan: &Plan,
+        mut budget: u64,
+        history: &history::History,
+    ) -> Result<Gathered, ToolError> {
         let mut diff: Option<DiffContext> = None;
         if let Some(g) = &plan.git {
             let req = DiffRequest {
-                path: g.path.clone(),
-                include_staged: g.include_staged,
-                include_unstaged: g.include_unstaged,
-                include_untracked: g.include_untracked,
-                compare_to: g.compare_to.clone(),
-                max_depth: g.max_depth,
-                budget: material_budget,
-                index_file: g.index_file.clone(),
+                budget,
+                ..g.clone()
             };
             let collector = self.collector.clone();
             let d = blocking(move || crate::git::read_changes(&collector, &req)).await??;
             if d.changed.is_empty() {
-                let mut r = Reply::new(
-                    Status::NothingToReview,
-                    format!(
-                        "Nothing to review: no pending changes in {} (repositories: {}).",
-                        g.path,
-                        d.repos.join(", ")
-                    ),
-                );
-                r.changed_files = Some(Vec::new());
-                return Ok(r);
+                return Ok(Gathered::NothingToReview(nothing_to_review(&g.path, &d)));
             }
-            material_budget = material_budget.saturating_sub(d.tokens);
+            budget = budget.saturating_sub(d.tokens);
             diff = Some(d);
         }
-
-        // The files asked for, then the thread's files that changed since they were sent (their
-        // notes in the history point here).
         let mut paths = plan.files.clone();
         for p in &history.resend {
             if !paths.contains(p) {
@@ -247,7 +272,7 @@ impl Pipeline {
         } else {
             let req = CollectRequest {
                 paths,
-                budget: material_budget,
+                budget,
                 already_sent: history.sent.clone(),
             };
             let collector = self.collector.clone();
@@ -260,105 +285,32 @@ impl Pipeline {
             let collector = self.collector.clone();
             blocking(move || collector.images(&paths)).await??
         };
-
-        // Prompt.
         let mut skipped = collected.skipped.clone();
         if let Some(d) = &diff {
             skipped.extend(d.skipped.iter().cloned());
         }
-        // The turn's text after its files is what the thread keeps: history re-renders the turn
-        // as its files (re-read) followed by exactly this text.
-        let tail = prompt::turn_tail(
-            diff.as_ref().map(|d| d.text.as_str()),
-            &skipped,
-            &plan.request,
-        );
-        let mut text = prompt::user_turn(&collected.files, &tail);
-        if history.messages.is_empty() && history.omitted_turns > 0 {
-            text.insert_str(0, &history::omitted_note(history.omitted_turns));
-        }
-        let mut contents = history.messages;
-        let mut parts = vec![Part::Text(text)];
-        parts.extend(images.iter().map(|i| Part::Image {
-            mime: i.mime.clone(),
-            data: i.data.clone(),
-        }));
-        contents.push(Message {
-            role: crate::gemini::Role::User,
-            parts,
-        });
-        let temperature = plan
-            .temperature
-            .or_else(|| (!model.is_level_family()).then(|| plan.tool.default_temperature()));
-        let response_schema = match plan.output {
-            Output::Review { verdict, .. } => Some(review::response_schema(verdict)),
-            Output::Text => None,
-        };
-        let request = GenerateRequest {
-            model,
-            system_instruction: system,
-            contents,
-            thinking: plan.thinking,
-            temperature,
-            response_schema,
-            web_search: plan.web_search,
-        };
+        Ok(Gathered::Material(Material {
+            diff,
+            collected,
+            images,
+            skipped,
+        }))
+    }
 
-        // Gemini.
-        ctx.report("waiting for Gemini");
-        let answer = self.gemini.generate(request.clone(), ctx).await?;
-        let model_used = answer
-            .model_version
-            .clone()
-            .unwrap_or_else(|| request.model.id.clone());
-
-        // Reading the answer.
-        let mut reply = Reply::new(Status::Success, String::new());
-        match plan.output {
-            Output::Text => match review::clarification_in_text(&answer.text) {
-                Some(c) => {
-                    reply.status = Status::RequiresClarification;
-                    reply.answer = clarification_text(&c);
-                    reply.clarification = Some(c);
-                }
-                None => reply.answer = answer.text.clone(),
-            },
-            Output::Review {
-                min_severity,
-                verdict,
-            } => {
-                let mut parsed = review::parse(&answer.text).map_err(|e| {
-                    ToolError::Gemini(crate::gemini::GeminiError::Malformed {
-                        message: e.to_string(),
-                    })
-                })?;
-                if let Some(c) = parsed
-                    .clarification
-                    .take()
-                    .filter(|_| parsed.findings.is_empty())
-                {
-                    reply.status = Status::RequiresClarification;
-                    reply.answer = clarification_text(&c);
-                    reply.clarification = Some(c);
-                } else {
-                    if let Some(d) = &diff {
-                        secret_findings(&mut parsed, &d.secret_files);
-                    }
-                    let filtered = review::filter(&mut parsed, min_severity);
-                    reply.review = Some(ReviewView {
-                        filtered_out: filtered,
-                        min: min_severity,
-                    });
-                    reply.summary = Some(parsed.summary);
-                    reply.findings = Some(parsed.findings);
-                    if verdict {
-                        reply.verdict = parsed.verdict;
-                    }
-                }
-            }
-        }
-
-        // Saving the turn. A diff makes the tail large: count it off the runtime's threads.
+    /// Stores the turn and tells the reply how to continue; a turn that cannot be stored is
+    /// said in the reply, and the answer is still returned.
+    #[allow(clippy::too_many_arguments)]
+    async fn save_turn(
+        &self,
+        id: ThreadId,
+        plan: &Plan,
+        tail: String,
+        material: &Material,
+        answer: &GenerateResponse,
+        model_used: &str,
+        reply: &mut Reply,
+    ) -> Result<(), ToolError> {
+        // A diff makes the tail large: count it off the runtime's threads.
         let request_tokens = if tail.len() > INLINE_COUNT_BYTES {
             let t = tail.clone();
             blocking(move || tokens::count(&t)).await?
@@ -374,7 +326,8 @@ impl Pipeline {
                 tokens::count(&answer.text)
             },
             request: tail,
-            files: collected
+            files: material
+                .collected
                 .files
                 .iter()
                 .map(|f| FileRef {
@@ -384,15 +337,15 @@ impl Pipeline {
                 })
                 .collect(),
             response: answer.text.clone(),
-            model: model_used.clone(),
+            model: model_used.to_string(),
             usage: answer.usage,
             at_ms: now_ms(),
         };
-        let saved = self
+        match self
             .store
             .append(id, &self.project(), &plan.owner, &turn)
-            .await;
-        match saved {
+            .await
+        {
             Ok(count) => {
                 reply.continuation_id = Some(id.to_string());
                 reply.remaining_turns = Some(self.config.max_turns.saturating_sub(count));
@@ -405,45 +358,7 @@ impl Pipeline {
                 ));
             }
         }
-
-        // Reply.
-        reply.model = Some(model_used);
-        reply.usage = Some(answer.usage);
-        reply.fallback = answer.fallback.clone();
-        reply.sources = answer.sources.clone();
-        reply.redactions =
-            collected.redactions + diff.as_ref().map_or(0, |d| d.redactions) + text_redactions;
-        reply.files.included = collected
-            .files
-            .iter()
-            .map(|f| IncludedFile {
-                path: f.display.clone(),
-                tokens: f.tokens,
-            })
-            .collect();
-        if let Some(d) = &diff {
-            reply.changed_files = Some(d.changed.clone());
-            reply
-                .files
-                .included
-                .extend(d.context_files.iter().map(|(path, tokens)| IncludedFile {
-                    path: path.clone(),
-                    tokens: *tokens,
-                }));
-        }
-        reply.files.skipped = skipped;
-        if history.omitted_turns > 0 {
-            reply.notes.push(format!(
-                "{} earlier turn(s) were left out of the context to fit the budget.",
-                history.omitted_turns
-            ));
-        }
-        if let Some(reason) = &answer.finish_reason {
-            reply.set_finish_reason(reason);
-        }
-        // Whole here (the command line prints it all); the MCP edge fits it to the client's cap.
-        reply.render();
-        Ok(reply)
+        Ok(())
     }
 
     /// The thread `continuation` names, if `owner` may continue it here: another client's thread
@@ -451,21 +366,17 @@ impl Pipeline {
     /// `GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS` allows it.
     async fn load_thread(
         &self,
-        continuation: Option<&str>,
+        continuation: Option<Continuation>,
         owner: &Owner,
     ) -> Result<(ThreadId, Option<Thread>), ToolError> {
-        let Some(raw) = continuation else {
-            return Ok((ThreadId::new(), None));
-        };
-        let id = if raw.eq_ignore_ascii_case("latest") {
-            self.store
+        let id = match continuation {
+            None => return Ok((ThreadId::new(), None)),
+            Some(Continuation::Thread(id)) => id,
+            Some(Continuation::Latest) => self
+                .store
                 .latest(&self.project(), owner)
                 .await?
-                .ok_or(ThreadError::NoLatest)?
-        } else {
-            raw.parse::<ThreadId>().map_err(|_| {
-                ToolError::invalid("continuation_id", format!("`{raw}` is not a thread id; pass the continuation_id of an earlier reply, \"latest\", or leave it out to start a new thread"))
-            })?
+                .ok_or(ThreadError::NoLatest)?,
         };
         let thread = self.store.load(id).await?;
         if thread.owner != *owner {
@@ -480,6 +391,196 @@ impl Pipeline {
         }
         Ok((id, Some(thread)))
     }
+}
+
+/// What a call sends besides its text.
+struct Material {
+    diff: Option<DiffContext>,
+    collected: Collected,
+    images: Vec<ImageEntry>,
+    /// Files and diffs left out, with why.
+    skipped: Vec<Skipped>,
+}
+
+// One value per call, moved once: the size difference costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+enum Gathered {
+    Material(Material),
+    /// Precommit found no pending change: the reply, without asking Gemini.
+    NothingToReview(Reply),
+}
+
+fn nothing_to_review(path: &str, d: &DiffContext) -> Reply {
+    let mut r = Reply::new(
+        Status::NothingToReview,
+        format!(
+            "Nothing to review: no pending changes in {path} (repositories: {}).",
+            d.repos.join(", ")
+        ),
+    );
+    r.changed_files = Some(Vec::new());
+    r
+}
+
+/// The request to Gemini, and the turn's text after its files (what the thread keeps: history
+/// re-renders the turn as its files, re-read, followed by exactly this text).
+fn build_request(
+    plan: &Plan,
+    model: ModelInfo,
+    system: String,
+    mut contents: Vec<Message>,
+    omitted_turns: usize,
+    material: &Material,
+) -> (GenerateRequest, String) {
+    let tail = prompt::turn_tail(
+        material.diff.as_ref().map(|d| d.text.as_str()),
+        &material.skipped,
+        &plan.request,
+    );
+    let mut text = prompt::user_turn(&material.collected.files, &tail);
+    if contents.is_empty() && omitted_turns > 0 {
+        text.insert_str(0, &history::omitted_note(omitted_turns));
+    }
+    let mut parts = vec![Part::Text(text)];
+    parts.extend(material.images.iter().map(|i| Part::Image {
+        mime: i.mime.clone(),
+        data: i.data.clone(),
+    }));
+    contents.push(Message {
+        role: crate::gemini::Role::User,
+        parts,
+    });
+    let temperature = plan
+        .temperature
+        .or_else(|| (!model.is_level_family()).then(|| plan.tool.default_temperature()));
+    let response_schema = match plan.output {
+        Output::Review { verdict, .. } => Some(review::response_schema(verdict)),
+        Output::Text => None,
+    };
+    let request = GenerateRequest {
+        model,
+        system_instruction: system,
+        contents,
+        thinking: plan.thinking,
+        temperature,
+        response_schema,
+        web_search: plan.web_search,
+    };
+    (request, tail)
+}
+
+/// The reply's body from Gemini's answer: the text, or a request for clarification, or (for
+/// reviews) the parsed findings — secret files in the diff made critical findings, the severity
+/// filter applied by us, the verdict kept where the tool gives one.
+fn read_answer(plan: &Plan, text: &str, diff: Option<&DiffContext>) -> Result<Reply, ToolError> {
+    let mut reply = Reply::new(Status::Success, String::new());
+    let (min_severity, verdict) = match plan.output {
+        Output::Text => {
+            match review::clarification_in_text(text) {
+                Some(c) => {
+                    reply.status = Status::RequiresClarification;
+                    reply.answer = clarification_text(&c);
+                    reply.clarification = Some(c);
+                }
+                None => reply.answer = text.to_string(),
+            }
+            return Ok(reply);
+        }
+        Output::Review {
+            min_severity,
+            verdict,
+        } => (min_severity, verdict),
+    };
+    let mut parsed = review::parse(text).map_err(|e| {
+        ToolError::Gemini(crate::gemini::GeminiError::Malformed {
+            message: e.to_string(),
+        })
+    })?;
+    if let Some(c) = parsed
+        .clarification
+        .take()
+        .filter(|_| parsed.findings.is_empty())
+    {
+        reply.status = Status::RequiresClarification;
+        reply.answer = clarification_text(&c);
+        reply.clarification = Some(c);
+        return Ok(reply);
+    }
+    if let Some(d) = diff {
+        secret_findings(&mut parsed, &d.secret_files);
+    }
+    let filtered = review::filter(&mut parsed, min_severity);
+    reply.review = Some(ReviewView {
+        filtered_out: filtered,
+        min: min_severity,
+    });
+    reply.summary = Some(parsed.summary);
+    reply.findings = Some(parsed.findings);
+    if verdict {
+        reply.verdict = parsed.verdict;
+    }
+    Ok(reply)
+}
+
+/// What the reply says besides the answer: the model, usage, fallback and sources, redactions,
+/// the files included and left out, earlier turns left out, and a cut answer.
+fn finish_reply(
+    reply: &mut Reply,
+    model_used: String,
+    answer: &GenerateResponse,
+    material: &Material,
+    omitted_turns: usize,
+) {
+    let diff = material.diff.as_ref();
+    reply.model = Some(model_used);
+    reply.usage = Some(answer.usage);
+    reply.fallback = answer.fallback.clone();
+    reply.sources = answer.sources.clone();
+    reply.redactions = material.collected.redactions + diff.map_or(0, |d| d.redactions);
+    reply.files.included = material
+        .collected
+        .files
+        .iter()
+        .map(|f| IncludedFile {
+            path: f.display.clone(),
+            tokens: f.tokens,
+        })
+        .collect();
+    if let Some(d) = diff {
+        reply.changed_files = Some(d.changed.clone());
+        reply
+            .files
+            .included
+            .extend(d.context_files.iter().map(|(path, tokens)| IncludedFile {
+                path: path.clone(),
+                tokens: *tokens,
+            }));
+    }
+    reply.files.skipped = material.skipped.clone();
+    if omitted_turns > 0 {
+        reply.notes.push(format!(
+            "{omitted_turns} earlier turn(s) were left out of the context to fit the budget."
+        ));
+    }
+    if let Some(reason) = &answer.finish_reason {
+        reply.set_finish_reason(reason);
+    }
+}
+
+/// Redacts the call's own text in place: it leaves the machine (and is kept in the thread) like
+/// a file does, so it is redacted like one — agents paste logs and configs into
+/// `error_context` and `prompt`. One regex pass over text already capped in size. Returns how
+/// many values were replaced.
+async fn redact_plan_text(plan: &mut Plan) -> Result<usize, ToolError> {
+    let texts = (std::mem::take(&mut plan.request), plan.system_extra.take());
+    let size = texts.0.len() + texts.1.as_ref().map_or(0, String::len);
+    let (request, system_extra, n) = if size > INLINE_COUNT_BYTES {
+        blocking(move || redact_call_text(texts)).await?
+    } else {
+        redact_call_text(texts)
+    };
+    (plan.request, plan.system_extra) = (request, system_extra);
+    Ok(n)
 }
 
 /// A changed file that looks like a secret is a critical finding whatever Gemini said: its

@@ -5,10 +5,9 @@ use serde::Deserialize;
 
 use super::codereview::ReviewType;
 use super::review::SeverityFilter;
-use super::{
-    Common, GitPlan, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section,
-};
+use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
 use crate::gemini::ThinkingMode;
+use crate::git::DiffRequest;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct PrecommitParams {
@@ -48,13 +47,14 @@ pub fn plan(p: PrecommitParams) -> Result<Plan, ToolError> {
             "must be a branch, tag or commit name",
         ));
     }
-    let git = GitPlan {
+    let git = DiffRequest {
         path,
         include_staged: p.include_staged.unwrap_or(true),
         include_unstaged: p.include_unstaged.unwrap_or(true),
         include_untracked: p.include_untracked.unwrap_or(true),
         compare_to,
         max_depth: p.max_depth.unwrap_or(5).min(64) as usize,
+        budget: 0,
         index_file: None,
     };
     if git.compare_to.is_none()

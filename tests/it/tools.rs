@@ -653,3 +653,35 @@ async fn listmodels_reflects_the_models_endpoint() {
     assert!(e.message.contains("shut down"), "{}", e.message);
     client.cancel().await.unwrap();
 }
+
+/// A malformed `continuation_id` is refused when the call is planned: -32602 naming the field,
+/// before the rate limit counts the call and before anything reaches Gemini (not even the model
+/// list).
+#[tokio::test]
+async fn a_malformed_continuation_id_costs_nothing() {
+    let env = Env::new();
+    let client = env
+        .client(&[("GEMINI_MCP_RATE_LIMITS", "chat=1/hour")])
+        .await;
+    for _ in 0..3 {
+        let e = call(
+            &client,
+            "chat",
+            json!({"prompt": "x", "continuation_id": "not-a-thread"}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.code.0, -32602);
+        assert!(e.message.contains("continuation_id"), "{}", e.message);
+        assert!(e.message.contains("not-a-thread"), "{}", e.message);
+    }
+    assert!(
+        env.fake.requests().is_empty(),
+        "nothing reached Gemini: {:?}",
+        env.fake.requests().len()
+    );
+    // The one call the hour allows is still there.
+    let r = call(&client, "chat", json!({"prompt": "x"})).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    client.cancel().await.unwrap();
+}
