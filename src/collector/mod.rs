@@ -13,7 +13,7 @@
 //! (`secrets`), numbers (`render`) and counts (`tokens`) them in parallel until the budget is
 //! full.
 
-mod classify;
+pub mod classify;
 mod fill;
 #[cfg(test)]
 pub mod gemma_ref;

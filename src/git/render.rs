@@ -12,10 +12,12 @@
 //! nearly full, only what surely fits is counted.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
 use super::{ChangedFile, DiffContext};
+use crate::collector::classify::{Class, classify};
 use crate::collector::{Sandbox, SkipReason, Skipped, redact, secrets, tokens};
 
 /// A repository as shown, with what was read from it.
@@ -53,6 +55,9 @@ struct Block {
     tokens: u64,
 }
 
+/// The diff text for Gemini within `budget`: the header and list of changed files, then the
+/// diffs by priority (what does not fit is listed as left out), then — when every diff is in —
+/// the full content of changed files for context.
 pub(super) fn render(
     sandbox: &Sandbox,
     found: &[Found],
@@ -60,83 +65,95 @@ pub(super) fn render(
     files: Vec<FileChange>,
     budget: u64,
 ) -> DiffContext {
-    // Names are escaped and redacted wherever they are shown (the diff text itself is redacted
-    // as a whole; git quotes control characters there).
-    let shown =
-        |f: &FileChange| format!("{}{}", repos[f.repo].prefix, secrets::shown_name(&f.path));
     let mut ctx = DiffContext {
         repos: repos.iter().map(|r| r.display.clone()).collect(),
         ..DiffContext::default()
     };
+    let listed = list_changes(repos, &files, &mut ctx);
+    let mut blocks = diff_blocks(sandbox, found, repos, &files, &mut ctx);
 
-    // The list of changed files, one entry per file.
-    let mut listed: Vec<Listed> = Vec::new();
-    let mut by_path: HashMap<(usize, &str), usize> = HashMap::new();
-    for f in &files {
-        match by_path.get(&(f.repo, f.path.as_str())) {
-            Some(&i) => {
-                if !listed[i].sections.contains(&f.section) {
-                    listed[i].sections.push(f.section);
-                }
-            }
-            None => {
-                by_path.insert((f.repo, f.path.as_str()), listed.len());
-                listed.push(Listed {
-                    repo: f.repo,
-                    path: f.path.clone(),
-                    status: f.status,
-                    old_path: f.old_path.clone(),
-                    sections: vec![f.section],
-                    note: None,
-                });
+    // The header and the list are always sent (in short form if they would crowd out the
+    // diffs), and so are the section headings; then diffs by priority.
+    let (header, mut used) = header(repos, &listed, &ctx, budget);
+    let headings = headings(repos, &files, &blocks);
+    used += headings.iter().map(|(.., h)| tokens::count(h)).sum::<u64>();
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by_key(|&b| (priority(&files[blocks[b].file]), b));
+    let (included, left_out) = fit_diffs(
+        repos,
+        &files,
+        &mut blocks,
+        &order,
+        budget,
+        &mut used,
+        &mut ctx,
+    );
+
+    // The text, in reading order: per repository, per section, per file. A heading whose
+    // diffs were all left out is still sent (and counted): it tells Gemini the section exists.
+    let mut text = header;
+    for (r, section, heading) in &headings {
+        text.push_str(heading);
+        for (b, block) in blocks.iter().enumerate() {
+            let f = &files[block.file];
+            if included[b] && f.repo == *r && f.section == *section {
+                text.push_str(&block.text);
             }
         }
-        let i = by_path[&(f.repo, f.path.as_str())];
-        let (note, reason) = match &f.body {
-            Body::Patch(_) => (None, None),
-            Body::Secret { rule } if f.status == "deleted" => (
-                Some(format!("looks like a secret ({rule}); content not shown")),
-                Some(SkipReason::Secret),
-            ),
-            Body::Secret { rule } => {
-                let path = shown(f);
-                if !ctx.secret_files.contains(&path) {
-                    ctx.secret_files.push(path);
-                }
-                (
-                    Some(format!(
-                        "LOOKS LIKE A SECRET (matches {rule}); its content was not sent"
-                    )),
-                    Some(SkipReason::Secret),
-                )
-            }
-            Body::Binary { old, new } => (
-                Some(format!(
-                    "binary ({} → {}); not shown",
-                    human(*old),
-                    human(*new)
-                )),
-                Some(SkipReason::Binary),
-            ),
-            Body::TooLarge { size } => (
-                Some(format!(
-                    "{}, over the {} limit; not shown",
-                    human(*size),
-                    human(MAX_FILE_BYTES)
-                )),
-                Some(SkipReason::TooLarge),
-            ),
-            Body::Conflicted => (Some("unresolved merge conflict".into()), None),
-            Body::Unreadable => (
-                Some("git could not read it".into()),
-                Some(SkipReason::Unreadable),
-            ),
+    }
+    if !left_out {
+        let context = Context {
+            sandbox,
+            found,
+            repos,
+            files: &files,
         };
+        used = context.add(&blocks, &order, budget, used, &mut text, &mut ctx);
+    }
+    ctx.text = text;
+    ctx.tokens = used;
+    ctx
+}
+
+/// A changed file's path as shown: its repository's prefix, escaped and redacted (the diff text
+/// itself is redacted as a whole; git quotes control characters there).
+fn shown(repos: &[RepoView], f: &FileChange) -> String {
+    format!("{}{}", repos[f.repo].prefix, secrets::shown_name(&f.path))
+}
+
+/// The list of changed files, one entry per file (a file can be both staged and unstaged), with
+/// a note and a skip reason for each one whose diff is not shown; `ctx` gets the changed files,
+/// the skipped ones and the secret files.
+fn list_changes(repos: &[RepoView], files: &[FileChange], ctx: &mut DiffContext) -> Vec<Listed> {
+    let mut listed: Vec<Listed> = Vec::new();
+    let mut by_path: HashMap<(usize, &str), usize> = HashMap::new();
+    for f in files {
+        let i = *by_path.entry((f.repo, f.path.as_str())).or_insert_with(|| {
+            listed.push(Listed {
+                repo: f.repo,
+                path: f.path.clone(),
+                status: f.status,
+                old_path: f.old_path.clone(),
+                sections: Vec::new(),
+                note: None,
+            });
+            listed.len() - 1
+        });
+        if !listed[i].sections.contains(&f.section) {
+            listed[i].sections.push(f.section);
+        }
+        if matches!(f.body, Body::Secret { .. }) && f.status != "deleted" {
+            let path = shown(repos, f);
+            if !ctx.secret_files.contains(&path) {
+                ctx.secret_files.push(path);
+            }
+        }
+        let (note, reason) = body_note(f);
         if let Some(note) = note {
             listed[i].note.get_or_insert(note);
         }
         if let Some(reason) = reason {
-            push_skipped(&mut ctx.skipped, shown(f), reason);
+            push_skipped(&mut ctx.skipped, shown(repos, f), reason);
         }
     }
     ctx.changed = listed
@@ -148,12 +165,59 @@ pub(super) fn render(
             old_path: l.old_path.as_deref().map(secrets::shown_name),
         })
         .collect();
+    listed
+}
 
-    // The diffs, redacted; counted lazily below (counting dominates the cost of a large change).
-    let mut blocks: Vec<Block> = Vec::new();
+/// Why a change's diff is not shown, as a note in the list and a reason among the skipped.
+fn body_note(f: &FileChange) -> (Option<String>, Option<SkipReason>) {
+    match &f.body {
+        Body::Patch(_) => (None, None),
+        Body::Secret { rule } if f.status == "deleted" => (
+            Some(format!("looks like a secret ({rule}); content not shown")),
+            Some(SkipReason::Secret),
+        ),
+        Body::Secret { rule } => (
+            Some(format!(
+                "LOOKS LIKE A SECRET (matches {rule}); its content was not sent"
+            )),
+            Some(SkipReason::Secret),
+        ),
+        Body::Binary { old, new } => (
+            Some(format!(
+                "binary ({} → {}); not shown",
+                human(*old),
+                human(*new)
+            )),
+            Some(SkipReason::Binary),
+        ),
+        Body::TooLarge { size } => (
+            Some(format!(
+                "{}, over the {} limit; not shown",
+                human(*size),
+                human(MAX_FILE_BYTES)
+            )),
+            Some(SkipReason::TooLarge),
+        ),
+        Body::Conflicted => (Some("unresolved merge conflict".into()), None),
+        Body::Unreadable => (
+            Some("git could not read it".into()),
+            Some(SkipReason::Unreadable),
+        ),
+    }
+}
+
+/// The diffs, redacted; counted lazily later (counting dominates the cost of a large change).
+fn diff_blocks(
+    sandbox: &Sandbox,
+    found: &[Found],
+    repos: &[RepoView],
+    files: &[FileChange],
+    ctx: &mut DiffContext,
+) -> Vec<Block> {
+    let mut blocks = Vec::new();
     for (i, f) in files.iter().enumerate() {
         if let Body::Patch(patch) = &f.body {
-            let path = shown(f);
+            let path = shown(repos, f);
             let nl = if patch.ends_with('\n') { "" } else { "\n" };
             let text = format!(
                 "--- BEGIN DIFF: {path} ({}, {}) ---\n{patch}{nl}--- END DIFF: {path} ---\n\n",
@@ -170,23 +234,36 @@ pub(super) fn render(
             });
         }
     }
+    blocks
+}
 
-    // The header and the list are always sent (in short form if they would crowd out the
-    // diffs), and so are the section headings; then diffs by priority.
+/// The header (the secret warning and the list of changed files, or a one-line summary when the
+/// list would take more than half the budget) and its tokens.
+fn header(repos: &[RepoView], listed: &[Listed], ctx: &DiffContext, budget: u64) -> (String, u64) {
     let warning = secret_warning(&ctx.secret_files);
     let mut header = format!("# Changes to review\n\n{warning}");
-    header.push_str(&list_text(repos, &listed));
-    let mut used = tokens::count(&header);
-    if used > budget / 2 {
-        header = format!(
-            "# Changes to review\n\n{warning}{} changed file(s) in {} repositories ({}); the list is left out to fit the token budget.\n\n",
-            listed.len(),
-            repos.len(),
-            ctx.repos.join(", ")
-        );
-        used = tokens::count(&header);
+    header.push_str(&list_text(repos, listed));
+    let used = tokens::count(&header);
+    if used <= budget / 2 {
+        return (header, used);
     }
-    let mut headings: Vec<(usize, Section, String)> = Vec::new();
+    let header = format!(
+        "# Changes to review\n\n{warning}{} changed file(s) in {} repositories ({}); the list is left out to fit the token budget.\n\n",
+        listed.len(),
+        repos.len(),
+        ctx.repos.join(", ")
+    );
+    let used = tokens::count(&header);
+    (header, used)
+}
+
+/// A heading per repository section that has diffs.
+fn headings(
+    repos: &[RepoView],
+    files: &[FileChange],
+    blocks: &[Block],
+) -> Vec<(usize, Section, String)> {
+    let mut headings = Vec::new();
     for (r, view) in repos.iter().enumerate() {
         for (section, title) in &view.sections {
             if blocks
@@ -198,19 +275,30 @@ pub(super) fn render(
                 } else {
                     format!("## {title}\n\n")
                 };
-                used += tokens::count(&heading);
                 headings.push((r, *section, heading));
             }
         }
     }
-    let mut order: Vec<usize> = (0..blocks.len()).collect();
-    order.sort_by_key(|&b| (priority(&files[blocks[b].file]), b));
+    headings
+}
+
+/// Takes diffs in `order` while they fit in the budget; the others are listed as left out.
+/// Returns which were taken and whether any was left out; `used` grows by what was taken.
+fn fit_diffs(
+    repos: &[RepoView],
+    files: &[FileChange],
+    blocks: &mut [Block],
+    order: &[usize],
+    budget: u64,
+    used: &mut u64,
+    ctx: &mut DiffContext,
+) -> (Vec<bool>, bool) {
     let mut included = vec![false; blocks.len()];
     let mut left_out = false;
-    for &b in &order {
+    for &b in order {
         // Once a diff did not fit, the budget is nearly full: only diffs that surely fit (by
         // an upper bound) are counted, so the tail of a huge change costs nothing.
-        let room = budget.saturating_sub(used);
+        let room = budget.saturating_sub(*used);
         let fits = if left_out && upper_bound(&blocks[b].text) > room {
             false
         } else {
@@ -218,73 +306,60 @@ pub(super) fn render(
             blocks[b].tokens <= room
         };
         if fits {
-            used += blocks[b].tokens;
+            *used += blocks[b].tokens;
             included[b] = true;
         } else {
             left_out = true;
             push_skipped(
                 &mut ctx.skipped,
-                shown(&files[blocks[b].file]),
+                shown(repos, &files[blocks[b].file]),
                 SkipReason::OverBudget,
             );
         }
     }
+    (included, left_out)
+}
 
-    // The text, in reading order: per repository, per section, per file. A heading whose
-    // diffs were all left out is still sent (and counted): it tells Gemini the section exists.
-    let mut text = header;
-    for (r, section, heading) in &headings {
-        text.push_str(heading);
-        for (b, block) in blocks.iter().enumerate() {
-            let f = &files[block.file];
-            if included[b] && f.repo == *r && f.section == *section {
-                text.push_str(&block.text);
-            }
-        }
-    }
+/// What the full content of changed files is read from.
+struct Context<'a> {
+    sandbox: &'a Sandbox,
+    found: &'a [Found],
+    repos: &'a [RepoView],
+    files: &'a [FileChange],
+}
 
-    // Full content of the changed files, for context: only when every diff is in, in priority
-    // order, the newest version of each, while it fits in what is left of the budget and under
-    // CONTEXT_CAP.
-    if !left_out {
-        let mut newest: HashMap<(usize, &str), usize> = HashMap::new();
-        for &b in &order {
-            let i = blocks[b].file;
-            if files[i].content.is_some() {
-                newest.insert((files[i].repo, files[i].path.as_str()), i);
-            }
-        }
-        let mut seen = std::collections::HashSet::new();
-        let mut candidates = Vec::new();
-        for &b in &order {
-            let key = (
-                files[blocks[b].file].repo,
-                files[blocks[b].file].path.as_str(),
-            );
-            if let Some(&i) = newest.get(&key)
-                && seen.insert(key)
-            {
-                candidates.push(i);
-            }
-        }
-        const HEADING: &str =
-            "## Full content of changed files, for context\n\nThe new version of: .\n\n";
+const CONTEXT_HEADING: &str =
+    "## Full content of changed files, for context\n\nThe new version of: .\n\n";
+
+impl Context<'_> {
+    /// Full content of the changed files, for context (only when every diff is in): in
+    /// priority order, the newest version of each, while it fits in what is left of the budget
+    /// and under [`CONTEXT_CAP`]. Appends to `text` and returns the tokens used.
+    fn add(
+        &self,
+        blocks: &[Block],
+        order: &[usize],
+        budget: u64,
+        used: u64,
+        text: &mut String,
+        ctx: &mut DiffContext,
+    ) -> u64 {
         let limit = budget.min(used.saturating_add(CONTEXT_CAP));
-        let mut reserved = used + tokens::count(HEADING);
+        let mut reserved = used + tokens::count(CONTEXT_HEADING);
         let mut accepted: Vec<(String, String, usize, u64)> = Vec::new();
         // The first file that does not fit ends it.
-        for &i in &candidates {
+        for i in self.candidates(blocks, order) {
             if reserved >= limit {
                 break;
             }
-            let f = &files[i];
-            let Some(content) = read_content(sandbox, &found[f.repo], f) else {
+            let f = &self.files[i];
+            let Some(content) = read_content(self.sandbox, &self.found[f.repo], f) else {
                 continue;
             };
             if shows_everything(&f.shown_lines, &content) {
                 continue;
             }
-            let path = shown(f);
+            let path = shown(self.repos, f);
             let mut block = crate::collector::render::block(
                 &path,
                 &content,
@@ -315,19 +390,42 @@ pub(super) fn render(
                 accepted.pop();
                 continue;
             }
-            used = total;
             text.push_str(&heading);
             for (path, block, n, t) in accepted {
                 text.push_str(&block);
                 ctx.redactions += n;
                 ctx.context_files.push((path, t));
             }
-            break;
+            return total;
         }
+        used
     }
-    ctx.text = text;
-    ctx.tokens = used;
-    ctx
+
+    /// The files whose content may be added, in priority order, each once (its newest version).
+    fn candidates(&self, blocks: &[Block], order: &[usize]) -> Vec<usize> {
+        let files = self.files;
+        let mut newest: HashMap<(usize, &str), usize> = HashMap::new();
+        for &b in order {
+            let i = blocks[b].file;
+            if files[i].content.is_some() {
+                newest.insert((files[i].repo, files[i].path.as_str()), i);
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut candidates = Vec::new();
+        for &b in order {
+            let key = (
+                files[blocks[b].file].repo,
+                files[blocks[b].file].path.as_str(),
+            );
+            if let Some(&i) = newest.get(&key)
+                && seen.insert(key)
+            {
+                candidates.push(i);
+            }
+        }
+        candidates
+    }
 }
 
 /// A generous bound on a text's token count (every o200k token is at least one byte, and the
@@ -402,53 +500,15 @@ fn list_text(repos: &[RepoView], listed: &[Listed]) -> String {
     s
 }
 
-/// Lower is sent first.
-fn priority(f: &FileChange) -> u8 {
-    let deleted = if f.status == "deleted" { 10 } else { 0 };
-    class(&f.path) + deleted
+/// Lower is sent first: files still present before deleted ones, then by the collector's
+/// priority class (the one classifier, so a file ranks the same in codereview and precommit).
+fn priority(f: &FileChange) -> (bool, Class) {
+    (f.status == "deleted", class(&f.path))
 }
 
-/// 0 source code, 1 configuration and build files (and anything unrecognised), 2 docs,
-/// 3 lock files, test data, logs and generated files (DESIGN §4).
-pub(super) fn class(path: &str) -> u8 {
-    const SOURCE: &[&str] = &[
-        "rs", "py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "java",
-        "kt", "kts", "scala", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx", "cs", "fs", "fsx",
-        "swift", "m", "mm", "rb", "php", "pl", "pm", "lua", "sh", "bash", "zsh", "fish", "ps1",
-        "sql", "proto", "graphql", "vue", "svelte", "dart", "ex", "exs", "erl", "hrl", "hs", "ml",
-        "mli", "clj", "cljs", "elm", "zig", "nim", "r", "jl", "sol", "html", "css", "scss", "sass",
-        "less", "tf", "nix",
-    ];
-    const DOCS: &[&str] = &["md", "markdown", "rst", "txt", "adoc", "org", "tex"];
-    const GENERATED_EXT: &[&str] = &[
-        "lock", "map", "snap", "log", "csv", "tsv", "svg", "pb", "sum",
-    ];
-    const GENERATED_NAMES: &[&str] = &[
-        "package-lock.json",
-        "pnpm-lock.yaml",
-        "npm-shrinkwrap.json",
-        "go.sum",
-    ];
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let ext = name.rsplit_once('.').map_or("", |(_, e)| e);
-    if GENERATED_NAMES.contains(&name)
-        || GENERATED_EXT.contains(&ext)
-        || name.contains(".min.")
-        || name.contains(".generated.")
-        || ["fixtures/", "testdata/", "__snapshots__/", "generated/"]
-            .iter()
-            .any(|d| lower.starts_with(d) || lower.contains(&format!("/{d}")))
-    {
-        return 3;
-    }
-    if DOCS.contains(&ext) || name.starts_with("license") || name.starts_with("changelog") {
-        return 2;
-    }
-    if SOURCE.contains(&ext) {
-        return 0;
-    }
-    1
+/// The class of a changed file, from its repository-relative path.
+pub(super) fn class(path: &str) -> Class {
+    classify(Path::new(path))
 }
 
 /// A diff's lines that lie in a private key block of the file's old or new version (read in
@@ -520,21 +580,47 @@ mod tests {
     #[test]
     fn classes_put_source_first_and_generated_last() {
         for (path, want) in [
-            ("src/main.rs", 0),
-            ("web/app.tsx", 0),
-            ("Cargo.toml", 1),
-            ("Makefile", 1),
-            (".github/workflows/ci.yml", 1),
-            ("README.md", 2),
-            ("LICENSE", 2),
-            ("Cargo.lock", 3),
-            ("package-lock.json", 3),
-            ("tests/fixtures/big.rs", 3),
-            ("dist/app.min.js", 3),
-            ("server.log", 3),
+            ("src/main.rs", Class::Source),
+            ("web/app.tsx", Class::Source),
+            ("Cargo.toml", Class::ConfigBuild),
+            ("Makefile", Class::ConfigBuild),
+            (".github/workflows/ci.yml", Class::ConfigBuild),
+            ("README.md", Class::Docs),
+            ("LICENSE", Class::Docs),
+            ("Cargo.lock", Class::Low),
+            ("package-lock.json", Class::Low),
+            ("tests/fixtures/big.rs", Class::Low),
+            ("dist/app.min.js", Class::Low),
+            ("server.log", Class::Low),
         ] {
             assert_eq!(class(path), want, "{path}");
         }
+    }
+
+    /// Precommit orders changed files as codereview orders files: Cython before docs, and
+    /// JSON-lines data after them (the two once used different tables and disagreed).
+    #[test]
+    fn changed_files_rank_as_the_collector_ranks_files() {
+        let mut paths = vec![
+            "README.md",
+            "events.jsonl",
+            "src/parser.pyx",
+            "weird.decTest",
+        ];
+        paths.sort_by_key(|p| class(p));
+        assert_eq!(
+            paths,
+            [
+                "src/parser.pyx",
+                "README.md",
+                "weird.decTest",
+                "events.jsonl"
+            ]
+        );
+        let mut by_collector = paths.clone();
+        by_collector.reverse();
+        by_collector.sort_by_key(|p| classify(Path::new(p)));
+        assert_eq!(by_collector, paths);
     }
 
     #[test]
