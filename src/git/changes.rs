@@ -138,48 +138,16 @@ pub(super) fn read(
         prefix,
     };
 
+    let view = Compare {
+        repo,
+        reader: &reader,
+        index: &index,
+        head_tree: head_tree.as_ref(),
+    };
     if let Some(reference) = &req.compare_to {
         match merge_base(repo, reference, head.as_ref()) {
             Ok(base) => {
-                let base_tree = repo.find_commit(base).and_then(|c| c.tree()).map_err(err)?;
-                let short = short_id(base);
-                let (diff, to) = if req.include_unstaged {
-                    let mut o = reader.options(req.include_untracked);
-                    let d = repo
-                        .diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut o))
-                        .map_err(err)?;
-                    (d, "work tree (commits, staged and unstaged changes)")
-                } else if req.include_staged {
-                    let mut o = reader.options(false);
-                    let d = repo
-                        .diff_tree_to_index(Some(&base_tree), Some(&index), Some(&mut o))
-                        .map_err(err)?;
-                    (d, "index (commits and staged changes)")
-                } else {
-                    let mut o = reader.options(false);
-                    let d = repo
-                        .diff_tree_to_tree(Some(&base_tree), head_tree.as_ref(), Some(&mut o))
-                        .map_err(err)?;
-                    (d, "HEAD (commits only)")
-                };
-                let mut diff = diff;
-                find_renames(&mut diff, req.include_unstaged && req.include_untracked)
-                    .map_err(err)?;
-                out.sections.push((
-                    Section::Since,
-                    format!("Changes since `{reference}` (merge base {short} → {to})"),
-                ));
-                let content: fn(Oid) -> Content = if req.include_unstaged {
-                    |_| Content::Workdir
-                } else {
-                    Content::Blob
-                };
-                reader
-                    .collect(&diff, &mut out.files, |_| Some(Section::Since), content)
-                    .map_err(err)?;
-                if req.include_untracked && !req.include_unstaged {
-                    untracked_only(repo, &reader, &index, &mut out).map_err(err)?;
-                }
+                view.since(base, reference, req, &mut out).map_err(err)?;
                 return Ok(out);
             }
             Err(message) => {
@@ -194,47 +162,101 @@ pub(super) fn read(
             }
         }
     }
+    view.uncommitted(head.is_some(), req, &mut out)
+        .map_err(err)?;
+    Ok(out)
+}
 
-    if req.include_staged {
-        let mut o = reader.options(false);
-        let mut diff = repo
-            .diff_tree_to_index(head_tree.as_ref(), Some(&index), Some(&mut o))
-            .map_err(err)?;
-        find_renames(&mut diff, false).map_err(err)?;
-        let from = if head.is_some() {
-            "HEAD"
+/// What the comparisons of one repository are made between.
+struct Compare<'a> {
+    repo: &'a Repository,
+    reader: &'a Reader<'a>,
+    index: &'a Index,
+    head_tree: Option<&'a git2::Tree<'a>>,
+}
+
+impl Compare<'_> {
+    /// Everything since the merge base `base` of `reference` and HEAD: to the work tree when
+    /// unstaged changes are reviewed, else to the index when staged ones are, else to HEAD.
+    fn since(
+        &self,
+        base: Oid,
+        reference: &str,
+        req: &DiffRequest,
+        out: &mut RepoChanges,
+    ) -> Result<(), git2::Error> {
+        let (repo, reader) = (self.repo, self.reader);
+        let base_tree = repo.find_commit(base).and_then(|c| c.tree())?;
+        let short = short_id(base);
+        let (mut diff, to) = if req.include_unstaged {
+            let mut o = reader.options(req.include_untracked);
+            let d = repo.diff_tree_to_workdir_with_index(Some(&base_tree), Some(&mut o))?;
+            (d, "work tree (commits, staged and unstaged changes)")
+        } else if req.include_staged {
+            let mut o = reader.options(false);
+            let d = repo.diff_tree_to_index(Some(&base_tree), Some(self.index), Some(&mut o))?;
+            (d, "index (commits and staged changes)")
         } else {
-            "no commits yet"
+            let mut o = reader.options(false);
+            let d = repo.diff_tree_to_tree(Some(&base_tree), self.head_tree, Some(&mut o))?;
+            (d, "HEAD (commits only)")
         };
-        out.sections
-            .push((Section::Staged, format!("Staged changes ({from} → index)")));
-        reader
-            .collect(
+        find_renames(&mut diff, req.include_unstaged && req.include_untracked)?;
+        out.sections.push((
+            Section::Since,
+            format!("Changes since `{reference}` (merge base {short} → {to})"),
+        ));
+        let content: fn(Oid) -> Content = if req.include_unstaged {
+            |_| Content::Workdir
+        } else {
+            Content::Blob
+        };
+        reader.collect(&diff, &mut out.files, |_| Some(Section::Since), content)?;
+        if req.include_untracked && !req.include_unstaged {
+            untracked_only(repo, reader, self.index, out)?;
+        }
+        Ok(())
+    }
+
+    /// The uncommitted work: staged (HEAD → index), unstaged (index → work tree) and untracked
+    /// files, as asked.
+    fn uncommitted(
+        &self,
+        has_head: bool,
+        req: &DiffRequest,
+        out: &mut RepoChanges,
+    ) -> Result<(), git2::Error> {
+        let (repo, reader) = (self.repo, self.reader);
+        if req.include_staged {
+            let mut o = reader.options(false);
+            let mut diff =
+                repo.diff_tree_to_index(self.head_tree, Some(self.index), Some(&mut o))?;
+            find_renames(&mut diff, false)?;
+            let from = if has_head { "HEAD" } else { "no commits yet" };
+            out.sections
+                .push((Section::Staged, format!("Staged changes ({from} → index)")));
+            reader.collect(
                 &diff,
                 &mut out.files,
                 |_| Some(Section::Staged),
                 Content::Blob,
-            )
-            .map_err(err)?;
-    }
-    if req.include_unstaged {
-        let mut o = reader.options(req.include_untracked);
-        let mut diff = repo
-            .diff_index_to_workdir(Some(&index), Some(&mut o))
-            .map_err(err)?;
-        find_renames(&mut diff, req.include_untracked).map_err(err)?;
-        out.sections.push((
-            Section::Unstaged,
-            "Unstaged changes (index → work tree)".into(),
-        ));
-        if req.include_untracked {
-            out.sections.push((
-                Section::Untracked,
-                "Untracked files (new, not yet added; shown as additions)".into(),
-            ));
+            )?;
         }
-        reader
-            .collect(
+        if req.include_unstaged {
+            let mut o = reader.options(req.include_untracked);
+            let mut diff = repo.diff_index_to_workdir(Some(self.index), Some(&mut o))?;
+            find_renames(&mut diff, req.include_untracked)?;
+            out.sections.push((
+                Section::Unstaged,
+                "Unstaged changes (index → work tree)".into(),
+            ));
+            if req.include_untracked {
+                out.sections.push((
+                    Section::Untracked,
+                    "Untracked files (new, not yet added; shown as additions)".into(),
+                ));
+            }
+            reader.collect(
                 &diff,
                 &mut out.files,
                 |status| match status {
@@ -242,12 +264,12 @@ pub(super) fn read(
                     _ => Some(Section::Unstaged),
                 },
                 |_| Content::Workdir,
-            )
-            .map_err(err)?;
-    } else if req.include_untracked {
-        untracked_only(repo, &reader, &index, &mut out).map_err(err)?;
+            )?;
+        } else if req.include_untracked {
+            untracked_only(repo, reader, self.index, out)?;
+        }
+        Ok(())
     }
-    Ok(out)
 }
 
 /// Untracked files alone (when unstaged changes are not reviewed).
@@ -310,119 +332,140 @@ impl Reader<'_> {
         content: impl Fn(Oid) -> Content,
     ) -> Result<(), git2::Error> {
         for i in 0..diff.deltas().len() {
-            let Some(delta) = diff.get_delta(i) else {
-                continue;
-            };
-            let status = delta.status();
-            if matches!(status, Delta::Unmodified | Delta::Ignored) {
-                continue;
-            }
-            let Some(section) = section(status) else {
-                continue;
-            };
-            let (old, new) = (delta.old_file(), delta.new_file());
-            let Some(path) = file_path(&new).or_else(|| file_path(&old)) else {
-                continue;
-            };
-            // A directory git did not descend into: a nested repository, reviewed on its own
-            // when it lies within max_depth.
-            if path.ends_with('/') || new.mode() == FileMode::Tree {
-                continue;
-            }
-            let old_path = matches!(status, Delta::Renamed | Delta::Copied)
-                .then(|| file_path(&old))
-                .flatten()
-                .filter(|o| *o != path);
-            let submodule = new.mode() == FileMode::Commit || old.mode() == FileMode::Commit;
-            let mut change = FileChange {
-                repo: 0,
-                section,
-                status: status_name(status),
-                path,
-                old_path,
-                body: Body::Unreadable,
-                content: None,
-                old_blob: Some(old.id()).filter(|id| !id.is_zero()),
-                shown_lines: Vec::new(),
-            };
-            // Built-in names and the configured GEMINI_MCP_SECRET_FILES globs, as for files.
-            let rule = |p: &str| self.collector.secret_name_rule(&self.found.workdir.join(p));
-            let secret = rule(&change.path).or_else(|| change.old_path.as_deref().and_then(rule));
-            if let Some(rule) = secret {
-                // Never loaded: its content must not leave the machine.
-                change.body = Body::Secret { rule };
+            if let Some(change) = self.change(diff, i, &section, &content)? {
                 out.push(change);
-                continue;
             }
-            match status {
-                Delta::Conflicted => {
-                    change.body = Body::Conflicted;
-                    out.push(change);
-                    continue;
-                }
-                Delta::Unreadable => {
-                    out.push(change);
-                    continue;
-                }
-                _ => {}
-            }
-            let size = old.size().max(new.size());
-            if !submodule && size > MAX_FILE_BYTES {
-                change.body = Body::TooLarge { size };
-                out.push(change);
-                continue;
-            }
-            let Some(mut patch) = Patch::from_diff(diff, i)? else {
-                continue;
-            };
-            let (binary, hunks, old_mode, new_mode, old_size, new_size, new_id) = {
-                let d = patch.delta();
-                (
-                    d.flags().is_binary() || d.old_file().is_binary() || d.new_file().is_binary(),
-                    patch.num_hunks(),
-                    d.old_file().mode(),
-                    d.new_file().mode(),
-                    d.old_file().size(),
-                    d.new_file().size(),
-                    d.new_file().id(),
-                )
-            };
-            if submodule {
-                change.status = "submodule";
-            } else if binary {
-                change.body = Body::Binary {
-                    old: old_size,
-                    new: new_size,
-                };
-                out.push(change);
-                continue;
-            } else if status == Delta::Modified && hunks == 0 && old_mode != new_mode {
-                change.status = "mode_changed";
-            }
-            let buf = patch.to_buf()?;
-            change.body = Body::Patch(String::from_utf8_lossy(&buf).into_owned());
-            if !submodule
-                && hunks > 0
-                && matches!(
-                    status,
-                    Delta::Modified | Delta::Renamed | Delta::Copied | Delta::Typechange
-                )
-                && new_mode != FileMode::Link
-            {
-                change.content = Some(content(new_id));
-                for h in 0..hunks {
-                    let (hunk, _) = patch.hunk(h)?;
-                    if hunk.new_lines() > 0 {
-                        change
-                            .shown_lines
-                            .push((hunk.new_start(), hunk.new_start() + hunk.new_lines() - 1));
-                    }
-                }
-            }
-            out.push(change);
         }
         Ok(())
     }
+
+    /// The `i`th change of `diff`, or `None` for what is not reviewed here (unmodified,
+    /// ignored, a directory such as a nested repository, a section not asked for).
+    fn change(
+        &self,
+        diff: &Diff<'_>,
+        i: usize,
+        section: &impl Fn(Delta) -> Option<Section>,
+        content: &impl Fn(Oid) -> Content,
+    ) -> Result<Option<FileChange>, git2::Error> {
+        let Some(delta) = diff.get_delta(i) else {
+            return Ok(None);
+        };
+        let status = delta.status();
+        if matches!(status, Delta::Unmodified | Delta::Ignored) {
+            return Ok(None);
+        }
+        let Some(section) = section(status) else {
+            return Ok(None);
+        };
+        let (old, new) = (delta.old_file(), delta.new_file());
+        let Some(path) = file_path(&new).or_else(|| file_path(&old)) else {
+            return Ok(None);
+        };
+        // A directory git did not descend into: a nested repository, reviewed on its own
+        // when it lies within max_depth.
+        if path.ends_with('/') || new.mode() == FileMode::Tree {
+            return Ok(None);
+        }
+        let old_path = matches!(status, Delta::Renamed | Delta::Copied)
+            .then(|| file_path(&old))
+            .flatten()
+            .filter(|o| *o != path);
+        let submodule = new.mode() == FileMode::Commit || old.mode() == FileMode::Commit;
+        let mut change = FileChange {
+            repo: 0,
+            section,
+            status: status_name(status),
+            path,
+            old_path,
+            body: Body::Unreadable,
+            content: None,
+            old_blob: Some(old.id()).filter(|id| !id.is_zero()),
+            shown_lines: Vec::new(),
+        };
+        // Built-in names and the configured GEMINI_MCP_SECRET_FILES globs, as for files.
+        let rule = |p: &str| self.collector.secret_name_rule(&self.found.workdir.join(p));
+        let secret = rule(&change.path).or_else(|| change.old_path.as_deref().and_then(rule));
+        if let Some(rule) = secret {
+            // Never loaded: its content must not leave the machine.
+            change.body = Body::Secret { rule };
+            return Ok(Some(change));
+        }
+        match status {
+            Delta::Conflicted => {
+                change.body = Body::Conflicted;
+                return Ok(Some(change));
+            }
+            Delta::Unreadable => return Ok(Some(change)),
+            _ => {}
+        }
+        let size = old.size().max(new.size());
+        if !submodule && size > MAX_FILE_BYTES {
+            change.body = Body::TooLarge { size };
+            return Ok(Some(change));
+        }
+        let Some(mut patch) = Patch::from_diff(diff, i)? else {
+            return Ok(None);
+        };
+        patch_body(&mut patch, status, submodule, content, &mut change)?;
+        Ok(Some(change))
+    }
+}
+
+/// The change's body from its patch: binary files named, not dumped; submodules and mode
+/// changes named by their status; for a modified text file, where its new content comes from
+/// and which of its lines the hunks show.
+fn patch_body(
+    patch: &mut Patch<'_>,
+    status: Delta,
+    submodule: bool,
+    content: &impl Fn(Oid) -> Content,
+    change: &mut FileChange,
+) -> Result<(), git2::Error> {
+    let (binary, hunks, old_mode, new_mode, old_size, new_size, new_id) = {
+        let d = patch.delta();
+        (
+            d.flags().is_binary() || d.old_file().is_binary() || d.new_file().is_binary(),
+            patch.num_hunks(),
+            d.old_file().mode(),
+            d.new_file().mode(),
+            d.old_file().size(),
+            d.new_file().size(),
+            d.new_file().id(),
+        )
+    };
+    if submodule {
+        change.status = "submodule";
+    } else if binary {
+        change.body = Body::Binary {
+            old: old_size,
+            new: new_size,
+        };
+        return Ok(());
+    } else if status == Delta::Modified && hunks == 0 && old_mode != new_mode {
+        change.status = "mode_changed";
+    }
+    let buf = patch.to_buf()?;
+    change.body = Body::Patch(String::from_utf8_lossy(&buf).into_owned());
+    if !submodule
+        && hunks > 0
+        && matches!(
+            status,
+            Delta::Modified | Delta::Renamed | Delta::Copied | Delta::Typechange
+        )
+        && new_mode != FileMode::Link
+    {
+        change.content = Some(content(new_id));
+        for h in 0..hunks {
+            let (hunk, _) = patch.hunk(h)?;
+            if hunk.new_lines() > 0 {
+                change
+                    .shown_lines
+                    .push((hunk.new_start(), hunk.new_start() + hunk.new_lines() - 1));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn find_renames(diff: &mut Diff<'_>, untracked: bool) -> Result<(), git2::Error> {
