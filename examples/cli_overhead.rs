@@ -17,7 +17,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gemini_mcp_server::config::Config;
-use gemini_mcp_server::gemini::cli::CliBackend;
+use gemini_mcp_server::gemini::headless::CliBackend;
 use gemini_mcp_server::gemini::{CallContext, Catalogue, GenerateRequest, Message, ThinkingMode};
 
 const STAND_IN: &str = r#"#!/bin/sh

@@ -6,7 +6,7 @@
 //! the key never appears in them.
 
 pub mod api;
-pub mod cli;
+pub mod headless;
 pub mod models;
 pub mod wire;
 
@@ -246,7 +246,7 @@ impl GeminiError {
 pub enum Backend {
     Api(api::ApiClient),
     /// The Gemini CLI as a subprocess, for users logged in to it without an API key.
-    Cli(cli::CliBackend),
+    Cli(headless::CliBackend),
     /// No backend could be set up; every call fails with this message (the server still starts,
     /// so clients can list the tools and the user can read what to fix).
     Unconfigured(String),
@@ -276,7 +276,7 @@ impl Gemini {
             (BackendChoice::Api, None) => Backend::Unconfigured(
                 "GEMINI_BACKEND=api needs a key: set GEMINI_API_KEY (get one at https://aistudio.google.com/apikey)".into(),
             ),
-            (BackendChoice::Auto, None) => match cli::CliBackend::from_config(config, path) {
+            (BackendChoice::Auto, None) => match headless::CliBackend::from_config(config, path) {
                 Ok(cli) => Backend::Cli(cli),
                 Err(_) => Backend::Unconfigured(
                     "no Gemini backend: set GEMINI_API_KEY (https://aistudio.google.com/apikey), or use the Gemini CLI's login: \
@@ -285,7 +285,7 @@ impl Gemini {
                         .into(),
                 ),
             },
-            (BackendChoice::Cli, _) => match cli::CliBackend::from_config(config, path) {
+            (BackendChoice::Cli, _) => match headless::CliBackend::from_config(config, path) {
                 Ok(cli) => Backend::Cli(cli),
                 Err(message) => Backend::Unconfigured(format!("GEMINI_BACKEND=cli: {message}")),
             },
@@ -330,7 +330,7 @@ impl Gemini {
     }
 
     /// Kills every Gemini CLI call in flight, synchronously (for a SIGINT/SIGTERM handler before
-    /// exiting; see [`cli::CliBackend::abort_all`]). Nothing to do for the other backends.
+    /// exiting; see [`headless::CliBackend::abort_all`]). Nothing to do for the other backends.
     pub fn abort_running(&self) {
         if let Backend::Cli(c) = &self.backend {
             c.abort_all();

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gemini_mcp_server::config::{BackendChoice, Config, Secret};
-use gemini_mcp_server::gemini::cli::{CliBackend, render_prompt};
+use gemini_mcp_server::gemini::headless::{CliBackend, render_prompt};
 use gemini_mcp_server::gemini::{
     CallContext, Gemini, GeminiError, GenerateRequest, Message, ModelInfo, Part, Progress,
     ThinkingMode,
@@ -957,8 +957,8 @@ fn real_cli() -> Option<PathBuf> {
     }
     let named = std::env::var_os("GEMINI_CLI_E2E_BIN").map(PathBuf::from);
     let found = match named {
-        Some(p) => gemini_mcp_server::gemini::cli::locate(&p, None),
-        None => gemini_mcp_server::gemini::cli::locate(
+        Some(p) => gemini_mcp_server::gemini::headless::locate(&p, None),
+        None => gemini_mcp_server::gemini::headless::locate(
             Path::new("gemini"),
             std::env::var_os("PATH").as_deref(),
         ),

@@ -1,0 +1,158 @@
+//! The CLI's process group and pipes: killed whole, read with caps.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::outcome::{RetryNotice, retry_notice};
+use super::{DRAIN_GRACE, LINE_CAP, Live, STDERR_CAP, live};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Child;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Kills the CLI's whole process group when dropped: after a normal exit (helpers the CLI left
+/// behind), and when the call is abandoned mid-way (its future dropped).
+pub(super) struct GroupGuard {
+    pub(super) pgid: Option<Pid>,
+    pub(super) live: Arc<Mutex<Live>>,
+}
+
+impl GroupGuard {
+    pub(super) fn new(child: &Child, registry: &Arc<Mutex<Live>>) -> GroupGuard {
+        // `process_group(0)` made the child the leader: its pid is the group id.
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
+        if let Some(p) = pgid {
+            live(registry).groups.push(p);
+        }
+        GroupGuard {
+            pgid,
+            live: registry.clone(),
+        }
+    }
+
+    pub(super) fn signal(&self, signal: Signal) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH: the group is already gone.
+            let _ = killpg(pgid, signal);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            let _ = killpg(pgid, Signal::SIGKILL);
+            live(&self.live).groups.retain(|p| *p != pgid);
+        }
+    }
+}
+
+/// SIGTERM to the group, a grace period for the leader, then SIGKILL to the group (helpers that
+/// ignored SIGTERM or outlived the leader; the group id stays reserved while any member lives),
+/// then the leader reaped.
+pub(super) async fn terminate(child: &mut Child, group: GroupGuard, grace: Duration) {
+    group.signal(Signal::SIGTERM);
+    let _ = tokio::time::timeout(grace, child.wait()).await;
+    drop(group);
+    let _ = tokio::time::timeout(grace.max(Duration::from_secs(1)), child.wait()).await;
+}
+
+/// The reader and writer tasks of one run; abandoned ones are aborted.
+#[derive(Default)]
+pub(super) struct Tasks {
+    pub(super) stdin: Option<JoinHandle<()>>,
+    pub(super) stdout: Option<JoinHandle<String>>,
+    pub(super) stderr: Option<JoinHandle<String>>,
+}
+
+impl Tasks {
+    pub(super) async fn stdout_text(&mut self) -> String {
+        join_text(self.stdout.take()).await
+    }
+    pub(super) async fn stderr_text(&mut self) -> String {
+        join_text(self.stderr.take()).await
+    }
+}
+
+pub(super) async fn join_text(task: Option<JoinHandle<String>>) -> String {
+    let Some(mut task) = task else {
+        return String::new();
+    };
+    match tokio::time::timeout(DRAIN_GRACE, &mut task).await {
+        Ok(Ok(text)) => text,
+        _ => {
+            task.abort();
+            String::new()
+        }
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for t in [self.stdout.take(), self.stderr.take()]
+            .into_iter()
+            .flatten()
+        {
+            t.abort();
+        }
+        if let Some(t) = self.stdin.take() {
+            t.abort();
+        }
+    }
+}
+
+/// Reads a pipe to its end, keeping at most `cap` bytes (the rest is drained and dropped).
+pub(super) async fn read_capped(mut r: impl AsyncRead + Unpin, cap: usize) -> String {
+    let mut kept = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// Reads stderr to its end, keeping its last `STDERR_CAP` bytes and reporting each retry notice
+/// ("Attempt N failed …") as it arrives.
+pub(super) async fn read_stderr(
+    mut r: impl AsyncRead + Unpin,
+    notices: mpsc::UnboundedSender<RetryNotice>,
+) -> String {
+    let mut tail: Vec<u8> = Vec::new();
+    let mut line: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; 8 << 10];
+    loop {
+        let n = match r.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        tail.extend_from_slice(&buf[..n]);
+        if tail.len() > 2 * STDERR_CAP {
+            tail.drain(..tail.len() - STDERR_CAP);
+        }
+        for &b in &buf[..n] {
+            if b == b'\n' {
+                if let Some(notice) = retry_notice(&String::from_utf8_lossy(&line)) {
+                    let _ = notices.send(notice);
+                }
+                line.clear();
+            } else if line.len() < LINE_CAP {
+                line.push(b);
+            }
+        }
+    }
+    if tail.len() > STDERR_CAP {
+        tail.drain(..tail.len() - STDERR_CAP);
+    }
+    String::from_utf8_lossy(&tail).into_owned()
+}

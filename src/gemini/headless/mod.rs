@@ -1,0 +1,383 @@
+//! The Gemini CLI backend: answers a [`GenerateRequest`] by running the `gemini` executable
+//! headless, for people who use Gemini through the CLI's Google login and have no API key.
+//!
+//! Why it is built the way it is:
+//!
+//! - **No shell, prompt on stdin.** The executable is started directly with an argv we build
+//!   (`-o json -m <model> …`); the prompt goes to its stdin and never into argv, so nothing in it
+//!   is interpreted (`$(…)` and backticks are text), it has no length or quoting limit and it does
+//!   not show in `ps`. Peers that ran `gemini "<prompt>"` through a shell executed prompts.
+//! - **Our thread store keeps the conversation.** Every call sends the whole rebuilt conversation
+//!   as one text with turn markers ([`render_prompt`]); the CLI's own sessions are not used, so a
+//!   thread continues the same way on both backends and across backends.
+//! - **One private temporary directory per call** (0700): the system prompt as a 0600 file named
+//!   by `GEMINI_SYSTEM_MD` (replacing the CLI's ~25 KB agent prompt), a policy file that denies
+//!   every CLI tool (a plain model call: the CLI must not read files around our sandbox and secret
+//!   redaction, nor loop through tools; `use_websearch` re-allows only `google_web_search`), and the
+//!   child's `TMPDIR` (on API errors the CLI writes a report holding the whole request, our
+//!   prompt and the user's code, as a world-readable file in the temp directory). It is
+//!   removed after the call, also on errors, timeouts, cancellation and when the call's future is
+//!   dropped (the MCP server drops it on `notifications/cancelled`).
+//! - **Process groups.** The CLI is a Node program; it may relaunch itself as a child process and
+//!   may start helpers. Killing only the direct child orphans them, so the CLI is started as the
+//!   leader of a new process group (`process_group(0)`); a timeout or a cancellation sends SIGTERM
+//!   to the whole group, waits a grace period, then SIGKILL. After a normal exit the group is swept
+//!   with SIGKILL too, and a drop guard does the same if the future is dropped mid-call;
+//!   [`CliBackend::abort_all`] serves a signal handler (a terminal's Ctrl-C does not reach the
+//!   CLI's group, and an exit by signal runs no destructor). We also set
+//!   `GEMINI_CLI_NO_RELAUNCH=true`: the relaunch only raises Node's heap limit and costs ~2 s.
+//! - **Bounded retries.** The CLI retries 429 and 5xx up to 10 times (~3.5 min for a 429);
+//!   `general.maxAttempts` exists only as a setting, and none of its settings files can be ours:
+//!   system settings and defaults are ignored unless root owns the file and every ancestor, and
+//!   workspace settings would mean writing into the user's project. So we read the CLI's stderr as
+//!   it runs and stop it at its `GEMINI_MAX_ATTEMPTS`-th "Attempt N failed" line, reporting the
+//!   failure as the API backend would (429/503 are capacity errors, so the fallback model answers).
+//!   The call deadline (`GEMINI_TIMEOUT_SECS`) rules in any case.
+//! - **MCP servers and extensions off** (`--allowed-mcp-server-names <none>`, `-e none`): starting
+//!   the user's MCP servers on every call is slow, and this very server may be one of them.
+//! - **Trust is the user's decision.** We run in PROJECT_ROOT (the first root) but do not set
+//!   `GEMINI_CLI_TRUST_WORKSPACE`: trusting a folder makes the CLI load that folder's
+//!   `.gemini/settings.json`, which can start commands (MCP servers, hooks), and a review tool
+//!   must not run what the reviewed repository configures. If the user trusted the folder in the
+//!   CLI, or set the variable in this server's environment, the CLI runs; otherwise exit 55 is
+//!   turned into an error saying exactly that.
+//! - **Every documented outcome is parsed** ([`interpret`]): the JSON answer on stdout, or the
+//!   last JSON object on stderr, whatever noise surrounds it; an `error` key means failure even
+//!   with exit 0; exit codes 41/42/44/52/53/54/55 and HTTP statuses mod 256 (144 = 400, 173 = 429)
+//!   when no JSON was printed. stderr is kept with a cap and scrubbed before it reaches a message.
+//!
+//! Not passed to the CLI (it has no flags for them): `thinking_mode`, `temperature` and the JSON
+//! response schema. The schema is stated in the system prompt instead; the review parser is
+//! tolerant of fences and text around the object.
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::AsyncWriteExt;
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+
+mod group;
+mod outcome;
+mod prompt;
+
+pub use outcome::{RawOutput, interpret, scrub};
+pub use prompt::render_prompt;
+
+use group::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
+use outcome::{RetryNotice, Stop, cli_error, retries_error, signal_of, spawn_error};
+use prompt::{CallFiles, policy, system_prompt};
+
+use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Part};
+use crate::config::Config;
+
+/// How long a terminated CLI gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How often a progress line is reported while the CLI works.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+/// How long the pipes may stay open after the group was swept (a process that left the group).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// The most of stdout kept (an answer is at most ~65k tokens; this is far above it).
+const STDOUT_CAP: usize = 16 << 20;
+/// The most of stderr kept: its tail, where the CLI prints the error JSON.
+const STDERR_CAP: usize = 64 << 10;
+/// Longest stderr line inspected for retry notices.
+const LINE_CAP: usize = 4 << 10;
+/// Longest excerpt of CLI output quoted in an error message.
+const DETAIL_CAP: usize = 600;
+/// A server name no one uses: the MCP allow-list then admits no configured server.
+const NO_MCP_SERVER: &str = "gemini-mcp-server-allows-none";
+
+/// Runs the Gemini CLI for each call. Cheap to share: it holds no process between calls.
+#[derive(Debug, Clone)]
+pub struct CliBackend {
+    program: PathBuf,
+    workdir: PathBuf,
+    timeout: Duration,
+    max_attempts: u32,
+    kill_grace: Duration,
+    heartbeat: Duration,
+    live: Arc<Mutex<Live>>,
+}
+
+/// The process groups and private directories of the calls in flight, for [`CliBackend::abort_all`].
+#[derive(Debug, Default)]
+struct Live {
+    groups: Vec<Pid>,
+    dirs: Vec<PathBuf>,
+}
+
+fn live(registry: &Mutex<Live>) -> std::sync::MutexGuard<'_, Live> {
+    registry.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl CliBackend {
+    /// A backend running `program` (already located, see [`locate`]) with the configured deadline,
+    /// attempts and working directory (the first project root).
+    pub fn new(program: PathBuf, config: &Config) -> CliBackend {
+        CliBackend {
+            program,
+            workdir: config
+                .roots
+                .first()
+                .cloned()
+                .unwrap_or_else(|| PathBuf::from("/")),
+            timeout: config.call_timeout,
+            max_attempts: config.max_attempts.max(1),
+            kill_grace: KILL_GRACE,
+            heartbeat: HEARTBEAT,
+            live: Arc::default(),
+        }
+    }
+
+    /// Kills the process group of every call in flight and removes their private directories,
+    /// synchronously. For a SIGINT/SIGTERM handler just before the process exits: the CLI runs in
+    /// its own process group, out of reach of the terminal's signals, and an exit that skips
+    /// destructors would leave it running until it finishes on its own. The calls end with an
+    /// error (the CLI killed by a signal).
+    pub fn abort_all(&self) {
+        let Live { groups, dirs } = std::mem::take(&mut *live(&self.live));
+        for pgid in groups {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+        for dir in dirs {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
+    /// Locates `config.gemini_cli` (a bare name is looked up in `path_var`, the `PATH` value) and
+    /// builds the backend, or says how to install or name the CLI.
+    pub fn from_config(config: &Config, path_var: Option<&OsStr>) -> Result<CliBackend, String> {
+        match locate(&config.gemini_cli, path_var) {
+            Some(program) => Ok(CliBackend::new(program, config)),
+            None => Err(format!(
+                "the Gemini CLI `{}` was not found{}: install it (`npm install -g @google/gemini-cli`), run `gemini` \
+                 once in a terminal to log in, or set GEMINI_CLI_PATH to the executable",
+                config.gemini_cli.display(),
+                if config.gemini_cli.components().count() > 1 {
+                    ""
+                } else {
+                    " on PATH"
+                },
+            )),
+        }
+    }
+
+    /// Changes the pause between SIGTERM and SIGKILL (tests shorten it).
+    pub fn with_kill_grace(mut self, grace: Duration) -> CliBackend {
+        self.kill_grace = grace;
+        self
+    }
+
+    /// Changes how often progress is reported while the CLI works.
+    pub fn with_heartbeat(mut self, every: Duration) -> CliBackend {
+        self.heartbeat = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The executable this backend runs.
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    /// One answer from the CLI. Errors say what to do; the CLI's own output is quoted scrubbed.
+    pub async fn generate(
+        &self,
+        req: &GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        if req
+            .contents
+            .iter()
+            .any(|m| m.parts.iter().any(|p| matches!(p, Part::Image { .. })))
+        {
+            return Err(cli_error(
+                None,
+                "images cannot be sent through the Gemini CLI backend: leave out `images`, or use the API \
+                 backend (set GEMINI_API_KEY and GEMINI_BACKEND=api)",
+            ));
+        }
+        if req.model.id.starts_with('-') || req.model.id.is_empty() {
+            return Err(GeminiError::UnknownModel {
+                name: req.model.id.clone(),
+                hint: "Use one of the names `listmodels` shows.".into(),
+            });
+        }
+        let prompt = render_prompt(&req.contents);
+        let files =
+            CallFiles::create(system_prompt(req), policy(req.web_search), &self.live).await?;
+        let run = self.run(&req.model.id, prompt, &files, ctx).await;
+        files.remove().await;
+        let raw = run?;
+        interpret(&raw, &self.workdir)
+    }
+
+    /// The command line of one call: JSON output, the model, our policy, no extensions and no
+    /// MCP servers, the system prompt file, no relaunch, the call's private TMPDIR, and a process
+    /// group of its own.
+    fn command(&self, model: &str, files: &CallFiles) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.arg("-o")
+            .arg("json")
+            .arg("-m")
+            .arg(model)
+            .arg("--policy")
+            .arg(files.policy_path())
+            .arg("-e")
+            .arg("none")
+            .arg("--allowed-mcp-server-names")
+            .arg(NO_MCP_SERVER)
+            .current_dir(&self.workdir)
+            .env("GEMINI_SYSTEM_MD", files.system_path())
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .env("TMPDIR", files.dir())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        cmd
+    }
+
+    /// Waits for the CLI to exit, reporting progress (its retries, and a heartbeat); stops at
+    /// the deadline, on cancellation, or at its `max_attempts`-th failed attempt.
+    async fn wait(
+        &self,
+        child: &mut Child,
+        mut retry_rx: mpsc::UnboundedReceiver<RetryNotice>,
+        started: Instant,
+        ctx: &CallContext,
+    ) -> Result<std::io::Result<ExitStatus>, Stop> {
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        let mut heartbeat =
+            tokio::time::interval_at(tokio::time::Instant::now() + self.heartbeat, self.heartbeat);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+        loop {
+            tokio::select! {
+                status = child.wait() => break Ok(status),
+                _ = &mut deadline => break Err(Stop::Timeout),
+                _ = ctx.cancel.cancelled() => break Err(Stop::Cancelled),
+                Some(notice) = retry_rx.recv() => {
+                    if notice.attempt >= self.max_attempts {
+                        break Err(Stop::Retries(notice));
+                    }
+                    ctx.report(format!(
+                        "Gemini CLI: attempt {} failed{}; it is retrying",
+                        notice.attempt,
+                        notice.status.map(|s| format!(" ({s})")).unwrap_or_default()
+                    ));
+                }
+                _ = heartbeat.tick() => {
+                    ctx.report(format!("Gemini CLI is working ({}s)", started.elapsed().as_secs()));
+                }
+            }
+        }
+    }
+
+    async fn run(
+        &self,
+        model: &str,
+        prompt: String,
+        files: &CallFiles,
+        ctx: &CallContext,
+    ) -> Result<RawOutput, GeminiError> {
+        let started = Instant::now();
+        let mut cmd = self.command(model, files);
+        let mut child = cmd.spawn().map_err(|e| spawn_error(&self.program, &e))?;
+        let group = GroupGuard::new(&child, &self.live);
+        tracing::debug!(
+            program = %self.program.display(),
+            model,
+            cwd = %self.workdir.display(),
+            prompt_bytes = prompt.len(),
+            "started the Gemini CLI"
+        );
+
+        let (retry_tx, retry_rx) = mpsc::unbounded_channel();
+        let mut tasks = Tasks::default();
+        if let Some(mut stdin) = child.stdin.take() {
+            tasks.stdin = Some(tokio::spawn(async move {
+                // A CLI that exits without reading its input closes the pipe: not our error.
+                let _ = stdin.write_all(prompt.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            }));
+        }
+        tasks.stdout = child
+            .stdout
+            .take()
+            .map(|s| tokio::spawn(read_capped(s, STDOUT_CAP)));
+        tasks.stderr = child
+            .stderr
+            .take()
+            .map(|s| tokio::spawn(read_stderr(s, retry_tx)));
+
+        let outcome = self.wait(&mut child, retry_rx, started, ctx).await;
+
+        let status = match outcome {
+            Ok(status) => {
+                // Helpers the CLI left behind would hold the pipes open; none may outlive it.
+                drop(group);
+                status.map_err(|e| {
+                    cli_error(None, format!("waiting for the Gemini CLI failed: {e}"))
+                })?
+            }
+            Err(stop) => {
+                terminate(&mut child, group, self.kill_grace).await;
+                tracing::info!(
+                    reason = stop.as_str(),
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "stopped the Gemini CLI"
+                );
+                return Err(match stop {
+                    Stop::Timeout => GeminiError::Timeout {
+                        after: self.timeout,
+                    },
+                    Stop::Cancelled => GeminiError::Cancelled,
+                    Stop::Retries(notice) => retries_error(&notice),
+                });
+            }
+        };
+
+        let stdout = tasks.stdout_text().await;
+        let stderr = tasks.stderr_text().await;
+        tracing::info!(
+            code = status.code(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            stdout_bytes = stdout.len(),
+            "the Gemini CLI finished"
+        );
+        Ok(RawOutput {
+            code: status.code(),
+            signal: signal_of(&status),
+            stdout,
+            stderr,
+        })
+    }
+}
+
+/// Finds the CLI: a path with a directory part is taken as is (made absolute), a bare name is
+/// looked up in the `PATH` value. Only executable regular files (symlinks followed) count.
+pub fn locate(program: &Path, path_var: Option<&OsStr>) -> Option<PathBuf> {
+    if program.as_os_str().is_empty() {
+        return None;
+    }
+    if program.components().count() > 1 {
+        return is_executable(program)
+            .then(|| std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf()));
+    }
+    std::env::split_paths(path_var?)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
