@@ -1,4 +1,4 @@
-//! Redaction benchmark (BENCHMARKS.md `## Redaction`): the cost of `collector::redact` on
+//! Redaction benchmark (BENCHMARKS.md `## Redaction`): the cost of `redact::redact` on
 //! adversarial inputs of every shape in `tests/it/hardening/adversarial.rs` at 100 KB and 1 MB
 //! (linear: the ratio is about 10), and on ordinary text (this crate's own sources, 1 MB) for
 //! throughput. The frozen earlier engine (`redaction/baseline.rs`) runs in the same process as
@@ -15,7 +15,7 @@ mod baseline;
 
 use std::time::{Duration, Instant};
 
-use gemini_mcp_server::collector::redact;
+use gemini_mcp_server::redact::redact;
 
 fn main() {
     let runs: usize = std::env::var("REDACTION_BENCH_RUNS")

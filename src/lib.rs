@@ -11,6 +11,7 @@ pub mod git;
 pub mod http;
 pub mod jsonrpc;
 pub mod limits;
+pub mod redact;
 pub mod server;
 pub mod shutdown;
 pub mod stdio;

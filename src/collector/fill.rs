@@ -24,7 +24,7 @@ use std::sync::{Condvar, Mutex};
 
 use super::read::{self, Unread};
 use super::walk::Candidate;
-use super::{FileEntry, SkipReason, Skipped, render, secrets, tokens};
+use super::{FileEntry, SkipReason, Skipped, render, tokens};
 
 /// The fewest tokens any rendered file takes (an empty file with a one-letter name); checked
 /// by a test against the counter.
@@ -270,7 +270,7 @@ fn entry(
     limit: &dyn Fn() -> u64,
     stats: &Stats,
 ) -> Outcome {
-    let (redacted, redactions) = secrets::redact(&text.text);
+    let (redacted, redactions) = crate::redact::redact(&text.text);
     let mut notes = Vec::new();
     if text.lossy {
         notes.push("invalid UTF-8 replaced with U+FFFD".to_string());

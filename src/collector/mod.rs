@@ -439,12 +439,6 @@ pub fn read_file(p: &SandboxedPath, max: u64) -> Result<Vec<u8>, Unread> {
     read::open(p, max)?.read_bytes(max, false, || {})
 }
 
-/// Replaces secret-looking values (private key blocks, API keys, tokens) in text about to be sent.
-/// Returns the text and how many values were replaced. Line count is preserved.
-pub fn redact(text: &str) -> (String, usize) {
-    secrets::redact(text)
-}
-
 /// The built-in secret-file rule a path's file name matches (`.env*`, `*.pem`, `*.key`,
 /// `id_rsa*`, credential stores and files), if any. Used for walking, explicit requests and git
 /// changes alike; [`Collector::secret_rule`] adds the configured `GEMINI_MCP_SECRET_FILES` globs.

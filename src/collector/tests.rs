@@ -379,16 +379,16 @@ fn collector_skips_walked_secret_files_and_refuses_named_ones() {
 fn collector_redacts_secret_values_in_sent_files() {
     let fx = Fixture::new();
     let mut text = String::from("# settings\n");
-    for (_, secret) in secrets::tests::FAKE {
+    for (_, secret) in crate::redact::tests::FAKE {
         text.push_str(&format!("value = \"{secret}\"\n"));
     }
     text.push_str("DB_PASSWORD=s3cr3tP4ssw0rd\nlast_line = True\n");
     fx.write("config/settings.py", &text);
     let c = fx.collect(&["config"], BIG).unwrap();
     let f = &c.files[0];
-    assert_eq!(f.redactions, secrets::tests::FAKE.len() + 1);
+    assert_eq!(f.redactions, crate::redact::tests::FAKE.len() + 1);
     assert_eq!(c.redactions, f.redactions);
-    for (_, secret) in secrets::tests::FAKE {
+    for (_, secret) in crate::redact::tests::FAKE {
         assert!(!f.text.contains(secret), "leaked {secret}");
     }
     assert!(!f.text.contains("s3cr3tP4ssw0rd"));

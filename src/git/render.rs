@@ -18,7 +18,8 @@ use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
 use super::{ChangedFile, DiffContext};
 use crate::collector::classify::{Class, classify};
-use crate::collector::{Sandbox, SkipReason, Skipped, redact, secrets, tokens};
+use crate::collector::{Sandbox, SkipReason, Skipped, secrets, tokens};
+use crate::redact::redact;
 
 /// A repository as shown, with what was read from it.
 #[derive(Debug, Clone, Default)]
@@ -524,10 +525,11 @@ fn redact_key_lines(
         .and_then(|id| found.repo.find_blob(id).ok())
         .filter(|b| !b.is_binary() && b.size() as u64 <= MAX_FILE_BYTES)
         .map_or_else(Vec::new, |b| {
-            secrets::key_blocks(&String::from_utf8_lossy(b.content()))
+            crate::redact::key_blocks(&String::from_utf8_lossy(b.content()))
         });
-    let new = read_content(sandbox, found, f).map_or_else(Vec::new, |c| secrets::key_blocks(&c));
-    secrets::redact_diff_keys(text, &old, &new)
+    let new =
+        read_content(sandbox, found, f).map_or_else(Vec::new, |c| crate::redact::key_blocks(&c));
+    crate::redact::redact_diff_keys(text, &old, &new)
 }
 
 /// The new version of a file: from the object database (staged, committed), or from the work

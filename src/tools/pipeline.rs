@@ -629,9 +629,9 @@ fn clarification_text(c: &review::Clarification) -> String {
 
 /// The call's own texts (request, caller's system addition) redacted, and how many values were.
 fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Option<String>, usize) {
-    let (request, mut n) = crate::collector::redact(&request);
+    let (request, mut n) = crate::redact::redact(&request);
     let extra = extra.map(|e| {
-        let (clean, m) = crate::collector::redact(&e);
+        let (clean, m) = crate::redact::redact(&e);
         n += m;
         clean
     });

@@ -498,24 +498,16 @@ pub(super) fn strip_ansi(text: &str) -> std::borrow::Cow<'_, str> {
     re.replace_all(text, "")
 }
 
-/// Masks credentials that CLI output could carry: Google API keys, OAuth access tokens, bearer
-/// values.
+/// Masks credentials that CLI output could carry (the rules of [`crate::redact`]).
 pub fn scrub(text: &str) -> String {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(
-            r"AIza[0-9A-Za-z_\-]{20,}|ya29\.[0-9A-Za-z_\-.]+|(?i:bearer)\s+[0-9A-Za-z_\-.=]{16,}",
-        )
-        .unwrap_or_else(|_| unreachable!("the pattern is valid"))
-    });
-    re.replace_all(text, "[redacted]").into_owned()
+    crate::redact::scrub(text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    pub(super) fn raw(code: i32, stdout: &str, stderr: &str) -> RawOutput {
+    fn raw(code: i32, stdout: &str, stderr: &str) -> RawOutput {
         RawOutput {
             code: Some(code),
             signal: None,
@@ -525,7 +517,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn retry_notices_are_recognised() {
+    fn retry_notices_are_recognised() {
         let cases = [
             (
                 r#"Attempt 2 failed with status 429. Retrying with backoff... _ApiError: {"error":{"code":429,"message":"quota gone","status":"RESOURCE_EXHAUSTED"}}"#,
@@ -558,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn json_is_found_among_noise() {
+    fn json_is_found_among_noise() {
         let out = raw(
             0,
             "Loaded cached credentials.\n{\n  \"session_id\": \"s\",\n  \"response\": \"a {\\n} b\"\n}\ntrailing noise\n",
@@ -569,7 +561,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn exit_codes_without_json_map_to_statuses() {
+    fn exit_codes_without_json_map_to_statuses() {
         for (code, status) in [(144, 400), (147, 403), (148, 404), (173, 429), (247, 503)] {
             match interpret(&raw(code, "", "boom"), Path::new("/p")) {
                 Err(GeminiError::Api { status: s, .. }) => assert_eq!(s, status, "{code}"),
@@ -579,7 +571,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn scrub_masks_credentials() {
+    fn scrub_masks_credentials() {
         let s = scrub(
             "key AIzaSyA1234567890abcdefghijklmnopqrstuv and ya29.a0AfH6SMBx and Bearer abcdefghijklmnopqrstu",
         );
@@ -589,7 +581,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn tail_keeps_the_end() {
+    fn tail_keeps_the_end() {
         assert_eq!(tail_chars("abcdef", 3), "…def");
         assert_eq!(tail_chars("ab", 3), "ab");
     }

@@ -134,7 +134,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// Secret values in the contexts they are pasted in: each is redacted wherever it stands.
 #[test]
 fn hardening_secrets_redacted_in_every_context() {
-    use gemini_mcp_server::collector::redact;
+    use gemini_mcp_server::redact::redact;
     let contexts: &[fn(&str) -> String] = &[
         |s| s.to_string(),
         |s| format!("key {s} here"),
@@ -165,7 +165,7 @@ fn hardening_secrets_redacted_in_every_context() {
 /// keeps its line count. Before, one such shape cost quadratic time (50 KB took minutes).
 #[test]
 fn hardening_secrets_redaction_is_linear_on_adversarial_input() {
-    use gemini_mcp_server::collector::redact;
+    use gemini_mcp_server::redact::redact;
     use std::time::{Duration, Instant};
     // Generous: release builds take milliseconds; this only catches super-linear behaviour,
     // which at this size takes hours.
@@ -189,7 +189,7 @@ fn hardening_secrets_redaction_is_linear_on_adversarial_input() {
 /// New token shapes, in the contexts they are pasted in.
 #[test]
 fn hardening_secrets_newer_token_shapes_are_redacted() {
-    use gemini_mcp_server::collector::redact;
+    use gemini_mcp_server::redact::redact;
     for (kind, line, secret) in [
         (
             "gitlab-token",
