@@ -69,6 +69,9 @@ pub struct Config {
     pub backend: BackendChoice,
     /// The Gemini CLI executable for the CLI backend.
     pub gemini_cli: PathBuf,
+    /// The `PATH` value a bare `gemini_cli` name is looked up in (read here, at the edge, so no
+    /// part reads the environment).
+    pub search_path: Option<String>,
     /// Default model (name or alias) when a call names none.
     pub default_model: String,
     /// The faster model used after capacity errors.
@@ -653,6 +656,7 @@ impl Config {
             api_key,
             base_url,
             backend,
+            search_path: env("PATH"),
             gemini_cli: PathBuf::from(
                 src.get("GEMINI_CLI_PATH")
                     .unwrap_or_else(|| "gemini".into()),

@@ -4,13 +4,12 @@
 //! Exit 0 when nothing is broken, 1 otherwise.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anstyle::{AnsiColor, Style};
 
 use crate::config::{BackendChoice, Config, ConfigError};
-use crate::gemini::{CallContext, Gemini, GenerateRequest, Message, ThinkingMode};
+use crate::gemini::{BackendInfo, CallContext, Gemini, GenerateRequest, Message, ThinkingMode};
 
 /// The live check must not hang a terminal for the full call timeout.
 const LIVE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -87,7 +86,23 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
         }
     };
 
-    // PROJECT_ROOT.
+    check_roots(&mut r, &config);
+    let gemini = match Gemini::from_config(&config) {
+        Ok(g) => g,
+        Err(e) => {
+            r.add(Outcome::Fail, "backend", e.to_string());
+            return r;
+        }
+    };
+    let backend_ok = check_backend(&mut r, &config, &gemini);
+    let model_ok = check_models(&mut r, &config, &gemini);
+    check_store(&mut r, &config).await;
+    check_live(&mut r, &gemini, offline, backend_ok && model_ok).await;
+    r
+}
+
+/// Each PROJECT_ROOT is readable, and whether it lies in a git repository.
+fn check_roots(r: &mut Report, config: &Config) {
     for root in &config.roots {
         match std::fs::read_dir(root) {
             Ok(_) => {
@@ -116,17 +131,12 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
             ),
         }
     }
+}
 
-    // Backend.
-    let gemini = match Gemini::from_config(&config) {
-        Ok(g) => g,
-        Err(e) => {
-            r.add(Outcome::Fail, "backend", e.to_string());
-            return r;
-        }
-    };
-    let backend_ok = match gemini.backend_name() {
-        "api" => {
+/// The backend the executor chose, or why none can work.
+fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
+    match gemini.backend_info() {
+        BackendInfo::Api { base_url } => {
             let source = if matches!(config.backend, BackendChoice::Api) {
                 "GEMINI_BACKEND=api"
             } else {
@@ -135,43 +145,27 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
             r.add(
                 Outcome::Ok,
                 "backend",
-                format!("Gemini REST API at {} ({source})", config.base_url),
+                format!("Gemini REST API at {base_url} ({source})"),
             );
             true
         }
-        "cli" => match find_executable(&config.gemini_cli) {
-            Some(path) => {
-                r.add(
-                    Outcome::Ok,
-                    "backend",
-                    format!("Gemini CLI at {}", path.display()),
-                );
-                true
-            }
-            None => {
-                r.add(
-                    Outcome::Fail,
-                    "backend",
-                    format!(
-                        "the Gemini CLI `{}` is not on PATH: install it (`npm install -g @google/gemini-cli`) or set GEMINI_CLI_PATH",
-                        config.gemini_cli.display()
-                    ),
-                );
-                false
-            }
-        },
-        _ => {
-            // The executor knows why; it says so without touching the network.
-            let why = match probe(&gemini, Duration::from_secs(5)).await {
-                Err(e) => e,
-                Ok(_) => "no backend is configured".into(),
-            };
+        BackendInfo::Cli { program } => {
+            r.add(
+                Outcome::Ok,
+                "backend",
+                format!("Gemini CLI at {}", program.display()),
+            );
+            true
+        }
+        BackendInfo::Unconfigured(why) => {
             r.add(Outcome::Fail, "backend", why);
             false
         }
-    };
+    }
+}
 
-    // Models.
+/// The default and fallback models resolve in the catalogue.
+fn check_models(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
     let mut model_ok = true;
     match gemini.catalogue().default_model() {
         Ok(m) => r.add(
@@ -196,8 +190,12 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
         ),
     }
 
-    // Thread store.
-    match crate::threads::open(&config).await {
+    model_ok
+}
+
+/// The thread store opens and answers.
+async fn check_store(r: &mut Report, config: &Config) {
+    match crate::threads::open(config).await {
         Ok(store) => {
             let project = config.roots[0].display().to_string();
             match store
@@ -226,11 +224,13 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
             format!("{e} (check REDIS_URL, GEMINI_MCP_STORE or GEMINI_MCP_STATE_DIR)"),
         ),
     }
+}
 
-    // A live call.
+/// One call to the default model, unless offline or the lines above already failed.
+async fn check_live(r: &mut Report, gemini: &Gemini, offline: bool, ready: bool) {
     if offline {
         r.add(Outcome::Skip, "Gemini", "--offline: no call made");
-    } else if !(backend_ok && model_ok) {
+    } else if !ready {
         r.add(
             Outcome::Skip,
             "Gemini",
@@ -238,7 +238,7 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
         );
     } else {
         let started = Instant::now();
-        match probe(&gemini, LIVE_TIMEOUT).await {
+        match probe(gemini, LIVE_TIMEOUT).await {
             Ok(model) => r.add(
                 Outcome::Ok,
                 "Gemini",
@@ -250,7 +250,6 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
             Err(e) => r.add(Outcome::Fail, "Gemini", e),
         }
     }
-    r
 }
 
 /// Asks the default model for one word. `Ok`: the model that answered.
@@ -276,15 +275,4 @@ async fn probe(gemini: &Gemini, limit: Duration) -> Result<String, String> {
             limit.as_secs()
         )),
     }
-}
-
-/// `name` as an absolute or relative path, or found on PATH.
-fn find_executable(name: &Path) -> Option<std::path::PathBuf> {
-    if name.components().count() > 1 {
-        return name.is_file().then(|| name.to_path_buf());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
 }

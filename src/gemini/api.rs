@@ -51,6 +51,11 @@ pub struct ApiClient {
 }
 
 impl ApiClient {
+    /// Where calls go: `<GEMINI_BASE_URL>/v1beta`.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
     /// Builds the HTTP client once; every call shares its connection pool.
     pub fn new(config: &Config, key: Secret) -> Result<ApiClient, GeminiError> {
         let mut header = HeaderValue::from_str(key.expose()).map_err(|_| GeminiError::NotConfigured {

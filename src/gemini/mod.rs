@@ -252,6 +252,17 @@ pub enum Backend {
     Unconfigured(String),
 }
 
+/// The backend chosen, as `doctor` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendInfo {
+    /// The REST API at this base URL (`…/v1beta`).
+    Api { base_url: String },
+    /// The Gemini CLI, found at this path (an executable regular file).
+    Cli { program: std::path::PathBuf },
+    /// No backend can work; what to set.
+    Unconfigured(String),
+}
+
 /// The executor the pipeline calls: a backend, the model catalogue and the fallback policy.
 pub struct Gemini {
     backend: Backend,
@@ -262,7 +273,10 @@ pub struct Gemini {
 impl Gemini {
     /// Picks the backend from the configuration. When none can work, calls fail saying what to set.
     pub fn from_config(config: &Config) -> Result<Gemini, GeminiError> {
-        Gemini::with_path(config, std::env::var_os("PATH").as_deref())
+        Gemini::with_path(
+            config,
+            config.search_path.as_deref().map(std::ffi::OsStr::new),
+        )
     }
 
     /// [`Gemini::from_config`] with the `PATH` value given, where a bare `GEMINI_CLI_PATH` name
@@ -319,6 +333,19 @@ impl Gemini {
     /// The configured backend (for readiness checks).
     pub fn backend(&self) -> &Backend {
         &self.backend
+    }
+
+    /// What the backend is, for `doctor`: where it sends calls, or why it cannot.
+    pub fn backend_info(&self) -> BackendInfo {
+        match &self.backend {
+            Backend::Api(api) => BackendInfo::Api {
+                base_url: api.base_url().to_string(),
+            },
+            Backend::Cli(cli) => BackendInfo::Cli {
+                program: cli.program().to_path_buf(),
+            },
+            Backend::Unconfigured(why) => BackendInfo::Unconfigured(why.clone()),
+        }
     }
 
     pub fn backend_name(&self) -> &'static str {
