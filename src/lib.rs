@@ -12,6 +12,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod limits;
 pub mod redact;
+pub mod secret;
 pub mod server;
 pub mod shutdown;
 pub mod stdio;

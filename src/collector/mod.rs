@@ -39,7 +39,6 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 pub use read::{MAX_FILE_BYTES, Unread, line_count};
 pub use sandbox::{Sandbox, SandboxError, SandboxedPath};
 
@@ -170,7 +169,37 @@ pub enum CollectError {
     Config(String),
 }
 
-/// The collector, built once from the configuration and shared.
+/// What the collector is configured with (`PROJECT_ROOT`, `GEMINI_MCP_SECRET_FILES`,
+/// `GEMINI_MCP_INCLUDE`, `GEMINI_MCP_EXCLUDE`).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Canonical sandbox roots.
+    pub roots: Vec<PathBuf>,
+    /// Extra file-name globs treated as secrets (added to the built-in list).
+    pub secret_globs: Vec<String>,
+    /// When non-empty, directory walks keep only files matching one of these globs.
+    pub include_globs: Vec<String>,
+    pub exclude_globs: Vec<String>,
+}
+
+impl Settings {
+    /// Compiles the globs: the error names the setting and the pattern.
+    pub fn check(&self) -> Result<(), CollectError> {
+        self.compile().map(|_| ())
+    }
+
+    fn compile(
+        &self,
+    ) -> Result<(secrets::SecretNames, Option<GlobSet>, Option<GlobSet>), CollectError> {
+        let secrets = secrets::SecretNames::new(&self.secret_globs)
+            .map_err(|e| CollectError::Config(format!("GEMINI_MCP_SECRET_FILES: {e}")))?;
+        let include = globs("GEMINI_MCP_INCLUDE", &self.include_globs)?;
+        let exclude = globs("GEMINI_MCP_EXCLUDE", &self.exclude_globs)?;
+        Ok((secrets, include, exclude))
+    }
+}
+
+/// The collector, built once from its settings and shared.
 pub struct Collector {
     sandbox: Sandbox,
     secrets: secrets::SecretNames,
@@ -187,14 +216,11 @@ pub struct Collector {
 
 impl Collector {
     /// Builds the collector (its worker threads, no tokenizer yet: see [`warm_up`](Self::warm_up)).
-    pub fn new(config: &Config) -> Result<Collector, CollectError> {
-        let secrets = secrets::SecretNames::new(&config.secret_globs)
-            .map_err(|e| CollectError::Config(format!("GEMINI_MCP_SECRET_FILES: {e}")))?;
-        let include = globs("GEMINI_MCP_INCLUDE", &config.include_globs)?;
-        let exclude = globs("GEMINI_MCP_EXCLUDE", &config.exclude_globs)?;
+    pub fn new(settings: &Settings) -> Result<Collector, CollectError> {
+        let (secrets, include, exclude) = settings.compile()?;
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
         Ok(Collector {
-            sandbox: Sandbox::new(config.roots.clone()),
+            sandbox: Sandbox::new(settings.roots.clone()),
             secrets,
             include,
             exclude,

@@ -46,7 +46,7 @@ impl Fixture {
     }
 
     fn collector(&self) -> Collector {
-        Collector::new(&Config::for_tests(&self.root)).unwrap()
+        Collector::new(&Config::for_tests(&self.root).collector()).unwrap()
     }
 
     fn collect(&self, paths: &[&str], budget: u64) -> Result<Collected, CollectError> {
@@ -228,7 +228,7 @@ fn collector_never_opens_fifos_or_sockets() {
     let root = fx.root.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let c = Collector::new(&Config::for_tests(&root)).unwrap();
+        let c = Collector::new(&Config::for_tests(&root).collector()).unwrap();
         let walked = c.collect(&request(&["d"], BIG));
         let named = c.collect(&request(&["d/pipe", "d/sock", "d/ok.txt"], BIG));
         let _ = tx.send((walked, named));
@@ -333,7 +333,7 @@ fn collector_skips_walked_secret_files_and_refuses_named_ones() {
     fx.link(fx.root.join("app/.env"), "app/innocent.txt");
     let mut config = Config::for_tests(&fx.root);
     config.secret_globs = vec!["*.secret".into()];
-    let collector = Collector::new(&config).unwrap();
+    let collector = Collector::new(&config.collector()).unwrap();
 
     let c = collector.collect(&request(&["app"], BIG)).unwrap();
     assert_eq!(sent(&c), vec!["app/main.py"]);
@@ -553,7 +553,7 @@ fn collector_applies_configured_include_and_exclude_patterns() {
     let mut config = Config::for_tests(&fx.root);
     config.include_globs = vec!["*.rs".into()];
     config.exclude_globs = vec!["gen/**".into()];
-    let c = Collector::new(&config).unwrap();
+    let c = Collector::new(&config.collector()).unwrap();
     let got = c.collect(&request(&["."], BIG)).unwrap();
     assert_eq!(sent(&got), vec!["a.rs"]);
     assert_eq!(reason(&got, "b.py"), Some(SkipReason::Ignored));
@@ -563,7 +563,7 @@ fn collector_applies_configured_include_and_exclude_patterns() {
     assert_eq!(sent(&got), vec!["b.py"]);
     config.exclude_globs = vec!["a[".into()];
     assert!(
-        matches!(Collector::new(&config), Err(CollectError::Config(m)) if m.contains("GEMINI_MCP_EXCLUDE"))
+        matches!(Collector::new(&config.collector()), Err(CollectError::Config(m)) if m.contains("GEMINI_MCP_EXCLUDE"))
     );
 }
 
@@ -615,7 +615,9 @@ fn collector_output_is_deterministic_across_threads_and_runs() {
     }
     let config = Config::for_tests(&fx.root);
     let run = |threads: usize, budget: u64| {
-        let c = Collector::new(&config).unwrap().with_threads(threads);
+        let c = Collector::new(&config.collector())
+            .unwrap()
+            .with_threads(threads);
         let got = c.collect(&request(&["."], budget)).unwrap();
         let files: Vec<(String, u64)> = got
             .files

@@ -18,7 +18,7 @@ struct Scratch {
 fn scratch() -> Scratch {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
-    let collector = Collector::new(&Config::for_tests(&root)).unwrap();
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
     Scratch {
         _dir: dir,
         root,
@@ -390,7 +390,7 @@ fn the_repository_may_contain_the_sandbox_root() {
     commit(&repo, "first");
     write(&repo, "inside/a.rs", "a changed\n");
     write(&repo, "outside/b.rs", "secret outside the root\n");
-    let collector = Collector::new(&Config::for_tests(&top.join("inside"))).unwrap();
+    let collector = Collector::new(&Config::for_tests(&top.join("inside")).collector()).unwrap();
     let d = read_changes(&collector, &request(".")).unwrap();
     assert_eq!(changed(&d).len(), 1, "{:?}", d.changed);
     assert_eq!(d.changed[0].path, "inside/a.rs");
@@ -832,7 +832,7 @@ fn configured_secret_globs_apply_to_changes_in_nested_repositories_too() {
     let mut config = Config::for_tests(&root);
     config.secret_globs = vec!["*.sealed".into(), "libs/inner/vault/**".into()];
     let s = Scratch {
-        collector: Collector::new(&config).unwrap(),
+        collector: Collector::new(&config.collector()).unwrap(),
         _dir: dir,
         root,
     };

@@ -64,7 +64,8 @@ impl Pipeline {
 
     /// Builds everything from the configuration: the collector, the executor, the thread store.
     pub async fn start(config: Arc<Config>) -> Result<Pipeline, StartError> {
-        let collector = Arc::new(Collector::new(&config).map_err(|e| StartError(e.to_string()))?);
+        let collector =
+            Arc::new(Collector::new(&config.collector()).map_err(|e| StartError(e.to_string()))?);
         let gemini = Arc::new(Gemini::from_config(&config).map_err(|e| StartError(e.to_string()))?);
         let store = crate::threads::open(&config)
             .await

@@ -804,6 +804,27 @@ fn a_terminal_conversation_continues_in_another_process() {
 }
 
 #[test]
+fn doctor_reports_a_malformed_glob_and_serve_refuses_to_start() {
+    let p = project();
+    let vars = [("GEMINI_API_KEY", "k"), ("GEMINI_MCP_EXCLUDE", "gen/**,a[")];
+    let r = run(gemini_mcp(&p.root, &vars).args(["doctor", "--offline"]));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("FAIL configuration: GEMINI_MCP_EXCLUDE"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("a["),
+        "the pattern is named: {}",
+        r.stdout
+    );
+    let r = run(gemini_mcp(&p.root, &vars).arg("serve"));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("GEMINI_MCP_EXCLUDE"), "{}", r.stderr);
+}
+
+#[test]
 fn doctor_proves_the_key_and_the_model_with_one_call() {
     let p = project();
     let fake = fake();

@@ -765,7 +765,7 @@ fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join("src/a.rs"), "fn a() -> u32 {\n    1\n}\n").unwrap();
     std::fs::write(root.join("src/b.rs"), "fn b() -> u32 {\n    2\n}\n").unwrap();
-    let collector = Collector::new(&Config::for_tests(&root)).unwrap();
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
     let mut thread = Thread {
         id: ThreadId::new(),
         project: root.display().to_string(),
@@ -1135,7 +1135,7 @@ fn thread_history_reuses_stored_token_counts_for_unchanged_files() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::write(root.join("a.rs"), "fn a() -> u32 {\n    1\n}\n".repeat(20)).unwrap();
-    let collector = Collector::new(&Config::for_tests(&root)).unwrap();
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
     let req = CollectRequest {
         paths: vec!["a.rs".into()],
         budget: 100_000,

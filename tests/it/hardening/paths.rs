@@ -242,7 +242,8 @@ fn hardening_paths_corpus_never_escapes_the_sandbox() {
 fn hardening_paths_corpus_through_the_collector_reads_nothing_outside() {
     let t = fuzz_bodies::tree();
     let corpus = corpus(t);
-    let collector = std::sync::Arc::new(Collector::new(&Config::for_tests(&t.root)).unwrap());
+    let collector =
+        std::sync::Arc::new(Collector::new(&Config::for_tests(&t.root).collector()).unwrap());
     let (mut read, mut refused) = (0, 0);
     // The whole root first: the walk meets every symlink, loop and the FIFO.
     let mut inputs = vec![".".to_string()];

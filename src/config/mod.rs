@@ -1,0 +1,648 @@
+//! Configuration: read once, at start, from the environment and an optional TOML file, into one
+//! `Config` that is injected everywhere. No handler reads the environment or the current directory.
+//!
+//! Every setting has one name, used both as the environment variable and as the key in the TOML
+//! file (`GEMINI_MCP_CONFIG=/path/to/config.toml`); the environment wins over the file. The table
+//! in [`SETTINGS`] holds each setting once — name, default, description and how it is read — and
+//! is the single source of the README's configuration table (a test keeps the two in step, and
+//! holds the loader to reading nothing the table does not name).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::limits::RateLimits;
+pub use crate::secret::Secret;
+
+mod settings;
+pub use settings::{SETTINGS, Setting};
+
+/// Which Gemini executor answers the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The REST API when a key is set, else the Gemini CLI when it is on PATH.
+    Auto,
+    Api,
+    Cli,
+}
+
+/// Where conversation threads live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// Redis when `REDIS_URL` is set, else the embedded on-disk store.
+    Auto,
+    Redis,
+    Embedded,
+    Memory,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Canonical sandbox roots. Every file the server reads lies inside one of them.
+    pub roots: Vec<PathBuf>,
+    pub api_key: Option<Secret>,
+    /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash.
+    pub base_url: String,
+    pub backend: BackendChoice,
+    /// The Gemini CLI executable for the CLI backend.
+    pub gemini_cli: PathBuf,
+    /// The `PATH` value a bare `gemini_cli` name is looked up in (read here, at the edge, so no
+    /// part reads the environment).
+    pub search_path: Option<String>,
+    /// Default model (name or alias) when a call names none.
+    pub default_model: String,
+    /// The faster model used after capacity errors.
+    pub fallback_model: String,
+    /// Deadline for one whole Gemini call, retries included.
+    pub call_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Longest silence allowed between two chunks of a streamed answer.
+    pub idle_timeout: Duration,
+    /// Attempts per call, the first included.
+    pub max_attempts: u32,
+    /// First backoff delay; doubled per attempt, capped at `retry_max_delay`.
+    pub retry_initial_delay: Duration,
+    pub retry_max_delay: Duration,
+    /// Optional cap on the tokens of context sent per call.
+    pub max_context_tokens: Option<u64>,
+    /// Cap on a whole MCP tool result, text and structured content together, in characters
+    /// (clients fail, truncate or spill long tool output). The command line prints whole replies.
+    pub max_reply_chars: usize,
+    pub store: StoreChoice,
+    pub redis_url: Option<Secret>,
+    pub key_prefix: String,
+    pub state_dir: PathBuf,
+    pub thread_ttl: Duration,
+    pub max_turns: u32,
+    /// A thread started under other roots may be continued here.
+    pub share_threads_across_projects: bool,
+    pub disabled_tools: Vec<String>,
+    /// Extra file-name globs treated as secrets (added to the built-in list).
+    pub secret_globs: Vec<String>,
+    /// When non-empty, directory walks keep only files matching one of these globs.
+    pub include_globs: Vec<String>,
+    pub exclude_globs: Vec<String>,
+    /// Bearer tokens the HTTP transport accepts, one per client (empty: none configured).
+    pub http_tokens: Vec<Secret>,
+    /// Per-tool rate limits when set explicitly; `None`: the transport's default (HTTP: the
+    /// built-in table, stdio: off).
+    pub rate_limits: Option<RateLimits>,
+    pub http: HttpSettings,
+}
+
+/// Settings of the Streamable HTTP transport only.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Extra `Host` values accepted besides the loopback names; `None`: any Host (`*`).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// Extra browser origins accepted besides loopback ones; `None`: any Origin (`*`).
+    pub allowed_origins: Option<Vec<String>>,
+    pub max_body_bytes: usize,
+    /// Tool calls in flight per client.
+    pub client_concurrency: usize,
+    /// Live legacy sessions per client on one instance.
+    pub max_sessions_per_client: usize,
+    /// How long in-flight calls may take to finish after SIGTERM.
+    pub shutdown_grace: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name}: {message}")]
+    Invalid { name: &'static str, message: String },
+    #[error("GEMINI_MCP_CONFIG: cannot read {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("GEMINI_MCP_CONFIG: {path} is not valid TOML: {message}")]
+    Toml { path: PathBuf, message: String },
+    /// A value compiled from settings (a glob) is malformed; the message names the setting.
+    #[error("{0}")]
+    Derived(String),
+}
+
+pub(crate) fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        message: message.into(),
+    }
+}
+
+/// The raw settings: the TOML file's keys overlaid by the environment. Records every name read,
+/// so a test can hold the loader to the table.
+pub(crate) struct Source<'a> {
+    env: &'a dyn Fn(&str) -> Option<String>,
+    file: BTreeMap<String, String>,
+    /// The working directory: the default root, and what relative paths are relative to.
+    pub(crate) cwd: &'a Path,
+    read: std::cell::RefCell<std::collections::BTreeSet<String>>,
+}
+
+impl<'a> Source<'a> {
+    fn new(
+        env: &'a dyn Fn(&str) -> Option<String>,
+        file: BTreeMap<String, String>,
+        cwd: &'a Path,
+    ) -> Source<'a> {
+        Source {
+            env,
+            file,
+            cwd,
+            read: Default::default(),
+        }
+    }
+
+    /// A setting's value (the environment, else the file); blank is unset.
+    pub(crate) fn get(&self, name: &str) -> Option<String> {
+        self.read.borrow_mut().insert(name.to_string());
+        (self.env)(name)
+            .or_else(|| self.file.get(name).cloned())
+            .filter(|v| !v.trim().is_empty())
+    }
+
+    /// A variable of the environment alone (the file cannot set it): `HOME`, `PATH`, a
+    /// documented alias.
+    pub(crate) fn os(&self, name: &str) -> Option<String> {
+        self.read.borrow_mut().insert(name.to_string());
+        (self.env)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    pub(crate) fn parse<T: std::str::FromStr>(
+        &self,
+        name: &'static str,
+        default: T,
+    ) -> Result<T, ConfigError>
+    where
+        T::Err: fmt::Display,
+    {
+        match self.get(name) {
+            None => Ok(default),
+            Some(raw) => raw
+                .trim()
+                .parse()
+                .map_err(|e| invalid(name, format!("`{raw}` is not valid: {e}"))),
+        }
+    }
+
+    /// A switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (unset: off).
+    pub(crate) fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+        match self.get(name).map(|v| v.trim().to_ascii_lowercase()) {
+            None => Ok(false),
+            Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
+            Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
+            Some(v) => Err(invalid(
+                name,
+                format!("`{v}` is not a switch; use 1 (on) or 0 (off)"),
+            )),
+        }
+    }
+
+    pub(crate) fn secs(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
+        let v: f64 = self.parse(name, default as f64)?;
+        if !(v.is_finite() && v > 0.0) {
+            return Err(invalid(name, "must be a positive number of seconds"));
+        }
+        Ok(Duration::from_secs_f64(v))
+    }
+
+    pub(crate) fn list(&self, name: &str) -> Vec<String> {
+        self.get(name)
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+fn read_toml(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::File {
+        path: path.to_owned(),
+        source,
+    })?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Toml {
+            path: path.to_owned(),
+            message: e.message().to_string(),
+        })?;
+    let mut out = BTreeMap::new();
+    for (key, value) in table {
+        let text = match value {
+            toml::Value::String(s) => s,
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            toml::Value::Array(items) => items
+                .iter()
+                .map(|i| match i {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            other => {
+                return Err(ConfigError::Toml {
+                    path: path.to_owned(),
+                    message: format!(
+                        "`{key}` must be a string, number, boolean or list, not {}",
+                        other.type_str()
+                    ),
+                });
+            }
+        };
+        if !SETTINGS.iter().any(|s| s.name == key) {
+            return Err(ConfigError::Toml {
+                path: path.to_owned(),
+                message: format!("unknown setting `{key}` (see the README's configuration table)"),
+            });
+        }
+        out.insert(key, text);
+    }
+    Ok(out)
+}
+
+impl Config {
+    /// Reads the process environment. `cwd` is the default sandbox root.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let cwd = std::env::current_dir().map_err(|e| {
+            invalid(
+                "PROJECT_ROOT",
+                format!("cannot read the working directory: {e}"),
+            )
+        })?;
+        Config::load(&|k| std::env::var(k).ok(), &cwd)
+    }
+
+    /// Builds a configuration from any variable lookup (tests pass a map): the TOML file named
+    /// by `GEMINI_MCP_CONFIG` overlaid by the variables, read by each item of [`SETTINGS`] in
+    /// turn, then the values derived from several settings checked (globs compiled).
+    pub fn load(env: &dyn Fn(&str) -> Option<String>, cwd: &Path) -> Result<Config, ConfigError> {
+        let file = match env("GEMINI_MCP_CONFIG").filter(|p| !p.is_empty()) {
+            Some(path) => read_toml(Path::new(&path))?,
+            None => BTreeMap::new(),
+        };
+        let src = Source::new(env, file, cwd);
+        Config::read(&src)
+    }
+
+    fn read(src: &Source<'_>) -> Result<Config, ConfigError> {
+        let mut config = Config::unset(src.cwd);
+        for setting in SETTINGS {
+            (setting.read)(src, &mut config)?;
+        }
+        // Not a setting: where a bare GEMINI_CLI_PATH is looked up.
+        config.search_path = src.os("PATH");
+        // Compiled here so that `doctor` reports a bad glob, not `serve` when it starts.
+        config
+            .collector()
+            .check()
+            .map_err(|e| match e {
+                crate::collector::CollectError::Config(message) => ConfigError::Derived(message),
+                other => ConfigError::Derived(other.to_string()),
+            })?;
+        Ok(config)
+    }
+
+    /// Every field at a neutral value, before the settings are read.
+    fn unset(cwd: &Path) -> Config {
+        Config {
+            roots: vec![cwd.to_path_buf()],
+            api_key: None,
+            base_url: String::new(),
+            backend: BackendChoice::Auto,
+            gemini_cli: PathBuf::new(),
+            search_path: None,
+            default_model: String::new(),
+            fallback_model: String::new(),
+            call_timeout: Duration::ZERO,
+            connect_timeout: Duration::ZERO,
+            idle_timeout: Duration::ZERO,
+            max_attempts: 1,
+            retry_initial_delay: Duration::ZERO,
+            retry_max_delay: Duration::ZERO,
+            max_context_tokens: None,
+            max_reply_chars: 0,
+            store: StoreChoice::Auto,
+            redis_url: None,
+            key_prefix: String::new(),
+            state_dir: PathBuf::new(),
+            thread_ttl: Duration::ZERO,
+            max_turns: 1,
+            share_threads_across_projects: false,
+            disabled_tools: Vec::new(),
+            secret_globs: Vec::new(),
+            include_globs: Vec::new(),
+            exclude_globs: Vec::new(),
+            http_tokens: Vec::new(),
+            rate_limits: None,
+            http: HttpSettings {
+                allowed_hosts: None,
+                allowed_origins: None,
+                max_body_bytes: 0,
+                client_concurrency: 1,
+                max_sessions_per_client: 1,
+                shutdown_grace: Duration::ZERO,
+            },
+        }
+    }
+
+    /// The collector's own settings.
+    pub fn collector(&self) -> crate::collector::Settings {
+        crate::collector::Settings {
+            roots: self.roots.clone(),
+            secret_globs: self.secret_globs.clone(),
+            include_globs: self.include_globs.clone(),
+            exclude_globs: self.exclude_globs.clone(),
+        }
+    }
+
+    /// A configuration for tests: everything default, sandboxed to `root`, memory store.
+    pub fn for_tests(root: &Path) -> Config {
+        let root = root.to_string_lossy().into_owned();
+        let mut c = Config::load(
+            &|k| match k {
+                "PROJECT_ROOT" => Some(root.clone()),
+                "GEMINI_MCP_STORE" => Some("memory".into()),
+                "GEMINI_MCP_STATE_DIR" => Some(std::env::temp_dir().to_string_lossy().into_owned()),
+                _ => None,
+            },
+            Path::new("/"),
+        )
+        .expect("test configuration is valid");
+        c.retry_initial_delay = Duration::from_millis(10);
+        c.retry_max_delay = Duration::from_millis(50);
+        c
+    }
+}
+
+/// Splits a token setting on `sep` (blank entries ignored). A token must be printable ASCII
+/// without spaces (it travels in an HTTP header); the error never shows the value.
+pub(crate) fn tokens(name: &'static str, raw: &str, sep: char) -> Result<Vec<Secret>, ConfigError> {
+    let mut out = Vec::new();
+    for (i, t) in raw
+        .split(sep)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .enumerate()
+    {
+        if !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(invalid(
+                name,
+                format!(
+                    "token #{} holds a space or a non-ASCII character; use printable ASCII (e.g. `openssl rand -hex 32`)",
+                    i + 1
+                ),
+            ));
+        }
+        out.push(Secret::new(t));
+    }
+    Ok(out)
+}
+
+pub(crate) fn canonical_root(name: &'static str, path: &Path) -> Result<PathBuf, ConfigError> {
+    let canon = std::fs::canonicalize(path)
+        .map_err(|e| invalid(name, format!("{}: {e}", path.display())))?;
+    if !canon.is_dir() {
+        return Err(invalid(
+            name,
+            format!("{} is not a directory", canon.display()),
+        ));
+    }
+    if canon.parent().is_none() {
+        return Err(invalid(
+            name,
+            "the filesystem root `/` cannot be a project root; name the project's directory",
+        ));
+    }
+    Ok(canon)
+}
+
+pub(crate) fn default_state_dir(src: &Source<'_>) -> Option<PathBuf> {
+    if let Some(x) = src.os("XDG_STATE_HOME").filter(|v| v.starts_with('/')) {
+        return Some(PathBuf::from(x).join("gemini-mcp"));
+    }
+    if let Some(home) = src.os("HOME") {
+        return Some(PathBuf::from(home).join(".local/state/gemini-mcp"));
+    }
+    dirs::state_dir().map(|d| d.join("gemini-mcp"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn load(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let mut map = map;
+        map.entry("HOME".into())
+            .or_insert_with(|| dir.path().to_string_lossy().into_owned());
+        Config::load(&|k| map.get(k).cloned(), dir.path())
+    }
+
+    #[test]
+    fn defaults() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.default_model, "pro");
+        assert_eq!(c.max_turns, 20);
+        assert_eq!(c.thread_ttl, Duration::from_secs(3 * 3600));
+        assert_eq!(c.base_url, "https://generativelanguage.googleapis.com");
+        assert_eq!(c.backend, BackendChoice::Auto);
+        assert!(c.api_key.is_none());
+        assert_eq!(c.roots.len(), 1);
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        for (vars, name) in [
+            (vec![("GEMINI_BACKEND", "rest")], "GEMINI_BACKEND"),
+            (
+                vec![("MAX_CONVERSATION_TURNS", "many")],
+                "MAX_CONVERSATION_TURNS",
+            ),
+            (vec![("MAX_CONTEXT_TOKENS", "12")], "MAX_CONTEXT_TOKENS"),
+            (
+                vec![("GEMINI_BASE_URL", "localhost:8080")],
+                "GEMINI_BASE_URL",
+            ),
+            (
+                vec![("GEMINI_BASE_URL", "http://x/v1beta")],
+                "GEMINI_BASE_URL",
+            ),
+            (
+                vec![("PROJECT_ROOT", "/definitely/not/here")],
+                "PROJECT_ROOT",
+            ),
+            (vec![("PROJECT_ROOT", "/")], "PROJECT_ROOT"),
+            (vec![("GEMINI_MCP_STORE", "redis")], "REDIS_URL"),
+            (vec![("DISABLED_TOOLS", "chat,nope")], "DISABLED_TOOLS"),
+            (vec![("GEMINI_TIMEOUT_SECS", "0")], "GEMINI_TIMEOUT_SECS"),
+            (
+                vec![("GEMINI_MCP_RATE_LIMITS", "chat=0/min")],
+                "GEMINI_MCP_RATE_LIMITS",
+            ),
+            (
+                vec![("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", "0")],
+                "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
+            ),
+            (
+                vec![("GEMINI_MCP_HTTP_MAX_BODY_BYTES", "10")],
+                "GEMINI_MCP_HTTP_MAX_BODY_BYTES",
+            ),
+            (
+                vec![("GEMINI_MCP_HTTP_SHUTDOWN_SECS", "-1")],
+                "GEMINI_MCP_HTTP_SHUTDOWN_SECS",
+            ),
+        ] {
+            let err = load(&vars).unwrap_err().to_string();
+            assert!(err.starts_with(name), "{vars:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let c = load(&[
+            ("GEMINI_API_KEY", "AIzaSyTESTKEY-never-printed"),
+            ("REDIS_URL", "redis://:pw@h/0"),
+        ])
+        .unwrap();
+        let dump = format!("{c:?}");
+        assert!(!dump.contains("AIzaSyTESTKEY"), "{dump}");
+        assert!(!dump.contains(":pw@"), "{dump}");
+        assert_eq!(c.api_key.unwrap().expose(), "AIzaSyTESTKEY-never-printed");
+    }
+
+    #[test]
+    fn http_tokens_one_per_client_from_env_or_file() {
+        let c = load(&[("GEMINI_MCP_HTTP_TOKEN", " alpha , beta,")]).unwrap();
+        let got: Vec<&str> = c.http_tokens.iter().map(Secret::expose).collect();
+        assert_eq!(got, ["alpha", "beta"]);
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tokens");
+        std::fs::write(&file, "first-token\n\nsecond-token\n").unwrap();
+        let f = file.to_string_lossy().into_owned();
+        let c = load(&[("GEMINI_MCP_HTTP_TOKEN_FILE", &f)]).unwrap();
+        assert_eq!(c.http_tokens.len(), 2);
+        assert_eq!(c.http_tokens[1].expose(), "second-token");
+
+        let err = load(&[("GEMINI_MCP_HTTP_TOKEN", "ok,has space-SECRETPART")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("GEMINI_MCP_HTTP_TOKEN"), "{err}");
+        assert!(err.contains("token #2"), "{err}");
+        assert!(!err.contains("SECRETPART"), "{err}");
+        assert!(!format!("{c:?}").contains("second-token"));
+    }
+
+    #[test]
+    fn http_settings_and_rate_limits() {
+        let c = load(&[]).unwrap();
+        assert_eq!(c.rate_limits, None);
+        assert_eq!(c.http.max_body_bytes, 4 * 1024 * 1024);
+        assert_eq!(c.http.client_concurrency, 16);
+        assert_eq!(c.http.shutdown_grace, Duration::from_secs(30));
+        assert_eq!(c.http.allowed_hosts, Some(vec![]));
+        let c = load(&[
+            ("GEMINI_MCP_RATE_LIMITS", "off"),
+            (
+                "GEMINI_MCP_HTTP_ALLOWED_HOSTS",
+                "mcp.example.com, mcp.internal:8080",
+            ),
+            ("GEMINI_MCP_HTTP_ALLOWED_ORIGINS", "*"),
+        ])
+        .unwrap();
+        assert!(c.rate_limits.unwrap().is_off());
+        assert_eq!(
+            c.http.allowed_hosts,
+            Some(vec!["mcp.example.com".into(), "mcp.internal:8080".into()])
+        );
+        assert_eq!(c.http.allowed_origins, None);
+    }
+
+    /// Every variable the loader reads is a setting of the table or one a setting declares it
+    /// reads (`also_reads`); `PATH` is the one other (the OS's search path, not a setting). And
+    /// every item of the table is read.
+    #[test]
+    fn the_loader_reads_only_what_the_table_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_string_lossy().into_owned();
+        let env = |k: &str| (k == "HOME").then(|| home.clone());
+        let src = Source::new(&env, BTreeMap::new(), dir.path());
+        Config::read(&src).unwrap();
+        let read = src.read.borrow().clone();
+        let mut named: std::collections::BTreeSet<&str> = SETTINGS
+            .iter()
+            .flat_map(|s| std::iter::once(s.name).chain(s.also_reads.iter().copied()))
+            .collect();
+        named.insert("PATH");
+        let unnamed: Vec<&String> = read
+            .iter()
+            .filter(|r| !named.contains(r.as_str()))
+            .collect();
+        assert!(unnamed.is_empty(), "read but not in the table: {unnamed:?}");
+        for s in SETTINGS.iter().filter(|s| s.name != "GEMINI_MCP_CONFIG") {
+            assert!(
+                read.contains(s.name),
+                "{} is in the table but never read",
+                s.name
+            );
+        }
+    }
+
+    #[test]
+    fn google_api_key_is_accepted() {
+        let c = load(&[("GOOGLE_API_KEY", "k2")]).unwrap();
+        assert_eq!(c.api_key.unwrap().expose(), "k2");
+    }
+
+    #[test]
+    fn readme_configuration_table_matches_the_settings() {
+        let readme = include_str!("../../README.md");
+        for s in SETTINGS {
+            let row = format!("| `{}` | {} | {} |", s.name, s.default, s.doc);
+            assert!(readme.contains(&row), "README.md lacks the row:\n{row}");
+        }
+        let section = readme
+            .split("## Configuration")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .unwrap_or("");
+        let rows = section.lines().filter(|l| l.starts_with("| `")).count();
+        assert_eq!(
+            rows,
+            SETTINGS.len(),
+            "README.md's configuration table has rows for unknown settings"
+        );
+    }
+
+    #[test]
+    fn toml_file_is_overridden_by_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(
+            &file,
+            "GEMINI_MODEL = \"flash\"\nMAX_CONVERSATION_TURNS = 7\nDISABLED_TOOLS = [\"debug\"]\n",
+        )
+        .unwrap();
+        let f = file.to_string_lossy().into_owned();
+        let c = load(&[("GEMINI_MCP_CONFIG", &f), ("GEMINI_MODEL", "pro")]).unwrap();
+        assert_eq!(c.default_model, "pro");
+        assert_eq!(c.max_turns, 7);
+        assert_eq!(c.disabled_tools, vec!["debug"]);
+
+        std::fs::write(&file, "GEMINI_MODLE = \"flash\"\n").unwrap();
+        let err = load(&[("GEMINI_MCP_CONFIG", &f)]).unwrap_err().to_string();
+        assert!(err.contains("unknown setting `GEMINI_MODLE`"), "{err}");
+    }
+}

@@ -1,0 +1,536 @@
+//! Every setting, once: its name (the environment variable and the TOML key), its default as
+//! the README shows it, what it does, and how it is read into [`Config`]. Ripgrep's flag
+//! definitions are the model: adding a setting is adding one item here (and its README row, which
+//! a test checks).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{
+    BackendChoice, Config, ConfigError, Secret, Source, StoreChoice, canonical_root,
+    default_state_dir, invalid, tokens,
+};
+use crate::limits::RateLimits;
+use crate::tool::TOOL_NAMES;
+
+/// One setting.
+pub struct Setting {
+    pub name: &'static str,
+    /// The default, as shown to users.
+    pub default: &'static str,
+    pub doc: &'static str,
+    /// Other environment variables this setting reads (an alias, a file variant, the OS's
+    /// defaults), each named in `doc` or implied by the default.
+    pub also_reads: &'static [&'static str],
+    /// Reads the setting into the configuration, or says what is wrong with it.
+    pub(super) read: fn(&Source<'_>, &mut Config) -> Result<(), ConfigError>,
+}
+
+/// `default` when unset; trimmed.
+fn trimmed(value: Option<String>, default: &str) -> String {
+    value.as_deref().unwrap_or(default).trim().to_string()
+}
+
+/// A comma-separated list, or `None` when it holds `*` (anything goes).
+fn any_or_list(src: &Source<'_>, name: &str) -> Option<Vec<String>> {
+    let list = src.list(name);
+    (!list.iter().any(|h| h == "*")).then_some(list)
+}
+
+/// Every setting the server reads, in the order they are read (a setting may check one read
+/// before it) and shown in the README.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        name: "PROJECT_ROOT",
+        default: "working directory",
+        doc: "Sandbox roots, separated by `:`; only files inside them are read.",
+        also_reads: &[],
+        read: |src, c| {
+            c.roots = match src.get("PROJECT_ROOT") {
+                None => vec![canonical_root("PROJECT_ROOT", src.cwd)?],
+                Some(list) => {
+                    let mut roots = Vec::new();
+                    for part in std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()) {
+                        roots.push(canonical_root("PROJECT_ROOT", &src.cwd.join(part))?);
+                    }
+                    if roots.is_empty() {
+                        return Err(invalid("PROJECT_ROOT", "names no directory"));
+                    }
+                    roots
+                }
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_API_KEY",
+        default: "—",
+        doc: "Key for the Gemini REST API (`GOOGLE_API_KEY` also accepted).",
+        also_reads: &["GOOGLE_API_KEY"],
+        read: |src, c| {
+            c.api_key = src
+                .get("GEMINI_API_KEY")
+                .or_else(|| src.os("GOOGLE_API_KEY"))
+                .map(|k| Secret::new(k.trim()));
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_BASE_URL",
+        default: "https://generativelanguage.googleapis.com",
+        doc: "API base URL (scheme, host, optional path prefix; no `/v1beta`).",
+        also_reads: &[],
+        read: |src, c| {
+            let url = src
+                .get("GEMINI_BASE_URL")
+                .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into());
+            let url = url.trim().trim_end_matches('/').to_string();
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(invalid(
+                    "GEMINI_BASE_URL",
+                    format!("`{url}` must start with http:// or https://"),
+                ));
+            }
+            if url.ends_with("/v1beta") {
+                return Err(invalid(
+                    "GEMINI_BASE_URL",
+                    "leave out `/v1beta`: the server adds it",
+                ));
+            }
+            c.base_url = url;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_BACKEND",
+        default: "auto",
+        doc: "`api`, `cli` or `auto` (API when a key is set, else the Gemini CLI when found on PATH).",
+        also_reads: &[],
+        read: |src, c| {
+            c.backend = match src.get("GEMINI_BACKEND").as_deref().map(str::trim) {
+                None | Some("auto") => BackendChoice::Auto,
+                Some("api") => BackendChoice::Api,
+                Some("cli") => BackendChoice::Cli,
+                Some(other) => {
+                    return Err(invalid(
+                        "GEMINI_BACKEND",
+                        format!("`{other}` is not one of api, cli, auto"),
+                    ));
+                }
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_CLI_PATH",
+        default: "gemini",
+        doc: "The Gemini CLI executable for the `cli` backend.",
+        also_reads: &[],
+        read: |src, c| {
+            c.gemini_cli = PathBuf::from(
+                src.get("GEMINI_CLI_PATH")
+                    .unwrap_or_else(|| "gemini".into()),
+            );
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MODEL",
+        default: "pro",
+        doc: "Default model, by name or alias (`pro`, `flash`, `flash-lite`).",
+        also_reads: &[],
+        read: |src, c| {
+            c.default_model = trimmed(src.get("GEMINI_MODEL"), "pro");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_FALLBACK_MODEL",
+        default: "flash",
+        doc: "Model used after capacity errors (429 quota, 503 overloaded).",
+        also_reads: &[],
+        read: |src, c| {
+            c.fallback_model = trimmed(src.get("GEMINI_FALLBACK_MODEL"), "flash");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_TIMEOUT_SECS",
+        default: "540",
+        doc: "Deadline for one Gemini call, retries included.",
+        also_reads: &[],
+        read: |src, c| {
+            c.call_timeout = src.secs("GEMINI_TIMEOUT_SECS", 540)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_CONNECT_TIMEOUT_SECS",
+        default: "10",
+        doc: "TCP/TLS connect timeout.",
+        also_reads: &[],
+        read: |src, c| {
+            c.connect_timeout = src.secs("GEMINI_CONNECT_TIMEOUT_SECS", 10)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_IDLE_TIMEOUT_SECS",
+        default: "180",
+        doc: "Longest silence between two chunks once Gemini has begun answering.",
+        also_reads: &[],
+        read: |src, c| {
+            c.idle_timeout = src.secs("GEMINI_IDLE_TIMEOUT_SECS", 180)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MAX_ATTEMPTS",
+        default: "5",
+        doc: "Attempts per call on 408/429/5xx, the first included (also bounds the Gemini CLI's own retries).",
+        also_reads: &[],
+        read: |src, c| {
+            c.max_attempts = src.parse("GEMINI_MAX_ATTEMPTS", 5)?;
+            if c.max_attempts == 0 {
+                return Err(invalid("GEMINI_MAX_ATTEMPTS", "must be at least 1"));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_RETRY_INITIAL_MS",
+        default: "2000",
+        doc: "First retry delay; doubled per attempt (full jitter).",
+        also_reads: &[],
+        read: |src, c| {
+            c.retry_initial_delay =
+                Duration::from_millis(src.parse("GEMINI_RETRY_INITIAL_MS", 2000)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_RETRY_MAX_MS",
+        default: "30000",
+        doc: "Cap on one retry delay.",
+        also_reads: &[],
+        read: |src, c| {
+            c.retry_max_delay = Duration::from_millis(src.parse("GEMINI_RETRY_MAX_MS", 30_000)?);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "MAX_CONTEXT_TOKENS",
+        default: "model window",
+        doc: "Cap on the tokens of context (files, diff, history) sent per call.",
+        also_reads: &[],
+        read: |src, c| {
+            c.max_context_tokens = match src.get("MAX_CONTEXT_TOKENS") {
+                None => None,
+                Some(raw) => match raw.trim().parse::<u64>() {
+                    Ok(n) if n >= 1_000 => Some(n),
+                    _ => {
+                        return Err(invalid(
+                            "MAX_CONTEXT_TOKENS",
+                            format!("`{raw}` must be a whole number of tokens, at least 1000"),
+                        ));
+                    }
+                },
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "MAX_REPLY_CHARS",
+        default: "48000",
+        doc: "Cap on a whole MCP tool result, text and structured content together (at most 500000; also declared to Claude Code); past it the least severe findings are left out, then the answer is cut, saying so.",
+        also_reads: &[],
+        read: |src, c| {
+            c.max_reply_chars = src.parse("MAX_REPLY_CHARS", 48_000)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_STORE",
+        default: "auto",
+        doc: "Thread store: `auto` (Redis if `REDIS_URL`, else embedded), `redis`, `embedded`, `memory`.",
+        also_reads: &[],
+        read: |src, c| {
+            c.store = match src.get("GEMINI_MCP_STORE").as_deref().map(str::trim) {
+                None | Some("auto") => StoreChoice::Auto,
+                Some("redis") => StoreChoice::Redis,
+                Some("embedded") => StoreChoice::Embedded,
+                Some("memory") => StoreChoice::Memory,
+                Some(other) => {
+                    return Err(invalid(
+                        "GEMINI_MCP_STORE",
+                        format!("`{other}` is not one of auto, redis, embedded, memory"),
+                    ));
+                }
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "REDIS_URL",
+        default: "—",
+        doc: "Redis for threads shared across instances, e.g. `redis://127.0.0.1:6379/0`.",
+        also_reads: &[],
+        read: |src, c| {
+            // After GEMINI_MCP_STORE in the table: `redis` needs a URL.
+            c.redis_url = src.get("REDIS_URL").map(|u| Secret::new(u.trim()));
+            if c.store == StoreChoice::Redis && c.redis_url.is_none() {
+                return Err(invalid(
+                    "REDIS_URL",
+                    "GEMINI_MCP_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)",
+                ));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_KEY_PREFIX",
+        default: "gemini-mcp",
+        doc: "Prefix of every Redis key, one per deployment.",
+        also_reads: &[],
+        read: |src, c| {
+            c.key_prefix = trimmed(src.get("GEMINI_MCP_KEY_PREFIX"), "gemini-mcp");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_STATE_DIR",
+        default: "$XDG_STATE_HOME/gemini-mcp",
+        doc: "Directory of the embedded thread store.",
+        also_reads: &["XDG_STATE_HOME", "HOME"],
+        read: |src, c| {
+            c.state_dir = match src.get("GEMINI_MCP_STATE_DIR") {
+                Some(dir) => src.cwd.join(dir),
+                None => default_state_dir(src).ok_or_else(|| {
+                    invalid(
+                        "GEMINI_MCP_STATE_DIR",
+                        "no state or home directory is known; set GEMINI_MCP_STATE_DIR",
+                    )
+                })?,
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "CONVERSATION_TIMEOUT_HOURS",
+        default: "3",
+        doc: "Thread lifetime after its last turn.",
+        also_reads: &[],
+        read: |src, c| {
+            let hours: f64 = src.parse("CONVERSATION_TIMEOUT_HOURS", 3.0)?;
+            if !(hours.is_finite() && hours > 0.0) {
+                return Err(invalid(
+                    "CONVERSATION_TIMEOUT_HOURS",
+                    "must be a positive number of hours",
+                ));
+            }
+            c.thread_ttl = Duration::from_secs_f64(hours * 3600.0);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "MAX_CONVERSATION_TURNS",
+        default: "20",
+        doc: "Turns (calls) per thread.",
+        also_reads: &[],
+        read: |src, c| {
+            c.max_turns = src.parse("MAX_CONVERSATION_TURNS", 20)?;
+            if c.max_turns == 0 {
+                return Err(invalid("MAX_CONVERSATION_TURNS", "must be at least 1"));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS",
+        default: "0",
+        doc: "`1`: a thread started under other roots (`PROJECT_ROOT`) may be continued here; by default it is refused, naming its project.",
+        also_reads: &[],
+        read: |src, c| {
+            c.share_threads_across_projects =
+                src.flag("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS")?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "DISABLED_TOOLS",
+        default: "—",
+        doc: "Comma-separated tools to hide, e.g. `thinkdeep,debug`.",
+        also_reads: &[],
+        read: |src, c| {
+            c.disabled_tools = src.list("DISABLED_TOOLS");
+            for t in &c.disabled_tools {
+                if !TOOL_NAMES.contains(&t.as_str()) {
+                    return Err(invalid(
+                        "DISABLED_TOOLS",
+                        format!("`{t}` is not a tool; tools are {}", TOOL_NAMES.join(", ")),
+                    ));
+                }
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_SECRET_FILES",
+        default: "—",
+        doc: "Extra comma-separated globs (file name, or path below the root) of secret files: never read, in walks, requests and git changes.",
+        also_reads: &[],
+        read: |src, c| {
+            c.secret_globs = src.list("GEMINI_MCP_SECRET_FILES");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_INCLUDE",
+        default: "—",
+        doc: "Comma-separated globs; directory walks keep only matching files.",
+        also_reads: &[],
+        read: |src, c| {
+            c.include_globs = src.list("GEMINI_MCP_INCLUDE");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_EXCLUDE",
+        default: "—",
+        doc: "Comma-separated globs skipped in directory walks.",
+        also_reads: &[],
+        read: |src, c| {
+            c.exclude_globs = src.list("GEMINI_MCP_EXCLUDE");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_TOKEN",
+        default: "—",
+        doc: "Bearer token for the HTTP transport, required unless it listens on loopback; several (one per client) separated by commas. Or `GEMINI_MCP_HTTP_TOKEN_FILE`: a file with one per line.",
+        also_reads: &["GEMINI_MCP_HTTP_TOKEN_FILE"],
+        read: |src, c| {
+            c.http_tokens = match src.get("GEMINI_MCP_HTTP_TOKEN") {
+                Some(t) => tokens("GEMINI_MCP_HTTP_TOKEN", &t, ',')?,
+                None => match src.os("GEMINI_MCP_HTTP_TOKEN_FILE") {
+                    Some(path) => {
+                        let t = std::fs::read_to_string(&path).map_err(|e| {
+                            invalid(
+                                "GEMINI_MCP_HTTP_TOKEN_FILE",
+                                format!("cannot read {path}: {e}"),
+                            )
+                        })?;
+                        tokens("GEMINI_MCP_HTTP_TOKEN_FILE", &t, '\n')?
+                    }
+                    None => Vec::new(),
+                },
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_ALLOWED_HOSTS",
+        default: "—",
+        doc: "Public host names (or `host:port`) accepted in the `Host` header besides `localhost`, `127.0.0.1`, `::1`; `*` accepts any.",
+        also_reads: &[],
+        read: |src, c| {
+            c.http.allowed_hosts = any_or_list(src, "GEMINI_MCP_HTTP_ALLOWED_HOSTS");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_ALLOWED_ORIGINS",
+        default: "—",
+        doc: "Browser origins (e.g. `https://app.example.com:443`) accepted besides loopback ones; requests without `Origin` pass; `*` accepts any.",
+        also_reads: &[],
+        read: |src, c| {
+            c.http.allowed_origins = any_or_list(src, "GEMINI_MCP_HTTP_ALLOWED_ORIGINS");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_MAX_BODY_BYTES",
+        default: "4194304",
+        doc: "Largest HTTP request body; larger ones get 413.",
+        also_reads: &[],
+        read: |src, c| {
+            c.http.max_body_bytes = src.parse("GEMINI_MCP_HTTP_MAX_BODY_BYTES", 4 * 1024 * 1024)?;
+            if c.http.max_body_bytes < 1024 {
+                return Err(invalid(
+                    "GEMINI_MCP_HTTP_MAX_BODY_BYTES",
+                    "must be at least 1024 bytes",
+                ));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
+        default: "16",
+        doc: "Tool calls in flight at once per client (per token, or per peer address without a token).",
+        also_reads: &[],
+        read: |src, c| {
+            c.http.client_concurrency = src.parse("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", 16)?;
+            if c.http.client_concurrency == 0 {
+                return Err(invalid(
+                    "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
+                    "must be at least 1",
+                ));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+        default: "32",
+        doc: "Live legacy (`Mcp-Session-Id`) sessions per client and instance; opening one more closes the client's least recently used.",
+        also_reads: &[],
+        read: |src, c| {
+            c.http.max_sessions_per_client =
+                src.parse("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT", 32)?;
+            if c.http.max_sessions_per_client == 0 {
+                return Err(invalid(
+                    "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+                    "must be at least 1",
+                ));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_RATE_LIMITS",
+        default: "HTTP: `chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min`; stdio: `off`",
+        doc: "Per-tool rate limits per client and instance: `tool=N/unit` items (unit `s`, `min` or `h`), comma-separated, replacing the default; or `off`.",
+        also_reads: &[],
+        read: |src, c| {
+            c.rate_limits = match src.get("GEMINI_MCP_RATE_LIMITS") {
+                None => None,
+                Some(raw) => Some(
+                    raw.parse::<RateLimits>()
+                        .map_err(|e| invalid("GEMINI_MCP_RATE_LIMITS", e))?,
+                ),
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_HTTP_SHUTDOWN_SECS",
+        default: "30",
+        doc: "On SIGTERM/SIGINT, how long calls in flight may take to finish before the server exits.",
+        also_reads: &[],
+        read: |src, c| {
+            c.http.shutdown_grace = src.secs("GEMINI_MCP_HTTP_SHUTDOWN_SECS", 30)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_CONFIG",
+        default: "—",
+        doc: "A TOML file with any of these settings as keys; the environment wins.",
+        also_reads: &[],
+        read: |_, _| {
+            // Read first, by `Config::load`: it names the file the others may come from.
+            Ok(())
+        },
+    },
+];
