@@ -77,14 +77,14 @@ fn bench(name: &str, root: &Path, budget: u64, threads: usize, runs: usize) -> R
     // the server, but nothing of this corpus seen).
     let mut cold = Vec::new();
     for _ in 0..5 {
-        let fresh = Collector::new(&config)?.with_threads(threads);
+        let fresh = Collector::new(&config.collector())?.with_threads(threads);
         fresh.warm_up();
         fresh.wait_ready();
         let t = Instant::now();
         fresh.collect(&req)?;
         cold.push(t.elapsed());
     }
-    let collector = Collector::new(&config)?.with_threads(threads);
+    let collector = Collector::new(&config.collector())?.with_threads(threads);
     // One warm-up run (page cache, allocator), then the measured runs.
     let mut last: Collected = collector.collect(&req)?;
     let mut times = Vec::with_capacity(runs);

@@ -98,7 +98,7 @@ fn main() {
     build(&root, ".", 250);
     build(&root, "services/api", 150);
     build(&root, "services/api/libs/core", 100);
-    let collector = Collector::new(&Config::for_tests(&root)).unwrap();
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
 
     println!("load average before: {}", load());
     for (label, budget) in [

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use gemini_mcp_server::collector::Collector;
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
-use gemini_mcp_server::gemini::Usage;
+use gemini_mcp_server::threads::Usage;
 use gemini_mcp_server::threads::{self, FileRef, Owner, ThreadId, ThreadStore, Turn};
 use gemini_mcp_server::tools::history;
 use sha2::{Digest, Sha256};
@@ -70,7 +70,7 @@ async fn run(iters: usize) {
     let redis = redis_server::RedisServer::start();
     let mut base = Config::for_tests(&root);
     base.max_turns = 100;
-    let collector = Arc::new(Collector::new(&base).expect("collector"));
+    let collector = Arc::new(Collector::new(&base.collector()).expect("collector"));
 
     for (name, store, url) in [
         ("embedded", StoreChoice::Embedded, None),

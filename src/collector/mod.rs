@@ -36,14 +36,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
 pub use read::{MAX_FILE_BYTES, Unread, line_count};
 pub use sandbox::{Sandbox, SandboxError, SandboxedPath};
 
 /// Why a file was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
     /// The token budget was full.
@@ -94,7 +93,7 @@ impl SkipReason {
 }
 
 /// A file left out, with why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
     /// The path as shown to the user.
     pub path: String,

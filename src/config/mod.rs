@@ -299,13 +299,10 @@ impl Config {
         // Not a setting: where a bare GEMINI_CLI_PATH is looked up.
         config.search_path = src.os("PATH");
         // Compiled here so that `doctor` reports a bad glob, not `serve` when it starts.
-        config
-            .collector()
-            .check()
-            .map_err(|e| match e {
-                crate::collector::CollectError::Config(message) => ConfigError::Derived(message),
-                other => ConfigError::Derived(other.to_string()),
-            })?;
+        config.collector().check().map_err(|e| match e {
+            crate::collector::CollectError::Config(message) => ConfigError::Derived(message),
+            other => ConfigError::Derived(other.to_string()),
+        })?;
         Ok(config)
     }
 

@@ -16,7 +16,7 @@ mod sse;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::schemars::{self, JsonSchema};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
@@ -105,7 +105,7 @@ pub struct GenerateRequest {
 }
 
 /// Token usage as the API reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Prompt tokens, cached ones included.
     pub input: u64,
@@ -118,7 +118,7 @@ pub struct Usage {
 }
 
 /// A web source Gemini cited (Google Search grounding).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Source {
     /// Page title.
     pub title: String,
@@ -127,7 +127,7 @@ pub struct Source {
 }
 
 /// The answer was produced by the fallback model after capacity errors on the requested one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallback {
     /// The model that was requested.
     pub from: String,

@@ -28,7 +28,6 @@ mod tests;
 
 use std::path::PathBuf;
 
-use rmcp::schemars::{self, JsonSchema};
 use serde::{Deserialize, Serialize};
 
 use crate::collector::{Collector, SkipReason, Skipped};
@@ -54,7 +53,7 @@ pub struct DiffRequest {
 }
 
 /// A changed file, as listed in the reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangedFile {
     /// Repository (as shown) the file belongs to.
     pub repo: String,

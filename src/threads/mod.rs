@@ -27,7 +27,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, StoreChoice};
-use crate::gemini::Usage;
 
 /// A thread's id: a UUID, parsed once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -115,6 +114,20 @@ pub struct FileRef {
     /// Hex SHA-256 of the content sent.
     pub hash: String,
     pub tokens: u64,
+}
+
+/// The tokens a turn took, as stored with it. The thread's own type: what the stores keep does
+/// not follow the Gemini client's types.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input: u64,
+    /// Answer tokens, thinking excluded.
+    pub output: u64,
+    /// Thinking tokens.
+    pub thinking: u64,
+    /// Prompt tokens served from Gemini's cache.
+    pub cached: u64,
 }
 
 /// One call in a thread: the request and Gemini's answer.
@@ -257,4 +270,25 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stored form of a turn, byte for byte: what the SQLite rows, Redis values and memory
+    /// store hold. A turn stored by an earlier version reads back unchanged and writes the same
+    /// bytes, so a renamed field anywhere else cannot change it unnoticed.
+    #[test]
+    fn the_stored_turn_format_is_pinned() {
+        const STORED: &str = r#"{"tool":"codereview","request":"Request:\nReview it","files":[{"path":"/p/src/lib.rs","hash":"ab12","tokens":42}],"response":"Fine.","model":"gemini-2.5-pro","usage":{"input":1200,"output":80,"thinking":300,"cached":1000},"at_ms":1763942400000,"request_tokens":9,"response_tokens":3}"#;
+        let turn: Turn = serde_json::from_str(STORED).unwrap();
+        assert_eq!(turn.usage.thinking, 300);
+        assert_eq!(turn.files[0].path, "/p/src/lib.rs");
+        assert_eq!(serde_json::to_string(&turn).unwrap(), STORED);
+        // Turns stored before the token counts were kept still read (counted again later).
+        let older = r#"{"tool":"chat","request":"hi","files":[],"response":"hello","model":"m","usage":{"input":1,"output":1,"thinking":0,"cached":0},"at_ms":1}"#;
+        let turn: Turn = serde_json::from_str(older).unwrap();
+        assert_eq!((turn.request_tokens, turn.response_tokens), (0, 0));
+    }
 }

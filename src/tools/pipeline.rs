@@ -339,7 +339,12 @@ impl Pipeline {
                 .collect(),
             response: answer.text.clone(),
             model: model_used.to_string(),
-            usage: answer.usage,
+            usage: crate::threads::Usage {
+                input: answer.usage.input,
+                output: answer.usage.output,
+                thinking: answer.usage.thinking,
+                cached: answer.usage.cached,
+            },
             at_ms: now_ms(),
         };
         match self
@@ -534,9 +539,9 @@ fn finish_reply(
 ) {
     let diff = material.diff.as_ref();
     reply.model = Some(model_used);
-    reply.usage = Some(answer.usage);
-    reply.fallback = answer.fallback.clone();
-    reply.sources = answer.sources.clone();
+    reply.usage = Some(answer.usage.into());
+    reply.fallback = answer.fallback.clone().map(Into::into);
+    reply.sources = answer.sources.iter().cloned().map(Into::into).collect();
     reply.redactions = material.collected.redactions + diff.map_or(0, |d| d.redactions);
     reply.files.included = material
         .collected
@@ -548,7 +553,7 @@ fn finish_reply(
         })
         .collect();
     if let Some(d) = diff {
-        reply.changed_files = Some(d.changed.clone());
+        reply.changed_files = Some(d.changed.iter().cloned().map(Into::into).collect());
         reply
             .files
             .included
@@ -557,7 +562,7 @@ fn finish_reply(
                 tokens: *tokens,
             }));
     }
-    reply.files.skipped = material.skipped.clone();
+    reply.files.skipped = material.skipped.iter().cloned().map(Into::into).collect();
     if omitted_turns > 0 {
         reply.notes.push(format!(
             "{omitted_turns} earlier turn(s) were left out of the context to fit the budget."

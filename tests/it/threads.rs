@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
-use gemini_mcp_server::gemini::Usage;
+use gemini_mcp_server::threads::Usage;
 use gemini_mcp_server::threads::{self, FileRef, Owner, ThreadError, ThreadId, ThreadStore, Turn};
 
 use crate::support::redis::RedisServer;

@@ -12,8 +12,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::review::{self, Clarification, Finding, Severity, Verdict};
-use crate::collector::{SkipReason, Skipped};
-use crate::gemini::{Fallback, Source, Usage};
+
+mod parts;
+pub use parts::{ChangedFileView, FallbackView, LeftOut, LeftOutReason, UsageView, WebSource};
 
 /// Characters kept for what a result carries besides its text and structured content: `_meta`
 /// and the JSON-RPC envelope.
@@ -71,7 +72,7 @@ pub struct FilesReport {
     /// Files sent, with their token counts.
     pub included: Vec<IncludedFile>,
     /// Files left out, each with its reason.
-    pub skipped: Vec<Skipped>,
+    pub skipped: Vec<LeftOut>,
 }
 
 /// The structured reply of chat, thinkdeep, analyze, codereview, debug and precommit.
@@ -116,20 +117,20 @@ pub struct Reply {
     pub model: Option<String>,
     /// Token usage of the call.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub usage: Option<UsageView>,
     /// Files sent and left out.
     pub files: FilesReport,
     /// Secret-looking values replaced before sending.
     pub redactions: usize,
     /// Set when the fallback model answered after capacity errors.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fallback: Option<Fallback>,
+    pub fallback: Option<FallbackView>,
     /// Web sources Gemini cited (use_websearch).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub sources: Vec<Source>,
+    pub sources: Vec<WebSource>,
     /// Changed files (precommit).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub changed_files: Option<Vec<crate::git::ChangedFile>>,
+    pub changed_files: Option<Vec<ChangedFileView>>,
     /// The Markdown text (the reply's content block), made by [`Reply::render`].
     #[serde(skip)]
     pub text: String,
@@ -461,12 +462,12 @@ fn findings_notice(left: &[Finding], narrower: Severity) -> String {
 }
 
 /// "Left out: …": the skipped files by reason, five names each.
-fn left_out(skipped: &[Skipped]) -> String {
-    let mut by_reason: Vec<(SkipReason, Vec<&str>)> = Vec::new();
+fn left_out(skipped: &[LeftOut]) -> String {
+    let mut by_reason: Vec<(&str, Vec<&str>)> = Vec::new();
     for s in skipped {
-        match by_reason.iter_mut().find(|(r, _)| *r == s.reason) {
+        match by_reason.iter_mut().find(|(r, _)| *r == s.described) {
             Some((_, v)) => v.push(&s.path),
-            None => by_reason.push((s.reason, vec![&s.path])),
+            None => by_reason.push((s.described, vec![&s.path])),
         }
     }
     let parts: Vec<String> = by_reason
@@ -478,13 +479,7 @@ fn left_out(skipped: &[Skipped]) -> String {
             } else {
                 String::new()
             };
-            format!(
-                "{} {} ({}{})",
-                paths.len(),
-                r.describe(),
-                shown.join(", "),
-                more
-            )
+            format!("{} {} ({}{})", paths.len(), r, shown.join(", "), more)
         })
         .collect();
     format!("Left out: {}.", parts.join("; "))
@@ -493,7 +488,7 @@ fn left_out(skipped: &[Skipped]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collector::SkipReason;
+    use crate::collector::{SkipReason, Skipped};
 
     const ID: &str = "0b7f3c1e-5d7a-4a57-9a55-1f0c2b9d8e11";
     const CAP: usize = 48_000;
@@ -517,10 +512,13 @@ mod tests {
             path: "src/parse.rs".into(),
             tokens: 120,
         }];
-        r.files.skipped = vec![Skipped {
-            path: "big.bin".into(),
-            reason: SkipReason::Binary,
-        }];
+        r.files.skipped = vec![
+            Skipped {
+                path: "big.bin".into(),
+                reason: SkipReason::Binary,
+            }
+            .into(),
+        ];
         r
     }
 

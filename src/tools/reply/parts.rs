@@ -1,0 +1,177 @@
+//! The reply's own views of what the parts report: usage, web sources, the fallback, files left
+//! out, changed files. The reply's JSON and its schema are made from these, so renaming a field
+//! of a part (Gemini's usage, the collector's skip reasons) cannot change what clients receive
+//! without a change here.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::collector::{SkipReason, Skipped};
+use crate::gemini::{Fallback, Source, Usage};
+use crate::git::ChangedFile;
+
+/// Token usage of the call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "Usage")]
+pub struct UsageView {
+    /// Prompt tokens, cached ones included.
+    pub input: u64,
+    /// Answer tokens, thinking excluded.
+    pub output: u64,
+    /// Thinking tokens.
+    pub thinking: u64,
+    /// Prompt tokens served from Gemini's cache.
+    pub cached: u64,
+}
+
+impl From<Usage> for UsageView {
+    fn from(u: Usage) -> Self {
+        UsageView {
+            input: u.input,
+            output: u.output,
+            thinking: u.thinking,
+            cached: u.cached,
+        }
+    }
+}
+
+/// A web source Gemini cited (Google Search grounding).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "Source")]
+pub struct WebSource {
+    /// Page title.
+    pub title: String,
+    /// Page address.
+    pub uri: String,
+}
+
+impl From<Source> for WebSource {
+    fn from(s: Source) -> Self {
+        WebSource {
+            title: s.title,
+            uri: s.uri,
+        }
+    }
+}
+
+/// The answer was produced by the fallback model after capacity errors on the requested one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "Fallback")]
+pub struct FallbackView {
+    /// The model that was requested.
+    pub from: String,
+    /// The model that answered.
+    pub to: String,
+    /// Why the requested model was given up.
+    pub reason: String,
+}
+
+impl From<Fallback> for FallbackView {
+    fn from(f: Fallback) -> Self {
+        FallbackView {
+            from: f.from,
+            to: f.to,
+            reason: f.reason,
+        }
+    }
+}
+
+/// A file left out, with why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "Skipped")]
+pub struct LeftOut {
+    /// The path as shown to the user.
+    pub path: String,
+    /// Why it was left out.
+    pub reason: LeftOutReason,
+    /// The reason in words, for the Markdown.
+    #[serde(skip)]
+    pub described: &'static str,
+}
+
+impl From<Skipped> for LeftOut {
+    fn from(s: Skipped) -> Self {
+        LeftOut {
+            path: s.path,
+            reason: s.reason.into(),
+            described: s.reason.describe(),
+        }
+    }
+}
+
+/// Why a file was left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(rename = "SkipReason")]
+pub enum LeftOutReason {
+    /// The token budget was full.
+    OverBudget,
+    /// Not text (a NUL byte in the first 8 KiB).
+    Binary,
+    /// Over the per-file size cap.
+    TooLarge,
+    /// A secret by its name (`.env`, keys, credentials).
+    Secret,
+    /// Excluded by .gitignore, .geminiignore or configured patterns.
+    Ignored,
+    /// Resolves outside the project roots (e.g. a symlink met while walking).
+    OutsideRoot,
+    /// A FIFO, socket or device.
+    NotRegular,
+    /// Missing, vanished while reading, or unreadable.
+    Unreadable,
+    /// Sent earlier in this thread and unchanged since.
+    AlreadySent,
+    /// Not a supported image type, or over the image size cap.
+    UnsupportedImage,
+    /// Changed while being read (size, time or inode moved, or a symlink appeared in its path).
+    Changed,
+    /// A nested repository in a vendored folder, which is not searched.
+    NotSearched,
+}
+
+impl From<SkipReason> for LeftOutReason {
+    fn from(r: SkipReason) -> Self {
+        match r {
+            SkipReason::OverBudget => LeftOutReason::OverBudget,
+            SkipReason::Binary => LeftOutReason::Binary,
+            SkipReason::TooLarge => LeftOutReason::TooLarge,
+            SkipReason::Secret => LeftOutReason::Secret,
+            SkipReason::Ignored => LeftOutReason::Ignored,
+            SkipReason::OutsideRoot => LeftOutReason::OutsideRoot,
+            SkipReason::NotRegular => LeftOutReason::NotRegular,
+            SkipReason::Unreadable => LeftOutReason::Unreadable,
+            SkipReason::AlreadySent => LeftOutReason::AlreadySent,
+            SkipReason::UnsupportedImage => LeftOutReason::UnsupportedImage,
+            SkipReason::Changed => LeftOutReason::Changed,
+            SkipReason::NotSearched => LeftOutReason::NotSearched,
+        }
+    }
+}
+
+/// A changed file, as listed in the reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[schemars(rename = "ChangedFile")]
+pub struct ChangedFileView {
+    /// Repository (as shown) the file belongs to.
+    pub repo: String,
+    /// Path relative to its repository.
+    pub path: String,
+    /// added, modified, deleted, renamed, copied, untracked, mode_changed, submodule,
+    /// type_changed, conflicted.
+    pub status: String,
+    /// The path before a rename or copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
+}
+
+impl From<ChangedFile> for ChangedFileView {
+    fn from(c: ChangedFile) -> Self {
+        ChangedFileView {
+            repo: c.repo,
+            path: c.path,
+            status: c.status,
+            old_path: c.old_path,
+        }
+    }
+}
