@@ -1,4 +1,4 @@
-# Times the early (v3.3.0) zen-mcp-server collector exactly as prior-art.md §11 measured it:
+# Times the early (v3.3.0) zen-mcp-server collector as its own code runs it:
 # expand_paths + read_files on a folder under a token budget. Usage: bench_peer.py DIR BUDGET RUNS
 import os, sys, time, statistics
 root = sys.argv[1]; budget = int(sys.argv[2]); runs = int(sys.argv[3])

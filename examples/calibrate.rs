@@ -142,7 +142,7 @@ fn verify(budget: u64, dirs: &[String]) -> Result<(), Error> {
     );
     println!("|---|---|---|---|---|---|---|");
     for dir in dirs {
-        let collector = Collector::new(&Config::for_tests(std::path::Path::new(dir)))?;
+        let collector = Collector::new(&Config::for_tests(std::path::Path::new(dir)).collector())?;
         let c = collector.collect(&CollectRequest {
             paths: vec![".".into()],
             budget,

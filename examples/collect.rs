@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         paths.push(".".into());
     }
     let config = Config::for_tests(std::path::Path::new(&root));
-    let mut collector = Collector::new(&config)?;
+    let mut collector = Collector::new(&config.collector())?;
     if let Some(t) = std::env::var("COLLECT_THREADS")
         .ok()
         .and_then(|t| t.parse().ok())

@@ -79,7 +79,8 @@ impl ModelInfo {
         matches!(self.thinking, ThinkingStyle::Level { .. })
     }
 
-    /// The thinking configuration for a `thinking_mode` (DESIGN §7): budgets 128/2048/8192/16384/
+    /// The thinking configuration for a `thinking_mode` (2.5 models take a budget, 3.x a level;
+    /// never both): budgets 128/2048/8192/16384/
     /// 32768 clamped to the model's range; levels clamped to what the model accepts, `max` → high.
     pub fn thinking_config(&self, mode: ThinkingMode) -> ThinkingConfig {
         match &self.thinking {

@@ -1,4 +1,5 @@
-//! The retry loop of the REST backend (gemini-api.md §10, DESIGN §7).
+//! The retry loop of the REST backend: 408/429/500/502/503/504 retried with full-jitter
+//! exponential backoff, honouring `RetryInfo` and the call deadline; 400/403/404 never.
 //!
 //! Each attempt reports how it failed as a [`Failure`]: the error, and whether it is worth
 //! another attempt (`Retryable`). Classifying errors is the API client's job; this module owns

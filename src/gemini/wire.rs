@@ -2,7 +2,7 @@
 //! them and our own request/response model.
 //!
 //! This module owns the wire format of `generateContent`/`streamGenerateContent`, `countTokens`,
-//! `GET /v1beta/models` and Google's error bodies (reference: `gemini-api.md` §2–§10). Nothing
+//! `GET /v1beta/models` and Google's error bodies (the shapes recorded in `fixtures/gemini/`). Nothing
 //! outside `gemini/` sees these types.
 //!
 //! Parsing is forgiving on purpose: Google adds fields and enum values often (SDK 3.4.0 alone

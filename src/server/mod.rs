@@ -24,7 +24,7 @@ use crate::threads::Owner;
 use crate::tools::reply::Status;
 use crate::tools::{Pipeline, Plan, Reply, ToolError};
 
-/// JSON-RPC code for a path refused by the sandbox (DESIGN §1).
+/// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Invariants: errors).
 pub const SANDBOX_ERROR: ErrorCode = ErrorCode(-32001);
 
 /// The largest result size Claude Code accepts as declared by a tool

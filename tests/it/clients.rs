@@ -1,6 +1,6 @@
 //! The real clients people use — Claude Code, the Codex CLI, the Gemini CLI — each running our
 //! binary over stdio as its MCP server, each driven by a scripted model behind a stand-in of its
-//! model API (reference mcp.md §10). The assertions are on what each client handed its model as
+//! model API. The assertions are on what each client handed its model as
 //! the tool result: Gemini's answer, the `continuation_id`, a review's summary and findings.
 //!
 //! The clients are Node packages at pinned versions, installed by `.ci/install-clients` into

@@ -1,6 +1,6 @@
 //! The Gemini CLI backend against a stand-in `gemini` written by each test: a small POSIX shell
 //! script that records its argv, stdin, working directory and environment, then reproduces one of
-//! the outcomes the real CLI 0.61.0 produces (reference gemini-cli.md §3–5). The stand-in is a
+//! the outcomes the real CLI 0.61.0 produces (its JSON answer, JSON errors, exit codes). The stand-in is a
 //! script; the product never runs a shell. Everything runs as real processes.
 
 use std::path::{Path, PathBuf};
@@ -971,8 +971,7 @@ fn real_cli() -> Option<PathBuf> {
 }
 
 /// A wrapper that runs the real CLI in a throw-away home, logged in with a dummy key against the
-/// fake API (gemini-cli.md §9 and §11: the settings file works around the `gateway` auth
-/// regression), trusting the project folder. Everything else comes from our backend.
+/// fake API (the settings file works around the CLI's `gateway` auth regression), trusting the project folder. Everything else comes from our backend.
 fn real_cli_wrapper(cli: &Path, base_url: &str, dir: &Path) -> PathBuf {
     let home = dir.join("home");
     std::fs::create_dir_all(home.join(".gemini")).unwrap();

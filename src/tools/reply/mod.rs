@@ -1,5 +1,5 @@
 //! The reply every model-backed tool gives: Markdown for the agent to read, and the same facts as
-//! structured content (DESIGN §3).
+//! structured content, each whole on its own (some clients hand their model only one of them).
 //!
 //! Clients hand their model only one of the two (Claude Code and Codex the structured content,
 //! the Gemini CLI and opencode the text), so each is whole on its own: the answer (or a review's

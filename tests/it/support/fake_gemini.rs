@@ -1,5 +1,5 @@
 //! A fake Gemini REST API for the tests: a real HTTP server on `127.0.0.1` that speaks the wire
-//! format of `reference/gemini-api.md` and records every request.
+//! Gemini API's wire format (the shapes recorded in `fixtures/gemini/`) and records every request.
 //!
 //! It runs on its own OS thread with its own tokio runtime, so it serves sync tests, a spawned
 //! `gemini-mcp` binary (point `GEMINI_BASE_URL` at [`FakeGemini::base_url`]) and async tests alike;
