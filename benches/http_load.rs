@@ -13,7 +13,7 @@
 //! `--redis` runs the server on a private `redis-server` (the shared-deployment store) instead
 //! of the memory store.
 
-#[path = "../tests/it/support/fake_gemini.rs"]
+#[path = "../tests/it/support/fake_gemini/mod.rs"]
 mod fake_gemini;
 #[path = "../tests/it/support/redis.rs"]
 #[allow(dead_code)]
