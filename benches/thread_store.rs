@@ -82,7 +82,7 @@ async fn run(iters: usize) {
         c.redis_url = url.map(Secret::new);
         c.state_dir = root.join(".state");
         c.key_prefix = "bench".into();
-        let s = threads::open(&c).await.expect("store");
+        let s = threads::open(&c.threads()).await.expect("store");
         let id = ThreadId::new();
         for t in &turns {
             s.append(id, &root.display().to_string(), &Owner::local(), t)

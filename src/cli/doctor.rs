@@ -195,7 +195,7 @@ fn check_models(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
 
 /// The thread store opens and answers.
 async fn check_store(r: &mut Report, config: &Config) {
-    match crate::threads::open(config).await {
+    match crate::threads::open(&config.threads()).await {
         Ok(store) => {
             let project = config.roots[0].display().to_string();
             match store

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crate::limits::RateLimits;
 pub use crate::secret::Secret;
+pub use crate::threads::StoreChoice;
 
 mod settings;
 pub use settings::{SETTINGS, Setting};
@@ -25,16 +26,6 @@ pub enum BackendChoice {
     Auto,
     Api,
     Cli,
-}
-
-/// Where conversation threads live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoreChoice {
-    /// Redis when `REDIS_URL` is set, else the embedded on-disk store.
-    Auto,
-    Redis,
-    Embedded,
-    Memory,
 }
 
 #[derive(Debug, Clone)]
@@ -346,6 +337,18 @@ impl Config {
                 max_sessions_per_client: 1,
                 shutdown_grace: Duration::ZERO,
             },
+        }
+    }
+
+    /// The thread store's own settings.
+    pub fn threads(&self) -> crate::threads::Settings {
+        crate::threads::Settings {
+            store: self.store,
+            redis_url: self.redis_url.clone(),
+            key_prefix: self.key_prefix.clone(),
+            state_dir: self.state_dir.clone(),
+            ttl: self.thread_ttl,
+            max_turns: self.max_turns,
         }
     }
 

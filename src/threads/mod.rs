@@ -26,7 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, StoreChoice};
+use crate::secret::Secret;
 
 /// A thread's id: a UUID, parsed once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -229,26 +229,46 @@ pub trait ThreadStore: Send + Sync {
     fn kind(&self) -> &'static str;
 }
 
+/// Where conversation threads live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// Redis when `REDIS_URL` is set, else the embedded on-disk store.
+    Auto,
+    Redis,
+    Embedded,
+    Memory,
+}
+
+/// What the thread store is configured with (`GEMINI_MCP_STORE`, `REDIS_URL`,
+/// `GEMINI_MCP_KEY_PREFIX`, `GEMINI_MCP_STATE_DIR`, `CONVERSATION_TIMEOUT_HOURS`,
+/// `MAX_CONVERSATION_TURNS`).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub store: StoreChoice,
+    pub redis_url: Option<Secret>,
+    /// Prefix of every Redis key, one per deployment.
+    pub key_prefix: String,
+    /// Directory of the embedded store.
+    pub state_dir: std::path::PathBuf,
+    /// A thread's lifetime after its last turn.
+    pub ttl: std::time::Duration,
+    pub max_turns: u32,
+}
+
 /// The store `config` asks for: Redis when `REDIS_URL` is set (or `GEMINI_MCP_STORE=redis`), the
 /// embedded store otherwise, memory only when asked for. An explicit `GEMINI_MCP_STORE=embedded`
 /// wins over `REDIS_URL`.
 ///
 /// Never falls back silently: when Redis is configured but does not answer, this fails with an
 /// error naming `REDIS_URL` (a fallback would split one deployment's threads over two stores).
-pub async fn open(config: &Config) -> Result<Arc<dyn ThreadStore>, ThreadError> {
+pub async fn open(config: &Settings) -> Result<Arc<dyn ThreadStore>, ThreadError> {
     let store: Arc<dyn ThreadStore> = match (config.store, &config.redis_url) {
-        (StoreChoice::Memory, _) => Arc::new(memory::MemoryStore::new(
-            config.thread_ttl,
-            config.max_turns,
-        )),
+        (StoreChoice::Memory, _) => {
+            Arc::new(memory::MemoryStore::new(config.ttl, config.max_turns))
+        }
         (StoreChoice::Redis | StoreChoice::Auto, Some(url)) => Arc::new(
-            redis::RedisStore::connect(
-                url,
-                &config.key_prefix,
-                config.thread_ttl,
-                config.max_turns,
-            )
-            .await?,
+            redis::RedisStore::connect(url, &config.key_prefix, config.ttl, config.max_turns)
+                .await?,
         ),
         (StoreChoice::Redis, None) => {
             return Err(ThreadError::Unavailable {
@@ -257,8 +277,7 @@ pub async fn open(config: &Config) -> Result<Arc<dyn ThreadStore>, ThreadError> 
             });
         }
         (StoreChoice::Auto | StoreChoice::Embedded, _) => Arc::new(
-            embedded::EmbeddedStore::open(&config.state_dir, config.thread_ttl, config.max_turns)
-                .await?,
+            embedded::EmbeddedStore::open(&config.state_dir, config.ttl, config.max_turns).await?,
         ),
     };
     tracing::info!(store = store.kind(), "thread store opened");

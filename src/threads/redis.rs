@@ -30,7 +30,7 @@ use redis::{RedisError, Script, Value};
 use sha2::{Digest, Sha256};
 
 use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
-use crate::config::Secret;
+use crate::secret::Secret;
 
 /// Format version of the thread header; a header with another version is reported as corrupt.
 const FORMAT: &str = "1";

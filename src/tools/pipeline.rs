@@ -67,7 +67,7 @@ impl Pipeline {
         let collector =
             Arc::new(Collector::new(&config.collector()).map_err(|e| StartError(e.to_string()))?);
         let gemini = Arc::new(Gemini::from_config(&config).map_err(|e| StartError(e.to_string()))?);
-        let store = crate::threads::open(&config)
+        let store = crate::threads::open(&config.threads())
             .await
             .map_err(|e| StartError(e.to_string()))?;
         Ok(Pipeline::new(config, collector, gemini, store))

@@ -74,7 +74,7 @@ impl Fixture {
     ) -> (Arc<dyn ThreadStore>, Arc<dyn ThreadStore>) {
         let ns = self.next.fetch_add(1, Ordering::SeqCst);
         let c = self.config(ns, ttl, max_turns);
-        let a = threads::open(&c).await.unwrap();
+        let a = threads::open(&c.threads()).await.unwrap();
         let expected = match self.backend {
             Backend::Memory => "memory",
             Backend::Embedded => "embedded",
@@ -83,7 +83,7 @@ impl Fixture {
         assert_eq!(a.kind(), expected);
         let b = match self.backend {
             Backend::Memory => Arc::clone(&a),
-            _ => threads::open(&c).await.unwrap(),
+            _ => threads::open(&c.threads()).await.unwrap(),
         };
         (a, b)
     }
@@ -391,7 +391,7 @@ async fn thread_store_selection() {
     ] {
         c.store = store;
         c.redis_url = url.map(Secret::new);
-        let s = threads::open(&c).await.unwrap();
+        let s = threads::open(&c.threads()).await.unwrap();
         assert_eq!(s.kind(), expected, "{store:?}");
     }
     assert!(dir.path().join("state").join("threads.sqlite3").is_file());
@@ -402,7 +402,7 @@ async fn thread_store_redis_killed_and_restarted() {
     const PASSWORD: &str = "s3cret-pw-4711";
     let mut redis = RedisServer::start_with_password(PASSWORD);
     let dir = tempfile::tempdir().unwrap();
-    let s = threads::open(&redis_config(dir.path(), &redis.url(), "kill", 20))
+    let s = threads::open(&redis_config(dir.path(), &redis.url(), "kill", 20).threads())
         .await
         .unwrap();
     let id = ThreadId::new();
@@ -455,7 +455,7 @@ async fn thread_store_redis_down_at_start_names_redis_url() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("redis://:hunter2-secret@127.0.0.1:{port}/3");
     let started = Instant::now();
-    let Err(e) = threads::open(&redis_config(dir.path(), &url, "down", 20)).await else {
+    let Err(e) = threads::open(&redis_config(dir.path(), &url, "down", 20).threads()).await else {
         panic!("opened a store on a port where nothing listens");
     };
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -469,7 +469,7 @@ async fn thread_store_redis_down_at_start_names_redis_url() {
 async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let s = threads::open(&redis_config(dir.path(), &redis.url(), "cor", 20))
+    let s = threads::open(&redis_config(dir.path(), &redis.url(), "cor", 20).threads())
         .await
         .unwrap();
     let [foreign, bad_turn, bad_version, healthy] = [(); 4].map(|_| ThreadId::new());
@@ -532,7 +532,7 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
 async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let s = threads::open(&redis_config(dir.path(), &redis.url(), "rt", 20))
+    let s = threads::open(&redis_config(dir.path(), &redis.url(), "rt", 20).threads())
         .await
         .unwrap();
     let id = ThreadId::new();

@@ -215,7 +215,7 @@ async fn hardening_redis_killed_mid_load_loses_no_acknowledged_turn() {
     c.redis_url = Some(Secret::new(redis.url()));
     c.key_prefix = PREFIX.into();
     c.max_turns = 1000;
-    let store = threads::open(&c).await.unwrap();
+    let store = threads::open(&c.threads()).await.unwrap();
     let mut stored: HashMap<usize, Vec<String>> = HashMap::new();
     for (t, id) in ids.iter().enumerate() {
         let thread = store.load(id.parse::<ThreadId>().unwrap()).await.unwrap();
