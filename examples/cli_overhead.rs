@@ -53,7 +53,7 @@ fn main() {
     std::fs::write(&program, STAND_IN).expect("write the stand-in");
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let config = Config::for_tests(root.path());
-    let backend = CliBackend::new(program.clone(), &config);
+    let backend = CliBackend::new(program.clone(), &config.gemini());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -87,7 +87,7 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
     };
 
     check_roots(&mut r, &config);
-    let gemini = match Gemini::from_config(&config) {
+    let gemini = match Gemini::from_config(&config.gemini()) {
         Ok(g) => g,
         Err(e) => {
             r.add(Outcome::Fail, "backend", e.to_string());

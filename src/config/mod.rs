@@ -12,21 +12,13 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::gemini::BackendChoice;
 use crate::limits::RateLimits;
 pub use crate::secret::Secret;
 pub use crate::threads::StoreChoice;
 
 mod settings;
 pub use settings::{SETTINGS, Setting};
-
-/// Which Gemini executor answers the calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// The REST API when a key is set, else the Gemini CLI when it is on PATH.
-    Auto,
-    Api,
-    Cli,
-}
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -337,6 +329,30 @@ impl Config {
                 max_sessions_per_client: 1,
                 shutdown_grace: Duration::ZERO,
             },
+        }
+    }
+
+    /// The Gemini executor's own settings.
+    pub fn gemini(&self) -> crate::gemini::Settings {
+        crate::gemini::Settings {
+            backend: self.backend,
+            api_key: self.api_key.clone(),
+            base_url: self.base_url.clone(),
+            gemini_cli: self.gemini_cli.clone(),
+            search_path: self.search_path.clone(),
+            workdir: self
+                .roots
+                .first()
+                .cloned()
+                .unwrap_or_else(|| PathBuf::from("/")),
+            default_model: self.default_model.clone(),
+            fallback_model: self.fallback_model.clone(),
+            call_timeout: self.call_timeout,
+            connect_timeout: self.connect_timeout,
+            idle_timeout: self.idle_timeout,
+            max_attempts: self.max_attempts,
+            retry_initial_delay: self.retry_initial_delay,
+            retry_max_delay: self.retry_max_delay,
         }
     }
 

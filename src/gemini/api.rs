@@ -29,7 +29,7 @@ use super::retry::{self, Failure, RetryPolicy, Retryable};
 use super::sse::SseSplitter;
 use super::wire::{self, ErrorBody, FinishReason, GenerateContentResponse, UsageMetadata};
 use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Source};
-use crate::config::{Config, Secret};
+use crate::secret::Secret;
 
 /// A `RetryInfo` delay longer than this is not waited for (gemini-cli's rule).
 const MAX_RETRY_INFO_DELAY: Duration = Duration::from_secs(300);
@@ -57,7 +57,7 @@ impl ApiClient {
     }
 
     /// Builds the HTTP client once; every call shares its connection pool.
-    pub fn new(config: &Config, key: Secret) -> Result<ApiClient, GeminiError> {
+    pub fn new(config: &super::Settings, key: Secret) -> Result<ApiClient, GeminiError> {
         let mut header = HeaderValue::from_str(key.expose()).map_err(|_| GeminiError::NotConfigured {
             message: "GEMINI_API_KEY contains characters that cannot be sent in an HTTP header: check it for quotes, spaces or line breaks".into(),
         })?;

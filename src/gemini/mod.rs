@@ -20,7 +20,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{BackendChoice, Config};
 pub use models::{Catalogue, ModelInfo, ThinkingStyle};
 
 /// How hard the model should think, from the tool's `thinking_mode` parameter.
@@ -252,6 +251,45 @@ pub enum Backend {
     Unconfigured(String),
 }
 
+/// Which Gemini executor answers the calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendChoice {
+    /// The REST API when a key is set, else the Gemini CLI when it is on PATH.
+    Auto,
+    Api,
+    Cli,
+}
+
+/// What the executor is configured with: the backend and its key or executable, the models,
+/// and the deadlines and retries of a call.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub backend: BackendChoice,
+    pub api_key: Option<crate::secret::Secret>,
+    /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash.
+    pub base_url: String,
+    /// The Gemini CLI executable for the CLI backend.
+    pub gemini_cli: std::path::PathBuf,
+    /// The `PATH` value a bare `gemini_cli` name is looked up in.
+    pub search_path: Option<String>,
+    /// Where the Gemini CLI runs (the first project root).
+    pub workdir: std::path::PathBuf,
+    /// Default model (name or alias) when a call names none.
+    pub default_model: String,
+    /// The faster model used after capacity errors.
+    pub fallback_model: String,
+    /// Deadline for one whole call, retries included.
+    pub call_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Longest silence allowed between two chunks of a streamed answer.
+    pub idle_timeout: Duration,
+    /// Attempts per call, the first included.
+    pub max_attempts: u32,
+    /// First backoff delay; doubled per attempt, capped at `retry_max_delay`.
+    pub retry_initial_delay: Duration,
+    pub retry_max_delay: Duration,
+}
+
 /// The backend chosen, as `doctor` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BackendInfo {
@@ -272,7 +310,7 @@ pub struct Gemini {
 
 impl Gemini {
     /// Picks the backend from the configuration. When none can work, calls fail saying what to set.
-    pub fn from_config(config: &Config) -> Result<Gemini, GeminiError> {
+    pub fn from_config(config: &Settings) -> Result<Gemini, GeminiError> {
         Gemini::with_path(
             config,
             config.search_path.as_deref().map(std::ffi::OsStr::new),
@@ -282,7 +320,7 @@ impl Gemini {
     /// [`Gemini::from_config`] with the `PATH` value given, where a bare `GEMINI_CLI_PATH` name
     /// (default `gemini`) is looked up.
     pub fn with_path(
-        config: &Config,
+        config: &Settings,
         path: Option<&std::ffi::OsStr>,
     ) -> Result<Gemini, GeminiError> {
         let backend = match (config.backend, &config.api_key) {

@@ -66,7 +66,8 @@ impl Pipeline {
     pub async fn start(config: Arc<Config>) -> Result<Pipeline, StartError> {
         let collector =
             Arc::new(Collector::new(&config.collector()).map_err(|e| StartError(e.to_string()))?);
-        let gemini = Arc::new(Gemini::from_config(&config).map_err(|e| StartError(e.to_string()))?);
+        let gemini =
+            Arc::new(Gemini::from_config(&config.gemini()).map_err(|e| StartError(e.to_string()))?);
         let store = crate::threads::open(&config.threads())
             .await
             .map_err(|e| StartError(e.to_string()))?;

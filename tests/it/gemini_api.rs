@@ -49,10 +49,10 @@ fn setup_with(adjust: impl FnOnce(&mut Config)) -> Setup {
 
 impl Setup {
     fn client(&self) -> ApiClient {
-        ApiClient::new(&self.config, Secret::new(KEY)).unwrap()
+        ApiClient::new(&self.config.gemini(), Secret::new(KEY)).unwrap()
     }
     fn gemini(&self) -> Gemini {
-        Gemini::from_config(&self.config).unwrap()
+        Gemini::from_config(&self.config.gemini()).unwrap()
     }
     async fn generate(&self, req: &GenerateRequest) -> Result<GenerateResponse, GeminiError> {
         self.client().generate(req, &CallContext::default()).await
@@ -1040,7 +1040,7 @@ async fn the_fake_answers_like_google_to_missing_or_wrong_keys() {
     assert!(matches!(e, GeminiError::Api { status: 400, .. }), "{e:?}");
     assert!(e.to_string().contains("GEMINI_API_KEY"), "{e}");
 
-    let right = ApiClient::new(&s.config, Secret::new("the-right-key")).unwrap();
+    let right = ApiClient::new(&s.config.gemini(), Secret::new("the-right-key")).unwrap();
     let resp = right
         .generate(&request("gemini-3.8-flash"), &CallContext::default())
         .await

@@ -82,7 +82,8 @@ cut -d' ' -f5 /proc/$$/stat > "$d/pgid"
     }
 
     fn backend(&self) -> CliBackend {
-        CliBackend::new(self.program(), &self.config()).with_kill_grace(Duration::from_millis(300))
+        CliBackend::new(self.program(), &self.config().gemini())
+            .with_kill_grace(Duration::from_millis(300))
     }
 
     fn calls(&self) -> usize {
@@ -653,7 +654,8 @@ async fn gemini_cli_timeout_kills_the_whole_process_group_and_cleans_up() {
     let s = StandIn::new(HANGS_WITH_HELPER);
     let mut config = s.config();
     config.call_timeout = Duration::from_millis(1500);
-    let backend = CliBackend::new(s.program(), &config).with_kill_grace(Duration::from_millis(300));
+    let backend =
+        CliBackend::new(s.program(), &config.gemini()).with_kill_grace(Duration::from_millis(300));
     let started = Instant::now();
     let err = backend.generate(&request("hi"), &ctx()).await.unwrap_err();
     let took = started.elapsed();
@@ -677,7 +679,8 @@ async fn gemini_cli_a_leader_ignoring_sigterm_is_killed_after_the_grace() {
     let s = StandIn::new(&format!("trap '' TERM\n{HANGS_WITH_HELPER}"));
     let mut config = s.config();
     config.call_timeout = Duration::from_millis(500);
-    let backend = CliBackend::new(s.program(), &config).with_kill_grace(Duration::from_millis(400));
+    let backend =
+        CliBackend::new(s.program(), &config.gemini()).with_kill_grace(Duration::from_millis(400));
     let err = backend.generate(&request("hi"), &ctx()).await.unwrap_err();
     assert!(matches!(err, GeminiError::Timeout { .. }), "{err:?}");
     eventually_dead(s.rec(1, "pid").trim().parse().unwrap()).await;
@@ -783,7 +786,8 @@ async fn gemini_cli_retries_are_bounded_by_our_max_attempts() {
     let s = StandIn::new(RETRIES_429);
     let mut config = s.config();
     config.max_attempts = 3;
-    let backend = CliBackend::new(s.program(), &config).with_kill_grace(Duration::from_millis(300));
+    let backend =
+        CliBackend::new(s.program(), &config.gemini()).with_kill_grace(Duration::from_millis(300));
     let reports = Arc::new(Mutex::new(Vec::<String>::new()));
     let sink = reports.clone();
     let call = CallContext {
@@ -816,7 +820,7 @@ async fn gemini_cli_capacity_errors_fall_back_to_the_faster_model() {
     let s = StandIn::new(&scenario);
     let mut config = s.config();
     config.max_attempts = 2;
-    let gemini = Gemini::from_config(&config).unwrap();
+    let gemini = Gemini::from_config(&config.gemini()).unwrap();
     assert_eq!(gemini.backend_name(), "cli");
     let resp = gemini.generate(request("hi"), &ctx()).await.unwrap();
     assert_eq!(resp.text, "FAKE-REPLY: the code is fine");
@@ -830,7 +834,7 @@ async fn gemini_cli_capacity_errors_fall_back_to_the_faster_model() {
 
     // 400 is not a capacity error: no fallback.
     let s = StandIn::new(&api_failure(400, "Bad request."));
-    let gemini = Gemini::from_config(&s.config()).unwrap();
+    let gemini = Gemini::from_config(&s.config().gemini()).unwrap();
     let err = gemini.generate(request("hi"), &ctx()).await.unwrap_err();
     assert!(
         matches!(err, GeminiError::Api { status: 400, .. }),
@@ -884,14 +888,19 @@ async fn gemini_cli_backend_selection() {
     let mut c = s.config();
     c.backend = BackendChoice::Auto;
     c.gemini_cli = PathBuf::from("gemini");
-    let g = Gemini::with_path(&c, Some(&bin_dir)).unwrap();
+    let g = Gemini::with_path(&c.gemini(), Some(&bin_dir)).unwrap();
     assert_eq!(g.backend_name(), "cli");
     // …or named by GEMINI_CLI_PATH…
     let mut c2 = s.config();
     c2.backend = BackendChoice::Auto;
-    assert_eq!(Gemini::with_path(&c2, None).unwrap().backend_name(), "cli");
+    assert_eq!(
+        Gemini::with_path(&c2.gemini(), None)
+            .unwrap()
+            .backend_name(),
+        "cli"
+    );
     // …else a clear error naming both ways, while the server still starts.
-    let g = Gemini::with_path(&c, Some(empty.path().as_os_str())).unwrap();
+    let g = Gemini::with_path(&c.gemini(), Some(empty.path().as_os_str())).unwrap();
     assert_eq!(g.backend_name(), "none");
     let err = g
         .generate(request("hi"), &ctx())
@@ -910,7 +919,7 @@ async fn gemini_cli_backend_selection() {
     let mut c3 = c.clone();
     c3.api_key = Some(Secret::new("k"));
     assert_eq!(
-        Gemini::with_path(&c3, Some(&bin_dir))
+        Gemini::with_path(&c3.gemini(), Some(&bin_dir))
             .unwrap()
             .backend_name(),
         "api"
@@ -919,10 +928,15 @@ async fn gemini_cli_backend_selection() {
     // cli, even with a key set: the CLI; cli without it: says how to install or name it.
     let mut c4 = s.config();
     c4.api_key = Some(Secret::new("k"));
-    assert_eq!(Gemini::with_path(&c4, None).unwrap().backend_name(), "cli");
+    assert_eq!(
+        Gemini::with_path(&c4.gemini(), None)
+            .unwrap()
+            .backend_name(),
+        "cli"
+    );
     let mut c5 = s.config();
     c5.gemini_cli = s.dir.path().join("not-there");
-    let g = Gemini::with_path(&c5, None).unwrap();
+    let g = Gemini::with_path(&c5.gemini(), None).unwrap();
     assert_eq!(g.backend_name(), "none");
     let err = g
         .generate(request("hi"), &ctx())
@@ -938,7 +952,12 @@ async fn gemini_cli_backend_selection() {
     std::fs::write(&plain, "x").unwrap();
     let mut c6 = s.config();
     c6.gemini_cli = plain;
-    assert_eq!(Gemini::with_path(&c6, None).unwrap().backend_name(), "none");
+    assert_eq!(
+        Gemini::with_path(&c6.gemini(), None)
+            .unwrap()
+            .backend_name(),
+        "none"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1009,7 +1028,7 @@ async fn gemini_cli_real_cli_end_to_end_against_the_fake_api() {
     config.gemini_cli = wrapper;
     config.call_timeout = Duration::from_secs(120);
     config.max_attempts = 2;
-    let gemini = Gemini::from_config(&config).unwrap();
+    let gemini = Gemini::from_config(&config.gemini()).unwrap();
     assert_eq!(gemini.backend_name(), "cli");
 
     // 1. A continued conversation, answered by the fake's echo.
@@ -1093,7 +1112,7 @@ async fn gemini_cli_real_cli_end_to_end_against_the_fake_api() {
     fake2.push(Script::bad_key());
     let dir2 = tempfile::tempdir().unwrap();
     config.gemini_cli = real_cli_wrapper(&cli, &fake2.base_url(), dir2.path());
-    let gemini = Gemini::from_config(&config).unwrap();
+    let gemini = Gemini::from_config(&config.gemini()).unwrap();
     let started = Instant::now();
     let err = gemini.generate(request("hi"), &ctx()).await.unwrap_err();
     eprintln!("real CLI call 3 (400): {:?}", started.elapsed());

@@ -75,7 +75,6 @@ use outcome::{RetryNotice, Stop, cli_error, retries_error, signal_of, spawn_erro
 use prompt::{CallFiles, policy, system_prompt};
 
 use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Part};
-use crate::config::Config;
 
 /// How long a terminated CLI gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -120,14 +119,10 @@ fn live(registry: &Mutex<Live>) -> std::sync::MutexGuard<'_, Live> {
 impl CliBackend {
     /// A backend running `program` (already located, see [`locate`]) with the configured deadline,
     /// attempts and working directory (the first project root).
-    pub fn new(program: PathBuf, config: &Config) -> CliBackend {
+    pub fn new(program: PathBuf, config: &crate::gemini::Settings) -> CliBackend {
         CliBackend {
             program,
-            workdir: config
-                .roots
-                .first()
-                .cloned()
-                .unwrap_or_else(|| PathBuf::from("/")),
+            workdir: config.workdir.clone(),
             timeout: config.call_timeout,
             max_attempts: config.max_attempts.max(1),
             kill_grace: KILL_GRACE,
@@ -153,7 +148,10 @@ impl CliBackend {
 
     /// Locates `config.gemini_cli` (a bare name is looked up in `path_var`, the `PATH` value) and
     /// builds the backend, or says how to install or name the CLI.
-    pub fn from_config(config: &Config, path_var: Option<&OsStr>) -> Result<CliBackend, String> {
+    pub fn from_config(
+        config: &crate::gemini::Settings,
+        path_var: Option<&OsStr>,
+    ) -> Result<CliBackend, String> {
         match locate(&config.gemini_cli, path_var) {
             Some(program) => Ok(CliBackend::new(program, config)),
             None => Err(format!(
