@@ -4,16 +4,18 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::tools::analyze::{AnalysisType, AnalyzeParams, OutputFormat};
+use crate::tools::analyze::AnalyzeParams;
 use crate::tools::chat::ChatParams;
-use crate::tools::codereview::{CodeReviewParams, ReviewType};
+use crate::tools::codereview::CodeReviewParams;
 use crate::tools::debug::DebugParams;
 use crate::tools::precommit::PrecommitParams;
-use crate::tools::review::SeverityFilter;
 use crate::tools::thinkdeep::ThinkDeepParams;
 use crate::tools::{Plan, ToolError};
 
-use super::flags::{CommonArgs, FailOn, Format, ReviewFormat, absolute, choice, choices_of};
+use super::flags::{
+    ANALYSIS_TYPES, ANALYZE_OUTPUTS, CommonArgs, FailOn, Format, REVIEW_TYPES, ReviewFormat,
+    SEVERITY_FILTERS, absolute, choice,
+};
 
 /// `gemini-mcp precommit`: review pending git changes like a linter.
 #[derive(Debug, Clone, clap::Args)]
@@ -33,7 +35,7 @@ pub struct PrecommitArgs {
     #[arg(long, value_name = "TEXT")]
     pub original_request: Option<String>,
     /// What to look at.
-    #[arg(long, value_name = "TYPE", value_parser = choices_of::<ReviewType>())]
+    #[arg(long, value_name = "TYPE", value_parser = REVIEW_TYPES)]
     pub review_type: Option<String>,
     /// How deep to look for nested repositories below PATH (0: only the repository containing
     /// PATH).
@@ -101,10 +103,10 @@ pub struct CodeReviewArgs {
     #[arg(long, value_name = "TEXT", required = true)]
     pub context: String,
     /// What to look at.
-    #[arg(long, value_name = "TYPE", value_parser = choices_of::<ReviewType>())]
+    #[arg(long, value_name = "TYPE", value_parser = REVIEW_TYPES)]
     pub review_type: Option<String>,
     /// Lowest severity reported.
-    #[arg(long, value_name = "SEVERITY", value_parser = choices_of::<SeverityFilter>())]
+    #[arg(long, value_name = "SEVERITY", value_parser = SEVERITY_FILTERS)]
     pub severity_filter: Option<String>,
     /// Coding standards to check against.
     #[arg(long, value_name = "TEXT")]
@@ -195,10 +197,10 @@ pub struct AnalyzeArgs {
     #[arg(long, short = 'q', value_name = "TEXT", required = true)]
     pub question: String,
     /// The angle of the analysis.
-    #[arg(long, value_name = "TYPE", value_parser = choices_of::<AnalysisType>())]
+    #[arg(long, value_name = "TYPE", value_parser = ANALYSIS_TYPES)]
     pub analysis_type: Option<String>,
     /// The shape of the answer (the tool's output_format; --format is how it is printed).
-    #[arg(long, value_name = "STYLE", value_parser = choices_of::<OutputFormat>())]
+    #[arg(long, value_name = "STYLE", value_parser = ANALYZE_OUTPUTS)]
     pub output_format: Option<String>,
     /// How to print the answer.
     #[arg(long, value_enum, default_value_t = Format::Text)]

@@ -12,38 +12,22 @@ use serde::de::DeserializeOwned;
 use crate::tools::review::Severity;
 use crate::tools::{Common, ToolError};
 
-/// The values a tool parameter's enum takes, read from its schema (the one definition, in
-/// `tools/` or `gemini/`): `--thinking-mode`, `--review-type`, `--severity-filter`,
-/// `--analysis-type` and `--output-format` offer exactly what the tools accept. The strings live
-/// as long as the process (the command line is parsed once).
-pub fn values_of<T: schemars::JsonSchema>() -> Vec<&'static str> {
-    let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
-    let value = schema.as_value();
-    let listed = value.get("enum").and_then(|e| e.as_array()).cloned();
-    let one_of = value
-        .get("oneOf")
-        .and_then(|o| o.as_array())
-        .map(|variants| {
-            variants
-                .iter()
-                .filter_map(|v| v.get("const").or_else(|| v.get("enum")?.get(0)).cloned())
-                .collect::<Vec<_>>()
-        });
-    listed
-        .or(one_of)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|v| {
-            v.as_str()
-                .map(|s| &*Box::leak(s.to_string().into_boxed_str()))
-        })
-        .collect()
-}
-
-/// A clap parser accepting exactly [`values_of`]`::<T>()`.
-pub fn choices_of<T: schemars::JsonSchema>() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(values_of::<T>())
-}
+/// `--thinking-mode`'s values (the tools' `thinking_mode`).
+pub const THINKING_MODES: [&str; 5] = ["minimal", "low", "medium", "high", "max"];
+/// `--review-type`'s values (codereview's and precommit's `review_type`).
+pub const REVIEW_TYPES: [&str; 4] = ["full", "security", "performance", "quick"];
+/// `--severity-filter`'s values (codereview's `severity_filter`).
+pub const SEVERITY_FILTERS: [&str; 4] = ["critical", "high", "medium", "all"];
+/// `--analysis-type`'s values (analyze's `analysis_type`).
+pub const ANALYSIS_TYPES: [&str; 5] = [
+    "architecture",
+    "performance",
+    "security",
+    "quality",
+    "general",
+];
+/// `--output-format`'s values (analyze's `output_format`).
+pub const ANALYZE_OUTPUTS: [&str; 3] = ["summary", "detailed", "actionable"];
 
 /// The flags every model-backed subcommand takes (the tools' common parameters).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -52,7 +36,7 @@ pub struct CommonArgs {
     #[arg(long, short = 'm', value_name = "MODEL", help_heading = "Model")]
     pub model: Option<String>,
     /// Reasoning depth.
-    #[arg(long, value_name = "MODE", value_parser = choices_of::<crate::gemini::ThinkingMode>(), help_heading = "Model")]
+    #[arg(long, value_name = "MODE", value_parser = THINKING_MODES, help_heading = "Model")]
     pub thinking_mode: Option<String>,
     /// Sampling temperature, 0 to 1 (best left unset on Gemini 3 and later).
     #[arg(long, value_name = "T", value_parser = temperature, help_heading = "Model")]
@@ -184,7 +168,7 @@ mod tests {
     /// Every value offered to clap is one the tool's own enum accepts.
     #[test]
     fn every_listed_choice_is_a_tool_value() {
-        for v in values_of::<ThinkingMode>() {
+        for v in THINKING_MODES {
             assert!(
                 choice::<ThinkingMode>("t", Some(v.into()))
                     .unwrap()
@@ -192,13 +176,13 @@ mod tests {
                 "{v}"
             );
         }
-        for v in values_of::<ReviewType>() {
+        for v in REVIEW_TYPES {
             assert!(
                 choice::<ReviewType>("t", Some(v.into())).unwrap().is_some(),
                 "{v}"
             );
         }
-        for v in values_of::<SeverityFilter>() {
+        for v in SEVERITY_FILTERS {
             assert!(
                 choice::<SeverityFilter>("t", Some(v.into()))
                     .unwrap()
@@ -206,7 +190,7 @@ mod tests {
                 "{v}"
             );
         }
-        for v in values_of::<AnalysisType>() {
+        for v in ANALYSIS_TYPES {
             assert!(
                 choice::<AnalysisType>("t", Some(v.into()))
                     .unwrap()
@@ -214,7 +198,7 @@ mod tests {
                 "{v}"
             );
         }
-        for v in values_of::<OutputFormat>() {
+        for v in ANALYZE_OUTPUTS {
             assert!(
                 choice::<OutputFormat>("t", Some(v.into()))
                     .unwrap()
@@ -222,32 +206,6 @@ mod tests {
                 "{v}"
             );
         }
-        assert_eq!(
-            values_of::<ThinkingMode>(),
-            ["minimal", "low", "medium", "high", "max"]
-        );
-        assert_eq!(
-            values_of::<ReviewType>(),
-            ["full", "security", "performance", "quick"]
-        );
-        assert_eq!(
-            values_of::<SeverityFilter>(),
-            ["critical", "high", "medium", "all"]
-        );
-        assert_eq!(
-            values_of::<AnalysisType>(),
-            [
-                "architecture",
-                "performance",
-                "security",
-                "quality",
-                "general"
-            ]
-        );
-        assert_eq!(
-            values_of::<OutputFormat>(),
-            ["summary", "detailed", "actionable"]
-        );
         let err = choice::<ThinkingMode>("thinking_mode", Some("huge".into())).unwrap_err();
         assert!(err.to_string().contains("thinking_mode"), "{err}");
     }
