@@ -84,7 +84,7 @@ const RULES: &[RuleSpec] = &[
     ),
     (
         "google-oauth-token",
-        r"(?-u:\b)ya29\.[0-9A-Za-z_\-.]{1,4096}",
+        r"(?-u:\b)ya29\.[0-9A-Za-z_\-.]+",
         0,
         always,
     ),
