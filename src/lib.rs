@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod collector;
 pub mod config;
+pub mod explore;
 pub mod gemini;
 pub mod git;
 pub mod http;

@@ -152,6 +152,23 @@ pub struct Collected {
     pub redactions: usize,
 }
 
+/// What a walk would consider: display paths in priority order, and what was left out.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub files: Vec<String>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// One file read as text, redacted.
+#[derive(Debug, Clone)]
+pub struct ReadText {
+    /// The path as shown.
+    pub display: String,
+    pub text: String,
+    /// Secret-looking values replaced.
+    pub redactions: usize,
+}
+
 /// A request the collector refuses as a whole.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CollectError {
@@ -166,6 +183,10 @@ pub enum CollectError {
     Image { path: String, message: String },
     #[error("invalid collector configuration: {0}")]
     Config(String),
+    /// A file asked for by name that cannot be read as text (binary, too large, not a regular
+    /// file, gone).
+    #[error("{path} cannot be read as text: {why}")]
+    Unreadable { path: String, why: String },
 }
 
 /// What the collector is configured with (`PROJECT_ROOT`, `GEMINI_MCP_SECRET_FILES`,
@@ -439,6 +460,75 @@ impl Collector {
     }
 
     /// Reads images (png, jpeg, webp, gif, recognised by their first bytes) inside the sandbox.
+    /// The files a walk of `raw` (a directory, or one file) would consider, by the same rules
+    /// as [`Collector::collect`] (roots, ignore files, configured globs, symlinks, secret names),
+    /// in priority order, with what was left out and why. Nothing is read.
+    pub fn list(&self, raw: &str) -> Result<Listing, CollectError> {
+        let p = self.sandbox.resolve(raw)?;
+        let meta = std::fs::metadata(p.as_path()).map_err(|_| SandboxError::NotFound {
+            path: raw.to_string(),
+            root: self.sandbox.roots()[p.root_index()].display().to_string(),
+        })?;
+        if !meta.is_dir() {
+            let display = self.sandbox.display(&p);
+            return Ok(match self.secret_rule(&p) {
+                Some(_) => Listing {
+                    files: Vec::new(),
+                    skipped: vec![Skipped {
+                        path: display,
+                        reason: SkipReason::Secret,
+                    }],
+                },
+                None => Listing {
+                    files: vec![display],
+                    skipped: Vec::new(),
+                },
+            });
+        }
+        let rules = walk::WalkRules {
+            sandbox: &self.sandbox,
+            secrets: &self.secrets,
+            include: self.include.as_ref(),
+            exclude: self.exclude.as_ref(),
+            threads: self.threads,
+            linked: AtomicBool::new(false),
+        };
+        let (mut files, mut skipped) = walk::walk(&rules, &p, 0, &mut BTreeSet::new());
+        files.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Listing {
+            files: files.into_iter().map(|c| c.display).collect(),
+            skipped,
+        })
+    }
+
+    /// One file as text, redacted, for reading a part of it: refused like a named file in
+    /// [`Collector::collect`] when it is a secret by name; binary, too large, not a regular file
+    /// or gone: [`CollectError::Unreadable`].
+    pub fn read_text(&self, raw: &str) -> Result<ReadText, CollectError> {
+        let p = self.sandbox.resolve(raw)?;
+        let display = self.sandbox.display(&p);
+        let given = secrets::name_rule(Path::new(raw)).map(str::to_string);
+        if let Some(rule) = given.or_else(|| self.secret_rule(&p)) {
+            return Err(CollectError::SecretRefused {
+                path: raw.to_string(),
+                rule,
+            });
+        }
+        let text = read::open(&p, MAX_FILE_BYTES)
+            .and_then(read::Opened::read_text)
+            .map_err(|why| CollectError::Unreadable {
+                path: display.clone(),
+                why: why.to_string(),
+            })?;
+        let (text, redactions) = crate::redact::redact(&text.text);
+        Ok(ReadText {
+            display,
+            text,
+            redactions,
+        })
+    }
+
     pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
         images::read_images(self, paths)
     }
