@@ -1,5 +1,5 @@
 //! The read-only tools Gemini may call while it investigates the project: list files, read a
-//! file or a range of its lines, search text. Every one goes through the collector (roots,
+//! file or a range of its lines, search text, the git history of a path. Every one goes through the collector (roots,
 //! symlinks, ignore files, configured globs, secret names, redaction, line numbers): there is no
 //! second way to open a user file here.
 //!
@@ -23,6 +23,8 @@ mod tests;
 pub const LIST_CAP: usize = 200;
 /// Most lines one read returns.
 pub const READ_CAP: usize = 2_000;
+/// Most commits a log shows.
+pub const LOG_CAP: usize = 100;
 /// Most hits a search shows.
 pub const SEARCH_CAP: usize = 100;
 /// Longest hit line shown, in characters.
@@ -70,6 +72,13 @@ struct ReadArgs {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct LogArgs {
+    path: String,
+    max_count: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SearchArgs {
     pattern: String,
     path: Option<String>,
@@ -111,6 +120,18 @@ impl Explorer {
                 }
             },
             {
+                "name": "git_log",
+                "description": "The commits that touched a file or directory, newest first: short id, date, author, subject.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File or directory inside a git repository, relative to the project root."},
+                        "max_count": {"type": "integer", "description": "Most commits to show (default 20, at most 100)."}
+                    },
+                    "required": ["path"]
+                }
+            },
+            {
                 "name": "search_text",
                 "description": "Search the project's files for text (or a regular expression); hits as `path:line: text`.",
                 "parameters": {
@@ -143,10 +164,14 @@ impl Explorer {
                 Ok(a) => self.search(a),
                 Err(o) => o,
             },
+            "git_log" => match parse::<LogArgs>(name, args) {
+                Ok(a) => self.log(a),
+                Err(o) => o,
+            },
             other => Outcome::refused(
                 format!("unknown function `{other}`"),
                 format!(
-                    "There is no function `{other}`. The functions are list_files, read_file and search_text."
+                    "There is no function `{other}`. The functions are list_files, read_file, git_log and search_text."
                 ),
             ),
         }
@@ -250,6 +275,26 @@ impl Explorer {
         Outcome {
             summary: format!("read {}:{start}–{end}", file.display),
             text,
+        }
+    }
+
+    fn log(&self, a: LogArgs) -> Outcome {
+        let max = a.max_count.unwrap_or(20).clamp(1, LOG_CAP);
+        match crate::git::log(&self.collector, &a.path, max) {
+            Ok(text) => Outcome {
+                summary: format!(
+                    "git log {} — {} commits",
+                    a.path,
+                    text.lines()
+                        .filter(|l| !l.starts_with('(') && !l.starts_with("No commit"))
+                        .count()
+                ),
+                text,
+            },
+            Err(e) => Outcome::refused(
+                format!("git log {} — refused", a.path),
+                format!("Cannot show the history of `{}`: {e}", a.path),
+            ),
         }
     }
 

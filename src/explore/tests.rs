@@ -186,7 +186,7 @@ fn bad_calls_are_results_that_say_how_to_call_again() {
     let t = tree();
     let o = t.explorer.execute("write_file", &json!({"path": "x"}));
     assert!(
-        o.text.contains("list_files, read_file and search_text"),
+        o.text.contains("list_files, read_file, git_log and search_text"),
         "{}",
         o.text
     );
@@ -210,7 +210,7 @@ fn the_declarations_name_every_function_the_executor_knows() {
         .iter()
         .map(|d| d["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["list_files", "read_file", "search_text"]);
+    assert_eq!(names, ["list_files", "read_file", "git_log", "search_text"]);
     let t = tree();
     for (name, args) in [
         ("list_files", json!({"path": "src"})),
@@ -229,4 +229,68 @@ fn the_declarations_name_every_function_the_executor_knows() {
             o.text
         );
     }
+}
+
+/// The history of a path in a real repository: the commits that touched it, newest first,
+/// redacted; a path with no repository, or outside the root, is a result saying so.
+#[test]
+fn git_log_shows_the_commits_that_touched_a_path() {
+    let t = tree();
+    let root = t._dir.path().canonicalize().unwrap();
+    let repo = git2::Repository::init(&root).unwrap();
+    let sig =
+        git2::Signature::new("Ada", "ada@example.com", &git2::Time::new(1_763_942_400, 0)).unwrap();
+    let mut parent: Option<git2::Oid> = None;
+    for (file, message) in [
+        ("src/lib.rs", "Add the library"),
+        ("notes.md", "Notes"),
+        ("src/lib.rs", &format!("Rotate key {CANARY}") as &str),
+    ] {
+        let mut index = repo.index().unwrap();
+        std::fs::write(root.join(file), message).unwrap();
+        index.add_path(Path::new(file)).unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let parents: Vec<git2::Commit<'_>> = parent
+            .iter()
+            .map(|p| repo.find_commit(*p).unwrap())
+            .collect();
+        let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+        parent = Some(
+            repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &refs)
+                .unwrap(),
+        );
+    }
+    let o = t
+        .explorer
+        .execute("git_log", &json!({"path": "src/lib.rs"}));
+    let lines: Vec<&str> = o.text.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", o.text);
+    assert!(
+        lines[0].contains("2025-11-24 Ada: Rotate key [REDACTED:api-key]"),
+        "{}",
+        o.text
+    );
+    assert!(lines[1].ends_with("Ada: Add the library"), "{}", o.text);
+    assert!(!o.text.contains(CANARY));
+    assert_eq!(o.summary, "git log src/lib.rs — 2 commits");
+    let o = t
+        .explorer
+        .execute("git_log", &json!({"path": "src", "max_count": 1}));
+    assert_eq!(o.text.lines().count(), 1, "{}", o.text);
+    let outside = t.outside.path().to_string_lossy().into_owned();
+    let o = t.explorer.execute("git_log", &json!({"path": outside}));
+    assert!(o.summary.ends_with("refused"), "{}", o.text);
+}
+
+#[test]
+fn git_log_without_a_repository_says_so() {
+    let t = tree();
+    let o = t.explorer.execute("git_log", &json!({"path": "src"}));
+    assert!(o.summary.ends_with("refused"), "{}", o.summary);
+    assert!(
+        o.text.contains("Cannot show the history of `src`"),
+        "{}",
+        o.text
+    );
 }

@@ -22,7 +22,10 @@
 mod changes;
 mod discover;
 mod guard;
+mod history;
 mod render;
+
+pub use history::log;
 #[cfg(test)]
 mod tests;
 
