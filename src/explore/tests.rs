@@ -186,7 +186,8 @@ fn bad_calls_are_results_that_say_how_to_call_again() {
     let t = tree();
     let o = t.explorer.execute("write_file", &json!({"path": "x"}));
     assert!(
-        o.text.contains("list_files, read_file, git_log and search_text"),
+        o.text
+            .contains("list_files, read_file, git_log and search_text"),
         "{}",
         o.text
     );
