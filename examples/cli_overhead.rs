@@ -76,6 +76,7 @@ fn main() {
             temperature: None,
             response_schema: None,
             web_search: false,
+            functions: None,
         };
         let mut direct = Vec::with_capacity(runs);
         let mut ours = Vec::with_capacity(runs);

@@ -25,8 +25,7 @@ use tokio_util::task::task_tracker::TaskTrackerToken;
 use crate::tool::Tool;
 
 /// The rate limits HTTP applies when `GEMINI_MCP_RATE_LIMITS` is not set.
-pub const DEFAULT_RATE_LIMITS: &str =
-    "chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min";
+pub const DEFAULT_RATE_LIMITS: &str = "chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min,investigate=3/min";
 
 /// Who is calling, for the per-client limits: a token's label when the transport authenticates
 /// (never the token itself), else the peer address; `stdio` for the one stdio client.
@@ -120,7 +119,7 @@ impl std::str::FromStr for RateLimits {
                 .ok_or_else(|| format!("`{item}` is not `tool=N/unit` (e.g. chat=10/min)"))?;
             let tool = Tool::from_name(name.trim()).ok_or_else(|| {
                 format!(
-                    "`{}` is not a tool with a rate limit; use chat, thinkdeep, analyze, codereview, debug, precommit",
+                    "`{}` is not a tool with a rate limit; use chat, thinkdeep, analyze, codereview, debug, precommit, investigate",
                     name.trim()
                 )
             })?;

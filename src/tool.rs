@@ -7,6 +7,7 @@ pub const TOOL_NAMES: &[&str] = &[
     "chat",
     "codereview",
     "debug",
+    "investigate",
     "listmodels",
     "precommit",
     "thinkdeep",
@@ -21,17 +22,19 @@ pub enum Tool {
     CodeReview,
     Debug,
     Precommit,
+    Investigate,
 }
 
 impl Tool {
     /// Every tool that asks Gemini.
-    pub const ALL: [Tool; 6] = [
+    pub const ALL: [Tool; 7] = [
         Tool::Chat,
         Tool::ThinkDeep,
         Tool::Analyze,
         Tool::CodeReview,
         Tool::Debug,
         Tool::Precommit,
+        Tool::Investigate,
     ];
 
     /// The tool of this MCP name (`chat`, `thinkdeep`, …).
@@ -47,6 +50,7 @@ impl Tool {
             Tool::CodeReview => "codereview",
             Tool::Debug => "debug",
             Tool::Precommit => "precommit",
+            Tool::Investigate => "investigate",
         }
     }
 
@@ -59,6 +63,7 @@ impl Tool {
             Tool::CodeReview => include_str!("../prompts/codereview.md"),
             Tool::Debug => include_str!("../prompts/debug.md"),
             Tool::Precommit => include_str!("../prompts/precommit.md"),
+            Tool::Investigate => include_str!("../prompts/investigate.md"),
         }
     }
 

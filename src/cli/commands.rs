@@ -8,6 +8,7 @@ use crate::tools::analyze::AnalyzeParams;
 use crate::tools::chat::ChatParams;
 use crate::tools::codereview::CodeReviewParams;
 use crate::tools::debug::DebugParams;
+use crate::tools::investigate::InvestigateParams;
 use crate::tools::precommit::PrecommitParams;
 use crate::tools::thinkdeep::ThinkDeepParams;
 use crate::tools::{Plan, ToolError};
@@ -114,6 +115,9 @@ pub struct CodeReviewArgs {
     /// Areas to look at especially.
     #[arg(long, value_name = "TEXT")]
     pub focus_on: Option<String>,
+    /// Let Gemini list, search and read the project's files itself (read-only).
+    #[arg(long)]
+    pub explore: bool,
     /// How to print the review.
     #[arg(long, value_enum, default_value_t = ReviewFormat::Text)]
     pub format: ReviewFormat,
@@ -133,6 +137,7 @@ impl CodeReviewArgs {
             severity_filter: choice("severity_filter", self.severity_filter)?,
             standards: self.standards,
             focus_on: self.focus_on,
+            explore: Some(self.explore),
             common: self.common.into_common(cwd)?,
         })
     }
@@ -202,6 +207,9 @@ pub struct AnalyzeArgs {
     /// The shape of the answer (the tool's output_format; --format is how it is printed).
     #[arg(long, value_name = "STYLE", value_parser = ANALYZE_OUTPUTS)]
     pub output_format: Option<String>,
+    /// Let Gemini list, search and read the project's files itself (read-only).
+    #[arg(long)]
+    pub explore: bool,
     /// How to print the answer.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -216,6 +224,7 @@ impl AnalyzeArgs {
             question: self.question,
             analysis_type: choice("analysis_type", self.analysis_type)?,
             output_format: choice("output_format", self.output_format)?,
+            explore: Some(self.explore),
             common: self.common.into_common(cwd)?,
         })
     }
@@ -246,6 +255,9 @@ pub struct DebugArgs {
     /// Let Gemini search the web and cite its sources.
     #[arg(long)]
     pub web_search: bool,
+    /// Let Gemini list, search and read the project's files itself (read-only).
+    #[arg(long)]
+    pub explore: bool,
     /// How to print the answer.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -262,6 +274,7 @@ impl DebugArgs {
             previous_attempts: self.previous_attempts,
             runtime_info: self.runtime_info,
             use_websearch: Some(self.web_search),
+            explore: Some(self.explore),
             common: self.common.into_common(cwd)?,
         })
     }
@@ -269,6 +282,43 @@ impl DebugArgs {
     pub fn flag(field: &str) -> String {
         match field {
             "error_description" => "DESCRIPTION".into(),
+            f => ChatArgs::flag(f),
+        }
+    }
+}
+
+/// `gemini-mcp investigate`: Gemini investigates the project itself, read-only.
+#[derive(Debug, Clone, clap::Args)]
+pub struct InvestigateArgs {
+    /// The question or task about the project ("-" reads it from stdin).
+    #[arg(value_name = "TASK")]
+    pub task: String,
+    /// A file or directory to start from (sent with the task); repeat for several.
+    #[arg(long = "file", short = 'f', value_name = "PATH")]
+    pub files: Vec<String>,
+    /// Most tool calls Gemini may make (default 25).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+    /// How to print the answer.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl InvestigateArgs {
+    pub fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
+        crate::tools::investigate::plan(InvestigateParams {
+            task: stdin.unwrap_or(self.task),
+            files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
+            max_steps: self.max_steps,
+            common: self.common.into_common(cwd)?,
+        })
+    }
+
+    pub fn flag(field: &str) -> String {
+        match field {
+            "task" => "TASK".into(),
             f => ChatArgs::flag(f),
         }
     }

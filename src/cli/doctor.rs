@@ -266,6 +266,7 @@ async fn probe(gemini: &Gemini, limit: Duration) -> Result<String, String> {
         temperature: None,
         response_schema: None,
         web_search: false,
+        functions: None,
     };
     match tokio::time::timeout(limit, gemini.generate(request, &CallContext::default())).await {
         Ok(Ok(answer)) => Ok(answer.model_version.unwrap_or(model.id)),

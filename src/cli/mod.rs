@@ -31,7 +31,7 @@ use crate::git::GitError;
 use crate::shutdown::Shutdown;
 use crate::tools::{Pipeline, Plan, ToolError};
 pub use commands::{
-    AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, PrecommitArgs, ThinkDeepArgs,
+    AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs, ThinkDeepArgs,
 };
 use output::Printed;
 
@@ -65,6 +65,9 @@ pub enum Command {
     Analyze(AnalyzeArgs),
     /// Root-cause analysis of a bug.
     Debug(DebugArgs),
+    /// Gemini investigates the project itself (lists, searches, reads files and git history,
+    /// read-only) and answers with file:line citations; the steps show on stderr.
+    Investigate(InvestigateArgs),
     /// Extend and challenge your own analysis of a hard problem.
     Thinkdeep(ThinkDeepArgs),
     /// Install or remove the git pre-commit hook.
@@ -153,6 +156,15 @@ pub async fn run(args: Args) -> ExitCode {
             };
             let plan = a.plan(&cwd, stdin);
             tool(&config, "thinkdeep", plan, printed, ThinkDeepArgs::flag).await
+        }
+        Command::Investigate(a) => {
+            let printed = Printed::Answer { format: a.format };
+            let stdin = match dash_stdin(&a.task).await {
+                Ok(s) => s,
+                Err(code) => return ExitCode::from(code),
+            };
+            let plan = a.plan(&cwd, stdin);
+            tool(&config, "investigate", plan, printed, InvestigateArgs::flag).await
         }
         // Handled above, before the configuration is read.
         Command::Hook { .. } | Command::Doctor(_) => output::COULD_NOT_RUN,

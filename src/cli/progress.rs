@@ -1,6 +1,7 @@
 //! A progress indicator on stderr while Gemini thinks, shown only when stderr is a terminal (a
 //! git hook run from a terminal shows it; CI logs and pipes stay clean). The pipeline's progress
-//! messages ("reading files", "waiting for Gemini") replace its text; the elapsed time ticks.
+//! messages ("reading files", "waiting for Gemini") replace its text; the elapsed time ticks. An
+//! investigation's steps are printed as lines of their own, so the terminal keeps them.
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
@@ -26,6 +27,13 @@ pub fn start() -> (Option<ProgressFn>, Spinner) {
     let message = Arc::new(Mutex::new(String::from("starting")));
     let sink = message.clone();
     let progress: ProgressFn = Arc::new(move |p| {
+        if p.step {
+            // An investigation's step stays on screen, above the spinner's line.
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "\r\x1b[2K  · {}", p.message);
+            let _ = err.flush();
+            return;
+        }
         *sink.lock().unwrap_or_else(|e| e.into_inner()) = p.message;
     });
     let (stop, mut stopped) = oneshot::channel::<()>();

@@ -52,6 +52,8 @@ pub struct Config {
     /// Cap on a whole MCP tool result, text and structured content together, in characters
     /// (clients fail, truncate or spill long tool output). The command line prints whole replies.
     pub max_reply_chars: usize,
+    /// The limits of an investigation (`investigate`, `explore: true`).
+    pub explore: ExploreSettings,
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,
     pub key_prefix: String,
@@ -72,6 +74,19 @@ pub struct Config {
     /// built-in table, stdio: off).
     pub rate_limits: Option<RateLimits>,
     pub http: HttpSettings,
+}
+
+/// The limits of an investigation.
+#[derive(Debug, Clone, Copy)]
+pub struct ExploreSettings {
+    /// The cap on `max_steps`.
+    pub max_steps: u32,
+    /// Tokens of tool results, all steps together.
+    pub token_budget: u64,
+    /// Longest single tool result, in characters.
+    pub result_chars: usize,
+    /// Time after which no new step starts.
+    pub deadline: Duration,
 }
 
 /// Settings of the Streamable HTTP transport only.
@@ -308,6 +323,12 @@ impl Config {
             retry_max_delay: Duration::ZERO,
             max_context_tokens: None,
             max_reply_chars: 0,
+            explore: ExploreSettings {
+                max_steps: 1,
+                token_budget: 0,
+                result_chars: 0,
+                deadline: Duration::ZERO,
+            },
             store: StoreChoice::Auto,
             redis_url: None,
             key_prefix: String::new(),

@@ -240,6 +240,71 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_MCP_EXPLORE_MAX_STEPS",
+        default: "50",
+        doc: "Most tool calls one investigation may make (`investigate`'s `max_steps` defaults to 25 and is capped here).",
+        also_reads: &[],
+        read: |src, c| {
+            c.explore.max_steps = src.parse("GEMINI_MCP_EXPLORE_MAX_STEPS", 50)?;
+            if c.explore.max_steps == 0 {
+                return Err(invalid(
+                    "GEMINI_MCP_EXPLORE_MAX_STEPS",
+                    "must be at least 1",
+                ));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_EXPLORE_TOKENS",
+        default: "200000",
+        doc: "Tokens of tool results one investigation may send to Gemini (also capped by the model's window); past it Gemini is asked for its answer.",
+        also_reads: &[],
+        read: |src, c| {
+            c.explore.token_budget = src.parse("GEMINI_MCP_EXPLORE_TOKENS", 200_000)?;
+            if c.explore.token_budget < 1_000 {
+                return Err(invalid(
+                    "GEMINI_MCP_EXPLORE_TOKENS",
+                    "must be at least 1000",
+                ));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_EXPLORE_RESULT_CHARS",
+        default: "32000",
+        doc: "Longest result of one investigation tool call, in characters; a longer one is cut on a line, saying which lines to ask for next.",
+        also_reads: &[],
+        read: |src, c| {
+            c.explore.result_chars = src.parse("GEMINI_MCP_EXPLORE_RESULT_CHARS", 32_000)?;
+            if c.explore.result_chars < 1_000 {
+                return Err(invalid(
+                    "GEMINI_MCP_EXPLORE_RESULT_CHARS",
+                    "must be at least 1000",
+                ));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_EXPLORE_TIMEOUT_SECS",
+        default: "600",
+        doc: "Time after which an investigation starts no new step and Gemini is asked for its answer.",
+        also_reads: &[],
+        read: |src, c| {
+            let secs: f64 = src.parse("GEMINI_MCP_EXPLORE_TIMEOUT_SECS", 600.0)?;
+            if !(secs.is_finite() && secs > 0.0) {
+                return Err(invalid(
+                    "GEMINI_MCP_EXPLORE_TIMEOUT_SECS",
+                    "must be a positive number of seconds",
+                ));
+            }
+            c.explore.deadline = Duration::from_secs_f64(secs);
+            Ok(())
+        },
+    },
+    Setting {
         name: "MAX_REPLY_CHARS",
         default: "48000",
         doc: "Cap on a whole MCP tool result, text and structured content together (at most 500000; also declared to Claude Code); past it the least severe findings are left out, then the answer is cut, saying so.",

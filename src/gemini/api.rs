@@ -604,6 +604,9 @@ struct Answer {
     finish: Option<FinishReason>,
     block_reason: Option<String>,
     sources: Vec<Source>,
+    calls: Vec<super::FunctionCall>,
+    /// Every part worth replaying, as received.
+    turn: Vec<super::Part>,
 }
 
 impl Answer {
@@ -627,9 +630,18 @@ impl Answer {
             .into_iter()
             .flatten()
         {
-            if !part.is_thought()
-                && let Some(t) = part.text
+            if part.is_thought() {
+                continue;
+            }
+            if let Some(call) = part.function_call() {
+                self.calls.push(call);
+            }
+            if part.worth_replaying()
+                && let Ok(raw) = serde_json::to_value(&part)
             {
+                self.turn.push(super::Part::Recorded(raw));
+            }
+            if let Some(t) = part.text {
                 self.text.push_str(&t);
             }
         }
@@ -655,6 +667,7 @@ impl Answer {
     /// partial answer is not passed off as a whole one.
     fn broken(&self, error: GeminiError) -> Failure {
         if self.text.is_empty() {
+            // Function calls received so far were not run: asking again loses nothing.
             return Failure::transient(error);
         }
         let error = match error {
@@ -682,7 +695,7 @@ impl Answer {
                     .into(),
             }));
         };
-        if self.text.is_empty() {
+        if self.text.is_empty() && self.calls.is_empty() {
             return Err(match finish {
                 FinishReason::MaxTokens => Failure::fatal(GeminiError::MaxTokens),
                 FinishReason::Stop => Failure {
@@ -704,6 +717,8 @@ impl Answer {
             finish_reason: Some(finish.as_str().to_string()),
             sources: self.sources,
             fallback: None,
+            calls: self.calls,
+            turn: self.turn,
         })
     }
 }

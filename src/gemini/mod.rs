@@ -63,6 +63,36 @@ pub enum Part {
         mime: String,
         data: Arc<Vec<u8>>,
     },
+    /// A part of a model turn exactly as Gemini sent it (a function call, a text delta, a thought
+    /// signature), replayed unchanged: Gemini 3 rejects a function call whose signature is lost.
+    Recorded(serde_json::Value),
+    /// What one function call returned, in the user turn after the model's calls.
+    FunctionResponse {
+        /// The call's `id`, when Gemini gave one.
+        id: Option<String>,
+        name: String,
+        /// `{"output": …}` or `{"error": …}`.
+        response: serde_json::Value,
+    },
+}
+
+/// A function Gemini asked us to call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionCall {
+    pub id: Option<String>,
+    pub name: String,
+    /// The arguments as Gemini sent them (an object, or `null` when absent).
+    pub args: serde_json::Value,
+}
+
+/// The functions Gemini may call in a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Functions {
+    /// `functionDeclarations`, in the API's form.
+    pub declarations: serde_json::Value,
+    /// `false`: the declarations stay (the request keeps its prefix) but calling is off
+    /// (`functionCallingConfig.mode: NONE`), so the answer is text.
+    pub allow: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +131,8 @@ pub struct GenerateRequest {
     pub response_schema: Option<serde_json::Value>,
     /// Turn on Google Search grounding (API backend only).
     pub web_search: bool,
+    /// Functions Gemini may call (API backend only); `None`: none.
+    pub functions: Option<Functions>,
 }
 
 /// Token usage as the API reports it.
@@ -146,12 +178,19 @@ pub struct GenerateResponse {
     pub finish_reason: Option<String>,
     pub sources: Vec<Source>,
     pub fallback: Option<Fallback>,
+    /// The functions Gemini asked to call, in order (empty for a text answer).
+    pub calls: Vec<FunctionCall>,
+    /// The model's turn as received, to replay before the function responses.
+    pub turn: Vec<Part>,
 }
 
 /// A progress update while waiting on Gemini.
 #[derive(Debug, Clone)]
 pub struct Progress {
     pub message: String,
+    /// A finished step of an investigation (a terminal keeps these lines; other progress
+    /// replaces the last message).
+    pub step: bool,
 }
 
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
@@ -168,6 +207,17 @@ impl CallContext {
         if let Some(p) = &self.progress {
             p(Progress {
                 message: message.into(),
+                step: false,
+            });
+        }
+    }
+
+    /// Reports a finished step of an investigation.
+    pub fn step(&self, message: impl Into<String>) {
+        if let Some(p) = &self.progress {
+            p(Progress {
+                message: message.into(),
+                step: true,
             });
         }
     }

@@ -65,6 +65,24 @@ impl WirePart {
     pub fn is_thought(&self) -> bool {
         self.thought == Some(true)
     }
+
+    /// The function call this part asks for, if it is one.
+    pub fn function_call(&self) -> Option<super::FunctionCall> {
+        let call = self.extra.get("functionCall")?;
+        Some(super::FunctionCall {
+            id: call.get("id").and_then(Value::as_str).map(str::to_string),
+            name: call.get("name").and_then(Value::as_str)?.to_string(),
+            args: call.get("args").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    /// Whether the part carries anything worth replaying: text, a signature, a call, data.
+    pub fn worth_replaying(&self) -> bool {
+        self.text.as_deref().is_some_and(|t| !t.is_empty())
+            || self.thought_signature.is_some()
+            || self.inline_data.is_some()
+            || !self.extra.is_empty()
+    }
 }
 
 /// Bytes sent inline, base64-encoded.
@@ -82,13 +100,21 @@ pub struct InlineData {
 /// The body of `generateContent` and `streamGenerateContent`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
+///
+/// Fields are written in this order on purpose: what stays the same through a conversation or an
+/// investigation (system instruction, tools, generation settings) first, then `contents`, which
+/// only grows at its end, then `toolConfig`, the one thing a forced final answer changes. Each
+/// request of an investigation thus begins with the bytes of the one before it, which is what
+/// Gemini's implicit prefix cache matches.
 pub struct GenerateContentRequest {
-    pub contents: Vec<Content>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_instruction: Option<Content>,
-    pub generation_config: GenerationConfig,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Value>,
+    pub generation_config: GenerationConfig,
+    pub contents: Vec<Content>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_config: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -144,6 +170,17 @@ pub fn build_request(req: &GenerateRequest) -> GenerateContentRequest {
         amount,
     });
     let json_mode = req.response_schema.is_some();
+    let mut tools = Vec::new();
+    if req.web_search {
+        tools.push(serde_json::json!({ "googleSearch": {} }));
+    }
+    let mut tool_config = None;
+    if let Some(f) = &req.functions {
+        tools.push(serde_json::json!({ "functionDeclarations": f.declarations }));
+        if !f.allow {
+            tool_config = Some(serde_json::json!({ "functionCallingConfig": { "mode": "NONE" } }));
+        }
+    }
     GenerateContentRequest {
         contents,
         system_instruction,
@@ -154,11 +191,8 @@ pub fn build_request(req: &GenerateRequest) -> GenerateContentRequest {
             response_json_schema: req.response_schema.clone(),
             thinking_config,
         },
-        tools: if req.web_search {
-            vec![serde_json::json!({ "googleSearch": {} })]
-        } else {
-            Vec::new()
-        },
+        tools,
+        tool_config,
     }
 }
 
@@ -179,6 +213,16 @@ fn content_of(m: &Message) -> Content {
                 }),
                 ..WirePart::default()
             },
+            super::Part::Recorded(v) => serde_json::from_value(v.clone()).unwrap_or_default(),
+            super::Part::FunctionResponse { id, name, response } => {
+                let mut call = serde_json::json!({ "name": name, "response": response });
+                if let Some(id) = id {
+                    call["id"] = Value::String(id.clone());
+                }
+                let mut part = WirePart::default();
+                part.extra.insert("functionResponse".into(), call);
+                part
+            }
         })
         .collect();
     Content {
@@ -588,6 +632,7 @@ mod tests {
             temperature: None,
             response_schema: None,
             web_search: false,
+            functions: None,
         }
     }
 

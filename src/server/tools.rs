@@ -11,6 +11,7 @@ use crate::tools::analyze::{self, AnalyzeParams};
 use crate::tools::chat::{self, ChatParams};
 use crate::tools::codereview::{self, CodeReviewParams};
 use crate::tools::debug::{self, DebugParams};
+use crate::tools::investigate::{self, InvestigateParams};
 use crate::tools::listmodels;
 use crate::tools::precommit::{self, PrecommitParams};
 use crate::tools::thinkdeep::{self, ThinkDeepParams};
@@ -99,6 +100,20 @@ impl Server {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         self.call_tool_with(args, precommit::plan, ctx).await
+    }
+
+    #[tool(
+        description = "Give Gemini a question or task about the project; it lists, searches and reads files and git history itself (read-only) and answers with file:line citations.",
+        annotations(title = "Investigate the project with Gemini", read_only_hint = true, open_world_hint = true),
+        input_schema = crate::tools::schema::input_schema::<InvestigateParams>(),
+        output_schema = crate::tools::reply::investigate_output_schema()
+    )]
+    async fn investigate(
+        &self,
+        Parameters(args): Parameters<JsonObject>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call_tool_with(args, investigate::plan, ctx).await
     }
 
     #[tool(

@@ -34,6 +34,8 @@ pub struct AnalyzeParams {
     pub analysis_type: Option<AnalysisType>,
     /// Default detailed.
     pub output_format: Option<OutputFormat>,
+    /// Let Gemini search and read the project itself (read-only).
+    pub explore: Option<bool>,
     #[serde(flatten)]
     pub common: Common,
 }
@@ -73,5 +75,6 @@ pub fn plan(p: AnalyzeParams) -> Result<Plan, ToolError> {
     section(&mut plan.request, "Question", Some(&question));
     section(&mut plan.request, "Analysis type", Some(kind));
     section(&mut plan.request, "Output format", Some(format));
+    super::investigate::explore_flag(&mut plan, p.explore)?;
     Ok(plan)
 }

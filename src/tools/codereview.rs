@@ -49,6 +49,8 @@ pub struct CodeReviewParams {
     pub standards: Option<String>,
     /// Areas to look at especially.
     pub focus_on: Option<String>,
+    /// Let Gemini search and read the project itself (read-only).
+    pub explore: Option<bool>,
     #[serde(flatten)]
     pub common: Common,
 }
@@ -83,5 +85,6 @@ pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {
         min_severity: p.severity_filter.unwrap_or(SeverityFilter::All).min(),
         verdict: false,
     };
+    super::investigate::explore_flag(&mut plan, p.explore)?;
     Ok(plan)
 }

@@ -20,6 +20,8 @@ pub struct DebugParams {
     pub runtime_info: Option<String>,
     /// Let Gemini search the web and cite its sources.
     pub use_websearch: Option<bool>,
+    /// Let Gemini search and read the project itself (read-only).
+    pub explore: Option<bool>,
     #[serde(flatten)]
     pub common: Common,
 }
@@ -45,5 +47,6 @@ pub fn plan(p: DebugParams) -> Result<Plan, ToolError> {
     );
     plan.files = paths("files", p.files)?;
     plan.web_search = p.use_websearch.unwrap_or(false);
+    super::investigate::explore_flag(&mut plan, p.explore)?;
     Ok(plan)
 }

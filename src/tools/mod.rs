@@ -10,6 +10,8 @@ pub mod chat;
 pub mod codereview;
 pub mod debug;
 pub mod history;
+pub mod investigate;
+pub mod investigation;
 pub mod listmodels;
 pub mod pipeline;
 pub mod precommit;
@@ -109,6 +111,9 @@ pub struct Plan {
     pub system_extra: Option<String>,
     pub output: Output,
     pub web_search: bool,
+    /// Gemini may investigate the project with the read-only tools, for at most this many steps
+    /// (`investigate`, or `explore: true`).
+    pub explore: Option<u32>,
     /// Who is calling, for the threads they may continue: `local` unless the transport says
     /// otherwise (HTTP sets the token's owner).
     pub owner: Owner,
@@ -149,6 +154,7 @@ impl Plan {
             system_extra: None,
             output: Output::Text,
             web_search: false,
+            explore: None,
             owner: Owner::local(),
         })
     }

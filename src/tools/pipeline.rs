@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::reply::{IncludedFile, Reply, ReviewView, Status};
 use super::review;
 use super::{Continuation, Output, Plan, ToolError};
-use super::{history, prompt};
+use super::{history, investigation, prompt};
 use crate::collector::{CollectRequest, Collected, Collector, ImageEntry, Skipped, tokens};
 use crate::config::Config;
 use crate::gemini::models::ModelInfo;
@@ -145,8 +145,7 @@ impl Pipeline {
             }
             .into());
         }
-        let system =
-            prompt::system_instruction(plan.tool.system_prompt(), plan.system_extra.as_deref());
+        let system = prompt::system_instruction(&tool_prompt(&plan), plan.system_extra.as_deref());
         ctx.report("reading files");
         let (total, history) = self.budget(&plan, &model, &system, thread).await?;
         let material = match self
@@ -167,19 +166,57 @@ impl Pipeline {
         );
 
         ctx.report("waiting for Gemini");
-        let answer = self.gemini.generate(request.clone(), ctx).await?;
-        let model_used = answer
-            .model_version
-            .clone()
-            .unwrap_or_else(|| request.model.id.clone());
+        let room = total
+            .saturating_sub(history.tokens)
+            .saturating_sub(material.tokens());
+        let model_id = request.model.id.clone();
+        let (answer, investigation) = self.ask(&plan, request, room, ctx).await?;
+        let model_used = answer.model_version.clone().unwrap_or(model_id);
         let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
+        let tail = match &investigation {
+            Some(inv) => format!("{tail}\n\n{}", investigation::steps_note(inv)),
+            None => tail,
+        };
         self.save_turn(id, &plan, tail, &material, &answer, &model_used, &mut reply)
             .await?;
         finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
+        if let Some(inv) = investigation {
+            reply.set_investigation(inv);
+        }
         reply.redactions += text_redactions;
         // Whole here (the command line prints it all); the MCP edge fits it to the client's cap.
         reply.render();
         Ok(reply)
+    }
+
+    /// Gemini's answer to `request`: one call, or an investigation (the loop of function calls
+    /// over the read-only project tools) when the plan asks for one. `room` is what is left of
+    /// the context budget for the investigation's tool results. The answer's usage is the
+    /// loop's sum.
+    async fn ask(
+        &self,
+        plan: &Plan,
+        request: GenerateRequest,
+        room: u64,
+        ctx: &CallContext,
+    ) -> Result<(GenerateResponse, Option<investigation::Investigation>), ToolError> {
+        let Some(steps) = plan.explore else {
+            return Ok((self.gemini.generate(request, ctx).await?, None));
+        };
+        let settings = self.config.explore;
+        let limits = investigation::Limits {
+            max_steps: steps.min(settings.max_steps),
+            token_budget: settings.token_budget.min(room),
+            deadline: settings.deadline,
+        };
+        let explorer = Arc::new(
+            crate::explore::Explorer::new(self.collector.clone())
+                .with_result_chars(settings.result_chars),
+        );
+        let (mut answer, inv) =
+            investigation::run(&self.gemini, explorer, request, limits, ctx).await?;
+        answer.usage = inv.usage;
+        Ok((answer, Some(inv)))
     }
 
     /// The model the plan names (or the default), resolved in the catalogue.
@@ -400,6 +437,16 @@ impl Pipeline {
     }
 }
 
+/// The tool's system prompt, with what the project tools are for when the call may explore.
+fn tool_prompt(plan: &Plan) -> String {
+    let base = plan.tool.system_prompt();
+    if plan.explore.is_some() && plan.tool != super::Tool::Investigate {
+        format!("{}\n\n{}", base.trim_end(), prompt::EXPLORE.trim_end())
+    } else {
+        base.to_string()
+    }
+}
+
 /// What a call sends besides its text.
 struct Material {
     diff: Option<DiffContext>,
@@ -407,6 +454,13 @@ struct Material {
     images: Vec<ImageEntry>,
     /// Files and diffs left out, with why.
     skipped: Vec<Skipped>,
+}
+
+impl Material {
+    /// Tokens of the files and the diff.
+    fn tokens(&self) -> u64 {
+        self.collected.tokens + self.diff.as_ref().map_or(0, |d| d.tokens)
+    }
 }
 
 // One value per call, moved once: the size difference costs nothing worth a box.
@@ -472,6 +526,7 @@ fn build_request(
         temperature,
         response_schema,
         web_search: plan.web_search,
+        functions: None,
     };
     (request, tail)
 }

@@ -10,6 +10,9 @@ use crate::collector::{FileEntry, Skipped};
 /// Shared rules appended to every tool's system prompt.
 const SHARED: &str = include_str!("../../prompts/shared.md");
 
+/// Added to a tool's system prompt when the call may explore the project (`explore: true`).
+pub const EXPLORE: &str = include_str!("../../prompts/explore.md");
+
 /// The system instruction: the tool's prompt, the shared rules, and the caller's extra
 /// instructions (chat's `system_prompt`) last.
 pub fn system_instruction(tool_prompt: &str, extra: Option<&str>) -> String {

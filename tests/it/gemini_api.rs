@@ -68,6 +68,7 @@ fn request(model: &str) -> GenerateRequest {
         temperature: None,
         response_schema: None,
         web_search: false,
+        functions: None,
     }
 }
 

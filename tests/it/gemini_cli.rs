@@ -132,6 +132,7 @@ fn request(prompt: &str) -> GenerateRequest {
         temperature: None,
         response_schema: None,
         web_search: false,
+        functions: None,
     }
 }
 

@@ -7,6 +7,7 @@ mod gemini_api;
 mod gemini_cli;
 mod hardening;
 mod http;
+mod investigate;
 mod reply;
 mod stdio;
 mod support;

@@ -201,6 +201,14 @@ impl CliBackend {
                  backend (set GEMINI_API_KEY and GEMINI_BACKEND=api)",
             ));
         }
+        if req.functions.is_some() {
+            return Err(cli_error(
+                None,
+                "an investigation (`investigate`, or `explore: true`) needs the REST API backend: the Gemini \
+                 CLI backend cannot hand Gemini our read-only tools. Set GEMINI_API_KEY (and \
+                 GEMINI_BACKEND=api), or call the tool without `explore`",
+            ));
+        }
         if req.model.id.starts_with('-') || req.model.id.is_empty() {
             return Err(GeminiError::UnknownModel {
                 name: req.model.id.clone(),

@@ -18,7 +18,7 @@ pub fn render_prompt(contents: &[Message]) -> String {
             .iter()
             .filter_map(|p| match p {
                 Part::Text(t) => Some(t.as_str()),
-                Part::Image { .. } => None,
+                Part::Image { .. } | Part::Recorded(_) | Part::FunctionResponse { .. } => None,
             })
             .collect::<Vec<_>>()
             .join("\n\n")

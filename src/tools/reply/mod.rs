@@ -14,7 +14,9 @@ use serde::Serialize;
 use super::review::{self, Clarification, Finding, Severity, Verdict};
 
 mod parts;
-pub use parts::{ChangedFileView, FallbackView, LeftOut, LeftOutReason, UsageView, WebSource};
+pub use parts::{
+    ChangedFileView, FallbackView, LeftOut, LeftOutReason, StepView, UsageView, WebSource,
+};
 
 /// Characters kept for what a result carries besides its text and structured content: `_meta`
 /// and the JSON-RPC envelope.
@@ -39,7 +41,36 @@ const UNDECLARED: &[&str] = &[
 pub fn output_schema(
     except: &[&str],
 ) -> std::sync::Arc<serde_json::Map<String, serde_json::Value>> {
-    let skip: Vec<&str> = UNDECLARED.iter().chain(except).copied().collect();
+    let skip: Vec<&str> = UNDECLARED
+        .iter()
+        .chain(INVESTIGATION_FIELDS)
+        .chain(except)
+        .copied()
+        .collect();
+    super::schema::output_schema::<Reply>(&skip)
+}
+
+/// The fields only an investigation sends (`investigate`, or `explore: true`). Declared in
+/// `investigate`'s schema only: every client pays for `tools/list`, and a tool that explores
+/// only when asked (`explore: true`) sends them as extra properties, which its schema allows.
+pub const INVESTIGATION_FIELDS: &[&str] = &["steps", "files_read", "stop_reason"];
+
+/// The `outputSchema` of `investigate`: the answer, the investigation's steps, the files read,
+/// why it stopped, and the usage summed over its requests.
+pub fn investigate_output_schema() -> std::sync::Arc<serde_json::Map<String, serde_json::Value>> {
+    let skip: Vec<&str> = UNDECLARED
+        .iter()
+        .filter(|f| **f != "usage")
+        .chain(&[
+            "findings",
+            "findings_left_out",
+            "summary",
+            "verdict",
+            "changed_files",
+            "sources",
+        ])
+        .copied()
+        .collect();
     super::schema::output_schema::<Reply>(&skip)
 }
 
@@ -131,6 +162,15 @@ pub struct Reply {
     /// Changed files (precommit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed_files: Option<Vec<ChangedFileView>>,
+    /// The investigation's tool calls, in order (investigate, or explore).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<StepView>>,
+    /// Files Gemini read while investigating.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_read: Option<Vec<String>>,
+    /// Why the investigation ended: answered, max_steps, token_budget or deadline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     /// The Markdown text (the reply's content block), made by [`Reply::render`].
     #[serde(skip)]
     pub text: String,
@@ -180,6 +220,9 @@ impl Reply {
             fallback: None,
             sources: Vec::new(),
             changed_files: None,
+            steps: None,
+            files_read: None,
+            stop_reason: None,
             notes: Vec::new(),
             review: None,
             finish_notice: None,
@@ -216,6 +259,26 @@ impl Reply {
         };
         self.cut = Some(reason.to_ascii_lowercase());
         self.finish_notice = Some(format!("Gemini's answer is incomplete: {why}."));
+    }
+
+    /// Records what an investigation did: its steps, the files read, why it ended (a limit is
+    /// also a notice).
+    pub fn set_investigation(&mut self, inv: super::investigation::Investigation) {
+        use super::investigation::StopReason;
+        let why = match inv.stop {
+            StopReason::Answered => None,
+            StopReason::MaxSteps => Some("its step limit (max_steps)"),
+            StopReason::TokenBudget => Some("its token budget (GEMINI_MCP_EXPLORE_TOKENS)"),
+            StopReason::Deadline => Some("its time limit (GEMINI_MCP_EXPLORE_TIMEOUT_SECS)"),
+        };
+        if let Some(why) = why {
+            self.notes.push(format!(
+                "The investigation stopped at {why}: Gemini answered from what it had read so far."
+            ));
+        }
+        self.stop_reason = Some(inv.stop.as_str().to_string());
+        self.steps = Some(inv.steps.into_iter().map(Into::into).collect());
+        self.files_read = Some(inv.files_read);
     }
 
     /// Fills `notices` and renders `text` from the fields: the answer (or the review), then a
@@ -270,6 +333,13 @@ impl Reply {
                 .map(|s| format!("[{}]({})", s.title, s.uri))
                 .collect();
             lines.push(format!("Sources: {}", s.join(" · ")));
+        }
+        if let (Some(steps), Some(stop)) = (&self.steps, &self.stop_reason) {
+            let mut line = format!("Investigation: {} steps ({stop})", steps.len());
+            if let Some(read) = self.files_read.as_ref().filter(|r| !r.is_empty()) {
+                line.push_str(&format!("; read {}", read.join(", ")));
+            }
+            lines.push(line);
         }
         if let Some(id) = &self.continuation_id {
             let turns = self
@@ -352,6 +422,14 @@ impl Reply {
         }
         let n = shorten("sources", self.sources.len());
         self.sources.truncate(n);
+        if let Some(steps) = &mut self.steps {
+            let n = shorten("steps", steps.len());
+            steps.truncate(n);
+        }
+        if let Some(read) = &mut self.files_read {
+            let n = shorten("files_read", read.len());
+            read.truncate(n);
+        }
         if !cut.is_empty() {
             self.size_notices.push(format!(
                 "To fit the result size limit (MAX_REPLY_CHARS), {}.",

@@ -175,3 +175,28 @@ impl From<ChangedFile> for ChangedFileView {
         }
     }
 }
+
+/// One tool call of an investigation.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "Step")]
+pub struct StepView {
+    /// list_files, read_file, search_text or git_log.
+    pub tool: String,
+    /// The arguments Gemini gave.
+    pub arguments: serde_json::Value,
+    /// One line: what it found, or why it was refused.
+    pub outcome: String,
+    /// Tokens of the result sent to Gemini.
+    pub tokens: u64,
+}
+
+impl From<crate::tools::investigation::Step> for StepView {
+    fn from(s: crate::tools::investigation::Step) -> Self {
+        StepView {
+            tool: s.tool,
+            arguments: s.arguments,
+            outcome: s.outcome,
+            tokens: s.tokens,
+        }
+    }
+}

@@ -275,7 +275,7 @@ async fn hardening_raw_lines_get_json_rpc_errors_and_the_server_keeps_serving() 
     let tools = raw.request("tools/list", json!({})).await;
     assert_eq!(
         tools["result"]["tools"].as_array().map(Vec::len),
-        Some(7),
+        Some(8),
         "{tools}"
     );
     assert!(
@@ -408,7 +408,7 @@ async fn hardening_mixed_load_keeps_rss_flat() {
             match i % 8 {
                 0 | 4 => {
                     let tools = client.list_all_tools().await.expect("tools/list");
-                    assert_eq!(tools.len(), 7);
+                    assert_eq!(tools.len(), 8);
                 }
                 1 | 5 => {
                     let r = client

@@ -232,6 +232,43 @@ impl Script {
         Script::new(Kind::Broken { spec, ending })
     }
 
+    /// A turn of function calls, as Gemini 3 streams it: a short text chunk, then one chunk with
+    /// every call (`id` `call-N`, in order), the first carrying the thought signature
+    /// `signature`, with `finishReason: STOP` and usage (`[prompt, output, thinking]`).
+    /// Each call is `(name, args)`.
+    pub fn calls(calls: &[(&str, Value)], signature: &str, usage: [u64; 3]) -> Script {
+        let parts: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| {
+                let mut part = json!({ "functionCall": { "name": name, "args": args, "id": format!("call-{}", i + 1) } });
+                if i == 0 {
+                    part["thoughtSignature"] = json!(signature);
+                }
+                part
+            })
+            .collect();
+        let meta = |output: u64| {
+            json!({
+                "promptTokenCount": usage[0],
+                "candidatesTokenCount": output,
+                "thoughtsTokenCount": usage[2],
+                "totalTokenCount": usage[0] + output + usage[2],
+            })
+        };
+        let first = json!({
+            "candidates": [{ "content": { "role": "model", "parts": [{ "text": "Looking." }] }, "index": 0 }],
+            "usageMetadata": meta(1),
+            "modelVersion": "gemini-3-flash-preview",
+        });
+        let second = json!({
+            "candidates": [{ "content": { "role": "model", "parts": parts }, "finishReason": "STOP", "index": 0 }],
+            "usageMetadata": meta(usage[1]),
+            "modelVersion": "gemini-3-flash-preview",
+        });
+        Script::sse(format!("data: {first}\r\n\r\ndata: {second}\r\n\r\n"))
+    }
+
     /// A 200 `text/event-stream` with exactly this body (framing tests).
     pub fn sse(body: impl Into<String>) -> Script {
         Script::new(Kind::Sse(body.into()))

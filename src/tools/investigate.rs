@@ -1,0 +1,88 @@
+//! `investigate`: give Gemini a question or task about the project; it lists, searches and reads
+//! files and git history itself, read-only, and answers with `file:line` citations.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
+use crate::gemini::ThinkingMode;
+
+/// Steps (function calls) an investigation takes when the call names no `max_steps`.
+pub const DEFAULT_STEPS: u32 = 25;
+
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+pub struct InvestigateParams {
+    /// The question or task about the project.
+    pub task: String,
+    /// Files or directories to start from (sent with the task).
+    pub files: Option<Vec<String>>,
+    /// Most tool calls Gemini may make (default 25).
+    pub max_steps: Option<u32>,
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+pub fn plan(p: InvestigateParams) -> Result<Plan, ToolError> {
+    let mut plan = Plan::new(Tool::Investigate, p.common, ThinkingMode::Medium)?;
+    let task = required_text("task", p.task)?;
+    section(&mut plan.request, "Task", Some(&task));
+    plan.files = paths("files", p.files)?;
+    plan.explore = Some(steps(p.max_steps)?);
+    Ok(plan)
+}
+
+/// The step limit a call asked for (`max_steps`), or the default. The server's own cap
+/// (`GEMINI_MCP_EXPLORE_MAX_STEPS`) is applied by the pipeline.
+pub fn steps(max_steps: Option<u32>) -> Result<u32, ToolError> {
+    match max_steps {
+        None => Ok(DEFAULT_STEPS),
+        Some(0) => Err(ToolError::invalid(
+            "max_steps",
+            "must be at least 1 (leave it out for the default of 25)",
+        )),
+        Some(n) => Ok(n),
+    }
+}
+
+/// `explore: true` on analyze, debug and codereview: the same loop with the default steps.
+/// Google Search grounding and the project tools are not offered together.
+pub fn explore_flag(plan: &mut Plan, explore: Option<bool>) -> Result<(), ToolError> {
+    if explore != Some(true) {
+        return Ok(());
+    }
+    if plan.web_search {
+        return Err(ToolError::invalid(
+            "explore",
+            "cannot be combined with use_websearch: Gemini gets either the project's tools or Google Search in one call; drop one of them",
+        ));
+    }
+    plan.explore = Some(DEFAULT_STEPS);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_task_is_required_and_the_steps_positive() {
+        let e = plan(InvestigateParams::default()).unwrap_err();
+        assert_eq!(e.field(), Some("task"));
+        let e = plan(InvestigateParams {
+            task: "where are threads stored?".into(),
+            max_steps: Some(0),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert_eq!(e.field(), Some("max_steps"));
+        let p = plan(InvestigateParams {
+            task: "where are threads stored?".into(),
+            files: Some(vec!["src/threads".into()]),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(p.explore, Some(DEFAULT_STEPS));
+        assert_eq!(p.files, ["src/threads"]);
+        assert!(p.request.contains("## Task\nwhere are threads stored?"));
+    }
+}
