@@ -464,6 +464,40 @@ impl Collector {
     /// as [`Collector::collect`] (roots, ignore files, configured globs, symlinks, secret names),
     /// in priority order, with what was left out and why. Nothing is read.
     pub fn list(&self, raw: &str) -> Result<Listing, CollectError> {
+        let (files, skipped) = self.candidates(raw)?;
+        Ok(Listing {
+            files: files.into_iter().map(|c| c.display).collect(),
+            skipped,
+        })
+    }
+
+    /// Reads every text file a [`Collector::list`] of `raw` holds whose display path `keep`
+    /// accepts, through the same sandbox (binary, too large, special or changed files are passed
+    /// over), on all cores, and hands each file's bytes, unredacted, to `visit`. Returns what
+    /// `visit` kept, in listing order. For searching: whatever `visit` shows of a file must go
+    /// through redaction first.
+    pub fn scan<T: Send>(
+        &self,
+        raw: &str,
+        keep: impl Fn(&str) -> bool + Sync,
+        visit: impl Fn(&str, &[u8]) -> Option<T> + Sync,
+    ) -> Result<Vec<T>, CollectError> {
+        use rayon::prelude::*;
+        let (files, _) = self.candidates(raw)?;
+        Ok(files
+            .par_iter()
+            .filter(|c| keep(&c.display))
+            .filter_map(|c| {
+                let bytes = read::open(&c.path, MAX_FILE_BYTES)
+                    .and_then(|o| o.read_bytes(MAX_FILE_BYTES, true, || {}))
+                    .ok()?;
+                visit(&c.display, &bytes)
+            })
+            .collect())
+    }
+
+    /// The files a listing of `raw` holds, in priority order, and what was left out.
+    fn candidates(&self, raw: &str) -> Result<(Vec<walk::Candidate>, Vec<Skipped>), CollectError> {
         let p = self.sandbox.resolve(raw)?;
         let meta = std::fs::metadata(p.as_path()).map_err(|_| SandboxError::NotFound {
             path: raw.to_string(),
@@ -472,17 +506,23 @@ impl Collector {
         if !meta.is_dir() {
             let display = self.sandbox.display(&p);
             return Ok(match self.secret_rule(&p) {
-                Some(_) => Listing {
-                    files: Vec::new(),
-                    skipped: vec![Skipped {
+                Some(_) => (
+                    Vec::new(),
+                    vec![Skipped {
                         path: display,
                         reason: SkipReason::Secret,
                     }],
-                },
-                None => Listing {
-                    files: vec![display],
-                    skipped: Vec::new(),
-                },
+                ),
+                None => (
+                    vec![walk::Candidate {
+                        path: p,
+                        display,
+                        class: classify::Class::Source,
+                        depth: 0,
+                        request: 0,
+                    }],
+                    Vec::new(),
+                ),
             });
         }
         let rules = walk::WalkRules {
@@ -496,10 +536,7 @@ impl Collector {
         let (mut files, mut skipped) = walk::walk(&rules, &p, 0, &mut BTreeSet::new());
         files.sort_unstable_by(|a, b| a.key().cmp(&b.key()));
         skipped.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(Listing {
-            files: files.into_iter().map(|c| c.display).collect(),
-            skipped,
-        })
+        Ok((files, skipped))
     }
 
     /// One file as text, redacted, for reading a part of it: refused like a named file in

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use regex::RegexBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -359,6 +358,11 @@ impl Explorer {
         }
     }
 
+    /// Searches with ripgrep's own engine (`grep-searcher` over `grep-regex`) on every core,
+    /// through the collector's sandbox and walk. The raw bytes are only a filter: a file with a
+    /// hit is redacted whole and searched again, and only its redacted lines are shown, so a
+    /// pattern can neither show nor probe a secret value (a pattern that matches only a
+    /// redaction marker finds nothing).
     fn search(&self, a: SearchArgs) -> Outcome {
         if a.pattern.is_empty() {
             return Outcome::refused(
@@ -366,17 +370,13 @@ impl Explorer {
                 "`pattern` is empty: give the text to find.",
             );
         }
-        let source = if a.regex.unwrap_or(false) {
-            a.pattern.clone()
-        } else {
-            regex::escape(&a.pattern)
-        };
-        let re = match RegexBuilder::new(&source)
+        let matcher = match grep_regex::RegexMatcherBuilder::new()
             .case_insensitive(!a.case_sensitive.unwrap_or(true))
+            .fixed_strings(!a.regex.unwrap_or(false))
             .size_limit(1 << 20)
-            .build()
+            .build(&a.pattern)
         {
-            Ok(r) => r,
+            Ok(m) => m,
             Err(e) => {
                 return Outcome::refused(
                     "search — bad pattern",
@@ -391,40 +391,38 @@ impl Explorer {
             Err(o) => return o,
         };
         let path = a.path.unwrap_or_else(|| ".".into());
-        let listing = match self.collector.list(&path) {
-            Ok(l) => l,
+        let keep = |display: &str| glob.as_ref().is_none_or(|g| g.is_match(display));
+        let found = self.collector.scan(&path, keep, |display, bytes| {
+            if hits_in(&matcher, bytes, 0).total == 0 {
+                return None;
+            }
+            let text = String::from_utf8_lossy(bytes);
+            let (clean, _) = crate::redact::redact(&text);
+            let hits = hits_in(&matcher, clean.as_bytes(), SEARCH_CAP);
+            (hits.total > 0).then(|| (display.to_string(), hits))
+        });
+        let files = match found {
+            Ok(f) => f,
             Err(e) => return refusal("search", &path, &e),
         };
-        let mut hits = Vec::new();
-        let mut more = 0usize;
-        for f in listing
-            .files
-            .iter()
-            .filter(|f| glob.as_ref().is_none_or(|g| g.is_match(f.as_str())))
-        {
-            // A file that changed or went away since the listing is passed over.
-            let Ok(file) = self.collector.read_text(f) else {
-                continue;
-            };
-            for (n, line) in file.text.lines().enumerate() {
-                if re.is_match(line) {
-                    if hits.len() < SEARCH_CAP {
-                        let shown: String = line.trim_end().chars().take(HIT_LINE_CHARS).collect();
-                        hits.push(format!("{}:{}: {shown}", file.display, n + 1));
-                    } else {
-                        more += 1;
-                    }
+        let mut shown = Vec::new();
+        let mut count = 0usize;
+        for (display, hits) in &files {
+            count += hits.total;
+            for (line, text) in &hits.shown {
+                if shown.len() < SEARCH_CAP {
+                    shown.push(format!("{display}:{line}: {text}"));
                 }
             }
         }
-        let count = hits.len() + more;
+        let more = count - shown.len();
         let mut text = String::new();
         if count == 0 {
             text.push_str(&format!("No match for `{}`.\n", a.pattern));
         } else {
             text.push_str(UNTRUSTED);
             text.push('\n');
-            for h in &hits {
+            for h in &shown {
                 text.push_str(h);
                 text.push('\n');
             }
@@ -436,6 +434,41 @@ impl Explorer {
         }
         Outcome::done(format!("searched `{}` — {count} hits", a.pattern), text)
     }
+}
+
+/// The matching lines of one file.
+struct Hits {
+    /// At most the number asked for: line number and text (trimmed to [`HIT_LINE_CHARS`]).
+    shown: Vec<(u64, String)>,
+    /// Lines that match, in all.
+    total: usize,
+}
+
+/// The lines of `bytes` that `matcher` matches, keeping `keep` of them; with `keep` 0 the search
+/// stops at the first match (a filter).
+fn hits_in(matcher: &grep_regex::RegexMatcher, bytes: &[u8], keep: usize) -> Hits {
+    let mut hits = Hits {
+        shown: Vec::new(),
+        total: 0,
+    };
+    let mut searcher = grep_searcher::SearcherBuilder::new()
+        .line_number(true)
+        .binary_detection(grep_searcher::BinaryDetection::quit(0))
+        .build();
+    // A sink error cannot happen: the closure never fails, and reading a slice cannot.
+    let _ = searcher.search_slice(
+        matcher,
+        bytes,
+        grep_searcher::sinks::Lossy(|line, text| {
+            hits.total += 1;
+            if hits.shown.len() < keep {
+                let shown: String = text.trim_end().chars().take(HIT_LINE_CHARS).collect();
+                hits.shown.push((line, shown));
+            }
+            Ok(keep > 0)
+        }),
+    );
+    hits
 }
 
 /// Gemini's arguments as `T`, or a result saying which argument is wrong.

@@ -295,3 +295,66 @@ fn git_log_without_a_repository_says_so() {
         o.text
     );
 }
+
+#[test]
+fn a_search_cannot_probe_a_redacted_value() {
+    let t = tree();
+    // A pattern that matches only the secret value finds nothing, so hits cannot be used to
+    // guess it character by character; the line around it is shown redacted.
+    for pattern in ["CANARYcanary0", "sk-ant-CANARY", "canary0123"] {
+        let o = t
+            .explorer
+            .execute("search_text", &json!({"pattern": pattern}));
+        assert_eq!(
+            o.summary,
+            format!("searched `{pattern}` — 0 hits"),
+            "{}",
+            o.text
+        );
+    }
+    let o = t.explorer.execute(
+        "search_text",
+        &json!({"pattern": "KEY: &str = \"sk-a", "regex": false}),
+    );
+    assert_eq!(
+        o.summary, "searched `KEY: &str = \"sk-a` — 0 hits",
+        "{}",
+        o.text
+    );
+    let o = t
+        .explorer
+        .execute("search_text", &json!({"pattern": "const KEY"}));
+    assert!(
+        o.text
+            .contains("src/limits.rs:2: const KEY: &str = \"[REDACTED:api-key]\";"),
+        "{}",
+        o.text
+    );
+}
+
+#[test]
+fn results_are_cut_at_the_size_cap_saying_how_to_ask_for_less() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let long: String = (1..=500)
+        .map(|n| format!("needle on line {n} {}\n", "x".repeat(80)))
+        .collect();
+    std::fs::write(root.join("hay.txt"), &long).unwrap();
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
+    let explorer = Explorer::new(Arc::new(collector)).with_result_chars(2_000);
+    let o = explorer.execute("read_file", &json!({"path": "hay.txt"}));
+    assert!(o.text.len() < 2_600, "{}", o.text.len());
+    let last = o.text.lines().rev().find(|l| l.contains("│")).unwrap();
+    let shown: usize = last.split('│').next().unwrap().trim().parse().unwrap();
+    assert!(
+        o.text
+            .contains(&format!("read on with start_line {}", shown + 1)),
+        "{}",
+        o.text
+    );
+    assert_eq!(o.summary, format!("read hay.txt:1–{shown}"));
+    let o = explorer.execute("search_text", &json!({"pattern": "needle"}));
+    assert!(o.text.len() < 2_200, "{}", o.text.len());
+    assert!(o.text.contains("(truncated after"), "{}", o.text);
+    assert_eq!(o.summary, "searched `needle` — 500 hits");
+}
