@@ -1,5 +1,6 @@
 //! The read-only tools Gemini may call while it investigates the project: list files, read a
-//! file or a range of its lines, search text, the git history of a path. Every one goes through the collector (roots,
+//! file or a range of its lines, search text, and the git history of a path (log, the patch of
+//! a commit or between revisions, blame). Every one goes through the collector (roots,
 //! symlinks, ignore files, configured globs, secret names, redaction, line numbers): there is no
 //! second way to open a user file here.
 //!
@@ -120,6 +121,23 @@ struct LogArgs {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct DiffArgs {
+    path: Option<String>,
+    commit: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlameArgs {
+    path: String,
+    start_line: Option<usize>,
+    end_line: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SearchArgs {
     pattern: String,
     path: Option<String>,
@@ -183,6 +201,32 @@ impl Explorer {
                 }
             },
             {
+                "name": "git_diff",
+                "description": "What one commit changed (`commit`), or the changes between two revisions (`from`, `to`; `to` left out: the work tree as it is now), as a unified patch, limited to `path`.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File or directory to limit the patch to (default: the project root)."},
+                        "commit": {"type": "string", "description": "A commit (id, branch, tag, HEAD~2…): show what it changed."},
+                        "from": {"type": "string", "description": "The older revision (instead of `commit`)."},
+                        "to": {"type": "string", "description": "The newer revision (default: the work tree)."}
+                    }
+                }
+            },
+            {
+                "name": "git_blame",
+                "description": "Who last changed each line of a file range, and in which commit: `line id date author │ text`.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string", "description": "File, relative to the project root."},
+                        "start_line": {"type": "integer", "description": "First line (default 1)."},
+                        "end_line": {"type": "integer", "description": "Last line (default start_line + 99)."}
+                    },
+                    "required": ["path"]
+                }
+            },
+            {
                 "name": "search_text",
                 "description": "Search the project's files for text (or a regular expression); hits as `path:line: text`.",
                 "parameters": {
@@ -220,10 +264,18 @@ impl Explorer {
                 Ok(a) => self.log(a).capped(cap),
                 Err(o) => o,
             },
+            "git_diff" => match parse::<DiffArgs>(name, args) {
+                Ok(a) => self.diff(a).capped(cap),
+                Err(o) => o,
+            },
+            "git_blame" => match parse::<BlameArgs>(name, args) {
+                Ok(a) => self.blame(a).capped(cap),
+                Err(o) => o,
+            },
             other => Outcome::refused(
                 format!("unknown function `{other}`"),
                 format!(
-                    "There is no function `{other}`. The functions are list_files, read_file, git_log and search_text."
+                    "There is no function `{other}`. The functions are list_files, read_file, search_text, git_log, git_diff and git_blame."
                 ),
             ),
         }
@@ -354,6 +406,54 @@ impl Explorer {
             Err(e) => Outcome::refused(
                 format!("git log {} — refused", a.path),
                 format!("Cannot show the history of `{}`: {e}", a.path),
+            ),
+        }
+    }
+
+    fn diff(&self, a: DiffArgs) -> Outcome {
+        let path = a.path.unwrap_or_else(|| ".".into());
+        let (from, to, what) = match (a.commit, a.from, a.to) {
+            (Some(c), None, None) => (None, Some(c.clone()), format!("commit {c}")),
+            (None, Some(f), to) => {
+                let what = format!("{f}..{}", to.as_deref().unwrap_or("work tree"));
+                (Some(f), to, what)
+            }
+            (None, None, None) => (None, None, "HEAD..work tree".to_string()),
+            _ => {
+                return Outcome::refused(
+                    "git diff — bad arguments",
+                    "Give either `commit` (what one commit changed) or `from` with an optional `to`, not both.",
+                );
+            }
+        };
+        match crate::git::diff(&self.collector, &path, from.as_deref(), to.as_deref()) {
+            Ok(text) => Outcome::done(
+                format!("git diff {what} in {path}"),
+                format!("{UNTRUSTED}\n{text}"),
+            ),
+            Err(e) => Outcome::refused(
+                format!("git diff {path} — refused"),
+                format!("Cannot diff `{path}`: {e}"),
+            ),
+        }
+    }
+
+    fn blame(&self, a: BlameArgs) -> Outcome {
+        let file = match self.collector.read_text(&a.path) {
+            Ok(f) => f,
+            Err(e) => return refusal("blame", &a.path, &e),
+        };
+        let start = a.start_line.unwrap_or(1);
+        let end = a.end_line.unwrap_or(start.saturating_add(99));
+        let end = end.min(start.saturating_add(READ_CAP - 1));
+        match crate::git::blame(&self.collector, &a.path, &file.text, start, end) {
+            Ok(text) => Outcome::done(
+                format!("git blame {}:{start}–{end}", file.display),
+                format!("{UNTRUSTED}\n{text}"),
+            ),
+            Err(e) => Outcome::refused(
+                format!("git blame {} — refused", a.path),
+                format!("Cannot blame `{}`: {e}", a.path),
             ),
         }
     }

@@ -187,7 +187,7 @@ fn bad_calls_are_results_that_say_how_to_call_again() {
     let o = t.explorer.execute("write_file", &json!({"path": "x"}));
     assert!(
         o.text
-            .contains("list_files, read_file, git_log and search_text"),
+            .contains("list_files, read_file, search_text, git_log, git_diff and git_blame"),
         "{}",
         o.text
     );
@@ -211,7 +211,17 @@ fn the_declarations_name_every_function_the_executor_knows() {
         .iter()
         .map(|d| d["name"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(names, ["list_files", "read_file", "git_log", "search_text"]);
+    assert_eq!(
+        names,
+        [
+            "list_files",
+            "read_file",
+            "git_log",
+            "git_diff",
+            "git_blame",
+            "search_text"
+        ]
+    );
     let t = tree();
     for (name, args) in [
         ("list_files", json!({"path": "src"})),
@@ -357,4 +367,114 @@ fn results_are_cut_at_the_size_cap_saying_how_to_ask_for_less() {
     assert!(o.text.len() < 2_200, "{}", o.text.len());
     assert!(o.text.contains("(truncated after"), "{}", o.text);
     assert_eq!(o.summary, "searched `needle` — 500 hits");
+}
+
+/// Commits `files` (path, content) in `repo` (work tree `workdir`) with `message`.
+fn commit(
+    repo: &git2::Repository,
+    workdir: &Path,
+    files: &[(&str, &str)],
+    message: &str,
+) -> git2::Oid {
+    let sig =
+        git2::Signature::new("Ada", "ada@example.com", &git2::Time::new(1_763_942_400, 0)).unwrap();
+    let mut index = repo.index().unwrap();
+    for (file, content) in files {
+        let path = workdir.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        index.add_path(Path::new(file)).unwrap();
+    }
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+        .unwrap()
+}
+
+#[test]
+fn git_diff_and_blame_stay_inside_the_roots_and_never_show_secrets() {
+    // The repository's work tree is above the project root: commits also touch files outside it.
+    let top = tempfile::tempdir().unwrap();
+    let top_path = std::fs::canonicalize(top.path()).unwrap();
+    let repo = git2::Repository::init(&top_path).unwrap();
+    let first = commit(
+        &repo,
+        &top_path,
+        &[
+            ("app/src/lib.rs", "fn one() {}\n"),
+            ("private/plan.txt", "OUTSIDE-ONE\n"),
+        ],
+        "First",
+    );
+    commit(
+        &repo,
+        &top_path,
+        &[
+            ("app/src/lib.rs", "fn one() {}\nfn two() {}\n"),
+            ("app/.env", &format!("KEY={CANARY}\n")),
+            ("private/plan.txt", "OUTSIDE-TWO\n"),
+        ],
+        "Second",
+    );
+    std::fs::write(
+        top_path.join("app/src/lib.rs"),
+        "fn one() {}\nfn two() {}\nfn three() {}\n",
+    )
+    .unwrap();
+    let root = top_path.join("app");
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
+    let explorer = Explorer::new(Arc::new(collector));
+
+    let o = explorer.execute("git_diff", &json!({"commit": "HEAD"}));
+    assert_eq!(o.summary, "git diff commit HEAD in .", "{}", o.text);
+    assert!(o.text.contains("Second"), "{}", o.text);
+    assert!(o.text.contains("+fn two() {}"), "{}", o.text);
+    assert!(o.text.contains(".env: looks like a secret"), "{}", o.text);
+    assert!(!o.text.contains("OUTSIDE"), "outside the root: {}", o.text);
+    assert!(!o.text.contains(CANARY), "{}", o.text);
+    let o = explorer.execute(
+        "git_diff",
+        &json!({"from": first.to_string(), "path": "src"}),
+    );
+    assert!(
+        o.text.contains("+fn three() {}") && o.text.contains("+fn two() {}"),
+        "{}",
+        o.text
+    );
+    assert!(!o.text.contains(".env"), "{}", o.text);
+    let o = explorer.execute("git_diff", &json!({"commit": "no-such-branch"}));
+    assert!(
+        !o.ok
+            && o.text
+                .contains("`no-such-branch` is not a branch, tag or commit"),
+        "{}",
+        o.text
+    );
+    let o = explorer.execute("git_diff", &json!({"commit": "HEAD", "from": "HEAD~1"}));
+    assert!(!o.ok && o.text.contains("not both"), "{}", o.text);
+
+    let o = explorer.execute("git_blame", &json!({"path": "src/lib.rs"}));
+    let lines: Vec<&str> = o.text.lines().skip(1).collect();
+    assert_eq!(lines.len(), 3, "{}", o.text);
+    assert!(
+        lines[0].contains("2025-11-24 Ada │ fn one() {}"),
+        "{}",
+        o.text
+    );
+    assert!(
+        lines[0].starts_with(&format!("    1 {}", &first.to_string()[..10])),
+        "{}",
+        o.text
+    );
+    assert!(
+        lines[2].contains("(not committed) │ fn three() {}"),
+        "{}",
+        o.text
+    );
+    let o = explorer.execute("git_blame", &json!({"path": ".env"}));
+    assert!(!o.ok && !o.text.contains(CANARY), "{}", o.text);
+    let o = explorer.execute("git_blame", &json!({"path": "../private/plan.txt"}));
+    assert!(!o.ok && !o.text.contains("OUTSIDE"), "{}", o.text);
 }

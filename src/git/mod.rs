@@ -25,7 +25,7 @@ mod guard;
 mod history;
 mod render;
 
-pub use history::log;
+pub use history::{blame, diff, log};
 #[cfg(test)]
 mod tests;
 

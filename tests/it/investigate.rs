@@ -234,7 +234,17 @@ async fn investigate_lists_searches_reads_and_answers_with_citations() {
             .iter()
             .map(|d| d["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["list_files", "read_file", "git_log", "search_text"]);
+        assert_eq!(
+            names,
+            [
+                "list_files",
+                "read_file",
+                "git_log",
+                "git_diff",
+                "git_blame",
+                "search_text"
+            ]
+        );
         assert!(r.body.get("toolConfig").is_none());
     }
     // The model's turns are replayed exactly as received, signatures byte for byte.
