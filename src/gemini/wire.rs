@@ -642,6 +642,67 @@ mod tests {
     }
 
     #[test]
+    fn functions_calls_replayed_and_responses_in_the_request() {
+        let mut req = request("gemini-3.1-pro-preview", ThinkingMode::Medium);
+        let call = json!({"functionCall": {"name": "read_file", "args": {"path": "a.rs"}, "id": "c1"}, "thoughtSignature": "U0lHLTE="});
+        req.contents.push(Message {
+            role: Role::Model,
+            parts: vec![
+                super::super::Part::Recorded(json!({"text": "Looking."})),
+                super::super::Part::Recorded(call.clone()),
+            ],
+        });
+        req.contents.push(Message {
+            role: Role::User,
+            parts: vec![super::super::Part::FunctionResponse {
+                id: Some("c1".into()),
+                name: "read_file".into(),
+                response: json!({"output": "1│ fn a() {}"}),
+            }],
+        });
+        req.functions = Some(super::super::Functions {
+            declarations: json!([{"name": "read_file"}]),
+            allow: true,
+        });
+        let b = body(&req);
+        assert_eq!(
+            b["tools"],
+            json!([{"functionDeclarations": [{"name": "read_file"}]}])
+        );
+        assert!(b.get("toolConfig").is_none());
+        let n = b["contents"].as_array().unwrap().len();
+        assert_eq!(
+            b["contents"][n - 2]["parts"][1],
+            call,
+            "replayed as received"
+        );
+        assert_eq!(
+            b["contents"][n - 1],
+            json!({"role": "user", "parts": [{"functionResponse": {"name": "read_file", "id": "c1", "response": {"output": "1│ fn a() {}"}}}]})
+        );
+        // Calling off keeps the declarations (and the request's prefix); toolConfig comes last.
+        let before = serde_json::to_string(&build_request(&req)).unwrap();
+        req.functions.as_mut().unwrap().allow = false;
+        let after = serde_json::to_string(&build_request(&req)).unwrap();
+        assert_eq!(
+            body(&req)["toolConfig"],
+            json!({"functionCallingConfig": {"mode": "NONE"}})
+        );
+        let stem = before.strip_suffix('}').unwrap();
+        assert!(after.starts_with(stem), "{after}");
+        // What stays the same comes first, the growing contents after it.
+        let order = [
+            "\"systemInstruction\"",
+            "\"tools\"",
+            "\"generationConfig\"",
+            "\"contents\"",
+            "\"toolConfig\"",
+        ];
+        let at: Vec<usize> = order.iter().map(|k| after.find(k).unwrap()).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{after}");
+    }
+
+    #[test]
     fn thinking_config_per_model_family() {
         // (model, mode, expected thinkingConfig)
         let cases = [

@@ -1160,3 +1160,63 @@ fn images_over_the_inline_limit_are_refused_before_reading_them() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(fake.generate_requests().len(), 1);
 }
+
+#[test]
+fn investigate_from_the_terminal_prints_the_answer_and_the_steps_in_json() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    fake.push(Script::calls(
+        &[
+            ("git_log", json!({"path": "src/lib.rs"})),
+            ("read_file", json!({"path": "src/lib.rs"})),
+        ],
+        "U0lH",
+        [100, 5, 5],
+    ))
+    .push(Script::text("`add` adds: src/lib.rs:2."));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["investigate", "What does add do?"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with("`add` adds: src/lib.rs:2."),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("Investigation: 2 steps (answered); read src/lib.rs"),
+        "{}",
+        r.stdout
+    );
+    // Not a terminal: no progress on stderr, nothing on stdout but the reply.
+    assert!(!r.stderr.contains("git log"), "{}", r.stderr);
+    let sent = fake.generate_requests();
+    let log = sent[1].body["contents"][2]["parts"][0]["functionResponse"]["response"]["output"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(log.contains("Test: first"), "{log}");
+
+    fake.push(Script::calls(
+        &[("list_files", json!({}))],
+        "U0lH",
+        [100, 5, 5],
+    ))
+    .push(Script::text("done"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "investigate",
+        "List it.",
+        "--max-steps",
+        "1",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(out["stop_reason"], "max_steps");
+    assert_eq!(out["steps"][0]["tool"], "list_files");
+
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["investigate", "x", "--max-steps", "0"]));
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--max-steps"), "{}", r.stderr);
+}
