@@ -10,6 +10,9 @@
 //! data: instructions inside a file are text to read, and these tools can do nothing but read.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use grep_matcher::Matcher;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -27,6 +30,8 @@ pub const READ_CAP: usize = 2_000;
 pub const LOG_CAP: usize = 100;
 /// Most hits a search shows.
 pub const SEARCH_CAP: usize = 100;
+/// Most hits a search counts (and checks against redaction) before it stops.
+pub const COUNT_CAP: usize = 1_000;
 /// Longest hit line shown, in characters.
 const HIT_LINE_CHARS: usize = 240;
 
@@ -492,14 +497,18 @@ impl Explorer {
         };
         let path = a.path.unwrap_or_else(|| ".".into());
         let keep = |display: &str| glob.as_ref().is_none_or(|g| g.is_match(display));
+        // Verified hits so far, over every file: past COUNT_CAP no more files are searched.
+        let verified = AtomicUsize::new(0);
         let found = self.collector.scan(&path, keep, |display, bytes| {
-            if hits_in(&matcher, bytes, 0).total == 0 {
+            if verified.load(Ordering::Relaxed) >= COUNT_CAP {
                 return None;
             }
-            let text = String::from_utf8_lossy(bytes);
-            let (clean, _) = crate::redact::redact(&text);
-            let hits = hits_in(&matcher, clean.as_bytes(), SEARCH_CAP);
-            (hits.total > 0).then(|| (display.to_string(), hits))
+            let hits = verified_hits(&matcher, bytes);
+            if hits.lines.is_empty() {
+                return None;
+            }
+            verified.fetch_add(hits.lines.len(), Ordering::Relaxed);
+            Some((display.to_string(), hits))
         });
         let files = match found {
             Ok(f) => f,
@@ -507,9 +516,11 @@ impl Explorer {
         };
         let mut shown = Vec::new();
         let mut count = 0usize;
+        let mut at_least = verified.load(Ordering::Relaxed) >= COUNT_CAP;
         for (display, hits) in &files {
-            count += hits.total;
-            for (line, text) in &hits.shown {
+            count += hits.lines.len();
+            at_least |= hits.more;
+            for (line, text) in &hits.lines {
                 if shown.len() < SEARCH_CAP {
                     shown.push(format!("{display}:{line}: {text}"));
                 }
@@ -526,19 +537,74 @@ impl Explorer {
                 text.push_str(h);
                 text.push('\n');
             }
-            if more > 0 {
+            if at_least {
+                text.push_str(&format!(
+                    "… and at least {more} more: the search stopped counting at {COUNT_CAP} hits (narrow with `path` or `glob`)\n"
+                ));
+            } else if more > 0 {
                 text.push_str(&format!(
                     "… and {more} more (narrow with `path` or `glob`)\n"
                 ));
             }
         }
-        Outcome::done(format!("searched `{}` — {count} hits", a.pattern), text)
+        let counted = if at_least {
+            format!("{count}+")
+        } else {
+            count.to_string()
+        };
+        Outcome::done(format!("searched `{}` — {counted} hits", a.pattern), text)
     }
 }
 
-/// The matching lines of one file.
+/// The hits of one file that survive redaction.
+struct Verified {
+    /// Line number and redacted text (cut to [`HIT_LINE_CHARS`]), at most [`COUNT_CAP`].
+    lines: Vec<(u64, String)>,
+    /// The file has more raw hits than were looked at.
+    more: bool,
+}
+
+/// The lines of `bytes` that `matcher` matches once they are redacted. The raw bytes are
+/// searched; each hit line is then redacted on its own (a line inside a private key block
+/// becomes the key's marker) and kept only if it still matches, so a pattern that matches only
+/// a secret value finds nothing and cannot be used to guess it. Lines are cut for display after
+/// redaction, never before.
+fn verified_hits(matcher: &grep_regex::RegexMatcher, bytes: &[u8]) -> Verified {
+    let raw = hits_in(matcher, bytes, COUNT_CAP);
+    if raw.total == 0 {
+        return Verified {
+            lines: Vec::new(),
+            more: false,
+        };
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let blocks = crate::redact::key_blocks(&text);
+    let in_block = |n: u64| {
+        blocks
+            .iter()
+            .any(|&(a, b)| (u64::from(a)..=u64::from(b)).contains(&n))
+    };
+    let mut lines = Vec::new();
+    for (n, line) in raw.shown {
+        let clean = if in_block(n) {
+            "[REDACTED:private-key]".to_string()
+        } else {
+            crate::redact::redact(&line).0
+        };
+        if matcher.is_match(clean.as_bytes()).unwrap_or(false) {
+            let shown: String = clean.trim_end().chars().take(HIT_LINE_CHARS).collect();
+            lines.push((n, shown));
+        }
+    }
+    Verified {
+        lines,
+        more: raw.total > COUNT_CAP,
+    }
+}
+
+/// The matching lines of one file, as read.
 struct Hits {
-    /// At most the number asked for: line number and text (trimmed to [`HIT_LINE_CHARS`]).
+    /// At most the number asked for: line number and the whole line.
     shown: Vec<(u64, String)>,
     /// Lines that match, in all.
     total: usize,
@@ -562,8 +628,8 @@ fn hits_in(matcher: &grep_regex::RegexMatcher, bytes: &[u8], keep: usize) -> Hit
         grep_searcher::sinks::Lossy(|line, text| {
             hits.total += 1;
             if hits.shown.len() < keep {
-                let shown: String = text.trim_end().chars().take(HIT_LINE_CHARS).collect();
-                hits.shown.push((line, shown));
+                hits.shown
+                    .push((line, text.trim_end_matches(['\n', '\r']).to_string()));
             }
             Ok(keep > 0)
         }),

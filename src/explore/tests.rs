@@ -478,3 +478,28 @@ fn git_diff_and_blame_stay_inside_the_roots_and_never_show_secrets() {
     let o = explorer.execute("git_blame", &json!({"path": "../private/plan.txt"}));
     assert!(!o.ok && !o.text.contains("OUTSIDE"), "{}", o.text);
 }
+
+#[test]
+fn key_blocks_are_searched_as_their_marker_and_counting_stops_at_its_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(
+        root.join("fixtures.rs"),
+        "const K: &str = \"\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----\n\";\n",
+    )
+    .unwrap();
+    let many: String = (0..1_500).map(|n| format!("hit {n}\n")).collect();
+    std::fs::write(root.join("many.txt"), many).unwrap();
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
+    let explorer = Explorer::new(Arc::new(collector));
+    let o = explorer.execute("search_text", &json!({"pattern": "MIIEowIBAAKC"}));
+    assert_eq!(o.summary, "searched `MIIEowIBAAKC` — 0 hits", "{}", o.text);
+    // Every line of the block, BEGIN and END included, is the marker: nothing of it matches.
+    let o = explorer.execute("search_text", &json!({"pattern": "PRIVATE KEY"}));
+    assert_eq!(o.summary, "searched `PRIVATE KEY` — 0 hits", "{}", o.text);
+    let o = explorer.execute("search_text", &json!({"pattern": "const K"}));
+    assert!(o.text.contains("fixtures.rs:1: const K"), "{}", o.text);
+    let o = explorer.execute("search_text", &json!({"pattern": "hit "}));
+    assert_eq!(o.summary, "searched `hit ` — 1000+ hits", "{}", o.text);
+    assert!(o.text.contains("and at least 900 more"), "{}", o.text);
+}
