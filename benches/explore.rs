@@ -44,7 +44,9 @@ fn main() -> Result<(), Error> {
         generate_tree(&tree, 100_000)?;
         eprintln!("generated {} in {:.1?}", tree.display(), t.elapsed());
     }
-    println!("| measure | ours median ms | min | max | baseline | baseline median ms | ours ÷ baseline |");
+    println!(
+        "| measure | ours median ms | min | max | baseline | baseline median ms | ours ÷ baseline |"
+    );
     println!("|---|---|---|---|---|---|---|");
     search(&tree, runs)?;
     read(runs)?;
@@ -57,8 +59,14 @@ fn search(tree: &Path, runs: usize) -> Result<(), Error> {
     let explorer = Explorer::new(Arc::new(collector));
     let rg = std::env::var("BENCH_RG").unwrap_or_else(|_| "rg".into());
     for (what, pattern) in [
-        ("search_text, found nowhere (whole tree read)", "no_such_identifier_anywhere"),
-        ("search_text, common (we stop counting at 1,000)", "compute(input"),
+        (
+            "search_text, found nowhere (whole tree read)",
+            "no_such_identifier_anywhere",
+        ),
+        (
+            "search_text, common (we stop counting at 1,000)",
+            "compute(input",
+        ),
     ] {
         let args = json!({ "pattern": pattern });
         // One warm-up run each (page cache), then the measured runs.
@@ -87,7 +95,12 @@ fn search(tree: &Path, runs: usize) -> Result<(), Error> {
             run_rg()?;
             baseline.push(t.elapsed());
         }
-        row(what, &ours, &format!("`{rg} -F --count-matches`"), &baseline);
+        row(
+            what,
+            &ours,
+            &format!("`{rg} -F --count-matches`"),
+            &baseline,
+        );
     }
     Ok(())
 }

@@ -503,3 +503,70 @@ fn key_blocks_are_searched_as_their_marker_and_counting_stops_at_its_cap() {
     assert_eq!(o.summary, "searched `hit ` — 1000+ hits", "{}", o.text);
     assert!(o.text.contains("and at least 900 more"), "{}", o.text);
 }
+
+#[test]
+fn revisions_and_pathspecs_cannot_reach_past_the_root() {
+    // The repository holds the project root `a*p` and siblings outside it: `abp` (which the root's
+    // name matches as a glob) and `other/a*p` (which a tree revision `HEAD:other` would show under
+    // the root's own name). Gemini asks for both ways out.
+    let top = tempfile::tempdir().unwrap();
+    let top_path = std::fs::canonicalize(top.path()).unwrap();
+    let repo = git2::Repository::init(&top_path).unwrap();
+    let first = commit(
+        &repo,
+        &top_path,
+        &[
+            ("a*p/lib.rs", "fn one() {}\n"),
+            ("abp/plan.txt", "OUTSIDE-GLOB-ONE\n"),
+            ("other/a*p/plan.txt", "OUTSIDE-TREE-ONE\n"),
+            ("secrets/prod.txt", "OUTSIDE-SECRET-ONE\n"),
+        ],
+        "First",
+    );
+    commit(
+        &repo,
+        &top_path,
+        &[
+            ("a*p/lib.rs", "fn one() {}\nfn two() {}\n"),
+            ("abp/plan.txt", "OUTSIDE-GLOB-TWO\n"),
+            ("other/a*p/plan.txt", "OUTSIDE-TREE-TWO\n"),
+            ("secrets/prod.txt", "OUTSIDE-SECRET-TWO\n"),
+        ],
+        "Second",
+    );
+    let root = top_path.join("a*p");
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
+    let explorer = Explorer::new(Arc::new(collector));
+    let calls = [
+        ("git_diff", json!({"commit": "HEAD"})),
+        ("git_diff", json!({"from": first.to_string(), "to": "HEAD"})),
+        ("git_diff", json!({"from": first.to_string()})),
+        (
+            "git_diff",
+            json!({"from": "HEAD~1:other", "to": "HEAD:other"}),
+        ),
+        ("git_diff", json!({"from": "HEAD~1:other"})),
+        ("git_diff", json!({"from": format!("{first}:other")})),
+        ("git_diff", json!({"from": "HEAD~1:", "to": "HEAD:other"})),
+        ("git_diff", json!({"commit": "HEAD:other"})),
+        ("git_log", json!({"path": "."})),
+        ("git_blame", json!({"path": "lib.rs"})),
+    ];
+    for (name, args) in calls {
+        let o = explorer.execute(name, &args);
+        assert!(
+            !o.text.contains("OUTSIDE") && !o.text.contains("plan.txt"),
+            "{name} {args} reached past the root: {}",
+            o.text
+        );
+    }
+    // What is inside still shows, and a tree revision is refused saying what to pass.
+    let o = explorer.execute("git_diff", &json!({"commit": "HEAD"}));
+    assert!(o.text.contains("+fn two() {}"), "{}", o.text);
+    let o = explorer.execute("git_diff", &json!({"from": "HEAD~1:other", "to": "HEAD"}));
+    assert!(
+        !o.ok && o.text.contains("not a branch, tag or commit"),
+        "{}",
+        o.text
+    );
+}

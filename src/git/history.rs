@@ -136,15 +136,15 @@ pub fn diff(
             e.message()
         ),
     };
+    // Only commits (a branch, tag or commit id): a tree revision such as `HEAD:other` would put
+    // another directory's files under the root's own paths.
     let tree_of = |rev: &str| -> Result<git2::Tree<'_>, GitError> {
         repo.revparse_single(rev)
-            .and_then(|o| o.peel_to_tree())
+            .and_then(|o| o.peel_to_commit())
+            .and_then(|c| c.tree())
             .map_err(|e| bad(rev, e))
     };
-    let mut opts = DiffOptions::new();
-    if !scope.as_os_str().is_empty() {
-        opts.pathspec(&scope);
-    }
+    let mut opts = scoped(&scope);
     let mut text = String::new();
     let diff = match (from, to) {
         (None, None) => {
@@ -187,7 +187,7 @@ pub fn diff(
         text.push_str(&file_patch(collector, &found, &diff, i));
     }
     if files == 0 {
-        text.push_str(&format!("No changes under {shown}.\n"));
+        text.push_str(&format!("No changes under `{shown}`.\n"));
     }
     Ok(crate::redact::redact(&text).0)
 }
@@ -302,12 +302,19 @@ fn touches(
         Ok(p) => Some(p.tree()?),
         Err(_) => None,
     };
-    let mut opts = DiffOptions::new();
-    if !scope.as_os_str().is_empty() {
-        opts.pathspec(scope);
-    }
+    let mut opts = scoped(scope);
     let diff = repo.diff_tree_to_tree(parent.as_ref(), Some(&tree), Some(&mut opts))?;
     Ok(diff.deltas().len() > 0)
+}
+
+/// Diff options limited to `scope` (the whole tree when empty), taken literally: a root named
+/// `a*p` must not match its sibling `abp`.
+fn scoped(scope: &Path) -> DiffOptions {
+    let mut opts = DiffOptions::new();
+    if !scope.as_os_str().is_empty() {
+        opts.pathspec(scope).disable_pathspec_match(true);
+    }
+    opts
 }
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
