@@ -141,7 +141,8 @@ pub async fn run(
             role: Role::Model,
             parts: answer.turn.clone(),
         });
-        let responses = answer_calls(&explorer, &answer.calls, &mut inv, &limits, ctx).await;
+        let responses =
+            answer_calls(&explorer, &answer.calls, &mut inv, &limits, result_tokens, ctx).await;
         result_tokens += inv
             .steps
             .iter()
@@ -189,12 +190,14 @@ fn force(req: &mut GenerateRequest, inv: &mut Investigation, stop: StopReason, l
 
 /// Runs the calls of one turn at the same time (those within the step limit; the rest are
 /// answered as not run), records each as a step, reports it, and returns the function responses
-/// in the order of the calls.
+/// in the order of the calls. Once the results, in order, have spent the token budget (`spent`
+/// before this turn), the later ones are withheld: the budget is passed by one result at most.
 async fn answer_calls(
     explorer: &Arc<Explorer>,
     calls: &[FunctionCall],
     inv: &mut Investigation,
     limits: &Limits,
+    mut spent: u64,
     ctx: &CallContext,
 ) -> Vec<Part> {
     let room = (limits.max_steps as usize).saturating_sub(inv.steps.len());
@@ -227,6 +230,18 @@ async fn answer_calls(
         let text = "Not run: the investigation's step limit was reached.";
         let summary = format!("{} — not run (step limit)", call.name);
         outcomes.push((refused(summary, text.into()), 0));
+    }
+    for (call, (outcome, tokens)) in calls.iter().zip(outcomes.iter_mut()) {
+        if spent >= limits.token_budget && *tokens > 0 {
+            let text = format!(
+                "Not sent: the investigation's results have reached their budget of {} tokens.",
+                limits.token_budget
+            );
+            let summary = format!("{} — not sent (token budget)", call.name);
+            *outcome = refused(summary, text);
+            *tokens = 0;
+        }
+        spent += *tokens;
     }
     let mut parts = Vec::with_capacity(calls.len());
     for (call, (outcome, step_tokens)) in calls.iter().zip(outcomes) {

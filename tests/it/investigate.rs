@@ -426,7 +426,8 @@ async fn limits_force_a_final_answer_and_say_which_stopped_it() {
     client.cancel().await.unwrap();
     env.fake.clear_requests();
 
-    // The token budget: one read of a long file spends it.
+    // The token budget: one read of a long file spends it; the calls after it in the same turn
+    // are withheld, so the budget is passed by one result at most.
     let client = mcp::start(
         env.dir.path(),
         &env.vars(&url, &[("GEMINI_MCP_EXPLORE_TOKENS", "1000")]),
@@ -434,7 +435,10 @@ async fn limits_force_a_final_answer_and_say_which_stopped_it() {
     .await;
     env.fake
         .push(Script::calls(
-            &[("read_file", json!({"path": "docs/big.txt"}))],
+            &[
+                ("read_file", json!({"path": "docs/big.txt"})),
+                ("read_file", json!({"path": "src/lib.rs"})),
+            ],
             SIG_1,
             [100, 5, 5],
         ))
@@ -453,6 +457,17 @@ async fn limits_force_a_final_answer_and_say_which_stopped_it() {
         .to_string();
     assert!(out.len() < 33_000, "{}", out.len());
     assert!(out.contains("read on with start_line"), "{out}");
+    assert_eq!(s["steps"][1]["outcome"], "read_file — not sent (token budget)");
+    assert_eq!(s["steps"][1]["tokens"], 0);
+    let withheld = &responses(&sent[1])[1].2;
+    assert!(
+        withheld["error"]
+            .as_str()
+            .unwrap()
+            .contains("reached their budget of 1000 tokens"),
+        "{withheld}"
+    );
+    assert!(!withheld.to_string().contains("pub fn add"), "{withheld}");
     client.cancel().await.unwrap();
     env.fake.clear_requests();
 
