@@ -58,17 +58,27 @@ fn search(tree: &Path, runs: usize) -> Result<(), Error> {
     let collector = Collector::new(&Config::for_tests(tree).collector())?;
     let explorer = Explorer::new(Arc::new(collector));
     let rg = std::env::var("BENCH_RG").unwrap_or_else(|_| "rg".into());
-    for (what, pattern) in [
+    for (what, pattern, glob) in [
         (
             "search_text, found nowhere (whole tree read)",
             "no_such_identifier_anywhere",
+            None,
         ),
         (
             "search_text, common (we stop counting at 1,000)",
             "compute(input",
+            None,
+        ),
+        (
+            "search_text, glob matching no file (the walk alone)",
+            "no_such_identifier_anywhere",
+            Some("**/*.none"),
         ),
     ] {
-        let args = json!({ "pattern": pattern });
+        let args = match glob {
+            Some(g) => json!({ "pattern": pattern, "glob": g }),
+            None => json!({ "pattern": pattern }),
+        };
         // One warm-up run each (page cache), then the measured runs.
         let first = explorer.execute("search_text", &args);
         assert!(first.ok, "{}", first.text);
@@ -76,11 +86,12 @@ fn search(tree: &Path, runs: usize) -> Result<(), Error> {
             std::hint::black_box(explorer.execute("search_text", &args));
         });
         let run_rg = || -> Result<(), Error> {
-            let status = Command::new(&rg)
-                .args(["--fixed-strings", "--count-matches", pattern])
-                .arg(tree)
-                .stdout(Stdio::null())
-                .status()?;
+            let mut command = Command::new(&rg);
+            command.args(["--fixed-strings", "--count-matches", pattern]);
+            if let Some(g) = glob {
+                command.args(["--glob", g]);
+            }
+            let status = command.arg(tree).stdout(Stdio::null()).status()?;
             // rg exits 1 when nothing matched.
             if status.code().is_some_and(|c| c <= 1) {
                 Ok(())
@@ -95,10 +106,11 @@ fn search(tree: &Path, runs: usize) -> Result<(), Error> {
             run_rg()?;
             baseline.push(t.elapsed());
         }
+        let flags = if glob.is_some() { " --glob" } else { "" };
         row(
             what,
             &ours,
-            &format!("`{rg} -F --count-matches`"),
+            &format!("`rg -F --count-matches{flags}`"),
             &baseline,
         );
     }

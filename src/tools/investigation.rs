@@ -141,8 +141,15 @@ pub async fn run(
             role: Role::Model,
             parts: answer.turn.clone(),
         });
-        let responses =
-            answer_calls(&explorer, &answer.calls, &mut inv, &limits, result_tokens, ctx).await;
+        let responses = answer_calls(
+            &explorer,
+            &answer.calls,
+            &mut inv,
+            &limits,
+            result_tokens,
+            ctx,
+        )
+        .await;
         result_tokens += inv
             .steps
             .iter()

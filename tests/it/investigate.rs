@@ -457,7 +457,10 @@ async fn limits_force_a_final_answer_and_say_which_stopped_it() {
         .to_string();
     assert!(out.len() < 33_000, "{}", out.len());
     assert!(out.contains("read on with start_line"), "{out}");
-    assert_eq!(s["steps"][1]["outcome"], "read_file — not sent (token budget)");
+    assert_eq!(
+        s["steps"][1]["outcome"],
+        "read_file — not sent (token budget)"
+    );
     assert_eq!(s["steps"][1]["tokens"], 0);
     let withheld = &responses(&sent[1])[1].2;
     assert!(
