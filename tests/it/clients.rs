@@ -529,6 +529,56 @@ fn codereview_findings(client: Client, n: usize, detail_chars: usize, label: &st
     );
 }
 
+const INVESTIGATION: &str =
+    "INVESTIGATION-ANSWER: add() subtracts (src/lib.rs:2); every caller gets a - b.";
+
+/// `investigate`: Gemini reads a file itself through a function call, then answers; the client's
+/// model receives the answer with its citation, the steps and the `continuation_id`, and Gemini
+/// received the file's numbered lines as the function's result.
+fn investigation_reaches_the_model(client: Client) {
+    let project = Project::new();
+    project
+        .gemini
+        .push(Script::calls(
+            &[("read_file", json!({"path": "src/lib.rs"}))],
+            "Q2lRQjBlMktUaG91Z2h0LW9uZQ==",
+            [100, 5, 5],
+        ))
+        .push(Script::text(INVESTIGATION));
+    let call = ToolCall::new(
+        "investigate",
+        json!({"task": "Why does add(2, 2) return 0?", "max_steps": 5}),
+    );
+    let Some(got) = project.drive(client, calls_in_order(vec![call])) else {
+        return;
+    };
+    report(client, "investigate", &got);
+    assert_eq!(got.len(), 1, "{client:?}: tool results received: {got:?}");
+    let text = &got[0].text;
+    assert!(!got[0].is_error, "{client:?}: {text}");
+    assert!(
+        text.contains(INVESTIGATION),
+        "{client:?}: the investigation's answer did not reach the model; it received:\n{text}"
+    );
+    // The text's footer names the files read; the structured content lists each step.
+    assert!(
+        text.contains("src/lib.rs")
+            && (text.contains("1 step (answered)") || text.contains("read_file")),
+        "{client:?}: the steps did not reach the model:\n{text}"
+    );
+    assert!(
+        find_uuid(text).is_some(),
+        "{client:?}: no continuation_id reached the model:\n{text}"
+    );
+    let sent = project.gemini.generate_requests();
+    assert_eq!(sent.len(), 2, "{client:?}: Gemini calls");
+    assert!(
+        sent[1].raw_body.contains("2│     a - b"),
+        "{client:?}: Gemini did not get the file it asked for: {}",
+        sent[1].raw_body
+    );
+}
+
 /// Prints the size of what the model received (BENCHMARKS.md, "What each client's model reads").
 fn report(client: Client, scenario: &str, got: &[Received]) {
     for (i, r) in got.iter().enumerate() {
@@ -553,6 +603,21 @@ fn codex_model_receives_the_chat_answer_and_continuation_id() {
 #[test]
 fn gemini_cli_model_receives_the_chat_answer_and_continuation_id() {
     chat_answer_and_continuation(Client::GeminiCli);
+}
+
+#[test]
+fn claude_code_model_receives_the_investigation() {
+    investigation_reaches_the_model(Client::ClaudeCode);
+}
+
+#[test]
+fn codex_model_receives_the_investigation() {
+    investigation_reaches_the_model(Client::Codex);
+}
+
+#[test]
+fn gemini_cli_model_receives_the_investigation() {
+    investigation_reaches_the_model(Client::GeminiCli);
 }
 
 #[test]

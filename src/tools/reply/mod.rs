@@ -335,7 +335,11 @@ impl Reply {
             lines.push(format!("Sources: {}", s.join(" · ")));
         }
         if let (Some(steps), Some(stop)) = (&self.steps, &self.stop_reason) {
-            let mut line = format!("Investigation: {} steps ({stop})", steps.len());
+            let n = steps.len();
+            let mut line = format!(
+                "Investigation: {n} step{} ({stop})",
+                if n == 1 { "" } else { "s" }
+            );
             if let Some(read) = self.files_read.as_ref().filter(|r| !r.is_empty()) {
                 line.push_str(&format!("; read {}", read.join(", ")));
             }
