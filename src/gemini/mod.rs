@@ -5,6 +5,7 @@
 //! wire format. Failures are [`GeminiError`]s whose `Display` says what happened and what to do;
 //! the key never appears in them.
 
+pub mod acp;
 pub mod api;
 pub mod headless;
 pub mod models;

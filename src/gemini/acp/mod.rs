@@ -1,0 +1,772 @@
+//! The Gemini CLI as a warm agent over the Agent Client Protocol (`gemini --acp`).
+//!
+//! One long-lived process per (project root, mode, model), a few at most, each serving many
+//! sessions; the JSON-RPC is the `agent-client-protocol` crate's. What is ours:
+//!
+//! - **The policy.** Every `session/request_permission` is answered by [`policy::answer`] from
+//!   the mode the server allowed, never by the caller alone; modes that change files or run
+//!   commands must be allowed by the configuration.
+//! - **Process hygiene, as for the headless CLI.** The process is the leader of its own group,
+//!   killed whole when it idles past its time, when the pool shuts down, or when a cancelled
+//!   prompt does not stop after `session/cancel`; a crash fails the prompts in flight with an
+//!   error saying so and the next call starts a new process (logged).
+//! - **Sessions are a cache.** A session maps to one of our threads; continuing reuses the live
+//!   session, or loads it (`session/load`) in a new process.
+
+pub mod policy;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    RequestPermissionRequest, SessionId, SessionModeId, SessionNotification, SessionUpdate,
+    SetSessionModeRequest, TextContent, ToolCallStatus, ToolKind,
+};
+use agent_client_protocol::{Agent, ByteStreams, Client};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde::Serialize;
+use tokio::process::Command;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::collector::Collector;
+use crate::gemini::{CallContext, GeminiError, Usage};
+pub use policy::{Decision, Mode};
+
+/// How long a cancelled prompt may take to stop after `session/cancel` before its process is
+/// killed.
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+/// How long starting a process and its handshake may take.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// A server name no one uses: the MCP allow-list then admits no configured server.
+const NO_MCP_SERVER: &str = "gemini-mcp-server-allows-none";
+
+/// How the pool runs the CLI.
+#[derive(Debug, Clone)]
+pub struct AcpSettings {
+    /// The `gemini` executable, already located.
+    pub program: PathBuf,
+    /// A process with no prompt for this long exits.
+    pub idle: Duration,
+    /// Most processes alive at once (the least recently used one is stopped past it).
+    pub max_processes: usize,
+    /// Modes that change files or run commands the configuration allows (`plan` and `default`
+    /// always are).
+    pub allowed_modes: Vec<Mode>,
+    /// Deadline of one prompt.
+    pub timeout: Duration,
+}
+
+/// One tool call of the agent, as the reply shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentToolCall {
+    pub id: String,
+    pub title: String,
+    /// `read`, `search`, `edit`, `execute`, …
+    pub kind: String,
+    /// The arguments as the agent reported them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+    /// `pending`, `in_progress`, `completed` or `failed`.
+    pub status: String,
+    /// Files it touched, as the agent named them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<String>,
+}
+
+/// One entry of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanItem {
+    pub content: String,
+    pub priority: String,
+    pub status: String,
+}
+
+/// What one prompt produced.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct AgentRun {
+    /// The agent's messages: the answer.
+    pub messages: String,
+    pub thought: String,
+    pub tool_calls: Vec<AgentToolCall>,
+    pub plan: Vec<PlanItem>,
+    /// `end_turn`, `max_tokens`, `max_turn_requests`, `refusal` or `cancelled`.
+    pub stop_reason: String,
+    pub session_id: String,
+    /// Every permission request and our answer.
+    pub permissions: Vec<Decision>,
+    /// How the session was reached: `new`, `live` or `loaded`.
+    pub session: String,
+    #[serde(skip)]
+    pub usage: Option<Usage>,
+}
+
+/// Updates routed from the connection to the prompt waiting on a session.
+enum Event {
+    Update(Box<SessionUpdate>),
+    Permission(Decision),
+}
+
+type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Event>>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Which process serves a call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    root: PathBuf,
+    mode: Mode,
+    model: String,
+}
+
+/// One running `gemini --acp`.
+struct Process {
+    cx: ConnectionTo<Agent>,
+    routes: Routes,
+    pgid: Option<Pid>,
+    /// Sessions this process holds, by our thread id.
+    sessions: Mutex<HashMap<String, String>>,
+    last_used: Mutex<Instant>,
+    in_flight: std::sync::atomic::AtomicUsize,
+    /// Fires when the connection ends (exit, crash or kill).
+    closed: tokio::sync::watch::Receiver<bool>,
+    load_session: bool,
+}
+
+impl Process {
+    fn alive(&self) -> bool {
+        !*self.closed.borrow()
+    }
+
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The warm processes.
+pub struct Pool {
+    settings: AcpSettings,
+    collector: Arc<Collector>,
+    processes: Mutex<HashMap<Key, Arc<Process>>>,
+    /// Where each thread's session lives (for continuation after the process changed).
+    threads: Mutex<HashMap<String, (Key, String)>>,
+    reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+/// What to ask the agent.
+pub struct Prompt {
+    pub text: String,
+    pub mode: Mode,
+    pub model: String,
+    /// Our thread: continuing reuses its session.
+    pub thread: Option<String>,
+}
+
+impl Pool {
+    pub fn new(settings: AcpSettings, collector: Arc<Collector>) -> Arc<Pool> {
+        Arc::new(Pool {
+            settings,
+            collector,
+            processes: Mutex::default(),
+            threads: Mutex::default(),
+            reaper: Mutex::default(),
+        })
+    }
+
+    /// Refuses a mode the configuration does not allow, naming the setting.
+    pub fn check_mode(&self, mode: Mode) -> Result<(), GeminiError> {
+        if mode.writes() && !self.settings.allowed_modes.contains(&mode) {
+            return Err(GeminiError::Cli {
+                exit_code: None,
+                message: format!(
+                    "approval mode `{}` changes files or runs commands, and this server does not allow it: \
+                     use `plan` (read-only, the default) or `default`, or have the operator add `{}` to \
+                     GEMINI_MCP_ACP_ALLOW_MODES",
+                    mode.id(),
+                    mode.id()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Sends `prompt` and collects what the agent did until it stopped; each tool call is
+    /// reported as a step; cancellation sends `session/cancel`, then kills the process if it
+    /// does not stop.
+    pub async fn prompt(
+        self: &Arc<Self>,
+        prompt: Prompt,
+        ctx: &CallContext,
+    ) -> Result<AgentRun, GeminiError> {
+        self.check_mode(prompt.mode)?;
+        let key = Key {
+            root: self.collector.sandbox().roots()[0].clone(),
+            mode: prompt.mode,
+            model: prompt.model.clone(),
+        };
+        let process = self.process(&key).await?;
+        process
+            .in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let result = self.run(&key, &process, prompt, ctx).await;
+        process
+            .in_flight
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        *lock(&process.last_used) = Instant::now();
+        result
+    }
+
+    async fn run(
+        &self,
+        key: &Key,
+        process: &Arc<Process>,
+        prompt: Prompt,
+        ctx: &CallContext,
+    ) -> Result<AgentRun, GeminiError> {
+        let (session_id, how) = self.session(key, process, prompt.thread.as_deref()).await?;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        lock(&process.routes).insert(session_id.clone(), tx);
+        let request = PromptRequest::new(
+            SessionId::new(session_id.clone()),
+            vec![ContentBlock::Text(TextContent::new(prompt.text))],
+        );
+        let sent = process.cx.send_request(request);
+        let mut run = AgentRun {
+            session_id: session_id.clone(),
+            session: how.into(),
+            ..AgentRun::default()
+        };
+        let response = {
+            let waiting = sent.block_task();
+            tokio::pin!(waiting);
+            let deadline = tokio::time::sleep(self.settings.timeout);
+            tokio::pin!(deadline);
+            let mut cancelled: Option<Instant> = None;
+            loop {
+                tokio::select! {
+                    r = &mut waiting => break r,
+                    Some(event) = rx.recv() => absorb(&mut run, event, ctx),
+                    _ = ctx.cancel.cancelled(), if cancelled.is_none() => {
+                        let _ = process.cx.send_notification(CancelNotification::new(SessionId::new(session_id.clone())));
+                        cancelled = Some(Instant::now());
+                    }
+                    _ = tokio::time::sleep(CANCEL_GRACE), if cancelled.is_some() => {
+                        tracing::warn!("the Gemini CLI (ACP) did not stop after session/cancel; killing it");
+                        process.kill();
+                        self.forget(key);
+                        lock(&process.routes).remove(&session_id);
+                        return Err(GeminiError::Cancelled);
+                    }
+                    _ = &mut deadline => {
+                        let _ = process.cx.send_notification(CancelNotification::new(SessionId::new(session_id.clone())));
+                        lock(&process.routes).remove(&session_id);
+                        return Err(GeminiError::Cli {
+                            exit_code: None,
+                            message: format!(
+                                "the Gemini CLI agent did not finish within {} s (GEMINI_TIMEOUT_SECS): ask for a narrower task, or raise the limit",
+                                self.settings.timeout.as_secs()
+                            ),
+                        });
+                    }
+                }
+            }
+        };
+        // Updates sent before the response are already queued: the connection routes them in
+        // order.
+        while let Ok(event) = rx.try_recv() {
+            absorb(&mut run, event, ctx);
+        }
+        lock(&process.routes).remove(&session_id);
+        if ctx.cancel.is_cancelled() {
+            return Err(GeminiError::Cancelled);
+        }
+        let response = response.map_err(|e| {
+            if !process.alive() {
+                self.forget(key);
+                tracing::warn!(
+                    "the Gemini CLI (ACP) exited during a prompt; the next call starts it again"
+                );
+                return GeminiError::Cli {
+                    exit_code: None,
+                    message:
+                        "the Gemini CLI (ACP) exited while answering; the next call starts it again"
+                            .into(),
+                };
+            }
+            acp_error(&e)
+        })?;
+        run.stop_reason = serde_json::to_value(response.stop_reason)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "end_turn".into());
+        run.usage = response
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("quota"))
+            .and_then(|q| q.get("token_count"))
+            .and_then(usage_of);
+        if let Some(thread) = prompt.thread {
+            lock(&process.sessions).insert(thread.clone(), session_id.clone());
+            lock(&self.threads).insert(thread, (key.clone(), session_id));
+        }
+        Ok(run)
+    }
+
+    /// The session for `thread`: live in this process, loaded from the CLI's store, or new.
+    async fn session(
+        &self,
+        key: &Key,
+        process: &Arc<Process>,
+        thread: Option<&str>,
+    ) -> Result<(String, &'static str), GeminiError> {
+        if let Some(thread) = thread {
+            if let Some(id) = lock(&process.sessions).get(thread).cloned() {
+                tracing::info!(thread, session = %id, "ACP: continuing the live session");
+                return Ok((id, "live"));
+            }
+            let known = lock(&self.threads).get(thread).cloned();
+            if let Some((_, id)) = known
+                && process.load_session
+            {
+                let load = LoadSessionRequest::new(SessionId::new(id.clone()), key.root.clone());
+                match process.cx.send_request(load).block_task().await {
+                    Ok(_) => {
+                        tracing::info!(thread, session = %id, "ACP: session loaded in a new process");
+                        self.set_mode(process, &id, key.mode).await?;
+                        return Ok((id, "loaded"));
+                    }
+                    Err(e) => {
+                        tracing::info!(thread, session = %id, error = %e.message, "ACP: the session could not be loaded; starting a new one");
+                    }
+                }
+            }
+        }
+        let created = process
+            .cx
+            .send_request(NewSessionRequest::new(key.root.clone()))
+            .block_task()
+            .await
+            .map_err(|e| acp_error(&e))?;
+        let id = created.session_id.0.to_string();
+        self.set_mode(process, &id, key.mode).await?;
+        Ok((id, "new"))
+    }
+
+    async fn set_mode(&self, process: &Process, id: &str, mode: Mode) -> Result<(), GeminiError> {
+        process
+            .cx
+            .send_request(SetSessionModeRequest::new(
+                SessionId::new(id.to_string()),
+                SessionModeId::new(mode.id()),
+            ))
+            .block_task()
+            .await
+            .map_err(|e| GeminiError::Cli {
+                exit_code: None,
+                message: format!(
+                    "the Gemini CLI refused approval mode `{}` ({}); update the Gemini CLI",
+                    mode.id(),
+                    e.message
+                ),
+            })?;
+        Ok(())
+    }
+
+    fn forget(&self, key: &Key) {
+        lock(&self.processes).remove(key);
+    }
+
+    /// Kills every process (shutdown).
+    pub fn shutdown(&self) {
+        for (_, p) in lock(&self.processes).drain() {
+            p.kill();
+        }
+        if let Some(r) = lock(&self.reaper).take() {
+            r.abort();
+        }
+    }
+
+    /// The live process for `key`, or a new one (the least recently used stopped past the cap).
+    async fn process(self: &Arc<Self>, key: &Key) -> Result<Arc<Process>, GeminiError> {
+        {
+            let mut processes = lock(&self.processes);
+            match processes.get(key) {
+                Some(p) if p.alive() => return Ok(p.clone()),
+                Some(_) => {
+                    tracing::warn!(root = %key.root.display(), "the Gemini CLI (ACP) had exited; starting it again");
+                    processes.remove(key);
+                }
+                None => {}
+            }
+        }
+        let started = tokio::time::timeout(START_TIMEOUT, self.start(key))
+            .await
+            .map_err(|_| GeminiError::Cli {
+                exit_code: None,
+                message: format!(
+                    "the Gemini CLI did not answer `initialize` within {} s over ACP: run `gemini --acp` by hand to see why",
+                    START_TIMEOUT.as_secs()
+                ),
+            })??;
+        let process = Arc::new(started);
+        let mut processes = lock(&self.processes);
+        while processes.len() >= self.settings.max_processes.max(1) {
+            let oldest = processes
+                .iter()
+                .filter(|(_, p)| p.in_flight.load(std::sync::atomic::Ordering::SeqCst) == 0)
+                .min_by_key(|(_, p)| *lock(&p.last_used))
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => {
+                    if let Some(p) = processes.remove(&k) {
+                        p.kill();
+                    }
+                }
+                None => break,
+            }
+        }
+        processes.insert(key.clone(), process.clone());
+        drop(processes);
+        self.start_reaper();
+        Ok(process)
+    }
+
+    fn start_reaper(self: &Arc<Self>) {
+        let mut reaper = lock(&self.reaper);
+        if reaper.is_some() {
+            return;
+        }
+        let pool = Arc::downgrade(self);
+        let every = (self.settings.idle / 4).max(Duration::from_millis(100));
+        *reaper = Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(pool) = pool.upgrade() else { return };
+                let idle = pool.settings.idle;
+                lock(&pool.processes).retain(|key, p| {
+                    let busy = p.in_flight.load(std::sync::atomic::Ordering::SeqCst) > 0;
+                    let keep = p.alive() && (busy || lock(&p.last_used).elapsed() < idle);
+                    if !keep {
+                        tracing::info!(root = %key.root.display(), "the Gemini CLI (ACP) was idle; stopping it");
+                        p.kill();
+                    }
+                    keep
+                });
+            }
+        }));
+    }
+
+    /// Starts `gemini --acp` for `key` and completes the handshake.
+    async fn start(&self, key: &Key) -> Result<Process, GeminiError> {
+        let mut child = self.command(key).spawn().map_err(|e| GeminiError::Cli {
+            exit_code: None,
+            message: format!(
+                "could not start the Gemini CLI ({}): {e}; set GEMINI_CLI_PATH to its executable",
+                self.settings.program.display()
+            ),
+        })?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw);
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(log_stderr(stderr));
+        }
+        let routes: Routes = Arc::default();
+        let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
+        let ready = connect(
+            child,
+            routes.clone(),
+            self.collector.clone(),
+            key.mode,
+            closed_tx,
+        );
+        let program = self.settings.program.display();
+        let (cx, load_session) = match ready.await {
+            Ok(Ok(ready)) => ready,
+            Ok(Err(message)) => {
+                return Err(GeminiError::Cli {
+                    exit_code: None,
+                    message: format!(
+                        "the Gemini CLI refused the ACP handshake ({}); check that `{program} --acp` runs and that you are signed in (GEMINI_API_KEY, Vertex AI or a Code Assist account)",
+                        super::headless::scrub(&message),
+                    ),
+                });
+            }
+            Err(_) => {
+                return Err(GeminiError::Cli {
+                    exit_code: None,
+                    message: format!(
+                        "the Gemini CLI exited before the ACP handshake; check that `{program} --acp` runs (Gemini CLI 0.61 or later)"
+                    ),
+                });
+            }
+        };
+        tracing::info!(root = %key.root.display(), mode = key.mode.id(), model = %key.model, "the Gemini CLI (ACP) started");
+        Ok(Process {
+            cx,
+            routes,
+            pgid,
+            sessions: Mutex::default(),
+            last_used: Mutex::new(Instant::now()),
+            in_flight: Default::default(),
+            closed: closed_rx,
+            load_session,
+        })
+    }
+
+    /// `gemini --acp` with the model, no extensions and no MCP servers, in the root, no relaunch,
+    /// as the leader of its own process group.
+    fn command(&self, key: &Key) -> Command {
+        let mut cmd = Command::new(&self.settings.program);
+        cmd.arg("--acp")
+            .arg("-m")
+            .arg(&key.model)
+            .arg("-e")
+            .arg("none")
+            .arg("--allowed-mcp-server-names")
+            .arg(NO_MCP_SERVER)
+            .current_dir(&key.root)
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        cmd
+    }
+}
+
+type Ready = oneshot::Receiver<Result<(ConnectionTo<Agent>, bool), String>>;
+
+/// Serves the ACP connection over the child's pipes until it ends: session updates routed to
+/// the prompt waiting on their session, permission requests answered by the policy. Resolves
+/// the returned receiver once `initialize` is answered (with the connection and whether the
+/// agent can load sessions); `closed` fires when the connection ends.
+fn connect(
+    mut child: tokio::process::Child,
+    routes: Routes,
+    collector: Arc<Collector>,
+    mode: Mode,
+    closed: tokio::sync::watch::Sender<bool>,
+) -> Ready {
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
+    let notify_routes = routes.clone();
+    tokio::spawn(async move {
+        let ready_tx = Mutex::new(Some(ready_tx));
+        let result = Client
+            .v1()
+            .name("gemini-mcp-server")
+            .on_receive_notification(
+                async move |n: SessionNotification, _cx| {
+                    let id = n.session_id.0.to_string();
+                    if let Some(tx) = lock(&notify_routes).get(&id) {
+                        let _ = tx.send(Event::Update(Box::new(n.update)));
+                    }
+                    Ok(())
+                },
+                agent_client_protocol::on_receive_notification!(),
+            )
+            .on_receive_request(
+                async move |request: RequestPermissionRequest, responder, _cx| {
+                    let (answer, decision) = policy::answer(mode, &collector, &request);
+                    tracing::info!(tool = %decision.tool, allowed = decision.allowed, reason = %decision.reason, "ACP permission");
+                    let id = request.session_id.0.to_string();
+                    if let Some(tx) = lock(&routes).get(&id) {
+                        let _ = tx.send(Event::Permission(decision));
+                    }
+                    responder.respond(answer)
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .connect_with(transport, async move |cx: ConnectionTo<Agent>| {
+                let init = InitializeRequest::new(ProtocolVersion::V1).client_capabilities(
+                    ClientCapabilities::new()
+                        .fs(FileSystemCapabilities::new()
+                            .read_text_file(false)
+                            .write_text_file(false))
+                        .terminal(false),
+                );
+                let reply = cx.send_request(init).block_task().await;
+                let tx = lock(&ready_tx).take();
+                match reply {
+                    Ok(r) => {
+                        if let Some(tx) = tx {
+                            let _ = tx.send(Ok((cx.clone(), r.agent_capabilities.load_session)));
+                        }
+                        // Serve until the process ends.
+                        std::future::pending::<()>().await;
+                        Ok(())
+                    }
+                    Err(e) => {
+                        if let Some(tx) = tx {
+                            let _ = tx.send(Err(e.message.clone()));
+                        }
+                        Err(e)
+                    }
+                }
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::debug!(error = %e.message, "ACP connection ended");
+        }
+        let _ = closed.send(true);
+        let _ = child.wait().await;
+    });
+    ready_rx
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Folds one event into the run, reporting tool calls as steps.
+fn absorb(run: &mut AgentRun, event: Event, ctx: &CallContext) {
+    match event {
+        Event::Permission(d) => {
+            ctx.step(format!(
+                "{} {}: {}",
+                if d.allowed { "allowed" } else { "rejected" },
+                d.tool,
+                d.reason
+            ));
+            run.permissions.push(d);
+        }
+        Event::Update(update) => match *update {
+            SessionUpdate::AgentMessageChunk(c) => {
+                if let ContentBlock::Text(t) = c.content {
+                    run.messages.push_str(&t.text);
+                }
+            }
+            SessionUpdate::AgentThoughtChunk(c) => {
+                if let ContentBlock::Text(t) = c.content {
+                    run.thought.push_str(&t.text);
+                }
+            }
+            SessionUpdate::ToolCall(call) => {
+                let entry = AgentToolCall {
+                    id: call.tool_call_id.0.to_string(),
+                    title: call.title.clone(),
+                    kind: kind_name(call.kind),
+                    arguments: call.raw_input.clone(),
+                    status: status_name(call.status),
+                    locations: call
+                        .locations
+                        .iter()
+                        .map(|l| l.path.display().to_string())
+                        .collect(),
+                };
+                ctx.step(format!("{} {}", entry.kind, entry.title));
+                run.tool_calls.push(entry);
+            }
+            SessionUpdate::ToolCallUpdate(update) => {
+                let id = update.tool_call_id.0.to_string();
+                if let Some(entry) = run.tool_calls.iter_mut().find(|c| c.id == id) {
+                    let f = update.fields;
+                    if let Some(s) = f.status {
+                        entry.status = status_name(s);
+                    }
+                    if let Some(t) = f.title {
+                        entry.title = t;
+                    }
+                    if let Some(k) = f.kind {
+                        entry.kind = kind_name(k);
+                    }
+                    if let Some(input) = f.raw_input {
+                        entry.arguments = Some(input);
+                    }
+                }
+            }
+            SessionUpdate::Plan(plan) => {
+                run.plan = plan
+                    .entries
+                    .into_iter()
+                    .map(|e| PlanItem {
+                        content: e.content,
+                        priority: json_name(&e.priority),
+                        status: json_name(&e.status),
+                    })
+                    .collect();
+            }
+            _ => {}
+        },
+    }
+}
+
+fn json_name(v: &impl Serialize) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn kind_name(k: ToolKind) -> String {
+    json_name(&k)
+}
+
+fn status_name(s: ToolCallStatus) -> String {
+    json_name(&s)
+}
+
+/// Usage from `{input_tokens, output_tokens, …}` (the CLI's `_meta.quota.token_count`) or
+/// ACP's `{inputTokens, outputTokens, thoughtTokens, cachedReadTokens}`.
+fn usage_of(v: &serde_json::Value) -> Option<Usage> {
+    let n = |keys: &[&str]| keys.iter().find_map(|k| v.get(*k).and_then(|x| x.as_u64()));
+    let input = n(&["input_tokens", "inputTokens"])?;
+    Some(Usage {
+        input,
+        output: n(&["output_tokens", "outputTokens"]).unwrap_or(0),
+        thinking: n(&["thought_tokens", "thoughtTokens"]).unwrap_or(0),
+        cached: n(&["cached_tokens", "cachedReadTokens"]).unwrap_or(0),
+    })
+}
+
+/// An ACP error as ours: 429 a capacity error, an unknown session said plainly.
+fn acp_error(e: &agent_client_protocol::Error) -> GeminiError {
+    let message = super::headless::scrub(&e.message);
+    let code: i32 = e.code.into();
+    match code {
+        429 => GeminiError::Cli {
+            exit_code: None,
+            message: format!(
+                "Gemini's quota or capacity is exhausted ({message}); wait and retry, or use a smaller model"
+            ),
+        },
+        _ => GeminiError::Cli {
+            exit_code: None,
+            message: format!("the Gemini CLI agent failed: {message} (ACP error {code})"),
+        },
+    }
+}
+
+/// Logs the CLI's stderr at debug, scrubbed, a line at a time.
+async fn log_stderr(stderr: tokio::process::ChildStderr) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(target: "gemini_cli", "{}", super::headless::scrub(&line));
+    }
+}
