@@ -299,6 +299,14 @@ pub struct InvestigateArgs {
     /// Most tool calls Gemini may make (default 25).
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,
+    /// Who explores: gemini (Gemini with our read-only tools) or gemini-cli (the Gemini CLI's
+    /// own agent, under the server's approval policy).
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+    /// For --engine gemini-cli: plan (read-only, default), default, autoEdit or yolo (the last
+    /// two only where GEMINI_MCP_ACP_ALLOW_MODES allows them).
+    #[arg(long, value_name = "MODE")]
+    pub approval_mode: Option<String>,
     /// How to print the answer.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -312,6 +320,8 @@ impl InvestigateArgs {
             task: stdin.unwrap_or(self.task),
             files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
             max_steps: self.max_steps,
+            engine: self.engine,
+            approval_mode: self.approval_mode,
             common: self.common.into_common(cwd)?,
         })
     }

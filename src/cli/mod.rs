@@ -233,6 +233,7 @@ async fn tool(
         // group, out of reach of the terminal's signal: end it too.
         cancel.cancel();
         pipeline.gemini().abort_running();
+        pipeline.shutdown_agents();
         eprintln!("gemini-mcp {name}: interrupted");
         return output::COULD_NOT_RUN;
     };

@@ -54,6 +54,8 @@ pub struct Config {
     pub max_reply_chars: usize,
     /// The limits of an investigation (`investigate`, `explore: true`).
     pub explore: ExploreSettings,
+    /// The Gemini CLI as a warm agent (`investigate` with `engine: "gemini-cli"`).
+    pub acp: AcpConfig,
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,
     pub key_prefix: String,
@@ -87,6 +89,17 @@ pub struct ExploreSettings {
     pub result_chars: usize,
     /// Time after which no new step starts.
     pub deadline: Duration,
+}
+
+/// The warm Gemini CLI agents.
+#[derive(Debug, Clone)]
+pub struct AcpConfig {
+    /// An agent process with no prompt for this long exits.
+    pub idle: Duration,
+    /// Most agent processes alive at once.
+    pub max_processes: usize,
+    /// Approval modes that change files or run commands, allowed by the operator.
+    pub allowed_modes: Vec<crate::gemini::acp::Mode>,
 }
 
 /// Settings of the Streamable HTTP transport only.
@@ -328,6 +341,11 @@ impl Config {
                 token_budget: 0,
                 result_chars: 0,
                 deadline: Duration::ZERO,
+            },
+            acp: AcpConfig {
+                idle: Duration::ZERO,
+                max_processes: 1,
+                allowed_modes: Vec::new(),
             },
             store: StoreChoice::Auto,
             redis_url: None,

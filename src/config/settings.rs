@@ -305,6 +305,58 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_MCP_ACP_IDLE_SECS",
+        default: "600",
+        doc: "A warm Gemini CLI agent (`investigate` with `engine: \"gemini-cli\"`) with no prompt for this long exits; the next call starts it again.",
+        also_reads: &[],
+        read: |src, c| {
+            let secs: f64 = src.parse("GEMINI_MCP_ACP_IDLE_SECS", 600.0)?;
+            if !(secs.is_finite() && secs > 0.0) {
+                return Err(invalid(
+                    "GEMINI_MCP_ACP_IDLE_SECS",
+                    "must be a positive number of seconds",
+                ));
+            }
+            c.acp.idle = Duration::from_secs_f64(secs);
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_ACP_MAX_PROCESSES",
+        default: "4",
+        doc: "Most warm Gemini CLI agents alive at once (one per project root, approval mode and model); past it the least recently used one is stopped.",
+        also_reads: &[],
+        read: |src, c| {
+            c.acp.max_processes = src.parse("GEMINI_MCP_ACP_MAX_PROCESSES", 4)?;
+            if c.acp.max_processes == 0 {
+                return Err(invalid("GEMINI_MCP_ACP_MAX_PROCESSES", "must be at least 1"));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_ACP_ALLOW_MODES",
+        default: "",
+        doc: "Approval modes of the Gemini CLI agent that change files or run commands, allowed for callers: `autoEdit`, `yolo` (comma-separated). Empty: only `plan` (read-only, the default) and `default`.",
+        also_reads: &[],
+        read: |src, c| {
+            let raw = src.get("GEMINI_MCP_ACP_ALLOW_MODES").unwrap_or_default();
+            c.acp.allowed_modes = Vec::new();
+            for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                match crate::gemini::acp::Mode::parse(item) {
+                    Some(m) => c.acp.allowed_modes.push(m),
+                    None => {
+                        return Err(invalid(
+                            "GEMINI_MCP_ACP_ALLOW_MODES",
+                            &format!("`{item}` is not an approval mode; use autoEdit and/or yolo"),
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        },
+    },
+    Setting {
         name: "MAX_REPLY_CHARS",
         default: "48000",
         doc: "Cap on a whole MCP tool result, text and structured content together (at most 500000; also declared to Claude Code); past it the least severe findings are left out, then the answer is cut, saying so.",

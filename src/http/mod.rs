@@ -340,6 +340,7 @@ impl Running {
             );
             self.stop.cancel();
             self.pipeline.gemini().abort_running();
+            self.pipeline.shutdown_agents();
             let _ = tokio::time::timeout(CANCEL_GRACE, &mut self.serving).await;
         }
         self.stop.cancel();

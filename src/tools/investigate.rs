@@ -6,6 +6,7 @@ use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
 use crate::gemini::ThinkingMode;
+use crate::gemini::acp::Mode;
 
 /// Steps (function calls) an investigation takes when the call names no `max_steps`.
 pub const DEFAULT_STEPS: u32 = 25;
@@ -18,6 +19,12 @@ pub struct InvestigateParams {
     pub files: Option<Vec<String>>,
     /// Most tool calls Gemini may make (default 25).
     pub max_steps: Option<u32>,
+    /// Who explores: `gemini` (default: Gemini with our read-only tools) or `gemini-cli` (the
+    /// Gemini CLI's own agent and tools, under the server's approval policy).
+    pub engine: Option<String>,
+    /// For `engine: "gemini-cli"`: `plan` (read-only, default) or `default`; `autoEdit` and
+    /// `yolo` only where the server allows them.
+    pub approval_mode: Option<String>,
     #[serde(flatten)]
     pub common: Common,
 }
@@ -28,6 +35,32 @@ pub fn plan(p: InvestigateParams) -> Result<Plan, ToolError> {
     section(&mut plan.request, "Task", Some(&task));
     plan.files = paths("files", p.files)?;
     plan.explore = Some(steps(p.max_steps)?);
+    plan.agent = match p.engine.as_deref().map(str::trim) {
+        None | Some("gemini") => {
+            if p.approval_mode.is_some() {
+                return Err(ToolError::invalid(
+                    "approval_mode",
+                    "applies only to engine \"gemini-cli\"; leave it out, or set engine to \"gemini-cli\"",
+                ));
+            }
+            None
+        }
+        Some("gemini-cli") => Some(match p.approval_mode.as_deref() {
+            None => Mode::Plan,
+            Some(m) => Mode::parse(m).ok_or_else(|| {
+                ToolError::invalid(
+                    "approval_mode",
+                    format!("`{m}` is not an approval mode; use plan (read-only, the default), default, autoEdit or yolo"),
+                )
+            })?,
+        }),
+        Some(other) => {
+            return Err(ToolError::invalid(
+                "engine",
+                format!("`{other}` is not an engine; use \"gemini\" (the default) or \"gemini-cli\""),
+            ));
+        }
+    };
     Ok(plan)
 }
 

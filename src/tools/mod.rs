@@ -114,6 +114,9 @@ pub struct Plan {
     /// Gemini may investigate the project with the read-only tools, for at most this many steps
     /// (`investigate`, or `explore: true`).
     pub explore: Option<u32>,
+    /// The Gemini CLI's own agent investigates instead, in this approval mode
+    /// (`engine: "gemini-cli"`).
+    pub agent: Option<crate::gemini::acp::Mode>,
     /// Who is calling, for the threads they may continue: `local` unless the transport says
     /// otherwise (HTTP sets the token's owner).
     pub owner: Owner,
@@ -155,6 +158,7 @@ impl Plan {
             output: Output::Text,
             web_search: false,
             explore: None,
+            agent: None,
             owner: Owner::local(),
         })
     }

@@ -44,6 +44,15 @@ pub struct Pipeline {
     collector: Arc<Collector>,
     gemini: Arc<Gemini>,
     store: Arc<dyn ThreadStore>,
+    /// The warm Gemini CLI agents, started on the first `engine: "gemini-cli"` call.
+    acp: std::sync::OnceLock<Arc<crate::gemini::acp::Pool>>,
+}
+
+/// What Gemini did besides answering: an investigation with our tools, or the Gemini CLI's
+/// agent with its own.
+enum Explored {
+    Investigation(investigation::Investigation),
+    Agent(crate::gemini::acp::AgentRun, crate::gemini::acp::Mode),
 }
 
 impl Pipeline {
@@ -59,6 +68,7 @@ impl Pipeline {
             collector,
             gemini,
             store,
+            acp: std::sync::OnceLock::new(),
         }
     }
 
@@ -170,18 +180,24 @@ impl Pipeline {
             .saturating_sub(history.tokens)
             .saturating_sub(material.tokens());
         let model_id = request.model.id.clone();
-        let (answer, investigation) = self.ask(&plan, request, room, ctx).await?;
+        let thread_key = id.to_string();
+        let (answer, explored) = self.ask(&plan, request, room, &thread_key, ctx).await?;
         let model_used = answer.model_version.clone().unwrap_or(model_id);
         let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
-        let tail = match &investigation {
-            Some(inv) => format!("{tail}\n\n{}", investigation::steps_note(inv)),
+        let tail = match &explored {
+            Some(Explored::Investigation(inv)) => {
+                format!("{tail}\n\n{}", investigation::steps_note(inv))
+            }
+            Some(Explored::Agent(run, _)) => format!("{tail}\n\n{}", agent_note(run)),
             None => tail,
         };
         self.save_turn(id, &plan, tail, &material, &answer, &model_used, &mut reply)
             .await?;
         finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
-        if let Some(inv) = investigation {
-            reply.set_investigation(inv);
+        match explored {
+            Some(Explored::Investigation(inv)) => reply.set_investigation(inv),
+            Some(Explored::Agent(run, mode)) => reply.set_agent(&run, mode),
+            None => {}
         }
         reply.redactions += text_redactions;
         // Whole here (the command line prints it all); the MCP edge fits it to the client's cap.
@@ -198,8 +214,13 @@ impl Pipeline {
         plan: &Plan,
         request: GenerateRequest,
         room: u64,
+        thread: &str,
         ctx: &CallContext,
-    ) -> Result<(GenerateResponse, Option<investigation::Investigation>), ToolError> {
+    ) -> Result<(GenerateResponse, Option<Explored>), ToolError> {
+        if let Some(mode) = plan.agent {
+            let (answer, run) = self.ask_agent(request, mode, thread, ctx).await?;
+            return Ok((answer, Some(Explored::Agent(run, mode))));
+        }
         let Some(steps) = plan.explore else {
             return Ok((self.gemini.generate(request, ctx).await?, None));
         };
@@ -216,7 +237,84 @@ impl Pipeline {
         let (mut answer, inv) =
             investigation::run(&self.gemini, explorer, request, limits, ctx).await?;
         answer.usage = inv.usage;
-        Ok((answer, Some(inv)))
+        Ok((answer, Some(Explored::Investigation(inv))))
+    }
+
+    /// The Gemini CLI's own agent answers `request` (its last user turn; the whole conversation
+    /// when the agent's session has to be rebuilt), exploring with its own tools under `mode`.
+    async fn ask_agent(
+        &self,
+        request: GenerateRequest,
+        mode: crate::gemini::acp::Mode,
+        thread: &str,
+        ctx: &CallContext,
+    ) -> Result<(GenerateResponse, crate::gemini::acp::AgentRun), ToolError> {
+        let pool = self.acp_pool()?;
+        pool.check_mode(mode)?;
+        let last = request
+            .contents
+            .last()
+            .map(|m| crate::gemini::headless::render_prompt(std::slice::from_ref(m)))
+            .unwrap_or_default();
+        let rebuilt = (request.contents.len() > 1)
+            .then(|| crate::gemini::headless::render_prompt(&request.contents));
+        let prompt = crate::gemini::acp::Prompt {
+            text: format!("{AGENT_INSTRUCTIONS}\n\n{last}"),
+            rebuilt: rebuilt.map(|r| format!("{AGENT_INSTRUCTIONS}\n\n{r}")),
+            mode,
+            model: request.model.id.clone(),
+            thread: Some(thread.to_string()),
+        };
+        let run = pool.prompt(prompt, ctx).await?;
+        let answer = GenerateResponse {
+            text: run.messages.clone(),
+            usage: run.usage.unwrap_or_default(),
+            finish_reason: Some(run.stop_reason.clone()),
+            ..GenerateResponse::default()
+        };
+        Ok((answer, run))
+    }
+
+    /// The pool of warm Gemini CLI agents, made on first use.
+    fn acp_pool(&self) -> Result<Arc<crate::gemini::acp::Pool>, ToolError> {
+        if let Some(pool) = self.acp.get() {
+            return Ok(pool.clone());
+        }
+        let settings = self.config.gemini();
+        let program = crate::gemini::headless::locate(
+            &settings.gemini_cli,
+            settings.search_path.as_deref().map(std::ffi::OsStr::new),
+        )
+        .ok_or_else(|| {
+            ToolError::Gemini(crate::gemini::GeminiError::Cli {
+                exit_code: None,
+                message: format!(
+                    "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
+                     (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
+                     out `engine` to investigate with the API backend",
+                    settings.gemini_cli.display()
+                ),
+            })
+        })?;
+        let acp = &self.config.acp;
+        let pool = crate::gemini::acp::Pool::new(
+            crate::gemini::acp::AcpSettings {
+                program,
+                idle: acp.idle,
+                max_processes: acp.max_processes,
+                allowed_modes: acp.allowed_modes.clone(),
+                timeout: settings.call_timeout,
+            },
+            self.collector.clone(),
+        );
+        Ok(self.acp.get_or_init(|| pool).clone())
+    }
+
+    /// Stops the warm Gemini CLI agents (shutdown).
+    pub fn shutdown_agents(&self) {
+        if let Some(pool) = self.acp.get() {
+            pool.shutdown();
+        }
     }
 
     /// The model the plan names (or the default), resolved in the catalogue.
@@ -737,4 +835,21 @@ mod tests {
         assert_eq!(clean.verdict, Some(review::Verdict::Ready));
         assert!(clean.findings.is_empty());
     }
+}
+
+/// What the Gemini CLI's agent is told before the task.
+const AGENT_INSTRUCTIONS: &str = "You are investigating this project for another engineer: read what you need (read-only; \
+do not change files or run commands), then answer in Markdown, citing `path:line` for every claim about the code.";
+
+/// The agent's work as the thread keeps it: one line per tool call.
+fn agent_note(run: &crate::gemini::acp::AgentRun) -> String {
+    let mut s = format!(
+        "## Gemini CLI agent ({} tool calls, {})\n",
+        run.tool_calls.len(),
+        run.stop_reason
+    );
+    for c in &run.tool_calls {
+        s.push_str(&format!("- {} {} ({})\n", c.kind, c.title, c.status));
+    }
+    s
 }

@@ -173,7 +173,10 @@ pub struct Pool {
 
 /// What to ask the agent.
 pub struct Prompt {
+    /// The new request, for a session that already holds the conversation.
     pub text: String,
+    /// The whole conversation, for a new session of a thread with earlier turns.
+    pub rebuilt: Option<String>,
     pub mode: Mode,
     pub model: String,
     /// Our thread: continuing reuses its session.
@@ -244,9 +247,13 @@ impl Pool {
         let (session_id, how) = self.session(key, process, prompt.thread.as_deref()).await?;
         let (tx, mut rx) = mpsc::unbounded_channel();
         lock(&process.routes).insert(session_id.clone(), tx);
+        let text = match (how, prompt.rebuilt) {
+            ("new", Some(rebuilt)) => rebuilt,
+            _ => prompt.text,
+        };
         let request = PromptRequest::new(
             SessionId::new(session_id.clone()),
-            vec![ContentBlock::Text(TextContent::new(prompt.text))],
+            vec![ContentBlock::Text(TextContent::new(text))],
         );
         let sent = process.cx.send_request(request);
         let mut run = AgentRun {

@@ -168,9 +168,13 @@ pub struct Reply {
     /// Files Gemini read while investigating.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files_read: Option<Vec<String>>,
-    /// Why the investigation ended: answered, max_steps, token_budget or deadline.
+    /// Why the investigation ended: answered, max_steps, token_budget or deadline; for the
+    /// Gemini CLI's agent, its own stop reason (end_turn, max_tokens, max_turn_requests, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
+    /// What the Gemini CLI's agent did (`engine: "gemini-cli"`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<parts::AgentView>,
     /// The Markdown text (the reply's content block), made by [`Reply::render`].
     #[serde(skip)]
     pub text: String,
@@ -223,6 +227,7 @@ impl Reply {
             steps: None,
             files_read: None,
             stop_reason: None,
+            agent: None,
             notes: Vec::new(),
             review: None,
             finish_notice: None,
@@ -279,6 +284,28 @@ impl Reply {
         self.stop_reason = Some(inv.stop.as_str().to_string());
         self.steps = Some(inv.steps.into_iter().map(Into::into).collect());
         self.files_read = Some(inv.files_read);
+    }
+
+    /// Records what the Gemini CLI's agent did: its tool calls, plan, thought, session, the
+    /// permissions it asked for and the policy that answered, and the files it read.
+    pub fn set_agent(&mut self, run: &crate::gemini::acp::AgentRun, mode: crate::gemini::acp::Mode) {
+        let mut read: Vec<String> = Vec::new();
+        for c in run.tool_calls.iter().filter(|c| c.kind == "read") {
+            for l in &c.locations {
+                if !read.contains(l) {
+                    read.push(l.clone());
+                }
+            }
+        }
+        if run.stop_reason == "max_turn_requests" || run.stop_reason == "max_tokens" {
+            self.notes.push(format!(
+                "The Gemini CLI's agent stopped early ({}): its answer may be partial.",
+                run.stop_reason
+            ));
+        }
+        self.stop_reason = Some(run.stop_reason.clone());
+        self.files_read = Some(read);
+        self.agent = Some(parts::AgentView::new(run, mode));
     }
 
     /// Fills `notices` and renders `text` from the fields: the answer (or the review), then a
@@ -339,6 +366,18 @@ impl Reply {
             let mut line = format!(
                 "Investigation: {n} step{} ({stop})",
                 if n == 1 { "" } else { "s" }
+            );
+            if let Some(read) = self.files_read.as_ref().filter(|r| !r.is_empty()) {
+                line.push_str(&format!("; read {}", read.join(", ")));
+            }
+            lines.push(line);
+        }
+        if let (Some(agent), Some(stop)) = (&self.agent, &self.stop_reason) {
+            let n = agent.tool_calls.len();
+            let mut line = format!(
+                "Gemini CLI agent: {n} tool call{} ({stop}); policy {}",
+                if n == 1 { "" } else { "s" },
+                agent.approval_policy
             );
             if let Some(read) = self.files_read.as_ref().filter(|r| !r.is_empty()) {
                 line.push_str(&format!("; read {}", read.join(", ")));
@@ -433,6 +472,12 @@ impl Reply {
         if let Some(read) = &mut self.files_read {
             let n = shorten("files_read", read.len());
             read.truncate(n);
+        }
+        if let Some(agent) = &mut self.agent {
+            let n = shorten("tool_calls", agent.tool_calls.len());
+            agent.tool_calls.truncate(n);
+            let n = shorten("permissions", agent.permissions.len());
+            agent.permissions.truncate(n);
         }
         if !cut.is_empty() {
             self.size_notices.push(format!(

@@ -200,3 +200,101 @@ impl From<crate::tools::investigation::Step> for StepView {
         }
     }
 }
+
+/// What the Gemini CLI's agent did (`investigate` with `engine: "gemini-cli"`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "Agent")]
+pub struct AgentView {
+    /// `gemini-cli`.
+    pub engine: String,
+    /// The agent's session (ACP), kept for this thread's next call.
+    pub session_id: String,
+    /// How the session was reached: `new`, `live` (kept in the running agent) or `loaded`.
+    pub session: String,
+    /// The approval policy that applied.
+    pub approval_policy: String,
+    /// The agent's thinking, when it showed it.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub thought: String,
+    /// Its tool calls, in order.
+    pub tool_calls: Vec<AgentToolCallView>,
+    /// Its plan, when it made one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub plan: Vec<PlanEntryView>,
+    /// Every permission it asked for and our answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub permissions: Vec<PermissionView>,
+}
+
+/// One tool call of the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "AgentToolCall")]
+pub struct AgentToolCallView {
+    /// The agent's title for it (tool and target).
+    pub name: String,
+    /// `read`, `search`, `edit`, `execute`, `think`, `fetch` or `other`.
+    pub kind: String,
+    /// The arguments, as the agent reported them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
+    /// `pending`, `in_progress`, `completed` or `failed`.
+    pub status: String,
+}
+
+/// One entry of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "PlanEntry")]
+pub struct PlanEntryView {
+    pub content: String,
+    pub priority: String,
+    pub status: String,
+}
+
+/// A permission request and our answer.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "Permission")]
+pub struct PermissionView {
+    pub tool: String,
+    pub allowed: bool,
+    pub reason: String,
+}
+
+impl AgentView {
+    pub fn new(run: &crate::gemini::acp::AgentRun, mode: crate::gemini::acp::Mode) -> AgentView {
+        AgentView {
+            engine: "gemini-cli".into(),
+            session_id: run.session_id.clone(),
+            session: run.session.clone(),
+            approval_policy: mode.describe().into(),
+            thought: run.thought.clone(),
+            tool_calls: run
+                .tool_calls
+                .iter()
+                .map(|c| AgentToolCallView {
+                    name: c.title.clone(),
+                    kind: c.kind.clone(),
+                    arguments: c.arguments.clone(),
+                    status: c.status.clone(),
+                })
+                .collect(),
+            plan: run
+                .plan
+                .iter()
+                .map(|p| PlanEntryView {
+                    content: p.content.clone(),
+                    priority: p.priority.clone(),
+                    status: p.status.clone(),
+                })
+                .collect(),
+            permissions: run
+                .permissions
+                .iter()
+                .map(|d| PermissionView {
+                    tool: d.tool.clone(),
+                    allowed: d.allowed,
+                    reason: d.reason.clone(),
+                })
+                .collect(),
+        }
+    }
+}
