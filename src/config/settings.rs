@@ -329,14 +329,17 @@ pub const SETTINGS: &[Setting] = &[
         read: |src, c| {
             c.acp.max_processes = src.parse("GEMINI_MCP_ACP_MAX_PROCESSES", 4)?;
             if c.acp.max_processes == 0 {
-                return Err(invalid("GEMINI_MCP_ACP_MAX_PROCESSES", "must be at least 1"));
+                return Err(invalid(
+                    "GEMINI_MCP_ACP_MAX_PROCESSES",
+                    "must be at least 1",
+                ));
             }
             Ok(())
         },
     },
     Setting {
         name: "GEMINI_MCP_ACP_ALLOW_MODES",
-        default: "",
+        default: "—",
         doc: "Approval modes of the Gemini CLI agent that change files or run commands, allowed for callers: `autoEdit`, `yolo` (comma-separated). Empty: only `plan` (read-only, the default) and `default`.",
         also_reads: &[],
         read: |src, c| {

@@ -103,7 +103,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Give Gemini a question or task about the project; it lists, searches and reads files and git history itself (read-only) and answers with file:line citations.",
+        description = "Gemini explores the project itself (lists, searches, reads files and git history; read-only) and answers with file:line citations.",
         annotations(title = "Investigate the project with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<InvestigateParams>(),
         output_schema = crate::tools::reply::investigate_output_schema()

@@ -15,15 +15,13 @@ pub const DEFAULT_STEPS: u32 = 25;
 pub struct InvestigateParams {
     /// The question or task about the project.
     pub task: String,
-    /// Files or directories to start from (sent with the task).
+    /// Starting points, sent with the task.
     pub files: Option<Vec<String>>,
-    /// Most tool calls Gemini may make (default 25).
+    /// Most tool calls (default 25).
     pub max_steps: Option<u32>,
-    /// Who explores: `gemini` (default: Gemini with our read-only tools) or `gemini-cli` (the
-    /// Gemini CLI's own agent and tools, under the server's approval policy).
+    /// `gemini` (default) or `gemini-cli` (the CLI's own agent).
     pub engine: Option<String>,
-    /// For `engine: "gemini-cli"`: `plan` (read-only, default) or `default`; `autoEdit` and
-    /// `yolo` only where the server allows them.
+    /// gemini-cli: `plan` (default, read-only) or `default`.
     pub approval_mode: Option<String>,
     #[serde(flatten)]
     pub common: Common,

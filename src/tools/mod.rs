@@ -44,9 +44,9 @@ pub struct Common {
     pub thinking_mode: Option<ThinkingMode>,
     /// 0 to 1; best unset on Gemini 3+.
     pub temperature: Option<f64>,
-    /// Id from an earlier reply, or "latest", to continue that thread.
+    /// An earlier reply's id, or "latest": continue that thread.
     pub continuation_id: Option<String>,
-    /// Image paths (png, jpeg, webp, gif).
+    /// Images (png, jpeg, webp, gif).
     pub images: Option<Vec<String>>,
 }
 

@@ -53,7 +53,7 @@ pub fn output_schema(
 /// The fields only an investigation sends (`investigate`, or `explore: true`). Declared in
 /// `investigate`'s schema only: every client pays for `tools/list`, and a tool that explores
 /// only when asked (`explore: true`) sends them as extra properties, which its schema allows.
-pub const INVESTIGATION_FIELDS: &[&str] = &["steps", "files_read", "stop_reason"];
+pub const INVESTIGATION_FIELDS: &[&str] = &["steps", "files_read", "stop_reason", "agent"];
 
 /// The `outputSchema` of `investigate`: the answer, the investigation's steps, the files read,
 /// why it stopped, and the usage summed over its requests.
@@ -288,7 +288,11 @@ impl Reply {
 
     /// Records what the Gemini CLI's agent did: its tool calls, plan, thought, session, the
     /// permissions it asked for and the policy that answered, and the files it read.
-    pub fn set_agent(&mut self, run: &crate::gemini::acp::AgentRun, mode: crate::gemini::acp::Mode) {
+    pub fn set_agent(
+        &mut self,
+        run: &crate::gemini::acp::AgentRun,
+        mode: crate::gemini::acp::Mode,
+    ) {
         let mut read: Vec<String> = Vec::new();
         for c in run.tool_calls.iter().filter(|c| c.kind == "read") {
             for l in &c.locations {
