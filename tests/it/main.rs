@@ -1,6 +1,7 @@
 //! The one integration-test binary: the real `gemini-mcp` binary driven by an MCP client, a fake
 //! Gemini API speaking the real wire format, real git repositories and a real redis-server.
 
+mod acp;
 mod cli;
 mod clients;
 mod gemini_api;

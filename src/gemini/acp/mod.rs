@@ -25,7 +25,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities,
-    InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest,
+    InitializeRequest, LoadSessionRequest, NewSessionRequest, PromptRequest, PromptResponse,
     RequestPermissionRequest, SessionId, SessionModeId, SessionNotification, SessionUpdate,
     SetSessionModeRequest, TextContent, ToolCallStatus, ToolKind,
 };
@@ -245,7 +245,7 @@ impl Pool {
         ctx: &CallContext,
     ) -> Result<AgentRun, GeminiError> {
         let (session_id, how) = self.session(key, process, prompt.thread.as_deref()).await?;
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::unbounded_channel();
         lock(&process.routes).insert(session_id.clone(), tx);
         let text = match (how, prompt.rebuilt) {
             ("new", Some(rebuilt)) => rebuilt,
@@ -256,70 +256,70 @@ impl Pool {
             vec![ContentBlock::Text(TextContent::new(text))],
         );
         let sent = process.cx.send_request(request);
-        let mut run = AgentRun {
+        let run = AgentRun {
             session_id: session_id.clone(),
             session: how.into(),
             ..AgentRun::default()
         };
-        let response = {
-            let waiting = sent.block_task();
-            tokio::pin!(waiting);
-            let deadline = tokio::time::sleep(self.settings.timeout);
-            tokio::pin!(deadline);
-            let mut cancelled: Option<Instant> = None;
-            loop {
-                tokio::select! {
-                    r = &mut waiting => break r,
-                    Some(event) = rx.recv() => absorb(&mut run, event, ctx),
-                    _ = ctx.cancel.cancelled(), if cancelled.is_none() => {
-                        let _ = process.cx.send_notification(CancelNotification::new(SessionId::new(session_id.clone())));
-                        cancelled = Some(Instant::now());
-                    }
-                    _ = tokio::time::sleep(CANCEL_GRACE), if cancelled.is_some() => {
-                        tracing::warn!("the Gemini CLI (ACP) did not stop after session/cancel; killing it");
-                        process.kill();
-                        self.forget(key);
-                        lock(&process.routes).remove(&session_id);
-                        return Err(GeminiError::Cancelled);
-                    }
-                    _ = &mut deadline => {
-                        let _ = process.cx.send_notification(CancelNotification::new(SessionId::new(session_id.clone())));
-                        lock(&process.routes).remove(&session_id);
-                        return Err(GeminiError::Cli {
-                            exit_code: None,
-                            message: format!(
-                                "the Gemini CLI agent did not finish within {} s (GEMINI_TIMEOUT_SECS): ask for a narrower task, or raise the limit",
-                                self.settings.timeout.as_secs()
-                            ),
-                        });
-                    }
-                }
+        // The wait runs in its own task, so that a call dropped mid-prompt (the MCP server drops
+        // a cancelled call) still cancels the prompt and, failing that, kills the process.
+        let stop = ctx.cancel.child_token();
+        let guard = stop.clone().drop_guard();
+        let waiting = Waiting {
+            process: process.clone(),
+            session_id: session_id.clone(),
+            events: rx,
+            ctx: ctx.clone(),
+            stop,
+            timeout: self.settings.timeout,
+        };
+        let (mut run, waited) =
+            tokio::spawn(waiting.wait(sent, run))
+                .await
+                .map_err(|e| GeminiError::Cli {
+                    exit_code: None,
+                    message: format!("the wait for the Gemini CLI agent failed: {e}"),
+                })?;
+        guard.disarm();
+        let response = match waited {
+            Waited::Answered(r) => r,
+            Waited::Cancelled => return Err(GeminiError::Cancelled),
+            Waited::TimedOut => {
+                return Err(GeminiError::Cli {
+                    exit_code: None,
+                    message: format!(
+                        "the Gemini CLI agent did not finish within {} s (GEMINI_TIMEOUT_SECS): ask for a narrower task, or raise the limit",
+                        self.settings.timeout.as_secs()
+                    ),
+                });
             }
         };
-        // Updates sent before the response are already queued: the connection routes them in
-        // order.
-        while let Ok(event) = rx.try_recv() {
-            absorb(&mut run, event, ctx);
-        }
-        lock(&process.routes).remove(&session_id);
         if ctx.cancel.is_cancelled() {
             return Err(GeminiError::Cancelled);
         }
-        let response = response.map_err(|e| {
-            if !process.alive() {
+        let response = match response {
+            Ok(r) => r,
+            Err(e) => {
+                // A closed transport is the process going away: wait for it to be reaped.
+                let mut closed = process.closed.clone();
+                let gone = tokio::time::timeout(Duration::from_secs(2), closed.wait_for(|c| *c))
+                    .await
+                    .is_ok();
+                if !gone {
+                    return Err(acp_error(&e));
+                }
                 self.forget(key);
                 tracing::warn!(
                     "the Gemini CLI (ACP) exited during a prompt; the next call starts it again"
                 );
-                return GeminiError::Cli {
+                return Err(GeminiError::Cli {
                     exit_code: None,
                     message:
                         "the Gemini CLI (ACP) exited while answering; the next call starts it again"
                             .into(),
-                };
+                });
             }
-            acp_error(&e)
-        })?;
+        };
         run.stop_reason = serde_json::to_value(response.stop_reason)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
@@ -580,9 +580,13 @@ fn connect(
     let stdout = child.stdout.take().expect("piped stdout");
     let transport = ByteStreams::new(stdin.compat_write(), stdout.compat());
     let notify_routes = routes.clone();
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
     tokio::spawn(async move {
         let ready_tx = Mutex::new(Some(ready_tx));
-        let result = Client
+        let connection = Client
             .v1()
             .name("gemini-mcp-server")
             .on_receive_notification(
@@ -633,12 +637,23 @@ fn connect(
                         Err(e)
                     }
                 }
-            })
-            .await;
-        if let Err(e) = result {
-            tracing::debug!(error = %e.message, "ACP connection ended");
+            });
+        // The connection serves until the process exits (a crash, a kill); if the connection
+        // ends first, the process goes too. Either way it is reaped here.
+        tokio::select! {
+            result = connection => {
+                if let Err(e) = result {
+                    tracing::debug!(error = %e.message, "ACP connection ended");
+                }
+            }
+            status = child.wait() => {
+                tracing::debug!(?status, "the Gemini CLI (ACP) exited");
+            }
         }
         let _ = closed.send(true);
+        if let Some(pgid) = pgid {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
         let _ = child.wait().await;
     });
     ready_rx
@@ -647,6 +662,80 @@ fn connect(
 impl Drop for Pool {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// How a prompt's wait ended.
+enum Waited {
+    Answered(Result<PromptResponse, agent_client_protocol::Error>),
+    Cancelled,
+    TimedOut,
+}
+
+/// Waits for one prompt's answer, folding its updates into the run.
+struct Waiting {
+    process: Arc<Process>,
+    session_id: String,
+    events: mpsc::UnboundedReceiver<Event>,
+    ctx: CallContext,
+    /// Cancelled when the call is (or its future is dropped).
+    stop: tokio_util::sync::CancellationToken,
+    timeout: Duration,
+}
+
+impl Waiting {
+    /// On `stop` or the deadline: `session/cancel`; an agent that has not stopped
+    /// [`CANCEL_GRACE`] later is killed with its process group.
+    async fn wait(
+        mut self,
+        sent: agent_client_protocol::v1::SentRequest<PromptResponse>,
+        mut run: AgentRun,
+    ) -> (AgentRun, Waited) {
+        let answer = sent.block_task();
+        tokio::pin!(answer);
+        let deadline = tokio::time::sleep(self.timeout);
+        tokio::pin!(deadline);
+        let grace = tokio::time::sleep(Duration::from_secs(86_400 * 365));
+        tokio::pin!(grace);
+        let mut stopping: Option<Waited> = None;
+        let waited = loop {
+            tokio::select! {
+                r = &mut answer => break match stopping.take() {
+                    Some(why) => why,
+                    None => Waited::Answered(r),
+                },
+                Some(event) = self.events.recv() => absorb(&mut run, event, &self.ctx),
+                _ = self.stop.cancelled(), if stopping.is_none() => {
+                    stopping = Some(Waited::Cancelled);
+                    self.cancel(grace.as_mut());
+                }
+                _ = &mut deadline, if stopping.is_none() => {
+                    stopping = Some(Waited::TimedOut);
+                    self.cancel(grace.as_mut());
+                }
+                _ = &mut grace => {
+                    tracing::warn!("the Gemini CLI (ACP) did not stop after session/cancel; killing it");
+                    self.process.kill();
+                    break stopping.take().unwrap_or(Waited::Cancelled);
+                }
+            }
+        };
+        // Updates sent before the answer are already queued: the connection routes in order.
+        while let Ok(event) = self.events.try_recv() {
+            absorb(&mut run, event, &self.ctx);
+        }
+        lock(&self.process.routes).remove(&self.session_id);
+        (run, waited)
+    }
+
+    fn cancel(&self, grace: std::pin::Pin<&mut tokio::time::Sleep>) {
+        let _ = self
+            .process
+            .cx
+            .send_notification(CancelNotification::new(SessionId::new(
+                self.session_id.clone(),
+            )));
+        grace.reset(tokio::time::Instant::now() + CANCEL_GRACE);
     }
 }
 

@@ -1,0 +1,557 @@
+//! `investigate` with `engine: "gemini-cli"`: the real binary over stdio drives a stand-in ACP
+//! agent (`support/acp_stand_in.py`, the Gemini CLI's ACP as §12 of the reference documents it)
+//! as its warm Gemini CLI. What the agent received (handshake, modes, permission answers) is read
+//! from the stand-in's record; what the client received from the reply.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{CallToolRequestParams, ClientRequest, ServerResult};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{Value, json};
+
+use crate::support::mcp::{self, KEY};
+
+const STAND_IN: &str = include_str!("support/acp_stand_in.py");
+
+struct Agent {
+    dir: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+impl Agent {
+    /// A project (with a `.env`) and a stand-in agent that plays `prompts`.
+    fn new(prompts: Value) -> Agent {
+        let dir = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        let p = project.path();
+        std::fs::create_dir_all(p.join("src")).unwrap();
+        std::fs::write(
+            p.join("src/lib.rs"),
+            "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+        )
+        .unwrap();
+        std::fs::write(p.join(".env"), "TOKEN=x\n").unwrap();
+        let agent = Agent { dir, project };
+        let bin = agent.bin();
+        std::fs::write(&bin, STAND_IN).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            agent.dir.path().join("script.json"),
+            json!({ "prompts": prompts }).to_string(),
+        )
+        .unwrap();
+        agent
+    }
+
+    fn bin(&self) -> PathBuf {
+        self.dir.path().join("gemini")
+    }
+
+    fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.project.path()).unwrap()
+    }
+
+    fn vars(&self, extra: &[(&'static str, &'static str)]) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("GEMINI_API_KEY".to_string(), KEY.to_string()),
+            (
+                "GEMINI_BASE_URL".to_string(),
+                "http://127.0.0.1:9".to_string(),
+            ),
+            (
+                "GEMINI_CLI_PATH".to_string(),
+                self.bin().display().to_string(),
+            ),
+            (
+                "ACP_STAND_IN_SCRIPT".to_string(),
+                self.dir.path().join("script.json").display().to_string(),
+            ),
+            (
+                "ACP_STAND_IN_DIR".to_string(),
+                self.dir.path().display().to_string(),
+            ),
+        ];
+        v.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        v
+    }
+
+    fn lines(&self, name: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.path().join(name))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn received(&self, method: &str) -> Vec<Value> {
+        self.lines("received.jsonl")
+            .into_iter()
+            .filter(|m| m["method"] == method)
+            .collect()
+    }
+
+    fn starts(&self) -> Vec<Value> {
+        self.lines("starts")
+    }
+}
+
+fn structured(r: &rmcp::model::CallToolResult) -> Value {
+    r.structured_content.clone().unwrap_or(Value::Null)
+}
+
+fn text_of(r: &rmcp::model::CallToolResult) -> String {
+    mcp::text(r)
+}
+
+async fn start(agent: &Agent, extra: &[(&'static str, &'static str)]) -> mcp::RecordingClient {
+    let vars = agent.vars(extra);
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    mcp::start_recording(&agent.root(), &refs).await.0
+}
+
+async fn call(
+    client: &mcp::RecordingClient,
+    args: Value,
+    timeout: Duration,
+) -> Result<rmcp::model::CallToolResult, rmcp::service::ServiceError> {
+    let req = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new("investigate").with_arguments(mcp::args(args)),
+    ));
+    let mut options = PeerRequestOptions::no_options();
+    options.timeout = Some(timeout);
+    let handle = client.send_cancellable_request(req, options).await?;
+    match handle.await_response().await? {
+        ServerResult::CallToolResult(r) => Ok(r),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+fn update(kind: &str, body: Value) -> Value {
+    let mut u = body;
+    u["sessionUpdate"] = json!(kind);
+    json!({ "update": u })
+}
+
+fn chunk(kind: &str, text: &str) -> Value {
+    update(kind, json!({"content": {"type": "text", "text": text}}))
+}
+
+fn permission(id: &str, title: &str, kind: &str, path: Option<&str>) -> Value {
+    let mut call = json!({"toolCallId": id, "title": title, "kind": kind});
+    if let Some(p) = path {
+        call["locations"] = json!([{ "path": p }]);
+    }
+    json!({ "permission": call })
+}
+
+fn alive(pid: i64) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+}
+
+#[tokio::test]
+async fn the_agent_investigates_under_the_servers_read_only_policy() {
+    let src = "SRC";
+    let agent = Agent::new(json!([[
+        chunk("agent_thought_chunk", "Looking at add."),
+        update(
+            "plan",
+            json!({"entries": [
+                {"content": "Read src/lib.rs", "priority": "high", "status": "in_progress"}
+            ]})
+        ),
+        update(
+            "tool_call",
+            json!({
+                "toolCallId": "t1", "title": "ReadFile src/lib.rs", "kind": "read", "status": "pending",
+                "locations": [{"path": src}], "rawInput": {"file_path": "src/lib.rs"}
+            })
+        ),
+        update(
+            "tool_call_update",
+            json!({"toolCallId": "t1", "status": "completed"})
+        ),
+        permission("p1", "ReadFile src/lib.rs", "read", Some(src)),
+        permission("p2", "ReadFile /etc/passwd", "read", Some("/etc/passwd")),
+        permission("p3", "ReadFile .env", "read", Some(".env")),
+        permission("p4", "Shell rm -rf /", "execute", None),
+        permission("p5", "Edit src/lib.rs", "edit", Some(src)),
+        permission("p6", "Switch to yolo", "switch_mode", None),
+        chunk("agent_message_chunk", "AGENT-ANSWER: add subtracts "),
+        chunk("agent_message_chunk", "(src/lib.rs:2)."),
+    ]]));
+    // The stand-in learns the project's absolute path from its script.
+    let script = std::fs::read_to_string(agent.dir.path().join("script.json"))
+        .unwrap()
+        .replace(
+            "\"SRC\"",
+            &format!("\"{}/src/lib.rs\"", agent.root().display()),
+        );
+    std::fs::write(agent.dir.path().join("script.json"), script).unwrap();
+    let vars = agent.vars(&[]);
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (client, recorder) = mcp::start_recording(&agent.root(), &refs).await;
+
+    let r = call(
+        &client,
+        json!({"task": "Why does add(2, 2) return 0?", "engine": "gemini-cli", "model": "flash"}),
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    let text = text_of(&r);
+    assert_ne!(r.is_error, Some(true), "{text}");
+    let s = structured(&r);
+    assert_eq!(
+        s["answer"], "AGENT-ANSWER: add subtracts (src/lib.rs:2).",
+        "{s}"
+    );
+    assert_eq!(s["stop_reason"], "end_turn");
+    assert_eq!(s["usage"]["input"], 120, "{s}");
+    let a = &s["agent"];
+    assert_eq!(a["engine"], "gemini-cli");
+    assert_eq!(a["session"], "new");
+    assert!(
+        a["approval_policy"]
+            .as_str()
+            .unwrap()
+            .starts_with("plan (read-only)")
+    );
+    assert_eq!(a["thought"], "Looking at add.");
+    assert_eq!(a["plan"][0]["content"], "Read src/lib.rs");
+    assert_eq!(a["tool_calls"][0]["kind"], "read");
+    assert_eq!(a["tool_calls"][0]["status"], "completed");
+    assert_eq!(a["tool_calls"][0]["arguments"]["file_path"], "src/lib.rs");
+    let allowed: Vec<(String, bool)> = a["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["tool"].as_str().unwrap().to_string(),
+                p["allowed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        allowed,
+        [
+            ("ReadFile src/lib.rs".to_string(), true),
+            ("ReadFile /etc/passwd".to_string(), false),
+            ("ReadFile .env".to_string(), false),
+            ("Shell rm -rf /".to_string(), false),
+            ("Edit src/lib.rs".to_string(), false),
+            ("Switch to yolo".to_string(), false),
+        ]
+    );
+    assert!(
+        text.contains("Gemini CLI agent: 1 tool call (end_turn); policy plan (read-only)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("read {}/src/lib.rs", agent.root().display())),
+        "{text}"
+    );
+
+    // What the agent got: our handshake, plan mode, and answers in the format the CLI requires
+    // (allow_once for the allowed read, reject_once for the rest; never allow_always).
+    let starts = agent.starts();
+    assert_eq!(starts.len(), 1);
+    let argv: Vec<&str> = starts[0]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(argv[0], "--acp");
+    assert!(
+        argv.windows(2)
+            .any(|w| w[0] == "-m" && w[1].contains("flash")),
+        "{argv:?}"
+    );
+    assert_eq!(starts[0]["cwd"], agent.root().display().to_string());
+    let init = &agent.received("initialize")[0]["params"];
+    assert_eq!(init["protocolVersion"], 1);
+    assert_eq!(init["clientCapabilities"]["fs"]["writeTextFile"], false);
+    assert_eq!(init["clientCapabilities"]["terminal"], false);
+    assert_eq!(
+        agent.received("session/set_mode")[0]["params"]["modeId"],
+        "plan"
+    );
+    let prompt = &agent.received("session/prompt")[0]["params"]["prompt"][0]["text"];
+    assert!(
+        prompt
+            .as_str()
+            .unwrap()
+            .contains("Why does add(2, 2) return 0?"),
+        "{prompt}"
+    );
+    let answers: Vec<Value> = agent
+        .lines("permissions.jsonl")
+        .into_iter()
+        .map(|p| p["answer"]["result"].clone())
+        .collect();
+    assert_eq!(
+        answers[0],
+        json!({"outcome": {"outcome": "selected", "optionId": "proceed_once"}})
+    );
+    for a in &answers[1..] {
+        assert_eq!(
+            *a,
+            json!({"outcome": {"outcome": "selected", "optionId": "cancel"}})
+        );
+    }
+
+    // Each tool call and each permission was a progress notification.
+    let progress: Vec<String> = recorder
+        .progress
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.message.clone())
+        .collect();
+    assert!(
+        progress.iter().any(|m| m == "read ReadFile src/lib.rs"),
+        "{progress:?}"
+    );
+    assert!(
+        progress
+            .iter()
+            .any(|m| m.starts_with("rejected Shell rm -rf /")),
+        "{progress:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn modes_that_write_need_the_servers_consent() {
+    let agent = Agent::new(json!([[
+        permission("p1", "Edit src/lib.rs", "edit", Some("src/lib.rs")),
+        permission("p2", "Shell make", "execute", None),
+        chunk("agent_message_chunk", "edited"),
+    ]]));
+    let client = start(&agent, &[]).await;
+    let r = call(
+        &client,
+        json!({"task": "Fix add.", "engine": "gemini-cli", "approval_mode": "yolo"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = text_of(&r);
+    assert!(
+        t.contains("GEMINI_MCP_ACP_ALLOW_MODES") && t.contains("`yolo`"),
+        "{t}"
+    );
+    assert!(
+        agent.starts().is_empty(),
+        "a refused mode started the agent"
+    );
+    let err = call(
+        &client,
+        json!({"task": "Fix add.", "engine": "gemini-cli", "approval_mode": "sudo"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap_err();
+    assert!(format!("{err:?}").contains("approval_mode"), "{err:?}");
+    let err = call(
+        &client,
+        json!({"task": "Fix add.", "approval_mode": "plan"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap_err();
+    assert!(format!("{err:?}").contains("engine"), "{err:?}");
+    client.cancel().await.unwrap();
+
+    // Allowed by the operator: edits inside the project pass, commands still do not.
+    let client = start(&agent, &[("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit")]).await;
+    let r = call(
+        &client,
+        json!({"task": "Fix add.", "engine": "gemini-cli", "approval_mode": "autoEdit"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    let s = structured(&r);
+    assert_ne!(r.is_error, Some(true), "{s}");
+    assert_eq!(s["agent"]["permissions"][0]["allowed"], true, "{s}");
+    assert_eq!(s["agent"]["permissions"][1]["allowed"], false, "{s}");
+    assert!(
+        s["agent"]["approval_policy"]
+            .as_str()
+            .unwrap()
+            .starts_with("autoEdit")
+    );
+    assert_eq!(
+        agent.received("session/set_mode")[0]["params"]["modeId"],
+        "autoEdit"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn continuing_reuses_the_session_and_a_crash_restarts_the_agent() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "first")],
+        [chunk("agent_message_chunk", "second")],
+        [chunk("agent_message_chunk", "partial"), {"crash": true}],
+        [chunk("agent_message_chunk", "after the crash")],
+        [{"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota)."}}],
+    ]));
+    let client = start(&agent, &[]).await;
+    let args = |id: Option<&str>| {
+        let mut a = json!({"task": "Map the project.", "engine": "gemini-cli"});
+        if let Some(id) = id {
+            a["continuation_id"] = json!(id);
+        }
+        a
+    };
+    let r = call(&client, args(None), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let s = structured(&r);
+    let id = s["continuation_id"].as_str().unwrap().to_string();
+    let session = s["agent"]["session_id"].as_str().unwrap().to_string();
+    assert_eq!(s["answer"], "first");
+
+    let r = call(&client, args(Some(&id)), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let s = structured(&r);
+    assert_eq!(s["answer"], "second");
+    assert_eq!(s["agent"]["session"], "live");
+    assert_eq!(s["agent"]["session_id"], session.as_str());
+    assert_eq!(agent.starts().len(), 1, "one warm process");
+    assert_eq!(agent.received("session/new").len(), 1);
+    // The live session already holds the conversation: only the new request is sent.
+    let prompts = agent.received("session/prompt");
+    assert!(
+        !prompts[1]["params"]["prompt"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("first")
+    );
+
+    let r = call(&client, args(Some(&id)), Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = text_of(&r);
+    assert!(
+        t.contains("exited while answering") && t.contains("starts it again"),
+        "{t}"
+    );
+
+    let r = call(&client, args(Some(&id)), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let s = structured(&r);
+    assert_ne!(r.is_error, Some(true), "{s}");
+    assert_eq!(s["answer"], "after the crash");
+    assert_eq!(agent.starts().len(), 2, "restarted after the crash");
+    assert_eq!(s["agent"]["session"], "loaded", "{s}");
+    assert_eq!(
+        agent.received("session/load")[0]["params"]["sessionId"],
+        session.as_str()
+    );
+
+    let r = call(&client, args(None), Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = text_of(&r);
+    assert!(t.contains("quota") && !t.contains(KEY), "{t}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn cancellation_cancels_the_prompt_then_kills_an_agent_that_ignores_it() {
+    let agent = Agent::new(json!([
+        [{"hang": true}],
+        [chunk("agent_message_chunk", "still warm")],
+        [{"hang_ignoring_cancel": true}],
+        [chunk("agent_message_chunk", "a new process")],
+    ]));
+    let client = start(&agent, &[]).await;
+    let args = json!({"task": "Take your time.", "engine": "gemini-cli"});
+    let err = call(&client, args.clone(), Duration::from_millis(1500))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, rmcp::service::ServiceError::Timeout { .. }),
+        "{err:?}"
+    );
+    let started = Instant::now();
+    while agent.received("session/cancel").is_empty() && started.elapsed() < Duration::from_secs(10)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        agent.received("session/cancel").len(),
+        1,
+        "no session/cancel sent"
+    );
+    let r = call(&client, args.clone(), Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(structured(&r)["answer"], "still warm");
+    assert_eq!(
+        agent.starts().len(),
+        1,
+        "a cancelled prompt that stopped keeps its process"
+    );
+
+    let err = call(&client, args.clone(), Duration::from_millis(1500))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, rmcp::service::ServiceError::Timeout { .. }),
+        "{err:?}"
+    );
+    let pid = agent.starts()[0]["pid"].as_i64().unwrap();
+    let started = Instant::now();
+    while alive(pid) && started.elapsed() < Duration::from_secs(15) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !alive(pid),
+        "the agent that ignored session/cancel is still running"
+    );
+    let r = call(&client, args, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(structured(&r)["answer"], "a new process");
+    assert_eq!(agent.starts().len(), 2);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_agent_exits_and_none_outlives_the_server() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "one")],
+        [chunk("agent_message_chunk", "two")],
+    ]));
+    let client = start(&agent, &[("GEMINI_MCP_ACP_IDLE_SECS", "0.5")]).await;
+    let args = json!({"task": "Hello?", "engine": "gemini-cli"});
+    call(&client, args.clone(), Duration::from_secs(30))
+        .await
+        .unwrap();
+    let pid = agent.starts()[0]["pid"].as_i64().unwrap();
+    let started = Instant::now();
+    while alive(pid) && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!alive(pid), "the idle agent did not exit");
+    call(&client, args, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(agent.starts().len(), 2);
+    let pid = agent.starts()[1]["pid"].as_i64().unwrap();
+    assert!(alive(pid));
+    client.cancel().await.unwrap();
+    let started = Instant::now();
+    while alive(pid) && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!alive(pid), "the agent outlived the server");
+}
