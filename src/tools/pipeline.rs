@@ -266,10 +266,16 @@ impl Pipeline {
             thread: Some(thread.to_string()),
         };
         let run = pool.prompt(prompt, ctx).await?;
+        // The agent's stop reasons in Gemini's terms, for the reply's "answer cut" notice.
+        let finish_reason = match run.stop_reason.as_str() {
+            "end_turn" => "STOP",
+            "max_tokens" => "MAX_TOKENS",
+            other => other,
+        };
         let answer = GenerateResponse {
-            text: run.messages.clone(),
+            text: run.answer().to_string(),
             usage: run.usage.unwrap_or_default(),
-            finish_reason: Some(run.stop_reason.clone()),
+            finish_reason: Some(finish_reason.to_string()),
             ..GenerateResponse::default()
         };
         Ok((answer, run))

@@ -555,3 +555,150 @@ async fn an_idle_agent_exits_and_none_outlives_the_server() {
     }
     assert!(!alive(pid), "the agent outlived the server");
 }
+
+/// The real Gemini CLI (pinned, from npm) in ACP mode, behind the fake Gemini API: its model
+/// asks for a shell command, then to read a file, then answers. In `plan` mode the CLI itself
+/// refuses the command; in `default` mode it asks, and our policy refuses. The read runs; the
+/// answer, the tool calls and the session come back; no process is left behind.
+#[tokio::test]
+async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
+    use crate::clients::{Client, locate};
+    use crate::support::fake_gemini::{FakeGemini, Recorded, Script};
+    let Some((bin, path)) = locate(Client::GeminiCli) else {
+        return;
+    };
+    let project = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(project.path()).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                          "privacy": {"usageStatisticsEnabled": false},
+                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+
+    let model = FakeGemini::start();
+    let file = root.join("src/lib.rs").display().to_string();
+    let pwned = root.join("pwned");
+    let command = format!("touch {}", pwned.display());
+    model.respond_with(move |req: &Recorded| {
+        if !req.is_stream() || !req.raw_body.contains("\"read_file\"") {
+            return None;
+        }
+        let responses = req.raw_body.matches("\"functionResponse\"").count();
+        Some(match responses {
+            0 => Script::calls(
+                &[(
+                    "run_shell_command",
+                    json!({"command": command, "description": "touch"}),
+                )],
+                "c2lnLW9uZQ==",
+                [100, 5, 5],
+            ),
+            1 => Script::calls(
+                &[("read_file", json!({"file_path": file}))],
+                "c2lnLXR3bw==",
+                [100, 5, 5],
+            ),
+            _ => Script::text("REAL-CLI-ANSWER: add subtracts (src/lib.rs:2)."),
+        })
+    });
+    let vars: Vec<(String, String)> = vec![
+        ("GEMINI_API_KEY".into(), KEY.into()),
+        ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
+        ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
+        ("PATH".into(), path),
+        ("HOME".into(), home.path().display().to_string()),
+        ("GOOGLE_GEMINI_BASE_URL".into(), model.base_url()),
+        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
+    ];
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (client, recorder) = mcp::start_recording(&root, &refs).await;
+    for mode in ["plan", "default"] {
+        model.clear_requests();
+        let r = call(
+            &client,
+            json!({"task": "Why does add(2, 2) return 0?", "engine": "gemini-cli",
+                   "approval_mode": mode, "model": "flash"}),
+            Duration::from_secs(120),
+        )
+        .await
+        .unwrap();
+        let s = structured(&r);
+        assert_ne!(r.is_error, Some(true), "{mode}: {}", text_of(&r));
+        assert_eq!(
+            s["answer"], "REAL-CLI-ANSWER: add subtracts (src/lib.rs:2).",
+            "{mode}: {s}"
+        );
+        assert_eq!(s["stop_reason"], "end_turn", "{s}");
+        let a = &s["agent"];
+        assert!(!a["session_id"].as_str().unwrap().is_empty(), "{s}");
+        let read = a["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kind"] == "read")
+            .unwrap_or_else(|| panic!("{mode}: no read among the tool calls: {s}"));
+        assert_eq!(read["status"], "completed", "{s}");
+        assert!(s["usage"]["input"].as_u64().unwrap() > 0, "{s}");
+        assert!(!pwned.exists(), "{mode}: the shell command ran");
+        // The command's result, as the CLI sent it to its model: refused, not run.
+        let sent = model.generate_requests();
+        let refused = sent
+            .iter()
+            .filter(|r| r.is_stream())
+            .flat_map(|r| r.body["contents"].as_array().cloned().unwrap_or_default())
+            .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+            .find(|p| p["functionResponse"]["name"] == "run_shell_command")
+            .unwrap_or_else(|| panic!("{mode}: no result for the command"));
+        let error = refused["functionResponse"]["response"]["error"]
+            .as_str()
+            .unwrap_or("");
+        let expected = if mode == "plan" {
+            "not found in registry" // plan mode offers no shell at all
+        } else {
+            "canceled by the user" // our policy's reject_once
+        };
+        assert!(error.contains(expected), "{mode}: {refused}");
+        if mode == "default" {
+            let p = &a["permissions"][0];
+            assert_eq!(p["allowed"], false, "{s}");
+            assert!(
+                p["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("does not run commands"),
+                "{s}"
+            );
+        }
+    }
+    let progress = recorder.progress.lock().unwrap().len();
+    assert!(progress >= 2, "no progress per tool call ({progress})");
+    client.cancel().await.unwrap();
+    // The server is gone: so is every Gemini CLI it started.
+    let started = Instant::now();
+    loop {
+        let left = std::process::Command::new("pgrep")
+            .args(["-f", &format!("{} --acp", bin.display())])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "left behind: {left}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -28,7 +28,7 @@ use crate::support::scripted_model::{
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Client {
+pub(crate) enum Client {
     ClaudeCode,
     Codex,
     GeminiCli,
@@ -54,7 +54,7 @@ fn clients_dir() -> PathBuf {
 
 /// The client's executable and the `PATH` to run it with (the installed Node first, if any);
 /// `None` (after saying so) when it is not installed and not required.
-fn locate(client: Client) -> Option<(PathBuf, String)> {
+pub(crate) fn locate(client: Client) -> Option<(PathBuf, String)> {
     let dir = clients_dir();
     let bin = dir.join("node_modules/.bin").join(client.bin_name());
     if !bin.exists() {

@@ -93,8 +93,11 @@ pub struct PlanItem {
 /// What one prompt produced.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct AgentRun {
-    /// The agent's messages: the answer.
+    /// The agent's messages, all of them.
     pub messages: String,
+    /// Its messages since its last tool call: the answer (what it said before a tool call is
+    /// narration of what it is about to do).
+    pub last_message: String,
     pub thought: String,
     pub tool_calls: Vec<AgentToolCall>,
     pub plan: Vec<PlanItem>,
@@ -181,6 +184,18 @@ pub struct Prompt {
     pub model: String,
     /// Our thread: continuing reuses its session.
     pub thread: Option<String>,
+}
+
+impl AgentRun {
+    /// The answer: the agent's last message, or all it said when it said nothing after its
+    /// last tool call.
+    pub fn answer(&self) -> &str {
+        if self.last_message.trim().is_empty() {
+            &self.messages
+        } else {
+            &self.last_message
+        }
+    }
 }
 
 impl Pool {
@@ -755,6 +770,7 @@ fn absorb(run: &mut AgentRun, event: Event, ctx: &CallContext) {
             SessionUpdate::AgentMessageChunk(c) => {
                 if let ContentBlock::Text(t) = c.content {
                     run.messages.push_str(&t.text);
+                    run.last_message.push_str(&t.text);
                 }
             }
             SessionUpdate::AgentThoughtChunk(c) => {
@@ -776,6 +792,7 @@ fn absorb(run: &mut AgentRun, event: Event, ctx: &CallContext) {
                         .collect(),
                 };
                 ctx.step(format!("{} {}", entry.kind, entry.title));
+                run.last_message.clear();
                 run.tool_calls.push(entry);
             }
             SessionUpdate::ToolCallUpdate(update) => {
