@@ -54,8 +54,11 @@ pub struct Config {
     pub max_reply_chars: usize,
     /// The limits of an investigation (`investigate`, `explore: true`).
     pub explore: ExploreSettings,
-    /// The Gemini CLI as a warm agent (`investigate` with `engine: "gemini-cli"`).
+    /// The Gemini CLI as a warm agent (`investigate` with `engine: "gemini-cli"`, and the CLI
+    /// backend's processes).
     pub acp: AcpConfig,
+    /// How the CLI backend runs the Gemini CLI.
+    pub cli_transport: crate::gemini::CliTransport,
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,
     pub key_prefix: String,
@@ -342,6 +345,7 @@ impl Config {
                 result_chars: 0,
                 deadline: Duration::ZERO,
             },
+            cli_transport: crate::gemini::CliTransport::Acp,
             acp: AcpConfig {
                 idle: Duration::ZERO,
                 max_processes: 1,
@@ -392,6 +396,9 @@ impl Config {
             max_attempts: self.max_attempts,
             retry_initial_delay: self.retry_initial_delay,
             retry_max_delay: self.retry_max_delay,
+            cli_transport: self.cli_transport,
+            acp_idle: self.acp.idle,
+            acp_max_processes: self.acp.max_processes,
         }
     }
 

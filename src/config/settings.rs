@@ -305,9 +305,28 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_CLI_TRANSPORT",
+        default: "acp",
+        doc: "How the `cli` backend runs the Gemini CLI: `acp` (a warm `gemini --acp` process, one session per call; one process per call where ACP is unavailable, said in the log) or `headless` (`gemini -o json` for every call).",
+        also_reads: &[],
+        read: |src, c| {
+            c.cli_transport = match src.get("GEMINI_CLI_TRANSPORT").as_deref().map(str::trim) {
+                None | Some("") | Some("acp") => crate::gemini::CliTransport::Acp,
+                Some("headless") => crate::gemini::CliTransport::Headless,
+                Some(other) => {
+                    return Err(invalid(
+                        "GEMINI_CLI_TRANSPORT",
+                        &format!("`{other}` is not a transport; use acp or headless"),
+                    ));
+                }
+            };
+            Ok(())
+        },
+    },
+    Setting {
         name: "GEMINI_MCP_ACP_IDLE_SECS",
         default: "600",
-        doc: "A warm Gemini CLI agent (`investigate` with `engine: \"gemini-cli\"`) with no prompt for this long exits; the next call starts it again.",
+        doc: "A warm Gemini CLI process (the `cli` backend over ACP, or `investigate` with `engine: \"gemini-cli\"`) with no call for this long exits; the next call starts it again.",
         also_reads: &[],
         read: |src, c| {
             let secs: f64 = src.parse("GEMINI_MCP_ACP_IDLE_SECS", 600.0)?;

@@ -339,6 +339,22 @@ pub struct Settings {
     /// First backoff delay; doubled per attempt, capped at `retry_max_delay`.
     pub retry_initial_delay: Duration,
     pub retry_max_delay: Duration,
+    /// How the CLI backend reaches the Gemini CLI: a warm `gemini --acp`, or one process per call.
+    pub cli_transport: CliTransport,
+    /// A warm CLI process with no call for this long exits.
+    pub acp_idle: Duration,
+    /// Most warm CLI processes alive at once.
+    pub acp_max_processes: usize,
+}
+
+/// How the CLI backend runs the Gemini CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CliTransport {
+    /// A warm `gemini --acp` process, one session per call; one process per call where ACP is
+    /// unavailable.
+    Acp,
+    /// `gemini -o json` for every call.
+    Headless,
 }
 
 /// The backend chosen, as `doctor` reports it.
@@ -355,8 +371,49 @@ pub enum BackendInfo {
 /// The executor the pipeline calls: a backend, the model catalogue and the fallback policy.
 pub struct Gemini {
     backend: Backend,
+    /// The CLI backend's warm `gemini --acp` processes (`GEMINI_CLI_TRANSPORT=acp`).
+    warm: Option<Warm>,
     catalogue: Catalogue,
     fallback_model: String,
+}
+
+/// The CLI backend over ACP, with the per-call CLI as its fallback.
+struct Warm {
+    pool: std::sync::Arc<acp::Pool>,
+    /// Set once ACP could not be started: every later call runs the CLI per call.
+    unavailable: std::sync::atomic::AtomicBool,
+}
+
+impl Warm {
+    async fn generate(
+        &self,
+        cli: &headless::CliBackend,
+        req: &GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        use std::sync::atomic::Ordering;
+        let has_images = req
+            .contents
+            .iter()
+            .any(|m| m.parts.iter().any(|p| matches!(p, Part::Image { .. })));
+        // The per-call path refuses what the CLI cannot take, saying why.
+        if self.unavailable.load(Ordering::Relaxed) || has_images || req.functions.is_some() {
+            return cli.generate(req, ctx).await;
+        }
+        match self.pool.answer(req, ctx).await {
+            Ok(answer) => Ok(answer),
+            Err(acp::Failure::Failed(e)) => Err(e),
+            Err(acp::Failure::Unavailable(e)) => {
+                if !self.unavailable.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        "the Gemini CLI over ACP is unavailable ({e}); running it once per call from now on \
+                         (GEMINI_CLI_TRANSPORT=headless makes this the default)"
+                    );
+                }
+                cli.generate(req, ctx).await
+            }
+        }
+    }
 }
 
 impl Gemini {
@@ -393,8 +450,26 @@ impl Gemini {
                 Err(message) => Backend::Unconfigured(format!("GEMINI_BACKEND=cli: {message}")),
             },
         };
+        let warm = match (&backend, config.cli_transport) {
+            (Backend::Cli(cli), CliTransport::Acp) => Some(Warm {
+                pool: acp::Pool::new(
+                    acp::AcpSettings {
+                        program: cli.program().to_path_buf(),
+                        idle: config.acp_idle,
+                        max_processes: config.acp_max_processes,
+                        allowed_modes: Vec::new(),
+                        timeout: config.call_timeout,
+                    },
+                    config.workdir.clone(),
+                    None,
+                ),
+                unavailable: std::sync::atomic::AtomicBool::new(false),
+            }),
+            _ => None,
+        };
         Ok(Gemini {
             backend,
+            warm,
             catalogue: Catalogue::builtin(&config.default_model),
             fallback_model: config.fallback_model.clone(),
         })
@@ -451,6 +526,9 @@ impl Gemini {
         if let Backend::Cli(c) = &self.backend {
             c.abort_all();
         }
+        if let Some(warm) = &self.warm {
+            warm.pool.shutdown();
+        }
     }
 
     /// One answer, with retries inside the backend and the capacity fallback here.
@@ -494,7 +572,10 @@ impl Gemini {
     ) -> Result<GenerateResponse, GeminiError> {
         match &self.backend {
             Backend::Api(c) => c.generate(req, ctx).await,
-            Backend::Cli(c) => c.generate(req, ctx).await,
+            Backend::Cli(c) => match &self.warm {
+                Some(warm) => warm.generate(c, req, ctx).await,
+                None => c.generate(req, ctx).await,
+            },
             Backend::Unconfigured(message) => Err(GeminiError::NotConfigured {
                 message: message.clone(),
             }),

@@ -311,7 +311,8 @@ impl Pipeline {
                 allowed_modes: acp.allowed_modes.clone(),
                 timeout: settings.call_timeout,
             },
-            self.collector.clone(),
+            self.collector.sandbox().roots()[0].clone(),
+            Some(self.collector.clone()),
         );
         Ok(self.acp.get_or_init(|| pool).clone())
     }

@@ -702,3 +702,136 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The `cli` backend over ACP: every tool's call is a session of one warm process, Gemini as a
+/// plain model (every CLI tool denied, a neutral system prompt, the tool's own instructions
+/// leading the prompt).
+#[tokio::test]
+async fn the_cli_backend_answers_from_one_warm_process() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "WARM-ONE")],
+        [chunk("agent_message_chunk", "WARM-TWO")],
+    ]));
+    let mut vars = agent.vars(&[("GEMINI_BACKEND", "cli")]);
+    vars.retain(|(k, _)| k != "GEMINI_API_KEY");
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let client = mcp::start(&agent.root(), &refs).await;
+    let r = mcp::call(
+        &client,
+        "chat",
+        json!({"prompt": "Is a trie overkill for 200 routes?"}),
+    )
+    .await
+    .unwrap();
+    let s = structured(&r);
+    assert_eq!(s["answer"], "WARM-ONE", "{s}");
+    let id = s["continuation_id"].as_str().unwrap().to_string();
+    let r = mcp::call(
+        &client,
+        "chat",
+        json!({"prompt": "And for 50,000?", "continuation_id": id}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(structured(&r)["answer"], "WARM-TWO");
+
+    let starts = agent.starts();
+    assert_eq!(starts.len(), 1, "one warm process for both calls");
+    let argv: Vec<&str> = starts[0]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        argv.contains(&"--acp") && argv.contains(&"--policy"),
+        "{argv:?}"
+    );
+    assert!(
+        starts[0]["policy"]
+            .as_str()
+            .unwrap()
+            .contains("toolName = \"*\"\ndecision = \"deny\"")
+    );
+    assert!(
+        starts[0]["system_md"]
+            .as_str()
+            .unwrap()
+            .contains("# Instructions")
+    );
+    let tmpdir = starts[0]["tmpdir"].as_str().unwrap();
+    assert!(tmpdir.contains("gemini-mcp-acp-"), "{tmpdir}");
+    assert_eq!(agent.received("session/new").len(), 2, "a session per call");
+    assert!(agent.received("session/set_mode").is_empty());
+    let prompts = agent.received("session/prompt");
+    let second = prompts[1]["params"]["prompt"][0]["text"].as_str().unwrap();
+    assert!(second.starts_with("# Instructions"), "{second}");
+    // Our thread is the source of truth: the whole conversation comes with each call.
+    assert!(
+        second.contains("Is a trie overkill")
+            && second.contains("WARM-ONE")
+            && second.contains("And for 50,000?"),
+        "{second}"
+    );
+    client.cancel().await.unwrap();
+    let pid = starts[0]["pid"].as_i64().unwrap();
+    let started = Instant::now();
+    while alive(pid) && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!alive(pid), "the warm process outlived the server");
+    assert!(
+        !std::path::Path::new(tmpdir).exists(),
+        "its private directory was left behind"
+    );
+}
+
+/// A Gemini CLI without ACP: the `cli` backend says so in the log and answers one process per
+/// call.
+#[tokio::test]
+async fn without_acp_the_cli_backend_runs_one_process_per_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("gemini");
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}/argv'\nfor a in \"$@\"; do [ \"$a\" = --acp ] && {{ echo 'Unknown argument: acp' >&2; exit 1; }}; done\n\
+             cat > /dev/null\necho '{{\"response\": \"PER-CALL-ANSWER\", \"stats\": {{}}}}'\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin_s = bin.display().to_string();
+    let vars = [
+        ("GEMINI_BACKEND", "cli"),
+        ("GEMINI_CLI_PATH", bin_s.as_str()),
+        ("GEMINI_MCP_LOG", "warn"),
+    ];
+    let client = mcp::start(project.path(), &vars).await;
+    for _ in 0..2 {
+        let r = mcp::call(&client, "chat", json!({"prompt": "Hello?"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            structured(&r)["answer"],
+            "PER-CALL-ANSWER",
+            "{}",
+            text_of(&r)
+        );
+    }
+    let argv = std::fs::read_to_string(dir.path().join("argv")).unwrap();
+    let acp_tries = argv.lines().filter(|l| l.contains("--acp")).count();
+    assert_eq!(
+        acp_tries, 1,
+        "ACP is tried once, then the per-call path is kept: {argv}"
+    );
+    assert_eq!(
+        argv.lines().filter(|l| l.contains("-o json")).count(),
+        2,
+        "{argv}"
+    );
+    client.cancel().await.unwrap();
+}

@@ -73,9 +73,12 @@ cut -d' ' -f5 /proc/$$/stat > "$d/pgid"
     }
 
     /// A configuration selecting the CLI backend with this stand-in.
+    /// The per-call CLI backend (this stand-in answers `-o json`; the warm ACP path has its
+    /// own tests in `acp.rs`).
     fn config(&self) -> Config {
         let mut c = Config::for_tests(self.root.path());
         c.backend = BackendChoice::Cli;
+        c.cli_transport = gemini_mcp_server::gemini::CliTransport::Headless;
         c.gemini_cli = self.program();
         c.call_timeout = Duration::from_secs(20);
         c
@@ -1026,6 +1029,8 @@ async fn gemini_cli_real_cli_end_to_end_against_the_fake_api() {
     let wrapper = real_cli_wrapper(&cli, &fake.base_url(), dir.path());
     let mut config = Config::for_tests(root.path());
     config.backend = BackendChoice::Cli;
+    // The per-call path; the warm ACP path with the real CLI is in `acp.rs`.
+    config.cli_transport = gemini_mcp_server::gemini::CliTransport::Headless;
     config.gemini_cli = wrapper;
     config.call_timeout = Duration::from_secs(120);
     config.max_attempts = 2;

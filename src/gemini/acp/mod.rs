@@ -45,7 +45,7 @@ pub use policy::{Decision, Mode};
 /// killed.
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
 /// How long starting a process and its handshake may take.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
+const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// A server name no one uses: the MCP allow-list then admits no configured server.
 const NO_MCP_SERVER: &str = "gemini-mcp-server-allows-none";
 
@@ -128,9 +128,32 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     root: PathBuf,
-    mode: Mode,
     model: String,
+    kind: Kind,
 }
+
+/// What a process is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    /// The CLI's own agent and tools, under this approval mode.
+    Agent(Mode),
+    /// The CLI backend: Gemini answers as a plain model, every CLI tool denied (Google Search
+    /// allowed when asked for).
+    Plain { web_search: bool },
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Agent(m) => m.id(),
+            Kind::Plain { .. } => "plain",
+        }
+    }
+}
+
+/// Sessions a plain process serves before it is replaced (the CLI keeps every session's
+/// history in memory).
+const PLAIN_SESSIONS: usize = 64;
 
 /// One running `gemini --acp`.
 struct Process {
@@ -144,6 +167,10 @@ struct Process {
     /// Fires when the connection ends (exit, crash or kill).
     closed: tokio::sync::watch::Receiver<bool>,
     load_session: bool,
+    /// Sessions started in this process.
+    started: std::sync::atomic::AtomicUsize,
+    /// The plain process's private directory (system prompt, policy, TMPDIR), removed with it.
+    _files: Option<tempfile::TempDir>,
 }
 
 impl Process {
@@ -164,10 +191,24 @@ impl Drop for Process {
     }
 }
 
+/// Why a plain call failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// No process could be started or greeted (the CLI lacks ACP, or exits at once): the
+    /// caller may answer another way.
+    Unavailable(GeminiError),
+    /// The call failed in a working process.
+    Failed(GeminiError),
+}
+
 /// The warm processes.
 pub struct Pool {
     settings: AcpSettings,
-    collector: Arc<Collector>,
+    /// Where the processes run (the first project root).
+    root: PathBuf,
+    /// The roots and secret names the agent's permission requests are checked against; `None`:
+    /// every request refused.
+    collector: Option<Arc<Collector>>,
     processes: Mutex<HashMap<Key, Arc<Process>>>,
     /// Where each thread's session lives (for continuation after the process changed).
     threads: Mutex<HashMap<String, (Key, String)>>,
@@ -199,9 +240,14 @@ impl AgentRun {
 }
 
 impl Pool {
-    pub fn new(settings: AcpSettings, collector: Arc<Collector>) -> Arc<Pool> {
+    pub fn new(
+        settings: AcpSettings,
+        root: PathBuf,
+        collector: Option<Arc<Collector>>,
+    ) -> Arc<Pool> {
         Arc::new(Pool {
             settings,
+            root,
             collector,
             processes: Mutex::default(),
             threads: Mutex::default(),
@@ -236,11 +282,85 @@ impl Pool {
     ) -> Result<AgentRun, GeminiError> {
         self.check_mode(prompt.mode)?;
         let key = Key {
-            root: self.collector.sandbox().roots()[0].clone(),
-            mode: prompt.mode,
+            root: self.root.clone(),
             model: prompt.model.clone(),
+            kind: Kind::Agent(prompt.mode),
         };
+        self.prompt_on(key, prompt, ctx).await
+    }
+
+    /// The CLI backend's call: Gemini answers `req` as a plain model, in a new session of a warm
+    /// process (the whole conversation sent as one text, our thread being the source of truth).
+    /// `Err(Unavailable)` when the process cannot be started at all.
+    pub async fn answer(
+        self: &Arc<Self>,
+        req: &crate::gemini::GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<crate::gemini::GenerateResponse, Failure> {
+        let key = Key {
+            root: self.root.clone(),
+            model: req.model.id.clone(),
+            kind: Kind::Plain {
+                web_search: req.web_search,
+            },
+        };
+        let text = format!(
+            "# Instructions\n\n{}\n\n# Conversation\n\n{}",
+            super::headless::system_prompt(req),
+            super::headless::render_prompt(&req.contents)
+        );
+        let prompt = Prompt {
+            text,
+            rebuilt: None,
+            mode: Mode::Default,
+            model: req.model.id.clone(),
+            thread: None,
+        };
+        let process = self.process(&key).await.map_err(Failure::Unavailable)?;
+        let run = self
+            .prompt_in(key, process, prompt, ctx)
+            .await
+            .map_err(Failure::Failed)?;
+        let finish_reason = match run.stop_reason.as_str() {
+            "end_turn" => "STOP",
+            "max_tokens" => "MAX_TOKENS",
+            other => other,
+        };
+        if run.messages.trim().is_empty() {
+            return Err(Failure::Failed(GeminiError::Cli {
+                exit_code: None,
+                message: format!(
+                    "the Gemini CLI returned an empty answer ({}); retry, or rephrase the request",
+                    run.stop_reason
+                ),
+            }));
+        }
+        Ok(crate::gemini::GenerateResponse {
+            text: run.messages,
+            model_version: Some(req.model.id.clone()),
+            usage: run.usage.unwrap_or_default(),
+            finish_reason: Some(finish_reason.into()),
+            ..Default::default()
+        })
+    }
+
+    async fn prompt_on(
+        self: &Arc<Self>,
+        key: Key,
+        prompt: Prompt,
+        ctx: &CallContext,
+    ) -> Result<AgentRun, GeminiError> {
         let process = self.process(&key).await?;
+        self.prompt_in(key, process, prompt, ctx).await
+    }
+
+    async fn prompt_in(
+        self: &Arc<Self>,
+        key: Key,
+        process: Arc<Process>,
+        prompt: Prompt,
+        ctx: &CallContext,
+    ) -> Result<AgentRun, GeminiError> {
         process
             .in_flight
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -359,6 +479,18 @@ impl Pool {
         process: &Arc<Process>,
         thread: Option<&str>,
     ) -> Result<(String, &'static str), GeminiError> {
+        let Kind::Agent(mode) = key.kind else {
+            let created = process
+                .cx
+                .send_request(NewSessionRequest::new(key.root.clone()))
+                .block_task()
+                .await
+                .map_err(|e| acp_error(&e))?;
+            process
+                .started
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            return Ok((created.session_id.0.to_string(), "new"));
+        };
         if let Some(thread) = thread {
             if let Some(id) = lock(&process.sessions).get(thread).cloned() {
                 tracing::info!(thread, session = %id, "ACP: continuing the live session");
@@ -372,7 +504,7 @@ impl Pool {
                 match process.cx.send_request(load).block_task().await {
                     Ok(_) => {
                         tracing::info!(thread, session = %id, "ACP: session loaded in a new process");
-                        self.set_mode(process, &id, key.mode).await?;
+                        self.set_mode(process, &id, mode).await?;
                         return Ok((id, "loaded"));
                     }
                     Err(e) => {
@@ -388,7 +520,10 @@ impl Pool {
             .await
             .map_err(|e| acp_error(&e))?;
         let id = created.session_id.0.to_string();
-        self.set_mode(process, &id, key.mode).await?;
+        process
+            .started
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.set_mode(process, &id, mode).await?;
         Ok((id, "new"))
     }
 
@@ -430,8 +565,20 @@ impl Pool {
     async fn process(self: &Arc<Self>, key: &Key) -> Result<Arc<Process>, GeminiError> {
         {
             let mut processes = lock(&self.processes);
+            let worn = |p: &Process| {
+                matches!(key.kind, Kind::Plain { .. })
+                    && p.started.load(std::sync::atomic::Ordering::SeqCst) >= PLAIN_SESSIONS
+                    && p.in_flight.load(std::sync::atomic::Ordering::SeqCst) == 0
+            };
             match processes.get(key) {
-                Some(p) if p.alive() => return Ok(p.clone()),
+                Some(p) if p.alive() && !worn(p) => return Ok(p.clone()),
+                Some(p) if p.alive() => {
+                    tracing::info!(
+                        "the Gemini CLI (ACP) served {PLAIN_SESSIONS} calls; replacing it"
+                    );
+                    p.kill();
+                    processes.remove(key);
+                }
                 Some(_) => {
                     tracing::warn!(root = %key.root.display(), "the Gemini CLI (ACP) had exited; starting it again");
                     processes.remove(key);
@@ -498,7 +645,11 @@ impl Pool {
 
     /// Starts `gemini --acp` for `key` and completes the handshake.
     async fn start(&self, key: &Key) -> Result<Process, GeminiError> {
-        let mut child = self.command(key).spawn().map_err(|e| GeminiError::Cli {
+        let files = match key.kind {
+            Kind::Plain { web_search } => Some(plain_files(web_search).await?),
+            Kind::Agent(_) => None,
+        };
+        let mut child = self.command(key, files.as_ref()).spawn().map_err(|e| GeminiError::Cli {
             exit_code: None,
             message: format!(
                 "could not start the Gemini CLI ({}): {e}; set GEMINI_CLI_PATH to its executable",
@@ -514,13 +665,11 @@ impl Pool {
         }
         let routes: Routes = Arc::default();
         let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
-        let ready = connect(
-            child,
-            routes.clone(),
-            self.collector.clone(),
-            key.mode,
-            closed_tx,
-        );
+        let policy = match (key.kind, &self.collector) {
+            (Kind::Agent(mode), Some(c)) => Some((mode, c.clone())),
+            _ => None,
+        };
+        let ready = connect(child, routes.clone(), policy, closed_tx);
         let program = self.settings.program.display();
         let (cx, load_session) = match ready.await {
             Ok(Ok(ready)) => ready,
@@ -542,7 +691,7 @@ impl Pool {
                 });
             }
         };
-        tracing::info!(root = %key.root.display(), mode = key.mode.id(), model = %key.model, "the Gemini CLI (ACP) started");
+        tracing::info!(root = %key.root.display(), kind = key.kind.name(), model = %key.model, "the Gemini CLI (ACP) started");
         Ok(Process {
             cx,
             routes,
@@ -552,13 +701,23 @@ impl Pool {
             in_flight: Default::default(),
             closed: closed_rx,
             load_session,
+            started: Default::default(),
+            _files: files,
         })
     }
 
     /// `gemini --acp` with the model, no extensions and no MCP servers, in the root, no relaunch,
     /// as the leader of its own process group.
-    fn command(&self, key: &Key) -> Command {
+    fn command(&self, key: &Key, files: Option<&tempfile::TempDir>) -> Command {
         let mut cmd = Command::new(&self.settings.program);
+        if let Some(dir) = files {
+            // A plain model: every CLI tool denied, a neutral system prompt (each call's own
+            // instructions lead its prompt), and the CLI's error reports kept private.
+            cmd.arg("--policy")
+                .arg(dir.path().join("policy.toml"))
+                .env("GEMINI_SYSTEM_MD", dir.path().join("system.md"))
+                .env("TMPDIR", dir.path());
+        }
         cmd.arg("--acp")
             .arg("-m")
             .arg(&key.model)
@@ -586,8 +745,7 @@ type Ready = oneshot::Receiver<Result<(ConnectionTo<Agent>, bool), String>>;
 fn connect(
     mut child: tokio::process::Child,
     routes: Routes,
-    collector: Arc<Collector>,
-    mode: Mode,
+    policy: Option<(Mode, Arc<Collector>)>,
     closed: tokio::sync::watch::Sender<bool>,
 ) -> Ready {
     let (ready_tx, ready_rx) = oneshot::channel();
@@ -616,7 +774,10 @@ fn connect(
             )
             .on_receive_request(
                 async move |request: RequestPermissionRequest, responder, _cx| {
-                    let (answer, decision) = policy::answer(mode, &collector, &request);
+                    let (answer, decision) = match &policy {
+                        Some((mode, collector)) => policy::answer(*mode, collector, &request),
+                        None => policy::refuse(&request),
+                    };
                     tracing::info!(tool = %decision.tool, allowed = decision.allowed, reason = %decision.reason, "ACP permission");
                     let id = request.session_id.0.to_string();
                     if let Some(tx) = lock(&routes).get(&id) {
@@ -754,6 +915,39 @@ impl Waiting {
     }
 }
 
+/// What a plain process is told once: each prompt leads with its own instructions.
+const PLAIN_SYSTEM: &str = "You answer requests that gemini-mcp-server sends on behalf of a coding agent. Each request \
+begins with its instructions under `# Instructions`: follow them exactly, as your system instructions for that request. \
+The conversation to answer follows under `# Conversation`. You have no tools.";
+
+/// The private directory (0700) of a plain process: its system prompt, its policy, its TMPDIR.
+async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError> {
+    let io = |e: std::io::Error| GeminiError::Cli {
+        exit_code: None,
+        message: format!("could not prepare the Gemini CLI's private directory: {e}"),
+    };
+    tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("gemini-mcp-acp-")
+            .tempdir()
+            .map_err(io)?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+        std::fs::write(dir.path().join("system.md"), PLAIN_SYSTEM).map_err(io)?;
+        std::fs::write(
+            dir.path().join("policy.toml"),
+            super::headless::policy(web_search),
+        )
+        .map_err(io)?;
+        Ok(dir)
+    })
+    .await
+    .map_err(|e| GeminiError::Cli {
+        exit_code: None,
+        message: format!("could not prepare the Gemini CLI's private directory: {e}"),
+    })?
+}
+
 /// Folds one event into the run, reporting tool calls as steps.
 fn absorb(run: &mut AgentRun, event: Event, ctx: &CallContext) {
     match event {
@@ -862,11 +1056,17 @@ fn acp_error(e: &agent_client_protocol::Error) -> GeminiError {
     let message = super::headless::scrub(&e.message);
     let code: i32 = e.code.into();
     match code {
-        429 => GeminiError::Cli {
-            exit_code: None,
-            message: format!(
-                "Gemini's quota or capacity is exhausted ({message}); wait and retry, or use a smaller model"
-            ),
+        429 | 503 => GeminiError::Api {
+            status: code as u16,
+            code: if code == 429 {
+                "RESOURCE_EXHAUSTED".into()
+            } else {
+                "UNAVAILABLE".into()
+            },
+            message,
+            hint:
+                "Gemini's quota or capacity is exhausted: wait and retry, or use a smaller model."
+                    .into(),
         },
         _ => GeminiError::Cli {
             exit_code: None,

@@ -139,6 +139,22 @@ pub fn answer(
     (respond(&request.options, allowed), decision)
 }
 
+/// The answer where no tool may run at all (the CLI backend's plain calls): rejected.
+pub fn refuse(request: &RequestPermissionRequest) -> (RequestPermissionResponse, Decision) {
+    let call = &request.tool_call.fields;
+    let tool = call
+        .title
+        .clone()
+        .or_else(|| call.name.clone())
+        .unwrap_or_else(|| "a tool call".into());
+    let decision = Decision {
+        tool,
+        allowed: false,
+        reason: "Gemini answers as a plain model here, without tools".into(),
+    };
+    (respond(&request.options, false), decision)
+}
+
 fn decide(mode: Mode, kind: ToolKind, paths: &[PathBuf], collector: &Collector) -> (bool, String) {
     let inside = |what: &str| -> (bool, String) {
         for p in paths {

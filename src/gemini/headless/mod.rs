@@ -68,11 +68,11 @@ mod outcome;
 mod prompt;
 
 pub use outcome::{RawOutput, interpret, scrub};
-pub use prompt::render_prompt;
+pub use prompt::{policy, render_prompt, system_prompt};
 
 use group::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
 use outcome::{RetryNotice, Stop, cli_error, retries_error, signal_of, spawn_error};
-use prompt::{CallFiles, policy, system_prompt};
+use prompt::CallFiles;
 
 use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Part};
 

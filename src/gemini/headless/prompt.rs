@@ -53,7 +53,7 @@ pub fn render_prompt(contents: &[Message]) -> String {
 
 /// The system prompt, with the JSON answer format stated when JSON mode was asked for (the CLI
 /// has no flag for a response schema).
-pub(super) fn system_prompt(req: &GenerateRequest) -> String {
+pub fn system_prompt(req: &GenerateRequest) -> String {
     let mut s = req.system_instruction.clone();
     if let Some(schema) = &req.response_schema {
         let schema = serde_json::to_string_pretty(schema).unwrap_or_else(|_| schema.to_string());
@@ -69,7 +69,7 @@ pub(super) fn system_prompt(req: &GenerateRequest) -> String {
 
 /// The CLI policy for one call: every tool denied (denied tools are not even declared to the
 /// model), except Google Search when the request asked for web search.
-pub(super) fn policy(web_search: bool) -> String {
+pub fn policy(web_search: bool) -> String {
     let mut p = String::from(
         "# Written by gemini-mcp-server for one call: Gemini answers as a plain model, without tools.\n\
          [[rule]]\ntoolName = \"*\"\ndecision = \"deny\"\npriority = 998\n",

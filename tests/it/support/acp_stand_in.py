@@ -118,7 +118,14 @@ def play(req_id, session):
 
 
 def main():
-    record("starts", {"pid": os.getpid(), "argv": sys.argv[1:], "cwd": os.getcwd()})
+    start = {"pid": os.getpid(), "argv": sys.argv[1:], "cwd": os.getcwd(),
+             "tmpdir": os.environ.get("TMPDIR", "")}
+    system = os.environ.get("GEMINI_SYSTEM_MD")
+    if system:
+        start["system_md"] = open(system).read()
+    if "--policy" in sys.argv:
+        start["policy"] = open(sys.argv[sys.argv.index("--policy") + 1]).read()
+    record("starts", start)
     while True:
         msg = next_message()
         method, mid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
