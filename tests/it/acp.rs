@@ -835,3 +835,46 @@ async fn without_acp_the_cli_backend_runs_one_process_per_call() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A thread continued by a server that never saw its agent session (a restart): the session is
+/// rebuilt from our thread, the whole conversation sent to a new session.
+#[tokio::test]
+async fn a_thread_outlives_its_agent_session_and_is_rebuilt() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "FIRST-ANSWER")],
+        [chunk("agent_message_chunk", "SECOND-ANSWER")],
+    ]));
+    let store = [("GEMINI_MCP_STORE", "embedded")];
+    let client = start(&agent, &store).await;
+    let r = call(
+        &client,
+        json!({"task": "Where is add defined?", "engine": "gemini-cli"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    let id = structured(&r)["continuation_id"].as_str().unwrap().to_string();
+    client.cancel().await.unwrap();
+
+    let client = start(&agent, &store).await;
+    let r = call(
+        &client,
+        json!({"task": "And who calls it?", "engine": "gemini-cli", "continuation_id": id}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    let s = structured(&r);
+    assert_eq!(s["answer"], "SECOND-ANSWER", "{s}");
+    assert_eq!(s["agent"]["session"], "new", "{s}");
+    assert_eq!(agent.starts().len(), 2);
+    let prompts = agent.received("session/prompt");
+    let rebuilt = prompts[1]["params"]["prompt"][0]["text"].as_str().unwrap();
+    assert!(
+        rebuilt.contains("Where is add defined?")
+            && rebuilt.contains("FIRST-ANSWER")
+            && rebuilt.contains("And who calls it?"),
+        "{rebuilt}"
+    );
+    client.cancel().await.unwrap();
+}
