@@ -12,7 +12,6 @@
 //! ```
 
 #[path = "../tests/it/support/fake_gemini/mod.rs"]
-#[allow(dead_code)]
 mod fake_gemini;
 
 use std::path::{Path, PathBuf};

@@ -316,7 +316,7 @@ pub const SETTINGS: &[Setting] = &[
                 Some(other) => {
                     return Err(invalid(
                         "GEMINI_CLI_TRANSPORT",
-                        &format!("`{other}` is not a transport; use acp or headless"),
+                        format!("`{other}` is not a transport; use acp or headless"),
                     ));
                 }
             };
@@ -370,7 +370,7 @@ pub const SETTINGS: &[Setting] = &[
                     None => {
                         return Err(invalid(
                             "GEMINI_MCP_ACP_ALLOW_MODES",
-                            &format!("`{item}` is not an approval mode; use autoEdit and/or yolo"),
+                            format!("`{item}` is not an approval mode; use autoEdit and/or yolo"),
                         ));
                     }
                 }

@@ -813,6 +813,23 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ToolError::Internal(format!("a background task failed: {e}")))
 }
 
+/// What the Gemini CLI's agent is told before the task.
+const AGENT_INSTRUCTIONS: &str = "You are investigating this project for another engineer: read what you need (read-only; \
+do not change files or run commands), then answer in Markdown, citing `path:line` for every claim about the code.";
+
+/// The agent's work as the thread keeps it: one line per tool call.
+fn agent_note(run: &crate::gemini::acp::AgentRun) -> String {
+    let mut s = format!(
+        "## Gemini CLI agent ({} tool calls, {})\n",
+        run.tool_calls.len(),
+        run.stop_reason
+    );
+    for c in &run.tool_calls {
+        s.push_str(&format!("- {} {} ({})\n", c.kind, c.title, c.status));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -842,21 +859,4 @@ mod tests {
         assert_eq!(clean.verdict, Some(review::Verdict::Ready));
         assert!(clean.findings.is_empty());
     }
-}
-
-/// What the Gemini CLI's agent is told before the task.
-const AGENT_INSTRUCTIONS: &str = "You are investigating this project for another engineer: read what you need (read-only; \
-do not change files or run commands), then answer in Markdown, citing `path:line` for every claim about the code.";
-
-/// The agent's work as the thread keeps it: one line per tool call.
-fn agent_note(run: &crate::gemini::acp::AgentRun) -> String {
-    let mut s = format!(
-        "## Gemini CLI agent ({} tool calls, {})\n",
-        run.tool_calls.len(),
-        run.stop_reason
-    );
-    for c in &run.tool_calls {
-        s.push_str(&format!("- {} {} ({})\n", c.kind, c.title, c.status));
-    }
-    s
 }

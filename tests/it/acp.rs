@@ -853,7 +853,10 @@ async fn a_thread_outlives_its_agent_session_and_is_rebuilt() {
     )
     .await
     .unwrap();
-    let id = structured(&r)["continuation_id"].as_str().unwrap().to_string();
+    let id = structured(&r)["continuation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     client.cancel().await.unwrap();
 
     let client = start(&agent, &store).await;
