@@ -22,7 +22,10 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
+use super::{
+    LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
+    title_of,
+};
 
 /// The database file inside the state directory.
 pub const FILE_NAME: &str = "threads.sqlite3";
@@ -368,6 +371,105 @@ impl ThreadStore for EmbeddedStore {
                     id: raw,
                     message: "the thread table holds an id that is not a UUID".into(),
                 }),
+        }
+    }
+
+    async fn list(
+        &self,
+        project: &str,
+        owner: &Owner,
+        limit: usize,
+    ) -> Result<Vec<ThreadSummary>, ThreadError> {
+        let project = project.to_string();
+        let owner = owner.as_str().to_string();
+        let limit = limit.min(i64::MAX as usize) as i64;
+        type Row = (
+            String,
+            i64,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = self
+            .call(move |w| {
+                let mut stmt = w.conn.prepare_cached(
+                    "SELECT t.id, t.turns,
+                        (SELECT group_concat(tool, ' ') FROM
+                            (SELECT json_extract(body, '$.tool') AS tool FROM turns
+                             WHERE thread = t.id ORDER BY seq)),
+                        (SELECT json_extract(body, '$.at_ms') FROM turns WHERE thread = t.id ORDER BY seq LIMIT 1),
+                        (SELECT json_extract(body, '$.at_ms') FROM turns WHERE thread = t.id ORDER BY seq DESC LIMIT 1),
+                        (SELECT substr(json_extract(body, '$.request'), 1, 4000) FROM turns WHERE thread = t.id ORDER BY seq LIMIT 1)
+                     FROM threads t
+                     WHERE t.project = ?1 AND t.owner = ?2 AND t.expires_ms > ?3
+                     ORDER BY t.written DESC LIMIT ?4",
+                )?;
+                let rows = stmt
+                    .query_map(params![project, owner, now_ms() as i64, limit], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                    })?
+                    .collect::<Result<Vec<Row>, _>>()?;
+                Ok(rows)
+            })
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, turns, tools, first, last, request)| {
+                let mut seen: Vec<String> = Vec::new();
+                for t in tools
+                    .unwrap_or_default()
+                    .split(' ')
+                    .filter(|t| !t.is_empty())
+                {
+                    if !seen.iter().any(|s| s == t) {
+                        seen.push(t.to_string());
+                    }
+                }
+                ThreadSummary {
+                    id,
+                    tools: seen,
+                    turns: turns.max(0) as u32,
+                    created_ms: first.unwrap_or(0).max(0) as u64,
+                    last_ms: last.unwrap_or(0).max(0) as u64,
+                    title: title_of(&request.unwrap_or_default()),
+                }
+            })
+            .collect())
+    }
+
+    async fn delete(&self, id: ThreadId, owner: &Owner) -> Result<bool, ThreadError> {
+        let key = id.to_string();
+        let owner = owner.as_str().to_string();
+        let found = self
+            .call(move |w| {
+                let tx = w
+                    .conn
+                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                let stored: Option<String> = tx
+                    .query_row(
+                        "SELECT owner FROM threads WHERE id = ?1 AND expires_ms > ?2",
+                        params![key, now_ms() as i64],
+                        |r| r.get(0),
+                    )
+                    .optional()?;
+                let outcome = match stored {
+                    None => None,
+                    Some(o) if o != owner => Some(false),
+                    Some(_) => {
+                        tx.execute("DELETE FROM turns WHERE thread = ?1", [&key])?;
+                        tx.execute("DELETE FROM threads WHERE id = ?1", [&key])?;
+                        Some(true)
+                    }
+                };
+                tx.commit()?;
+                Ok(outcome)
+            })
+            .await?;
+        match found {
+            None => Ok(false),
+            Some(false) => Err(ThreadError::Foreign { id: id.to_string() }),
+            Some(true) => Ok(true),
         }
     }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn};
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 
 struct Entry {
     thread: Thread,
@@ -91,6 +91,41 @@ impl ThreadStore for MemoryStore {
         entry.expires = now + self.ttl;
         entry.written = written;
         Ok(entry.thread.turns.len() as u32)
+    }
+
+    async fn list(
+        &self,
+        project: &str,
+        owner: &Owner,
+        limit: usize,
+    ) -> Result<Vec<ThreadSummary>, ThreadError> {
+        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let mut live: Vec<&Entry> = g
+            .0
+            .values()
+            .filter(|e| e.expires > now && e.thread.project == project && e.thread.owner == *owner)
+            .collect();
+        live.sort_by_key(|e| std::cmp::Reverse(e.written));
+        Ok(live
+            .into_iter()
+            .take(limit)
+            .map(|e| ThreadSummary::of(&e.thread))
+            .collect())
+    }
+
+    async fn delete(&self, id: ThreadId, owner: &Owner) -> Result<bool, ThreadError> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        g.0.retain(|_, e| e.expires > now);
+        match g.0.get(&id) {
+            None => Ok(false),
+            Some(e) if e.thread.owner != *owner => Err(ThreadError::Foreign { id: id.to_string() }),
+            Some(_) => {
+                g.0.remove(&id);
+                Ok(true)
+            }
+        }
     }
 
     async fn ping(&self) -> Result<(), ThreadError> {

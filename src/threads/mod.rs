@@ -156,6 +156,66 @@ pub struct Turn {
     pub response_tokens: u64,
 }
 
+/// One thread in a listing: what it is about and how far it went, without its turns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadSummary {
+    pub id: String,
+    /// The tools of its turns, in the order first used.
+    pub tools: Vec<String>,
+    pub turns: u32,
+    /// Unix time in milliseconds of its first and last turns.
+    pub created_ms: u64,
+    pub last_ms: u64,
+    /// The opening words of its first request.
+    pub title: String,
+}
+
+/// Longest title kept for a listing, in characters.
+pub const TITLE_CHARS: usize = 80;
+
+/// The opening words of a request as a tool rendered it: its first line of text that is not a
+/// Markdown heading, cut on a word within [`TITLE_CHARS`].
+pub fn title_of(request: &str) -> String {
+    let line = request
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .unwrap_or("");
+    if line.chars().count() <= TITLE_CHARS {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(TITLE_CHARS).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > TITLE_CHARS / 2 => &cut[..i],
+        _ => cut.as_str(),
+    };
+    format!("{cut}…")
+}
+
+impl ThreadSummary {
+    /// The summary of a whole thread (stores that hold the turns at hand).
+    pub fn of(thread: &Thread) -> ThreadSummary {
+        let mut tools: Vec<String> = Vec::new();
+        for t in &thread.turns {
+            if !tools.contains(&t.tool) {
+                tools.push(t.tool.clone());
+            }
+        }
+        ThreadSummary {
+            id: thread.id.to_string(),
+            tools,
+            turns: thread.turns.len() as u32,
+            created_ms: thread.turns.first().map_or(0, |t| t.at_ms),
+            last_ms: thread.turns.last().map_or(0, |t| t.at_ms),
+            title: thread
+                .turns
+                .first()
+                .map(|t| title_of(&t.request))
+                .unwrap_or_default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Thread {
     pub id: ThreadId,
@@ -221,6 +281,18 @@ pub trait ThreadStore: Send + Sync {
         owner: &Owner,
         turn: &Turn,
     ) -> Result<u32, ThreadError>;
+
+    /// The live threads of `project` started by `owner`, newest first, at most `limit`.
+    async fn list(
+        &self,
+        project: &str,
+        owner: &Owner,
+        limit: usize,
+    ) -> Result<Vec<ThreadSummary>, ThreadError>;
+
+    /// Deletes a thread of `owner`: `Ok(false)` when there is none by that id, `Foreign` when
+    /// another owner started it.
+    async fn delete(&self, id: ThreadId, owner: &Owner) -> Result<bool, ThreadError>;
 
     /// Checks that the store answers (for readiness probes): `Unavailable` when it does not.
     async fn ping(&self) -> Result<(), ThreadError>;

@@ -29,7 +29,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, Turn, now_ms};
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms};
 use crate::secret::Secret;
 
 /// Format version of the thread header; a header with another version is reported as corrupt.
@@ -44,7 +44,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Appends one turn. KEYS: header, turns, project index. ARGV: project, turn JSON, max turns,
-/// TTL in ms, thread id, created_ms, format version, index cap, owner.
+/// TTL in ms, thread id, created_ms, format version, index cap, owner, the turn's tool, its time
+/// (ms), the title. The header keeps a listing's summary: `tools` (space-separated, first use
+/// first), `last_ms`, `title` and `first_ms` (set by the first turn).
 /// Returns `{"ok", count}`, `{"full", count}`, `{"foreign"}` or `{"corrupt", why}`.
 const APPEND: &str = r#"
 local header_t = redis.call('TYPE', KEYS[1])['ok']
@@ -82,6 +84,14 @@ if n >= tonumber(ARGV[3]) then
   return {'full', n}
 end
 n = redis.call('RPUSH', KEYS[2], ARGV[2])
+local tools = redis.call('HGET', KEYS[1], 'tools') or ''
+if not string.find(' ' .. tools .. ' ', ' ' .. ARGV[10] .. ' ', 1, true) then
+  if tools == '' then tools = ARGV[10] else tools = tools .. ' ' .. ARGV[10] end
+end
+redis.call('HSET', KEYS[1], 'tools', tools, 'last_ms', ARGV[11])
+if redis.call('HEXISTS', KEYS[1], 'title') == 0 then
+  redis.call('HSET', KEYS[1], 'title', ARGV[12], 'first_ms', ARGV[11])
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 local top = redis.call('ZREVRANGE', KEYS[3], 0, 0, 'WITHSCORES')
@@ -111,6 +121,43 @@ end
 return {'none'}
 "#;
 
+/// A listing. KEYS: project index. ARGV: thread key prefix, limit. Newest first; drops index
+/// entries whose thread has expired. Returns `{"ok", {id, turns, tools, first_ms, last_ms,
+/// title}…}` or `{"corrupt", why}`. Bounded: one pass over at most the index's cap.
+const LIST: &str = r#"
+local t = redis.call('TYPE', KEYS[1])['ok']
+if t == 'none' then return {'ok'} end
+if t ~= 'zset' then
+  return {'corrupt', 'the project index holds a ' .. t .. ', not a sorted set'}
+end
+local out = {'ok'}
+local limit = tonumber(ARGV[2])
+for _, id in ipairs(redis.call('ZREVRANGE', KEYS[1], 0, -1)) do
+  if #out - 1 >= limit then break end
+  local h = ARGV[1] .. id
+  if redis.call('EXISTS', h) == 0 then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    local f = redis.call('HMGET', h, 'tools', 'first_ms', 'last_ms', 'title', 'created_ms')
+    local n = redis.call('LLEN', h .. ':turns')
+    table.insert(out, {id, n, f[1] or '', f[2] or f[5] or '0', f[3] or f[5] or '0', f[4] or ''})
+  end
+end
+return out
+"#;
+
+/// Deletes a thread. KEYS: header, turns, project index. ARGV: owner, thread id.
+/// Returns `{"ok"}`, `{"none"}` or `{"foreign"}`.
+const DELETE: &str = r#"
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return {'none'} end
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner or owner == '' then owner = 'local' end
+if owner ~= ARGV[1] then return {'foreign'} end
+redis.call('DEL', KEYS[1], KEYS[2])
+if redis.call('TYPE', KEYS[3])['ok'] == 'zset' then redis.call('ZREM', KEYS[3], ARGV[2]) end
+return {'ok'}
+"#;
+
 pub struct RedisStore {
     conn: ConnectionManager,
     prefix: String,
@@ -122,6 +169,8 @@ pub struct RedisStore {
     password: Option<String>,
     append: Script,
     latest: Script,
+    list: Script,
+    delete: Script,
 }
 
 impl RedisStore {
@@ -176,6 +225,8 @@ impl RedisStore {
             password,
             append: Script::new(APPEND),
             latest: Script::new(LATEST),
+            list: Script::new(LIST),
+            delete: Script::new(DELETE),
         };
         store.ping().await.map_err(|e| match e {
             ThreadError::Unavailable { message, .. } => startup_error(message),
@@ -374,6 +425,7 @@ impl ThreadStore for RedisStore {
         );
         let ttl_ms = self.ttl.as_millis().max(1) as u64;
         let created = now_ms();
+        let title = super::title_of(&turn.request);
         let reply: Vec<Value> = self
             .run(|mut c| {
                 let mut inv = self.append.prepare_invoke();
@@ -388,7 +440,10 @@ impl ThreadStore for RedisStore {
                     .arg(created)
                     .arg(FORMAT)
                     .arg(INDEX_CAP)
-                    .arg(owner.as_str());
+                    .arg(owner.as_str())
+                    .arg(&turn.tool)
+                    .arg(turn.at_ms)
+                    .arg(&title);
                 async move { inv.invoke_async(&mut c).await }
             })
             .await?;
@@ -408,6 +463,99 @@ impl ThreadStore for RedisStore {
                 redis::from_redis_value_ref::<String>(v).unwrap_or_else(|_| "unreadable".into()),
             )),
             _ => Err(self.corrupt(id, "unexpected answer from the append script")),
+        }
+    }
+
+    async fn list(
+        &self,
+        project: &str,
+        owner: &Owner,
+        limit: usize,
+    ) -> Result<Vec<ThreadSummary>, ThreadError> {
+        let index = self.index_key(project, owner);
+        let thread_prefix = format!("{}:thread:", self.prefix);
+        let reply: Vec<Value> = self
+            .run(|mut c| {
+                let mut inv = self.list.prepare_invoke();
+                inv.key(&index).arg(&thread_prefix).arg(limit);
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
+        let text = |v: &Value| redis::from_redis_value_ref::<String>(v).unwrap_or_default();
+        match reply.first().map(text).as_deref() {
+            Some("ok") => {}
+            Some("corrupt") => {
+                let why = reply.get(1).map(text).unwrap_or_default();
+                return Err(self.corrupt(&index, why.as_str()));
+            }
+            _ => return Err(self.corrupt(&index, "unexpected answer from the listing script")),
+        }
+        let mut out = Vec::new();
+        for row in &reply[1..] {
+            let Value::Array(f) = row else {
+                return Err(self.corrupt(&index, "the listing script returned a bad row"));
+            };
+            let get = |i: usize| f.get(i).map(text).unwrap_or_default();
+            let num = |i: usize| match f.get(i) {
+                Some(Value::Int(n)) => (*n).max(0) as u64,
+                Some(v) => text(v).parse().unwrap_or(0),
+                None => 0,
+            };
+            out.push(ThreadSummary {
+                id: get(0),
+                turns: num(1) as u32,
+                tools: get(2)
+                    .split(' ')
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                created_ms: num(3),
+                last_ms: num(4),
+                title: get(5),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn delete(&self, id: ThreadId, owner: &Owner) -> Result<bool, ThreadError> {
+        // The index is the owner's own; a foreign thread is refused before it is touched.
+        let header = self.header_key(id);
+        let stored: Option<String> = self
+            .run(|mut c| {
+                let header = header.clone();
+                async move {
+                    redis::cmd("HGET")
+                        .arg(header)
+                        .arg("project")
+                        .query_async(&mut c)
+                        .await
+                }
+            })
+            .await?;
+        let Some(project) = stored else {
+            return Ok(false);
+        };
+        let (turns, index) = (self.turns_key(id), self.index_key(&project, owner));
+        let reply: Vec<Value> = self
+            .run(|mut c| {
+                let mut inv = self.delete.prepare_invoke();
+                inv.key(&header)
+                    .key(&turns)
+                    .key(&index)
+                    .arg(owner.as_str())
+                    .arg(id.to_string());
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
+        match reply
+            .first()
+            .and_then(|v| redis::from_redis_value_ref::<String>(v).ok())
+            .as_deref()
+        {
+            Some("ok") => Ok(true),
+            Some("none") => Ok(false),
+            Some("foreign") => Err(ThreadError::Foreign { id: id.to_string() }),
+            _ => Err(self.corrupt(id, "unexpected answer from the delete script")),
         }
     }
 

@@ -144,7 +144,67 @@ const CASES: &[(&str, Case)] = &[
     }),
     ("ping answers", |f| Box::pin(ping(f))),
     ("a thread belongs to its owner", |f| Box::pin(owners(f))),
+    (
+        "listing: newest first, summarised, per project and owner; delete",
+        |f| Box::pin(list_and_delete(f)),
+    ),
 ];
+
+/// A listing shows the caller's live threads of one project, newest first, each with its tools
+/// (first use first), turn count, first and last times and the opening words of its first
+/// request; deleting removes a thread from loads and listings, and only its owner may.
+async fn list_and_delete(f: &Fixture) {
+    let s = f.store(HOUR, 20).await;
+    let other = Owner::for_token(b"someone else");
+    assert_eq!(s.list("/l", &local(), 10).await.unwrap(), vec![]);
+    let (a, b, c) = (ThreadId::new(), ThreadId::new(), ThreadId::new());
+    let mut first = turn(0);
+    first.request = "## Question\nWhere does the rate limiter admit a burst of requests?\n".into();
+    s.append(a, "/l", &local(), &first).await.unwrap();
+    s.append(a, "/l", &local(), &turn(1)).await.unwrap();
+    s.append(a, "/l", &local(), &turn(3)).await.unwrap();
+    s.append(b, "/l", &local(), &turn(2)).await.unwrap();
+    s.append(c, "/l", &other, &turn(2)).await.unwrap();
+    s.append(ThreadId::new(), "/elsewhere", &local(), &turn(2))
+        .await
+        .unwrap();
+    let listed = s.list("/l", &local(), 10).await.unwrap();
+    let ids: Vec<&str> = listed.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [b.to_string(), a.to_string()],
+        "newest first, own project and owner only"
+    );
+    let la = &listed[1];
+    assert_eq!(la.turns, 3);
+    assert_eq!(la.tools, ["chat", "codereview"]);
+    assert_eq!(la.created_ms, turn(0).at_ms);
+    assert_eq!(la.last_ms, turn(3).at_ms);
+    assert_eq!(
+        la.title,
+        "Where does the rate limiter admit a burst of requests?"
+    );
+    assert_eq!(s.list("/l", &local(), 1).await.unwrap().len(), 1, "limit");
+    assert_eq!(s.list("/l", &other, 10).await.unwrap()[0].id, c.to_string());
+
+    let err = s.delete(a, &other).await.unwrap_err();
+    assert!(matches!(err, ThreadError::Foreign { .. }), "{err:?}");
+    assert!(s.load(a).await.is_ok(), "a refused delete removed nothing");
+    assert!(s.delete(a, &local()).await.unwrap());
+    assert!(!s.delete(a, &local()).await.unwrap(), "already gone");
+    assert!(matches!(
+        s.load(a).await.unwrap_err(),
+        ThreadError::NotFound { .. }
+    ));
+    let ids: Vec<String> = s
+        .list("/l", &local(), 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(ids, [b.to_string()]);
+}
 
 /// The owner is stored with the first turn and checked in the same step as every append;
 /// `latest` sees only the caller's own threads.
