@@ -20,6 +20,8 @@ pub mod reply;
 pub mod review;
 pub mod schema;
 pub mod thinkdeep;
+pub mod threads;
+pub mod workflows;
 
 use schemars::JsonSchema;
 use serde::Deserialize;

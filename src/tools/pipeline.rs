@@ -105,7 +105,7 @@ impl Pipeline {
 
     /// The project a thread belongs to: the canonical roots, one per line (with one root, its
     /// path, as stored before several roots were told apart).
-    fn project(&self) -> String {
+    pub fn project(&self) -> String {
         let roots: Vec<String> = self
             .config
             .roots

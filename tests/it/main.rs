@@ -7,6 +7,7 @@ mod clients;
 mod gemini_api;
 mod gemini_cli;
 mod hardening;
+mod host;
 mod http;
 mod investigate;
 mod reply;

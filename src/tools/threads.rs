@@ -1,0 +1,161 @@
+//! The project's threads as the hosts and the command line show them: a listing, one thread as
+//! Markdown or JSON, deletion. Only the caller's own threads of this project are visible: a
+//! thread of another project is neither listed nor readable here.
+
+use serde_json::{Value, json};
+
+use super::{Pipeline, ToolError};
+use crate::threads::{Owner, Thread, ThreadError, ThreadId, ThreadSummary};
+
+/// Most threads in a listing.
+pub const LIST_LIMIT: usize = 100;
+
+/// The caller's threads of this project, newest first.
+pub async fn list(
+    pipeline: &Pipeline,
+    owner: &Owner,
+    limit: usize,
+) -> Result<Vec<ThreadSummary>, ToolError> {
+    Ok(pipeline
+        .store()
+        .list(&pipeline.project(), owner, limit.min(LIST_LIMIT))
+        .await?)
+}
+
+/// One of the caller's threads of this project; `raw` is its id (or "latest").
+pub async fn load(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<Thread, ToolError> {
+    let id = resolve(pipeline, owner, raw).await?;
+    let thread = pipeline.store().load(id).await?;
+    if thread.owner != *owner {
+        return Err(ThreadError::Foreign { id: id.to_string() }.into());
+    }
+    if thread.project != pipeline.project() {
+        // Not readable from here, and not said to exist.
+        return Err(not_found(pipeline, id));
+    }
+    Ok(thread)
+}
+
+/// Deletes one of the caller's threads of this project.
+pub async fn delete(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<ThreadId, ToolError> {
+    let thread = load(pipeline, owner, raw).await?;
+    if !pipeline.store().delete(thread.id, owner).await? {
+        return Err(not_found(pipeline, thread.id));
+    }
+    Ok(thread.id)
+}
+
+async fn resolve(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<ThreadId, ToolError> {
+    let raw = raw.trim();
+    if raw == "latest" {
+        return Ok(pipeline
+            .store()
+            .latest(&pipeline.project(), owner)
+            .await?
+            .ok_or(ThreadError::NoLatest)?);
+    }
+    raw.parse::<ThreadId>().map_err(|_| {
+        ToolError::invalid(
+            "id",
+            format!("`{raw}` is not a thread id: use an id from the thread listing, or \"latest\""),
+        )
+    })
+}
+
+fn not_found(pipeline: &Pipeline, id: ThreadId) -> ToolError {
+    ThreadError::NotFound {
+        id: id.to_string(),
+        ttl_hours: pipeline.config().thread_ttl.as_secs_f64() / 3600.0,
+    }
+    .into()
+}
+
+/// A listing as JSON.
+pub fn list_json(threads: &[ThreadSummary]) -> Value {
+    json!({ "threads": threads })
+}
+
+/// A listing as text, one thread a line.
+pub fn list_text(threads: &[ThreadSummary]) -> String {
+    if threads.is_empty() {
+        return "No threads in this project.\n".into();
+    }
+    let mut out = String::new();
+    for t in threads {
+        out.push_str(&format!(
+            "{}  {}  {} turn{}  {}  {}\n",
+            t.id,
+            iso(t.last_ms),
+            t.turns,
+            if t.turns == 1 { "" } else { "s" },
+            t.tools.join(","),
+            t.title
+        ));
+    }
+    out
+}
+
+/// One thread as Markdown: every turn, the files it sent, the answers.
+pub fn markdown(thread: &Thread) -> String {
+    let mut out = format!("# Thread {}\n\n", thread.id);
+    for (i, turn) in thread.turns.iter().enumerate() {
+        out.push_str(&format!(
+            "## Turn {} — {} ({}, {})\n\n",
+            i + 1,
+            turn.tool,
+            turn.model,
+            iso(turn.at_ms)
+        ));
+        if !turn.files.is_empty() {
+            out.push_str("Files sent:\n");
+            for f in &turn.files {
+                out.push_str(&format!("- {}\n", f.path));
+            }
+            out.push('\n');
+        }
+        out.push_str("### Request\n\n");
+        out.push_str(turn.request.trim_end());
+        out.push_str("\n\n### Answer\n\n");
+        out.push_str(turn.response.trim_end());
+        out.push_str("\n\n");
+    }
+    out
+}
+
+/// One thread as JSON: its id and turns as stored.
+pub fn thread_json(thread: &Thread) -> Value {
+    json!({ "id": thread.id.to_string(), "turns": thread.turns })
+}
+
+/// `YYYY-MM-DDTHH:MMZ` of a Unix time in milliseconds.
+pub fn iso(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Days to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_shown_in_utc() {
+        assert_eq!(iso(0), "1970-01-01T00:00Z");
+        assert_eq!(iso(1_763_942_400_000 + 3_723_000), "2025-11-24T01:02Z");
+    }
+}
