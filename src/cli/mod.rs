@@ -16,6 +16,7 @@ mod locations;
 mod output;
 mod progress;
 mod sarif;
+mod threads;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,6 +71,11 @@ pub enum Command {
     Investigate(InvestigateArgs),
     /// Extend and challenge your own analysis of a hard problem.
     Thinkdeep(ThinkDeepArgs),
+    /// List, show, export or delete this project's conversation threads.
+    Threads {
+        #[command(subcommand)]
+        action: threads::ThreadsCommand,
+    },
     /// Install or remove the git pre-commit hook.
     Hook {
         #[command(subcommand)]
@@ -166,6 +172,7 @@ pub async fn run(args: Args) -> ExitCode {
             let plan = a.plan(&cwd, stdin);
             tool(&config, "investigate", plan, printed, InvestigateArgs::flag).await
         }
+        Command::Threads { action } => threads::run(&config, action).await,
         // Handled above, before the configuration is read.
         Command::Hook { .. } | Command::Doctor(_) => output::COULD_NOT_RUN,
     };

@@ -1220,3 +1220,58 @@ fn investigate_from_the_terminal_prints_the_answer_and_the_steps_in_json() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--max-steps"), "{}", r.stderr);
 }
+
+#[test]
+fn threads_are_listed_shown_exported_and_deleted_from_the_terminal() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    let mut vars: Vec<(&str, &str)> = with(&v).to_vec();
+    vars.push(("GEMINI_MCP_STORE", "embedded"));
+    fake.push(Script::text("ANSWER-ONE"));
+    let r = run(gemini_mcp(&p.root, &vars).args(["chat", "Is a trie overkill for 200 routes?"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let threads = |args: &[&str]| run(gemini_mcp(&p.root, &vars).arg("threads").args(args));
+
+    let list = threads(&["list"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    let line = list.stdout.lines().next().unwrap().to_string();
+    let id = line.split_whitespace().next().unwrap().to_string();
+    assert!(line.contains("1 turn") && line.contains("chat"), "{line}");
+    assert!(
+        line.ends_with("Is a trie overkill for 200 routes?"),
+        "{line}"
+    );
+    let json: Value = serde_json::from_str(&threads(&["list", "--json"]).stdout).unwrap();
+    assert_eq!(json["threads"][0]["id"], id.as_str());
+
+    let show = threads(&["show", "latest"]);
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(
+        show.stdout.starts_with(&format!("# Thread {id}")),
+        "{}",
+        show.stdout
+    );
+    assert!(show.stdout.contains("ANSWER-ONE"), "{}", show.stdout);
+    let export: Value =
+        serde_json::from_str(&threads(&["export", &id, "--format", "json"]).stdout).unwrap();
+    assert_eq!(export["turns"][0]["response"], "ANSWER-ONE");
+    let bad = threads(&["export", &id, "--format", "pdf"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("markdown or json"), "{}", bad.stderr);
+    let bad = threads(&["show", "not-an-id"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("not a thread id"), "{}", bad.stderr);
+
+    let del = threads(&["delete", &id]);
+    assert_eq!(del.code, 0, "{}", del.stderr);
+    assert_eq!(del.stdout, format!("deleted {id}\n"));
+    assert_eq!(threads(&["list"]).stdout, "No threads in this project.\n");
+    let gone = threads(&["show", &id]);
+    assert_eq!(gone.code, 2);
+    assert!(
+        gone.stderr.contains("unknown or has expired"),
+        "{}",
+        gone.stderr
+    );
+}

@@ -1,0 +1,100 @@
+//! `gemini-mcp threads`: the project's conversation threads from the command line — list, show,
+//! export (Markdown or JSON) and delete. Only the local user's threads of this project.
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::threads::Owner;
+use crate::tools::{Pipeline, threads};
+
+use super::output;
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum ThreadsCommand {
+    /// The project's threads, newest first: id, last activity, turns, tools, opening words.
+    List {
+        /// Print JSON instead of one line per thread.
+        #[arg(long)]
+        json: bool,
+        /// Most threads to list.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// One thread as Markdown: every turn, the files sent, the answers.
+    Show {
+        /// A thread id, or "latest".
+        id: String,
+    },
+    /// One thread as Markdown or JSON, for keeping or sharing.
+    Export {
+        /// A thread id, or "latest".
+        id: String,
+        /// markdown or json.
+        #[arg(long, default_value = "markdown")]
+        format: String,
+    },
+    /// Deletes a thread.
+    Delete {
+        /// A thread id, or "latest".
+        id: String,
+    },
+}
+
+pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
+    let pipeline = match Pipeline::start(config.clone()).await {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("gemini-mcp threads: {e}");
+            return output::COULD_NOT_RUN;
+        }
+    };
+    let owner = Owner::local();
+    let result = match command {
+        ThreadsCommand::List { json, limit } => {
+            threads::list(&pipeline, &owner, limit).await.map(|list| {
+                if json {
+                    format!("{:#}\n", threads::list_json(&list))
+                } else {
+                    threads::list_text(&list)
+                }
+            })
+        }
+        ThreadsCommand::Show { id } => threads::load(&pipeline, &owner, &id)
+            .await
+            .map(|t| threads::markdown(&t)),
+        ThreadsCommand::Export { id, format } => match format.as_str() {
+            "markdown" | "md" => threads::load(&pipeline, &owner, &id)
+                .await
+                .map(|t| threads::markdown(&t)),
+            "json" => threads::load(&pipeline, &owner, &id)
+                .await
+                .map(|t| format!("{:#}\n", threads::thread_json(&t))),
+            other => {
+                eprintln!(
+                    "gemini-mcp threads export: --format {other} is not a format; use markdown or json"
+                );
+                return output::COULD_NOT_RUN;
+            }
+        },
+        ThreadsCommand::Delete { id } => threads::delete(&pipeline, &owner, &id)
+            .await
+            .map(|id| format!("deleted {id}\n")),
+    };
+    match result {
+        Ok(text) => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("gemini-mcp threads: cannot write the output: {e}");
+                    output::COULD_NOT_RUN
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("gemini-mcp threads: {e}");
+            output::COULD_NOT_RUN
+        }
+    }
+}
