@@ -125,7 +125,35 @@ async fn run(iters: usize) {
                 .collect();
             println!("    redis commands for one load: {calls:?}");
         }
+        list_bench(&s, &root.display().to_string(), name, &turns[0], iters).await;
     }
+}
+
+/// Listing 20 of a project's 1,000 threads (resources/list, `gemini-mcp threads list`).
+async fn list_bench(s: &Arc<dyn ThreadStore>, root: &str, name: &str, first: &Turn, iters: usize) {
+    let project = format!("{root}/listing");
+    let mut turn = first.clone();
+    turn.request = "## Question\nWhere does the rate limiter admit a burst?\n".into();
+    for _ in 0..1_000 {
+        s.append(ThreadId::new(), &project, &Owner::local(), &turn)
+            .await
+            .expect("append");
+    }
+    for _ in 0..20 {
+        s.list(&project, &Owner::local(), 20).await.expect("list");
+    }
+    let mut times = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        let t = Instant::now();
+        let listed = s.list(&project, &Owner::local(), 20).await.expect("list");
+        times.push(t.elapsed());
+        assert_eq!(listed.len(), 20);
+    }
+    println!(
+        "{name:>9}: list 20 of 1,000 threads median {} (p90 {})",
+        ms(median(&mut times)),
+        ms(p90(&mut times)),
+    );
 }
 
 /// One continued call's thread work: load, then rebuild the history on the blocking pool.

@@ -589,6 +589,40 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
 }
 
 #[tokio::test]
+async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = threads::open(&redis_config(dir.path(), &redis.url(), "ls", 20).threads())
+        .await
+        .unwrap();
+    for n in 0..1_000 {
+        s.append(ThreadId::new(), "/p", &local(), &turn(n))
+            .await
+            .unwrap();
+    }
+    // Once to load the script into Redis's cache, then counted.
+    assert_eq!(s.list("/p", &local(), 20).await.unwrap().len(), 20);
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+    let listed = s.list("/p", &local(), 20).await.unwrap();
+    assert_eq!(listed.len(), 20);
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let calls = |name: &str| -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:calls=")))
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(calls("evalsha"), 1, "one round trip:\n{stats}");
+    assert_eq!(calls("eval"), 0, "{stats}");
+    // Inside the script: bounded by the limit, not by the 1,000 threads.
+    assert_eq!(calls("hmget"), 20, "{stats}");
+    assert_eq!(calls("llen"), 20, "{stats}");
+    assert_eq!(calls("zrevrange"), 1, "{stats}");
+}
+
+#[tokio::test]
 async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
