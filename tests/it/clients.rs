@@ -32,6 +32,8 @@ pub(crate) enum Client {
     ClaudeCode,
     Codex,
     GeminiCli,
+    /// The MCP Inspector's CLI mode.
+    Inspector,
 }
 
 impl Client {
@@ -40,6 +42,7 @@ impl Client {
             Client::ClaudeCode => "claude",
             Client::Codex => "codex",
             Client::GeminiCli => "gemini",
+            Client::Inspector => "mcp-inspector",
         }
     }
 }
@@ -148,6 +151,7 @@ impl Project {
             Client::ClaudeCode => self.drive_claude(&bin, &path, home.path(), brain),
             Client::Codex => self.drive_codex(&bin, &path, home.path(), brain),
             Client::GeminiCli => self.drive_gemini_cli(&bin, &path, home.path(), brain),
+            Client::Inspector => unreachable!("the Inspector drives no model"),
         };
         let log = std::fs::read_to_string(home.path().join("claude-debug.log")).unwrap_or_default();
         Some((received, log))
@@ -712,5 +716,92 @@ fn claude_code_stops_the_server_with_its_first_signal() {
     assert!(
         forced.is_empty(),
         "our server did not exit on SIGINT; Claude Code escalated: {forced:#?}"
+    );
+}
+
+/// The MCP Inspector's CLI, as a host sees our prompts and resources: listed, rendered with
+/// arguments, read.
+#[test]
+fn the_inspector_lists_and_renders_prompts_and_reads_resources() {
+    let Some((bin, path)) = locate(Client::Inspector) else {
+        return;
+    };
+    let project = Project::new();
+    let inspect = |args: &[&str]| -> Value {
+        let mut cmd = client_command(&bin);
+        cmd.arg("--cli").arg(mcp::binary());
+        for (k, v) in project.server_env() {
+            cmd.arg("-e").arg(format!("{k}={v}"));
+        }
+        cmd.args(args)
+            .env("PATH", &path)
+            .env("HOME", project.root().join(".home"))
+            .current_dir(project.root());
+        let out = cmd.output().expect("run the Inspector");
+        assert!(
+            out.status.success(),
+            "inspector {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "inspector {args:?}: {e}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    };
+    let prompts = inspect(&["--method", "prompts/list"]);
+    let names: Vec<&str> = prompts["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "review-changes",
+            "review-code",
+            "second-opinion",
+            "challenge",
+            "security-audit",
+            "root-cause"
+        ]
+    );
+    let got = inspect(&[
+        "--method",
+        "prompts/get",
+        "--prompt-name",
+        "challenge",
+        "--prompt-args",
+        "claim=A trie beats a sorted vector for 200 routes",
+    ]);
+    let text = got["messages"][0]["content"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("`chat`") && text.contains("A trie beats a sorted vector"),
+        "{got}"
+    );
+    let resources = inspect(&["--method", "resources/list"]);
+    let uris: Vec<&str> = resources["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert!(
+        uris.contains(&"gemini-mcp://threads") && uris.contains(&"gemini-mcp://models"),
+        "{uris:?}"
+    );
+    let templates = inspect(&["--method", "resources/templates/list"]);
+    assert_eq!(
+        templates["resourceTemplates"][0]["uriTemplate"],
+        "gemini-mcp://threads/{id}"
+    );
+    let models = inspect(&["--method", "resources/read", "--uri", "gemini-mcp://models"]);
+    let body: Value =
+        serde_json::from_str(models["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert!(
+        body["models"].as_array().is_some_and(|m| !m.is_empty()),
+        "{body}"
     );
 }
