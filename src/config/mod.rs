@@ -68,6 +68,8 @@ pub struct Config {
     /// A thread started under other roots may be continued here.
     pub share_threads_across_projects: bool,
     pub disabled_tools: Vec<String>,
+    /// Compatibility profiles: tools with the seed servers' names and shapes.
+    pub compat: Vec<Compat>,
     /// Extra file-name globs treated as secrets (added to the built-in list).
     pub secret_globs: Vec<String>,
     /// When non-empty, directory walks keep only files matching one of these globs.
@@ -92,6 +94,15 @@ pub struct ExploreSettings {
     pub result_chars: usize,
     /// Time after which no new step starts.
     pub deadline: Duration,
+}
+
+/// A compatibility profile (`GEMINI_MCP_COMPAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compat {
+    /// The Gemini CLI wrapper's `chat` (`systemPrompt`, `cwd`) and `chat-reply` (`sessionId`).
+    CliWrapper,
+    /// The ACP bridge's `gemini`, `list_models`, `list_sessions` and `reset_session`.
+    AcpBridge,
 }
 
 /// The warm Gemini CLI agents.
@@ -359,6 +370,7 @@ impl Config {
             max_turns: 1,
             share_threads_across_projects: false,
             disabled_tools: Vec::new(),
+            compat: Vec::new(),
             secret_globs: Vec::new(),
             include_globs: Vec::new(),
             exclude_globs: Vec::new(),

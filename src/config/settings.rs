@@ -514,6 +514,33 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_MCP_COMPAT",
+        default: "—",
+        doc: "Compatibility profiles, comma-separated: `cli-wrapper` (the Gemini CLI wrapper's `chat` with `systemPrompt` and `cwd`, and `chat-reply` with `sessionId`) and `acp-bridge` (the ACP bridge's `gemini`, `list_models`, `list_sessions`, `reset_session`). Off: `tools/list` holds only this server's tools.",
+        also_reads: &[],
+        read: |src, c| {
+            c.compat = Vec::new();
+            for p in src.list("GEMINI_MCP_COMPAT") {
+                let profile = match p.as_str() {
+                    "cli-wrapper" => super::Compat::CliWrapper,
+                    "acp-bridge" => super::Compat::AcpBridge,
+                    other => {
+                        return Err(invalid(
+                            "GEMINI_MCP_COMPAT",
+                            format!(
+                                "`{other}` is not a profile; use cli-wrapper and/or acp-bridge"
+                            ),
+                        ));
+                    }
+                };
+                if !c.compat.contains(&profile) {
+                    c.compat.push(profile);
+                }
+            }
+            Ok(())
+        },
+    },
+    Setting {
         name: "GEMINI_MCP_SECRET_FILES",
         default: "—",
         doc: "Extra comma-separated globs (file name, or path below the root) of secret files: never read, in walks, requests and git changes.",

@@ -2,6 +2,7 @@
 //! where tool errors become MCP results or JSON-RPC errors. Protocol types stay here and in the
 //! tools' one-line adapters; the pipeline knows nothing of MCP.
 
+mod compat;
 mod host;
 mod tools;
 
@@ -55,6 +56,14 @@ impl Server {
         let mut tool_router = Self::tools_router();
         for name in &pipeline.config().disabled_tools {
             tool_router.remove_route(name);
+        }
+        for &profile in &pipeline.config().compat {
+            if profile == crate::config::Compat::CliWrapper
+                && let Some(route) = tool_router.map.get_mut("chat")
+            {
+                route.attr.input_schema = compat::cli_chat_schema(&route.attr.input_schema);
+            }
+            tool_router.merge(compat::router(profile));
         }
         // Claude Code saves a result over 50,000 characters to a file its model never reads,
         // unless the tool declares a larger size; results are fitted to this cap.

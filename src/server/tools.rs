@@ -26,9 +26,10 @@ impl Server {
     )]
     async fn chat(
         &self,
-        Parameters(args): Parameters<JsonObject>,
+        Parameters(mut args): Parameters<JsonObject>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        self.cli_wrapper_args(&mut args)?;
         self.call_tool_with(args, chat::plan, ctx).await
     }
 

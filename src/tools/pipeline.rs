@@ -317,6 +317,11 @@ impl Pipeline {
         Ok(self.acp.get_or_init(|| pool).clone())
     }
 
+    /// The Gemini CLI agent pool, if it was started.
+    pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
+        self.acp.get()
+    }
+
     /// Stops the warm Gemini CLI agents (shutdown).
     pub fn shutdown_agents(&self) {
         if let Some(pool) = self.acp.get() {

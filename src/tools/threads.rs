@@ -42,6 +42,9 @@ pub async fn delete(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<Thr
     if !pipeline.store().delete(thread.id, owner).await? {
         return Err(not_found(pipeline, thread.id));
     }
+    if let Some(agents) = pipeline.agents() {
+        agents.forget_thread(&thread.id.to_string());
+    }
     Ok(thread.id)
 }
 

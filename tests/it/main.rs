@@ -4,6 +4,7 @@
 mod acp;
 mod cli;
 mod clients;
+mod compat;
 mod gemini_api;
 mod gemini_cli;
 mod hardening;

@@ -551,6 +551,37 @@ impl Pool {
         lock(&self.processes).remove(key);
     }
 
+    /// The agent sessions this pool holds for threads: (thread, session, model, root).
+    pub fn sessions(&self) -> Vec<(String, String, String, PathBuf)> {
+        let mut out: Vec<(String, String, String, PathBuf)> = lock(&self.threads)
+            .iter()
+            .map(|(thread, (key, session))| {
+                (
+                    thread.clone(),
+                    session.clone(),
+                    key.model.clone(),
+                    key.root.clone(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Forgets a thread's session (its thread was deleted).
+    pub fn forget_thread(&self, thread: &str) {
+        if let Some((key, _)) = lock(&self.threads).remove(thread)
+            && let Some(p) = lock(&self.processes).get(&key)
+        {
+            lock(&p.sessions).remove(thread);
+        }
+    }
+
+    /// Whether a process is running.
+    pub fn running(&self) -> bool {
+        lock(&self.processes).values().any(|p| p.alive())
+    }
+
     /// Kills every process (shutdown).
     pub fn shutdown(&self) {
         for (_, p) in lock(&self.processes).drain() {
