@@ -183,7 +183,7 @@ async fn threads_are_resources_of_their_own_project_only() {
         ))
         .await
         .unwrap();
-    assert_eq!(done.completion.values, [id.clone()]);
+    assert_eq!(done.completion.values, std::slice::from_ref(&id));
     let done = client
         .complete(CompleteRequestParams::new(
             Reference::for_prompt("review-code"),
