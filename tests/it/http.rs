@@ -984,3 +984,87 @@ async fn a_request_id_in_flight_in_a_legacy_session_is_refused_and_the_first_is_
         .await;
     assert!(succeeded(&again.message), "{}", again.text);
 }
+
+/// Prompts, resources and completions over Streamable HTTP; a token sees only its own threads.
+#[tokio::test]
+async fn prompts_and_thread_resources_over_http_belong_to_their_token() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents};
+    let env = Env::new();
+    let tokens = format!("{TOKEN},{OTHER_TOKEN}");
+    let server = env
+        .server(&[
+            ("GEMINI_MCP_HTTP_TOKEN", tokens.as_str()),
+            ("GEMINI_MCP_STORE", "memory"),
+        ])
+        .await;
+    let alice = server.client(Style::Legacy, Some(TOKEN)).await;
+    let bob = server.client(Style::Legacy, Some(OTHER_TOKEN)).await;
+    env.fake.push(Script::text("ALICE-ANSWER"));
+    let r = alice
+        .call_tool(
+            CallToolRequestParams::new("chat")
+                .with_arguments(args(json!({"prompt": "alice's secret plan"}))),
+        )
+        .await
+        .unwrap();
+    let id = r.structured_content.unwrap()["continuation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let prompts = alice.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 6);
+    let mut a = serde_json::Map::new();
+    a.insert("error".into(), json!("panic: index out of bounds"));
+    let got = alice
+        .get_prompt(GetPromptRequestParams::new("root-cause").with_arguments(a))
+        .await
+        .unwrap();
+    assert!(serde_json::to_string(&got).unwrap().contains("`debug`"));
+
+    async fn read(
+        client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+        uri: String,
+    ) -> Result<rmcp::model::ReadResourceResult, rmcp::ServiceError> {
+        client
+            .read_resource(ReadResourceRequestParams::new(uri))
+            .await
+    }
+    let text = |r: rmcp::model::ReadResourceResult| match &r.contents[0] {
+        ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mine: Value = serde_json::from_str(&text(
+        read(&alice, "gemini-mcp://threads".into()).await.unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(mine["threads"][0]["id"], id.as_str());
+    let md = text(
+        read(&alice, format!("gemini-mcp://threads/{id}"))
+            .await
+            .unwrap(),
+    );
+    assert!(md.contains("ALICE-ANSWER"), "{md}");
+
+    let theirs: Value = serde_json::from_str(&text(
+        read(&bob, "gemini-mcp://threads".into()).await.unwrap(),
+    ))
+    .unwrap();
+    assert_eq!(theirs["threads"], json!([]), "Bob sees Alice's threads");
+    let err = read(&bob, format!("gemini-mcp://threads/{id}"))
+        .await
+        .unwrap_err();
+    let err = format!("{err:?}");
+    assert!(err.contains("belongs to another client"), "{err}");
+    assert!(
+        !err.contains("secret plan") && !err.contains("ALICE-ANSWER"),
+        "{err}"
+    );
+    let resources = bob.list_all_resources().await.unwrap();
+    assert!(
+        resources.iter().all(|r| !r.uri.contains(&id)),
+        "Bob's resource list names Alice's thread"
+    );
+    alice.cancel().await.unwrap();
+    bob.cancel().await.unwrap();
+}
