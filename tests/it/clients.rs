@@ -805,3 +805,46 @@ fn the_inspector_lists_and_renders_prompts_and_reads_resources() {
         "{body}"
     );
 }
+
+/// The Gemini CLI turns our prompts into slash commands: `/review-code src/lib.rs` sends its
+/// model the message our prompt renders (which tool to call, with which arguments).
+#[test]
+fn gemini_cli_runs_our_prompt_as_a_slash_command() {
+    let Some((bin, path)) = locate(Client::GeminiCli) else {
+        return;
+    };
+    let project = Project::new();
+    let model = FakeGemini::start();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                      "privacy": {"usageStatisticsEnabled": false},
+                      "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
+    std::fs::write(home.path().join(".gemini/settings.json"), user.to_string()).unwrap();
+    let settings = project.root().join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    let servers = json!({"mcpServers": {"gemini": {
+        "command": mcp::binary(), "args": [], "env": project.server_env_json(), "trust": true}}});
+    std::fs::write(settings.join("settings.json"), servers.to_string()).unwrap();
+    let mut cmd = client_command(&bin);
+    cmd.args(["-p", "/review-code src/lib.rs"])
+        .args(["-o", "json", "-m", "gemini-2.5-flash"])
+        .env("HOME", home.path())
+        .env("TERM", "dumb")
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .env("GEMINI_API_KEY", "stand-in")
+        .env("GOOGLE_GEMINI_BASE_URL", model.base_url())
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+    run(cmd, &path, &project.root(), home.path(), "gemini");
+    let sent = model.generate_requests();
+    // The CLI passes the message on as a JSON string, quotes escaped.
+    let rendered = sent.iter().any(|r| {
+        let t = r.last_user_text();
+        t.contains("Call the gemini server's `codereview` tool") && t.contains("src/lib.rs")
+    });
+    assert!(
+        rendered,
+        "the CLI's model never got our prompt's message: {:?}",
+        sent.iter().map(|r| r.last_user_text()).collect::<Vec<_>>()
+    );
+}

@@ -27,6 +27,7 @@ async fn initialize_names_the_server_and_explains_the_tools() {
         "analyze",
         "thinkdeep",
         "chat",
+        "investigate",
         "continuation_id",
     ] {
         assert!(
