@@ -149,6 +149,27 @@ fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
             );
             true
         }
+        BackendInfo::Vertex {
+            endpoint,
+            project,
+            location,
+            auth,
+        } => {
+            let credentials = if auth.starts_with("API key") {
+                auth
+            } else {
+                credential_source(config)
+            };
+            r.add(
+                Outcome::Ok,
+                "backend",
+                format!(
+                    "Vertex AI at {endpoint}, project {}, location {location}; credentials: {credentials}",
+                    project.as_deref().unwrap_or("(express mode)")
+                ),
+            );
+            true
+        }
         BackendInfo::Cli { program } => {
             r.add(
                 Outcome::Ok,
@@ -161,6 +182,30 @@ fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
             r.add(Outcome::Fail, "backend", why);
             false
         }
+    }
+}
+
+/// Where Application Default Credentials come from, as Google's auth library looks for them:
+/// `GOOGLE_APPLICATION_CREDENTIALS` (its `type`, never its secrets), gcloud's
+/// application-default file, else the metadata server.
+fn credential_source(config: &Config) -> String {
+    let kind = |path: &std::path::Path| -> String {
+        std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_else(|| "unreadable: check the file".into())
+    };
+    if let Some(path) = &config.google_application_credentials {
+        return format!(
+            "GOOGLE_APPLICATION_CREDENTIALS {} ({})",
+            path.display(),
+            kind(path)
+        );
+    }
+    match &config.gcloud_adc_file {
+        Some(p) if p.is_file() => format!("gcloud application-default login {} ({})", p.display(), kind(&p)),
+        _ => "the metadata server (a Google Cloud service account)".into(),
     }
 }
 

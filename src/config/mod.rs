@@ -59,6 +59,12 @@ pub struct Config {
     pub acp: AcpConfig,
     /// How the CLI backend runs the Gemini CLI.
     pub cli_transport: crate::gemini::CliTransport,
+    /// Vertex AI (`GOOGLE_GENAI_USE_VERTEXAI=true`).
+    pub vertex: Option<crate::gemini::VertexSettings>,
+    /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
+    pub google_application_credentials: Option<PathBuf>,
+    /// gcloud's application-default credentials file (`gcloud auth application-default login`).
+    pub gcloud_adc_file: Option<PathBuf>,
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,
     pub key_prefix: String,
@@ -357,6 +363,9 @@ impl Config {
                 deadline: Duration::ZERO,
             },
             cli_transport: crate::gemini::CliTransport::Acp,
+            vertex: None,
+            google_application_credentials: None,
+            gcloud_adc_file: None,
             acp: AcpConfig {
                 idle: Duration::ZERO,
                 max_processes: 1,
@@ -409,6 +418,7 @@ impl Config {
             retry_initial_delay: self.retry_initial_delay,
             retry_max_delay: self.retry_max_delay,
             cli_transport: self.cli_transport,
+            vertex: self.vertex.clone(),
             acp_idle: self.acp.idle,
             acp_max_processes: self.acp.max_processes,
         }

@@ -40,9 +40,12 @@ const MAX_MODEL_PAGES: usize = 20;
 
 pub struct ApiClient {
     http: reqwest::Client,
-    key: Secret,
-    /// `<GEMINI_BASE_URL>/v1beta`.
+    /// The key (sent by the client's default headers), or Application Default Credentials.
+    auth: Auth,
+    /// `<GEMINI_BASE_URL>/v1beta`, or Vertex AI's `…/publishers/google`.
     base: String,
+    /// Vertex AI: the project and location, and the labels sent with each request.
+    vertex: Option<super::VertexSettings>,
     policy: RetryPolicy,
     call_timeout: Duration,
     idle_timeout: Duration,
@@ -50,7 +53,24 @@ pub struct ApiClient {
     models: OnceCell<Vec<ModelInfo>>,
 }
 
+/// How requests are authorised.
+enum Auth {
+    /// An API key, in the `x-goog-api-key` default header.
+    Key(Secret),
+    /// Application Default Credentials: a bearer token per request, cached and refreshed by
+    /// `google-cloud-auth` (one refresh at a time).
+    Adc(google_cloud_auth::credentials::Credentials),
+}
+
+/// The OAuth scope Vertex AI accepts.
+const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
+
 impl ApiClient {
+    /// Vertex AI's settings, when this client reaches Vertex AI.
+    pub fn vertex_settings(&self) -> Option<&super::VertexSettings> {
+        self.vertex.as_ref()
+    }
+
     /// Where calls go: `<GEMINI_BASE_URL>/v1beta`.
     pub fn base_url(&self) -> &str {
         &self.base
@@ -58,12 +78,56 @@ impl ApiClient {
 
     /// Builds the HTTP client once; every call shares its connection pool.
     pub fn new(config: &super::Settings, key: Secret) -> Result<ApiClient, GeminiError> {
-        let mut header = HeaderValue::from_str(key.expose()).map_err(|_| GeminiError::NotConfigured {
-            message: "GEMINI_API_KEY contains characters that cannot be sent in an HTTP header: check it for quotes, spaces or line breaks".into(),
-        })?;
-        header.set_sensitive(true);
+        let base = format!("{}/v1beta", config.base_url);
+        ApiClient::build(config, Auth::Key(key), base, None)
+    }
+
+    /// A client of Vertex AI: with the project and Application Default Credentials, or in
+    /// express mode with an API key and no project.
+    pub fn vertex(
+        config: &super::Settings,
+        vertex: &super::VertexSettings,
+    ) -> Result<ApiClient, GeminiError> {
+        let auth = match (&vertex.api_key, &vertex.project) {
+            (Some(key), _) => Auth::Key(key.clone()),
+            (None, Some(_)) => {
+                let creds = google_cloud_auth::credentials::Builder::default()
+                    .with_scopes([CLOUD_PLATFORM])
+                    .build()
+                    .map_err(|e| GeminiError::NotConfigured {
+                        message: format!(
+                            "Vertex AI needs Application Default Credentials, and none could be loaded ({e}): set \
+                             GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run `gcloud auth \
+                             application-default login`, or run on Google Cloud with a service account"
+                        ),
+                    })?;
+                Auth::Adc(creds)
+            }
+            (None, None) => {
+                return Err(GeminiError::NotConfigured {
+                    message: "GOOGLE_GENAI_USE_VERTEXAI=true needs GOOGLE_CLOUD_PROJECT (with Application Default \
+                              Credentials), or GOOGLE_API_KEY alone for Vertex AI express mode"
+                        .into(),
+                });
+            }
+        };
+        ApiClient::build(config, auth, vertex.publisher_base(), Some(vertex.clone()))
+    }
+
+    fn build(
+        config: &super::Settings,
+        auth: Auth,
+        base: String,
+        vertex: Option<super::VertexSettings>,
+    ) -> Result<ApiClient, GeminiError> {
         let mut headers = HeaderMap::new();
-        headers.insert("x-goog-api-key", header);
+        if let Auth::Key(key) = &auth {
+            let mut header = HeaderValue::from_str(key.expose()).map_err(|_| GeminiError::NotConfigured {
+                message: "GEMINI_API_KEY contains characters that cannot be sent in an HTTP header: check it for quotes, spaces or line breaks".into(),
+            })?;
+            header.set_sensitive(true);
+            headers.insert("x-goog-api-key", header);
+        }
         let http = reqwest::Client::builder()
             .default_headers(headers)
             .user_agent(concat!("gemini-mcp-server/", env!("CARGO_PKG_VERSION")))
@@ -80,8 +144,9 @@ impl ApiClient {
             })?;
         Ok(ApiClient {
             http,
-            key,
-            base: format!("{}/v1beta", config.base_url),
+            auth,
+            base,
+            vertex,
             policy: RetryPolicy {
                 max_attempts: config.max_attempts.max(1),
                 initial_delay: config.retry_initial_delay,
@@ -104,8 +169,12 @@ impl ApiClient {
             self.base,
             model_segment(&req.model.id)?
         );
+        let mut wire_request = wire::build_request(req);
+        if let Some(v) = &self.vertex {
+            wire_request.labels = v.labels.iter().cloned().collect();
+        }
         let body =
-            serde_json::to_vec(&wire::build_request(req)).map_err(|e| GeminiError::Malformed {
+            serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
                 message: format!("the request could not be encoded: {e}"),
             })?;
         let body = Bytes::from(body);
@@ -143,6 +212,11 @@ impl ApiClient {
     /// Every Gemini text model the key can use (`GET /v1beta/models`, all pages), as catalogue
     /// entries: id without `models/`, limits from the listing, thinking style from the id.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>, GeminiError> {
+        if self.vertex.is_some() {
+            // Vertex AI lists publisher models in another shape and without the limits the
+            // catalogue needs: the built-in catalogue stands.
+            return Ok(Vec::new());
+        }
         let ctx = CallContext::default();
         let deadline = Instant::now() + self.call_timeout;
         let work = async {
@@ -241,6 +315,7 @@ impl ApiClient {
         request: reqwest::RequestBuilder,
         wait: Option<Duration>,
     ) -> Result<reqwest::Response, Failure> {
+        let request = self.authorize(request).await?;
         let sent = match wait {
             Some(wait) => tokio::time::timeout(wait, request.send()).await,
             None => Ok(request.send().await),
@@ -429,6 +504,7 @@ impl ApiClient {
                 Retryable::No,
                 "Gemini rejected the request as invalid; retrying will not help. Try another model or fewer inputs, and report it if it persists.".into(),
             ),
+            401 | 403 if self.vertex.is_some() => (Retryable::No, self.vertex_denied(status, &parsed, &lower)),
             401 | 403 => (
                 Retryable::No,
                 "The key was refused: set a valid GEMINI_API_KEY with access to the Gemini API (https://aistudio.google.com/apikey).".into(),
@@ -505,11 +581,75 @@ impl ApiClient {
     }
 
     fn scrub_text(&self, text: &str) -> String {
-        let key = self.key.expose();
+        let Auth::Key(key) = &self.auth else {
+            return text.to_string();
+        };
+        let key = key.expose();
         if key.len() >= 4 && text.contains(key) {
             text.replace(key, "***")
         } else {
             text.to_string()
+        }
+    }
+
+    /// What to do about a refusal by Vertex AI: the API not enabled, a missing IAM role, a
+    /// refused token or key.
+    fn vertex_denied(&self, status: u16, parsed: &ErrorBody, lower: &str) -> String {
+        let project = self
+            .vertex
+            .as_ref()
+            .and_then(|v| v.project.clone())
+            .unwrap_or_else(|| "(express mode)".into());
+        if parsed.reason().as_deref() == Some("SERVICE_DISABLED")
+            || lower.contains("has not been used in project")
+            || lower.contains("is disabled")
+        {
+            return format!(
+                "The Vertex AI API is not enabled for project {project}: enable it (`gcloud services enable \
+                 aiplatform.googleapis.com --project {project}`), wait a minute, and retry."
+            );
+        }
+        if status == 401 {
+            return "Vertex AI refused the credentials: check GOOGLE_APPLICATION_CREDENTIALS or run `gcloud auth \
+                    application-default login` again (with GOOGLE_API_KEY, check the key)."
+                .into();
+        }
+        format!(
+            "The credentials lack permission on project {project}: grant their principal the Vertex AI User \
+             role (roles/aiplatform.user), or set GOOGLE_CLOUD_PROJECT to a project where they have it."
+        )
+    }
+
+    /// Adds the bearer token (Application Default Credentials); a key is already in the
+    /// client's default headers. A token never reaches a message: a failure says where the
+    /// credentials came from and what to do.
+    async fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder, Failure> {
+        let Auth::Adc(creds) = &self.auth else {
+            return Ok(request);
+        };
+        match creds.headers(axum::http::Extensions::new()).await {
+            Ok(google_cloud_auth::credentials::CacheableResource::New { data, .. }) => {
+                Ok(request.headers(data))
+            }
+            Ok(google_cloud_auth::credentials::CacheableResource::NotModified) => Ok(request),
+            Err(e) => {
+                let failure = GeminiError::NotConfigured {
+                    message: format!(
+                        "Vertex AI: no access token from Application Default Credentials ({}): check \
+                         GOOGLE_APPLICATION_CREDENTIALS (a readable key file), `gcloud auth application-default \
+                         login`, or the service account of the machine",
+                        excerpt(&e.to_string(), 400)
+                    ),
+                };
+                Err(if e.is_transient() {
+                    Failure::transient(failure)
+                } else {
+                    Failure::fatal(failure)
+                })
+            }
         }
     }
 }

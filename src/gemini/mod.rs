@@ -341,10 +341,51 @@ pub struct Settings {
     pub retry_max_delay: Duration,
     /// How the CLI backend reaches the Gemini CLI: a warm `gemini --acp`, or one process per call.
     pub cli_transport: CliTransport,
+    /// Vertex AI instead of the Gemini API (`GOOGLE_GENAI_USE_VERTEXAI=true`).
+    pub vertex: Option<VertexSettings>,
     /// A warm CLI process with no call for this long exits.
     pub acp_idle: Duration,
     /// Most warm CLI processes alive at once.
     pub acp_max_processes: usize,
+}
+
+/// Where and how Vertex AI is reached.
+#[derive(Debug, Clone)]
+pub struct VertexSettings {
+    /// `GOOGLE_CLOUD_PROJECT`; `None` only in express mode (an API key).
+    pub project: Option<String>,
+    /// `GOOGLE_CLOUD_LOCATION`, default `global`.
+    pub location: String,
+    /// `GOOGLE_VERTEX_BASE_URL`: scheme and host (for proxies and tests); else Google's endpoint
+    /// for the location.
+    pub base_url: Option<String>,
+    /// `GOOGLE_API_KEY`: Vertex AI express mode (no project, no Application Default Credentials).
+    pub api_key: Option<crate::secret::Secret>,
+    /// Labels sent with each request, for cost attribution.
+    pub labels: Vec<(String, String)>,
+}
+
+impl VertexSettings {
+    /// The endpoint: the base URL override, the global endpoint, or the location's.
+    pub fn endpoint(&self) -> String {
+        match &self.base_url {
+            Some(b) => b.trim_end_matches('/').to_string(),
+            None if self.location == "global" => "https://aiplatform.googleapis.com".into(),
+            None => format!("https://{}-aiplatform.googleapis.com", self.location),
+        }
+    }
+
+    /// The prefix every model path follows: `…/publishers/google`.
+    pub fn publisher_base(&self) -> String {
+        match &self.project {
+            Some(p) if self.api_key.is_none() => format!(
+                "{}/v1/projects/{p}/locations/{}/publishers/google",
+                self.endpoint(),
+                self.location
+            ),
+            _ => format!("{}/v1/publishers/google", self.endpoint()),
+        }
+    }
 }
 
 /// How the CLI backend runs the Gemini CLI.
@@ -362,6 +403,14 @@ pub enum CliTransport {
 pub enum BackendInfo {
     /// The REST API at this base URL (`…/v1beta`).
     Api { base_url: String },
+    /// Vertex AI at this endpoint, for this project (none in express mode) and location.
+    Vertex {
+        endpoint: String,
+        project: Option<String>,
+        location: String,
+        /// `Application Default Credentials` or `API key (express mode)`.
+        auth: String,
+    },
     /// The Gemini CLI, found at this path (an executable regular file).
     Cli { program: std::path::PathBuf },
     /// No backend can work; what to set.
@@ -431,24 +480,24 @@ impl Gemini {
         config: &Settings,
         path: Option<&std::ffi::OsStr>,
     ) -> Result<Gemini, GeminiError> {
-        let backend = match (config.backend, &config.api_key) {
-            (BackendChoice::Api | BackendChoice::Auto, Some(key)) => Backend::Api(api::ApiClient::new(config, key.clone())?),
-            (BackendChoice::Api, None) => Backend::Unconfigured(
-                "GEMINI_BACKEND=api needs a key: set GEMINI_API_KEY (get one at https://aistudio.google.com/apikey)".into(),
-            ),
-            (BackendChoice::Auto, None) => match headless::CliBackend::from_config(config, path) {
-                Ok(cli) => Backend::Cli(cli),
-                Err(_) => Backend::Unconfigured(
-                    "no Gemini backend: set GEMINI_API_KEY (https://aistudio.google.com/apikey), or use the Gemini CLI's login: \
-                     install it (`npm install -g @google/gemini-cli`), run `gemini` once to log in, and keep it on PATH \
-                     or name it in GEMINI_CLI_PATH (GEMINI_BACKEND=cli selects it explicitly)"
-                        .into(),
-                ),
-            },
-            (BackendChoice::Cli, _) => match headless::CliBackend::from_config(config, path) {
-                Ok(cli) => Backend::Cli(cli),
-                Err(message) => Backend::Unconfigured(format!("GEMINI_BACKEND=cli: {message}")),
-            },
+        let backend = match (&config.vertex, config.backend) {
+            (Some(vertex), BackendChoice::Api | BackendChoice::Auto) => {
+                let mut vertex = vertex.clone();
+                // Express mode takes the key; with a project, Application Default Credentials.
+                vertex.api_key = match vertex.project {
+                    None => config.api_key.clone(),
+                    Some(_) => None,
+                };
+                match api::ApiClient::vertex(config, &vertex) {
+                    Ok(c) => Some(Backend::Api(c)),
+                    Err(e) => Some(Backend::Unconfigured(e.to_string())),
+                }
+            }
+            _ => None,
+        };
+        let backend = match backend {
+            Some(b) => b,
+            None => Gemini::choose(config, path)?,
         };
         let warm = match (&backend, config.cli_transport) {
             (Backend::Cli(cli), CliTransport::Acp) => Some(Warm {
@@ -472,6 +521,29 @@ impl Gemini {
             warm,
             catalogue: Catalogue::builtin(&config.default_model),
             fallback_model: config.fallback_model.clone(),
+        })
+    }
+
+    /// The Gemini API with a key, or the Gemini CLI, as `GEMINI_BACKEND` and the key say.
+    fn choose(config: &Settings, path: Option<&std::ffi::OsStr>) -> Result<Backend, GeminiError> {
+        Ok(match (config.backend, &config.api_key) {
+            (BackendChoice::Api | BackendChoice::Auto, Some(key)) => Backend::Api(api::ApiClient::new(config, key.clone())?),
+            (BackendChoice::Api, None) => Backend::Unconfigured(
+                "GEMINI_BACKEND=api needs a key: set GEMINI_API_KEY (get one at https://aistudio.google.com/apikey)".into(),
+            ),
+            (BackendChoice::Auto, None) => match headless::CliBackend::from_config(config, path) {
+                Ok(cli) => Backend::Cli(cli),
+                Err(_) => Backend::Unconfigured(
+                    "no Gemini backend: set GEMINI_API_KEY (https://aistudio.google.com/apikey), or use the Gemini CLI's login: \
+                     install it (`npm install -g @google/gemini-cli`), run `gemini` once to log in, and keep it on PATH \
+                     or name it in GEMINI_CLI_PATH (GEMINI_BACKEND=cli selects it explicitly)"
+                        .into(),
+                ),
+            },
+            (BackendChoice::Cli, _) => match headless::CliBackend::from_config(config, path) {
+                Ok(cli) => Backend::Cli(cli),
+                Err(message) => Backend::Unconfigured(format!("GEMINI_BACKEND=cli: {message}")),
+            },
         })
     }
 
@@ -502,8 +574,20 @@ impl Gemini {
     /// What the backend is, for `doctor`: where it sends calls, or why it cannot.
     pub fn backend_info(&self) -> BackendInfo {
         match &self.backend {
-            Backend::Api(api) => BackendInfo::Api {
-                base_url: api.base_url().to_string(),
+            Backend::Api(api) => match api.vertex_settings() {
+                Some(v) => BackendInfo::Vertex {
+                    endpoint: v.endpoint(),
+                    project: v.project.clone(),
+                    location: v.location.clone(),
+                    auth: if v.api_key.is_some() {
+                        "API key (express mode)".into()
+                    } else {
+                        "Application Default Credentials".into()
+                    },
+                },
+                None => BackendInfo::Api {
+                    base_url: api.base_url().to_string(),
+                },
             },
             Backend::Cli(cli) => BackendInfo::Cli {
                 program: cli.program().to_path_buf(),
@@ -513,7 +597,8 @@ impl Gemini {
     }
 
     pub fn backend_name(&self) -> &'static str {
-        match self.backend {
+        match &self.backend {
+            Backend::Api(a) if a.vertex_settings().is_some() => "vertex",
             Backend::Api(_) => "api",
             Backend::Cli(_) => "cli",
             Backend::Unconfigured(_) => "none",

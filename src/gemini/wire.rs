@@ -115,6 +115,9 @@ pub struct GenerateContentRequest {
     pub contents: Vec<Content>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_config: Option<Value>,
+    /// Vertex AI only: labels for cost attribution (`GEMINI_MCP_VERTEX_LABELS`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -193,6 +196,7 @@ pub fn build_request(req: &GenerateRequest) -> GenerateContentRequest {
         },
         tools,
         tool_config,
+        labels: Default::default(),
     }
 }
 
