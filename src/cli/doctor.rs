@@ -204,7 +204,11 @@ fn credential_source(config: &Config) -> String {
         );
     }
     match &config.gcloud_adc_file {
-        Some(p) if p.is_file() => format!("gcloud application-default login {} ({})", p.display(), kind(&p)),
+        Some(p) if p.is_file() => format!(
+            "gcloud application-default login {} ({})",
+            p.display(),
+            kind(&p)
+        ),
         _ => "the metadata server (a Google Cloud service account)".into(),
     }
 }

@@ -107,13 +107,15 @@ pub const SETTINGS: &[Setting] = &[
         doc: "`true`: reach Gemini through Vertex AI (as Google's SDKs and the Gemini CLI do), with `GOOGLE_CLOUD_PROJECT` and Application Default Credentials, or with `GOOGLE_API_KEY` alone (express mode).",
         also_reads: &[],
         read: |src, c| {
-            c.vertex = src.flag("GOOGLE_GENAI_USE_VERTEXAI")?.then(|| crate::gemini::VertexSettings {
-                project: None,
-                location: "global".into(),
-                base_url: None,
-                api_key: None,
-                labels: Vec::new(),
-            });
+            c.vertex =
+                src.flag("GOOGLE_GENAI_USE_VERTEXAI")?
+                    .then(|| crate::gemini::VertexSettings {
+                        project: None,
+                        location: "global".into(),
+                        base_url: None,
+                        api_key: None,
+                        labels: Vec::new(),
+                    });
             Ok(())
         },
     },
@@ -123,7 +125,9 @@ pub const SETTINGS: &[Setting] = &[
         doc: "The Google Cloud project Vertex AI bills and authorises (with `GOOGLE_GENAI_USE_VERTEXAI=true`).",
         also_reads: &[],
         read: |src, c| {
-            let project = src.get("GOOGLE_CLOUD_PROJECT").map(|p| p.trim().to_string());
+            let project = src
+                .get("GOOGLE_CLOUD_PROJECT")
+                .map(|p| p.trim().to_string());
             if let Some(v) = c.vertex.as_mut() {
                 v.project = project;
             }
@@ -136,12 +140,16 @@ pub const SETTINGS: &[Setting] = &[
         doc: "The Vertex AI location (`global`, or a region such as `europe-west4`).",
         also_reads: &[],
         read: |src, c| {
-            let location = src.get("GOOGLE_CLOUD_LOCATION").map(|l| l.trim().to_string());
+            let location = src
+                .get("GOOGLE_CLOUD_LOCATION")
+                .map(|l| l.trim().to_string());
             if let (Some(v), Some(l)) = (c.vertex.as_mut(), location) {
                 if !l.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-') {
                     return Err(invalid(
                         "GOOGLE_CLOUD_LOCATION",
-                        format!("`{l}` is not a location; use global or a region such as us-central1"),
+                        format!(
+                            "`{l}` is not a location; use global or a region such as us-central1"
+                        ),
                     ));
                 }
                 v.location = l;
@@ -155,10 +163,15 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Vertex AI endpoint override (scheme and host), for proxies and tests; by default Google's endpoint for the location.",
         also_reads: &[],
         read: |src, c| {
-            let base = src.get("GOOGLE_VERTEX_BASE_URL").map(|b| b.trim().trim_end_matches('/').to_string());
+            let base = src
+                .get("GOOGLE_VERTEX_BASE_URL")
+                .map(|b| b.trim().trim_end_matches('/').to_string());
             if let (Some(v), Some(b)) = (c.vertex.as_mut(), base) {
                 if !(b.starts_with("http://") || b.starts_with("https://")) {
-                    return Err(invalid("GOOGLE_VERTEX_BASE_URL", "must start with http:// or https://"));
+                    return Err(invalid(
+                        "GOOGLE_VERTEX_BASE_URL",
+                        "must start with http:// or https://",
+                    ));
                 }
                 v.base_url = Some(b);
             }
@@ -171,12 +184,16 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Vertex AI's Application Default Credentials: a service-account key, gcloud authorized-user or external-account (workload identity federation) file; else gcloud's `application-default login` file, else the metadata server. Read by Google's auth library; `doctor` names the source.",
         also_reads: &["CLOUDSDK_CONFIG", "HOME"],
         read: |src, c| {
-            c.google_application_credentials =
-                src.os("GOOGLE_APPLICATION_CREDENTIALS").map(std::path::PathBuf::from);
+            c.google_application_credentials = src
+                .os("GOOGLE_APPLICATION_CREDENTIALS")
+                .map(std::path::PathBuf::from);
             c.gcloud_adc_file = src
                 .os("CLOUDSDK_CONFIG")
                 .map(std::path::PathBuf::from)
-                .or_else(|| src.os("HOME").map(|h| std::path::PathBuf::from(h).join(".config/gcloud")))
+                .or_else(|| {
+                    src.os("HOME")
+                        .map(|h| std::path::PathBuf::from(h).join(".config/gcloud"))
+                })
                 .map(|d| d.join("application_default_credentials.json"));
             Ok(())
         },
@@ -198,12 +215,16 @@ pub const SETTINGS: &[Setting] = &[
                 let ok = |s: &str| {
                     !s.is_empty()
                         && s.len() <= 63
-                        && s.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-' || ch == '_')
+                        && s.chars().all(|ch| {
+                            ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-' || ch == '_'
+                        })
                 };
                 if !ok(k.trim()) || !(v.trim().is_empty() || ok(v.trim())) {
                     return Err(invalid(
                         "GEMINI_MCP_VERTEX_LABELS",
-                        format!("`{item}`: keys and values are lowercase letters, digits, - and _ (at most 63)"),
+                        format!(
+                            "`{item}`: keys and values are lowercase letters, digits, - and _ (at most 63)"
+                        ),
                     ));
                 }
                 labels.push((k.trim().to_string(), v.trim().to_string()));

@@ -173,10 +173,9 @@ impl ApiClient {
         if let Some(v) = &self.vertex {
             wire_request.labels = v.labels.iter().cloned().collect();
         }
-        let body =
-            serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
-                message: format!("the request could not be encoded: {e}"),
-            })?;
+        let body = serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
+            message: format!("the request could not be encoded: {e}"),
+        })?;
         let body = Bytes::from(body);
         let deadline = Instant::now() + self.call_timeout;
         let work = retry::run(&self.policy, ctx, deadline, |_attempt| {

@@ -16,3 +16,4 @@ mod stdio;
 mod support;
 mod threads;
 mod tools;
+mod vertex;

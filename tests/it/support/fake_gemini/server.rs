@@ -57,6 +57,10 @@ pub(super) struct Inner {
     pub(super) count_tokens: VecDeque<Script>,
     pub(super) list_models: VecDeque<Script>,
     pub(super) required_key: Option<String>,
+    /// Vertex AI: accepts a bearer token when this says so (unset: any or none).
+    pub(super) bearer_check: Option<Arc<dyn Fn(&str) -> bool + Send + Sync>>,
+    /// Vertex AI: this project answers 403 PERMISSION_DENIED.
+    pub(super) denied_project: Option<String>,
     pub(super) models: Vec<Value>,
     pub(super) responder: Option<Responder>,
 }
@@ -86,6 +90,8 @@ impl FakeGemini {
                 count_tokens: VecDeque::new(),
                 list_models: VecDeque::new(),
                 required_key: None,
+                bearer_check: None,
+                denied_project: None,
                 models: FakeGemini::default_models(),
                 responder: None,
             }),
@@ -106,6 +112,11 @@ impl FakeGemini {
                     let app = Router::new()
                         .route("/v1beta/models", get(list_models))
                         .route("/v1beta/models/{model_action}", any(model_action))
+                        .route(
+                            "/v1/projects/{project}/locations/{location}/publishers/google/models/{model_action}",
+                            any(vertex_action),
+                        )
+                        .route("/v1/publishers/google/models/{model_action}", any(express_action))
                         .with_state(state);
                     tokio::select! {
                         r = axum::serve(listener, app) => { r.expect("fake Gemini server") }
@@ -157,6 +168,16 @@ impl FakeGemini {
     }
 
     /// From now on, answer like Google to a missing (403) or different (400) key.
+    /// Vertex AI calls must carry a bearer token `check` accepts.
+    pub fn require_bearer(&self, check: impl Fn(&str) -> bool + Send + Sync + 'static) {
+        self.shared.lock().bearer_check = Some(Arc::new(check));
+    }
+
+    /// Vertex AI calls for `project` answer 403 PERMISSION_DENIED.
+    pub fn deny_project(&self, project: &str) {
+        self.shared.lock().denied_project = Some(project.to_string());
+    }
+
     pub fn require_key(&self, key: &str) {
         self.shared.lock().required_key = Some(key.to_string());
     }
@@ -300,6 +321,36 @@ pub(super) fn record(
     r
 }
 
+/// 401 like Vertex AI without a valid bearer token (the check is the test's: `require_bearer`);
+/// 403 PERMISSION_DENIED for a project set to refuse (`deny_project`).
+pub(super) fn bearer_check(shared: &Shared, req: &Recorded, project: &str) -> Option<Response> {
+    let (check, denied) = {
+        let g = shared.lock();
+        (g.bearer_check.clone(), g.denied_project.clone())
+    };
+    let token = req
+        .header("authorization")
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(String::from);
+    if let Some(check) = check
+        && !token.as_deref().is_some_and(|t| check(t))
+    {
+        return Some(json_response(
+            401,
+            &json!({"error": {"code": 401, "status": "UNAUTHENTICATED",
+                "message": "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential."}}),
+        ));
+    }
+    if denied.as_deref() == Some(project) {
+        return Some(json_response(
+            403,
+            &json!({"error": {"code": 403, "status": "PERMISSION_DENIED",
+                "message": format!("Permission 'aiplatform.endpoints.predict' denied on resource '//aiplatform.googleapis.com/projects/{project}/locations/global/publishers/google/models/gemini' (or it may not exist).")}}),
+        ));
+    }
+    None
+}
+
 /// 403/400 like Google when a key is required and missing or wrong.
 pub(super) fn key_check(shared: &Shared, req: &Recorded) -> Option<Response> {
     let required = shared.lock().required_key.clone()?;
@@ -386,6 +437,86 @@ pub(super) async fn model_action(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let path = format!("/v1beta/models/{model_action}");
+    answer(
+        shared,
+        method,
+        path,
+        model_action,
+        query,
+        headers,
+        body,
+        Auth::Key,
+    )
+    .await
+}
+
+/// Vertex AI's model path: `/v1/projects/{project}/locations/{location}/publishers/google/models/…`,
+/// with a bearer token when one is required, and a 403 for a project set to refuse.
+pub(super) async fn vertex_action(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    Path((project, location, model_action)): Path<(String, String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = format!(
+        "/v1/projects/{project}/locations/{location}/publishers/google/models/{model_action}"
+    );
+    answer(
+        shared,
+        method,
+        path,
+        model_action,
+        query,
+        headers,
+        body,
+        Auth::Bearer(project),
+    )
+    .await
+}
+
+/// Vertex AI express mode: `/v1/publishers/google/models/…` with a key.
+pub(super) async fn express_action(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    Path(model_action): Path<String>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = format!("/v1/publishers/google/models/{model_action}");
+    answer(
+        shared,
+        method,
+        path,
+        model_action,
+        query,
+        headers,
+        body,
+        Auth::Key,
+    )
+    .await
+}
+
+pub(super) enum Auth {
+    Key,
+    /// A bearer token, for this project.
+    Bearer(String),
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn answer(
+    shared: Arc<Shared>,
+    method: Method,
+    path: String,
+    model_action: String,
+    query: Option<String>,
+    headers: HeaderMap,
+    body: Bytes,
+    auth: Auth,
+) -> Response {
     let (model, action) = match model_action.split_once(':') {
         Some((m, a)) => (m.to_string(), Some(a.to_string())),
         None => (model_action.clone(), None),
@@ -393,14 +524,23 @@ pub(super) async fn model_action(
     let req = record(
         &shared,
         &method,
-        format!("/v1beta/models/{model_action}"),
+        path,
         query,
         Some((&model, action.as_deref())),
         &headers,
         &body,
     );
-    if let Some(r) = key_check(&shared, &req) {
-        return r;
+    match auth {
+        Auth::Key => {
+            if let Some(r) = key_check(&shared, &req) {
+                return r;
+            }
+        }
+        Auth::Bearer(project) => {
+            if let Some(r) = bearer_check(&shared, &req, &project) {
+                return r;
+            }
+        }
     }
     let model = req.model.clone().unwrap_or_default();
     match (method, action.as_deref()) {

@@ -1,0 +1,423 @@
+//! Vertex AI end to end: the real binary against the fake serving Vertex paths with a bearer
+//! check, a fake metadata server (`GCE_METADATA_HOST`) and a fake OAuth token endpoint (an
+//! authorized-user file whose `token_uri` points at it), all speaking Google's wire formats.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+use crate::support::fake_gemini::{FakeGemini, Script};
+use crate::support::mcp;
+
+/// A metadata server: tokens `mds-token-<n>`, each valid `expires_in` seconds; counts fetches.
+struct Metadata {
+    addr: SocketAddr,
+    fetches: Arc<AtomicUsize>,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+#[derive(Clone)]
+struct MetaState {
+    fetches: Arc<AtomicUsize>,
+    expires_in: u64,
+    flavor_missing: Arc<AtomicUsize>,
+}
+
+async fn mds_token(State(s): State<MetaState>, headers: HeaderMap) -> impl IntoResponse {
+    if headers.get("metadata-flavor").and_then(|v| v.to_str().ok()) != Some("Google") {
+        s.flavor_missing.fetch_add(1, Ordering::SeqCst);
+        return (StatusCode::FORBIDDEN, "Missing Metadata-Flavor").into_response();
+    }
+    // Slow enough that concurrent callers overlap.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let n = s.fetches.fetch_add(1, Ordering::SeqCst) + 1;
+    axum::Json(json!({
+        "access_token": format!("mds-token-{n}"),
+        "expires_in": s.expires_in,
+        "token_type": "Bearer"
+    }))
+    .into_response()
+}
+
+async fn mds_universe() -> &'static str {
+    "googleapis.com"
+}
+
+impl Metadata {
+    async fn start(expires_in: u64) -> Metadata {
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let state = MetaState {
+            fetches: fetches.clone(),
+            expires_in,
+            flavor_missing: Arc::new(AtomicUsize::new(0)),
+        };
+        let app = Router::new()
+            .route(
+                "/computeMetadata/v1/instance/service-accounts/default/token",
+                get(mds_token),
+            )
+            .route(
+                "/computeMetadata/v1/universe/universe-domain",
+                get(mds_universe),
+            )
+            .with_state(state);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap();
+        });
+        Metadata {
+            addr,
+            fetches,
+            _shutdown: tx,
+        }
+    }
+}
+
+/// An OAuth token endpoint that refuses every refresh (`invalid_grant`); records the forms.
+async fn token_endpoint() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let app = Router::new().route(
+        "/token",
+        post(move |body: String| {
+            let s = s.clone();
+            async move {
+                s.lock().unwrap().push(body);
+                (
+                    StatusCode::BAD_REQUEST,
+                    axum::Json(json!({"error": "invalid_grant", "error_description": "Token has been expired or revoked."})),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (addr, seen)
+}
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
+    dir
+}
+
+fn structured(r: &rmcp::model::CallToolResult) -> Value {
+    r.structured_content.clone().unwrap_or(Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vertex_with_the_metadata_server_one_token_for_fifty_calls() {
+    let dir = project();
+    let fake = FakeGemini::start();
+    fake.require_bearer(|t| t.starts_with("mds-token-"));
+    let mds = Metadata::start(3600).await;
+    let host = mds.addr.to_string();
+    let url = fake.base_url();
+    let vars = [
+        ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+        ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+        ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+        ("GCE_METADATA_HOST", host.as_str()),
+        ("GEMINI_MCP_VERTEX_LABELS", "team=payments,env=ci"),
+    ];
+    let client = Arc::new(mcp::start(dir.path(), &vars).await);
+    let calls: Vec<_> = (0..50)
+        .map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                mcp::call(&client, "chat", json!({"prompt": format!("question {i}")})).await
+            })
+        })
+        .collect();
+    for c in calls {
+        let r = c.await.unwrap().unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", mcp::text(&r));
+    }
+    assert_eq!(
+        mds.fetches.load(Ordering::SeqCst),
+        1,
+        "50 concurrent calls, one token fetch"
+    );
+    let sent = fake.generate_requests();
+    assert_eq!(sent.len(), 50);
+    let first = &sent[0];
+    assert!(
+        first
+            .path
+            .starts_with("/v1/projects/my-proj/locations/global/publishers/google/models/"),
+        "{}",
+        first.path
+    );
+    assert_eq!(first.header("authorization"), Some("Bearer mds-token-1"));
+    assert!(first.header("x-goog-api-key").is_none());
+    assert_eq!(
+        first.body["labels"],
+        json!({"team": "payments", "env": "ci"})
+    );
+    for c in first.body["contents"].as_array().unwrap() {
+        assert!(c["role"].is_string(), "a content without a role: {c}");
+    }
+    let r = mcp::call(&client, "listmodels", json!({})).await.unwrap();
+    assert_eq!(structured(&r)["backend"], "vertex", "{}", mcp::text(&r));
+    drop(client);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expiring_token_is_refreshed_and_never_logged() {
+    let dir = project();
+    let fake = FakeGemini::start();
+    fake.require_bearer(|t| t.starts_with("mds-token-"));
+    let mds = Metadata::start(1).await;
+    let host = mds.addr.to_string();
+    let url = fake.base_url();
+    let run = |prompt: &str| {
+        std::process::Command::new(mcp::binary())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", dir.path().join(".home"))
+            .env("PROJECT_ROOT", dir.path())
+            .env("GEMINI_MCP_STORE", "memory")
+            .env("GEMINI_MCP_LOG", "trace")
+            .env("GOOGLE_GENAI_USE_VERTEXAI", "true")
+            .env("GOOGLE_CLOUD_PROJECT", "my-proj")
+            .env("GOOGLE_VERTEX_BASE_URL", &url)
+            .env("GCE_METADATA_HOST", &host)
+            .args(["chat", prompt])
+            .output()
+            .unwrap()
+    };
+    let out = run("first");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("mds-token-"),
+        "a token reached the log:\n{stderr}"
+    );
+    assert!(stderr.len() > 200, "trace logging was on: {stderr}");
+    // Doctor names the backend and the credential source.
+    let doctor = std::process::Command::new(mcp::binary())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path().join(".home"))
+        .env("PROJECT_ROOT", dir.path())
+        .env("GEMINI_MCP_STORE", "memory")
+        .env("GOOGLE_GENAI_USE_VERTEXAI", "true")
+        .env("GOOGLE_CLOUD_PROJECT", "my-proj")
+        .env("GOOGLE_VERTEX_BASE_URL", &url)
+        .env("GCE_METADATA_HOST", &host)
+        .arg("doctor")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout).to_string()
+        + &String::from_utf8_lossy(&doctor.stderr);
+    assert!(
+        said.contains(&format!(
+            "Vertex AI at {url}, project my-proj, location global; credentials: the metadata server"
+        )),
+        "{said}"
+    );
+    assert!(!said.contains("mds-token-"), "{said}");
+
+    // One server, two calls two seconds apart: the one-second token is fetched again.
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GCE_METADATA_HOST", host.as_str()),
+        ],
+    )
+    .await;
+    let before = mds.fetches.load(Ordering::SeqCst);
+    mcp::call(&client, "chat", json!({"prompt": "a"}))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    fake.clear_requests();
+    let r = mcp::call(&client, "chat", json!({"prompt": "b"}))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", mcp::text(&r));
+    assert!(
+        mds.fetches.load(Ordering::SeqCst) >= before + 2,
+        "the expired token was not refreshed"
+    );
+    let last = fake.generate_requests().pop().unwrap();
+    let token = last.header("authorization").unwrap().to_string();
+    assert_ne!(
+        token,
+        format!("Bearer mds-token-{}", before + 1),
+        "an expired token was sent"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vertex_failures_say_what_to_do() {
+    let dir = project();
+    let fake = FakeGemini::start();
+    let mds = Metadata::start(3600).await;
+    let host = mds.addr.to_string();
+    let url = fake.base_url();
+
+    // 403 on the project: the IAM role to grant.
+    fake.deny_project("denied-proj");
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "denied-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GCE_METADATA_HOST", host.as_str()),
+        ],
+    )
+    .await;
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = mcp::text(&r);
+    assert!(
+        t.contains("roles/aiplatform.user") && t.contains("denied-proj"),
+        "{t}"
+    );
+    client.cancel().await.unwrap();
+
+    // No project and no key.
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+        ],
+    )
+    .await;
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(
+        mcp::text(&r).contains("GOOGLE_CLOUD_PROJECT"),
+        "{}",
+        mcp::text(&r)
+    );
+    client.cancel().await.unwrap();
+
+    // A credentials file that cannot be read.
+    let missing = dir.path().join("no-such-key.json");
+    let missing_s = missing.display().to_string();
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GOOGLE_APPLICATION_CREDENTIALS", missing_s.as_str()),
+        ],
+    )
+    .await;
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = mcp::text(&r);
+    assert!(
+        t.contains("Application Default Credentials")
+            && t.contains("GOOGLE_APPLICATION_CREDENTIALS"),
+        "{t}"
+    );
+    client.cancel().await.unwrap();
+
+    // gcloud's authorized-user credentials whose token endpoint refuses the refresh.
+    fake.clear_requests();
+    let (token_addr, forms) = token_endpoint().await;
+    let adc = dir.path().join("adc.json");
+    std::fs::write(
+        &adc,
+        json!({"type": "authorized_user", "client_id": "cid.apps.googleusercontent.com",
+               "client_secret": "client-secret-never-shown", "refresh_token": "refresh-token-never-shown",
+               "token_uri": format!("http://{token_addr}/token")})
+        .to_string(),
+    )
+    .unwrap();
+    let adc_s = adc.display().to_string();
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GOOGLE_APPLICATION_CREDENTIALS", adc_s.as_str()),
+        ],
+    )
+    .await;
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = mcp::text(&r);
+    assert!(
+        t.contains("no access token") && t.contains("gcloud auth application-default login"),
+        "{t}"
+    );
+    assert!(!t.contains("never-shown"), "{t}");
+    let asked = forms.lock().unwrap().clone();
+    assert!(
+        asked
+            .iter()
+            .any(|f| f.contains("refresh_token") && f.contains("refresh-token-never-shown")),
+        "the token endpoint was not asked for a refresh: {asked:?}"
+    );
+    assert!(
+        fake.generate_requests().is_empty(),
+        "a call went out without a token"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn vertex_express_mode_sends_the_key_on_the_publisher_path() {
+    let dir = project();
+    let fake = FakeGemini::start();
+    fake.require_key("express-key-0123456789");
+    fake.push(Script::text("EXPRESS"));
+    let url = fake.base_url();
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_API_KEY", "express-key-0123456789"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+        ],
+    )
+    .await;
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(structured(&r)["answer"], "EXPRESS", "{}", mcp::text(&r));
+    let sent = fake.generate_requests();
+    assert!(
+        sent[0].path.starts_with("/v1/publishers/google/models/"),
+        "{}",
+        sent[0].path
+    );
+    assert!(sent[0].header("authorization").is_none());
+    client.cancel().await.unwrap();
+}
