@@ -207,7 +207,7 @@ fn credential_source(config: &Config) -> String {
         Some(p) if p.is_file() => format!(
             "gcloud application-default login {} ({})",
             p.display(),
-            kind(&p)
+            kind(p)
         ),
         _ => "the metadata server (a Google Cloud service account)".into(),
     }

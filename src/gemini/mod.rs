@@ -294,7 +294,7 @@ impl GeminiError {
 
 /// The configured backend.
 pub enum Backend {
-    Api(api::ApiClient),
+    Api(Box<api::ApiClient>),
     /// The Gemini CLI as a subprocess, for users logged in to it without an API key.
     Cli(headless::CliBackend),
     /// No backend could be set up; every call fails with this message (the server still starts,
@@ -489,7 +489,7 @@ impl Gemini {
                     Some(_) => None,
                 };
                 match api::ApiClient::vertex(config, &vertex) {
-                    Ok(c) => Some(Backend::Api(c)),
+                    Ok(c) => Some(Backend::Api(Box::new(c))),
                     Err(e) => Some(Backend::Unconfigured(e.to_string())),
                 }
             }
@@ -527,7 +527,7 @@ impl Gemini {
     /// The Gemini API with a key, or the Gemini CLI, as `GEMINI_BACKEND` and the key say.
     fn choose(config: &Settings, path: Option<&std::ffi::OsStr>) -> Result<Backend, GeminiError> {
         Ok(match (config.backend, &config.api_key) {
-            (BackendChoice::Api | BackendChoice::Auto, Some(key)) => Backend::Api(api::ApiClient::new(config, key.clone())?),
+            (BackendChoice::Api | BackendChoice::Auto, Some(key)) => Backend::Api(Box::new(api::ApiClient::new(config, key.clone())?)),
             (BackendChoice::Api, None) => Backend::Unconfigured(
                 "GEMINI_BACKEND=api needs a key: set GEMINI_API_KEY (get one at https://aistudio.google.com/apikey)".into(),
             ),

@@ -25,6 +25,9 @@ pub struct FakeGemini {
 
 /// State shared with the server thread. A std mutex: it is never held across an `.await`, and
 /// the test side reads it from sync code.
+/// Whether a bearer token is accepted.
+pub(super) type BearerCheck = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
 pub(super) struct Shared {
     pub(super) inner: Mutex<Inner>,
     /// Generate calls whose answer is still being produced or sent.
@@ -58,7 +61,7 @@ pub(super) struct Inner {
     pub(super) list_models: VecDeque<Script>,
     pub(super) required_key: Option<String>,
     /// Vertex AI: accepts a bearer token when this says so (unset: any or none).
-    pub(super) bearer_check: Option<Arc<dyn Fn(&str) -> bool + Send + Sync>>,
+    pub(super) bearer_check: Option<BearerCheck>,
     /// Vertex AI: this project answers 403 PERMISSION_DENIED.
     pub(super) denied_project: Option<String>,
     pub(super) models: Vec<Value>,
