@@ -44,6 +44,10 @@ use output::Printed;
     after_help = "With no command, serves MCP over stdio. Exit codes of the review commands: 0 pass, 1 findings at or above --fail-on, 2 could not run."
 )]
 pub struct Args {
+    /// The Gemini API service tier for this run: standard, flex or priority (overrides
+    /// GEMINI_SERVICE_TIER; flex suits hooks and CI).
+    #[arg(long, global = true, value_name = "TIER")]
+    pub tier: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -87,6 +91,7 @@ pub enum Command {
 
 /// Runs the command and returns the process exit code.
 pub async fn run(args: Args) -> ExitCode {
+    let args_tier = args.tier;
     let command = args.command.unwrap_or(Command::Serve { http: None });
     // These two need no working configuration: they are how a broken one gets fixed.
     let command = match command {
@@ -94,7 +99,19 @@ pub async fn run(args: Args) -> ExitCode {
         Command::Doctor(a) => return ExitCode::from(doctor::run(Config::from_env(), a).await),
         other => other,
     };
-    let config = match Config::from_env() {
+    let config = match Config::from_env().and_then(|mut c| {
+        if let Some(tier) = &args_tier {
+            let t = tier.trim().to_ascii_lowercase();
+            if !["standard", "flex", "priority"].contains(&t.as_str()) {
+                return Err(crate::config::ConfigError::Invalid {
+                    name: "--tier",
+                    message: format!("`{tier}` is not a tier; use standard, flex or priority"),
+                });
+            }
+            c.service_tier = Some(t);
+        }
+        Ok(c)
+    }) {
         Ok(c) => Arc::new(c),
         Err(e) => {
             eprintln!("gemini-mcp: configuration error: {e}");

@@ -61,6 +61,8 @@ pub struct Config {
     pub cli_transport: crate::gemini::CliTransport,
     /// Vertex AI (`GOOGLE_GENAI_USE_VERTEXAI=true`).
     pub vertex: Option<crate::gemini::VertexSettings>,
+    /// `GEMINI_SERVICE_TIER`.
+    pub service_tier: Option<String>,
     /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
     pub google_application_credentials: Option<PathBuf>,
     /// gcloud's application-default credentials file (`gcloud auth application-default login`).
@@ -364,6 +366,7 @@ impl Config {
             },
             cli_transport: crate::gemini::CliTransport::Acp,
             vertex: None,
+            service_tier: None,
             google_application_credentials: None,
             gcloud_adc_file: None,
             acp: AcpConfig {
@@ -419,6 +422,7 @@ impl Config {
             retry_max_delay: self.retry_max_delay,
             cli_transport: self.cli_transport,
             vertex: self.vertex.clone(),
+            service_tier: self.service_tier.clone(),
             acp_idle: self.acp.idle,
             acp_max_processes: self.acp.max_processes,
         }

@@ -46,6 +46,8 @@ pub struct ApiClient {
     base: String,
     /// Vertex AI: the project and location, and the labels sent with each request.
     vertex: Option<super::VertexSettings>,
+    /// The service tier asked for (Gemini API).
+    service_tier: Option<String>,
     policy: RetryPolicy,
     call_timeout: Duration,
     idle_timeout: Duration,
@@ -147,6 +149,7 @@ impl ApiClient {
             auth,
             base,
             vertex,
+            service_tier: config.service_tier.clone(),
             policy: RetryPolicy {
                 max_attempts: config.max_attempts.max(1),
                 initial_delay: config.retry_initial_delay,
@@ -172,6 +175,8 @@ impl ApiClient {
         let mut wire_request = wire::build_request(req);
         if let Some(v) = &self.vertex {
             wire_request.labels = v.labels.iter().cloned().collect();
+        } else {
+            wire_request.service_tier = self.service_tier.clone();
         }
         let body = serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
             message: format!("the request could not be encoded: {e}"),
@@ -746,10 +751,28 @@ struct Answer {
     calls: Vec<super::FunctionCall>,
     /// Every part worth replaying, as received.
     turn: Vec<super::Part>,
+    /// The service tier the API reported serving the call with.
+    tier: Option<String>,
 }
 
 impl Answer {
     fn take(&mut self, chunk: GenerateContentResponse) {
+        // Where the API reports the tier that served the call (a flex request may be served
+        // otherwise): at the top level, or in the usage.
+        let tier = chunk
+            .extra
+            .get("serviceTier")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .or_else(|| {
+                chunk
+                    .usage_metadata
+                    .as_ref()
+                    .and_then(|u| u.service_tier.clone())
+            });
+        if tier.is_some() {
+            self.tier = tier;
+        }
         if let Some(u) = chunk.usage_metadata {
             self.usage = Some(u);
         }
@@ -798,6 +821,7 @@ impl Answer {
 
     fn output_tokens(&self) -> u64 {
         self.usage
+            .as_ref()
             .and_then(|u| u.candidates_token_count)
             .unwrap_or(self.text.len() as u64 / 4)
     }
@@ -852,6 +876,7 @@ impl Answer {
         Ok(GenerateResponse {
             text: self.text,
             model_version: self.model_version,
+            service_tier: self.tier,
             usage: self.usage.map(UsageMetadata::to_usage).unwrap_or_default(),
             finish_reason: Some(finish.as_str().to_string()),
             sources: self.sources,

@@ -9,6 +9,7 @@ pub mod acp;
 pub mod api;
 pub mod headless;
 pub mod models;
+pub mod prices;
 pub mod wire;
 
 mod retry;
@@ -183,6 +184,8 @@ pub struct GenerateResponse {
     pub calls: Vec<FunctionCall>,
     /// The model's turn as received, to replay before the function responses.
     pub turn: Vec<Part>,
+    /// The service tier that served the call, when the API reported it.
+    pub service_tier: Option<String>,
 }
 
 /// A progress update while waiting on Gemini.
@@ -343,6 +346,8 @@ pub struct Settings {
     pub cli_transport: CliTransport,
     /// Vertex AI instead of the Gemini API (`GOOGLE_GENAI_USE_VERTEXAI=true`).
     pub vertex: Option<VertexSettings>,
+    /// The service tier asked for (`GEMINI_SERVICE_TIER`): `standard`, `flex` or `priority`.
+    pub service_tier: Option<String>,
     /// A warm CLI process with no call for this long exits.
     pub acp_idle: Duration,
     /// Most warm CLI processes alive at once.

@@ -118,6 +118,9 @@ pub struct GenerateContentRequest {
     /// Vertex AI only: labels for cost attribution (`GEMINI_MCP_VERTEX_LABELS`).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub labels: std::collections::BTreeMap<String, String>,
+    /// `standard`, `flex` or `priority` (`GEMINI_SERVICE_TIER`); unset: the API's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -197,6 +200,7 @@ pub fn build_request(req: &GenerateRequest) -> GenerateContentRequest {
         tools,
         tool_config,
         labels: Default::default(),
+        service_tier: None,
     }
 }
 
@@ -291,7 +295,7 @@ pub struct PromptFeedback {
     pub extra: Map<String, Value>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageMetadata {
     #[serde(default)]
@@ -306,6 +310,9 @@ pub struct UsageMetadata {
     pub tool_use_prompt_token_count: Option<u64>,
     #[serde(default)]
     pub total_token_count: Option<u64>,
+    /// The service tier that served the call, where the API reports it.
+    #[serde(default)]
+    pub service_tier: Option<String>,
 }
 
 impl UsageMetadata {

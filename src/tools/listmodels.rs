@@ -24,6 +24,21 @@ pub struct ModelEntry {
     pub images: bool,
     /// The default model.
     pub default: bool,
+    /// Paid-tier prices, USD per million tokens (none where unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub price: Option<PriceEntry>,
+}
+
+/// Prices of a model, USD per million tokens.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PriceEntry {
+    pub input: f64,
+    pub output: f64,
+    /// For prompts over 200,000 tokens.
+    pub input_long: f64,
+    pub output_long: f64,
+    /// When the prices were checked.
+    pub checked: String,
 }
 
 /// The `listmodels` reply.
@@ -67,6 +82,15 @@ pub fn report(gemini: &Gemini, store: &str) -> ModelsReport {
                 ThinkingStyle::None => "none".into(),
             },
             default: m.id == default,
+            price: crate::gemini::prices::price(&m.id, crate::gemini::prices::today()).map(|p| {
+                PriceEntry {
+                    input: p.input,
+                    output: p.output,
+                    input_long: p.input_long,
+                    output_long: p.output_long,
+                    checked: crate::gemini::prices::CHECKED.into(),
+                }
+            }),
             id: m.id,
             input_limit: m.input_limit,
             output_limit: m.output_limit,
@@ -86,17 +110,28 @@ pub fn render(r: &ModelsReport) -> String {
         "Backend: {} · thread store: {} · default model: {}\n\n",
         r.backend, r.store, r.default_model
     );
-    out.push_str("| model | aliases | input | output | thinking |\n|---|---|---|---|---|\n");
+    out.push_str(
+        "| model | aliases | input | output | thinking | $/1M in · out |\n|---|---|---|---|---|---|\n",
+    );
     for m in &r.models {
+        let price = m
+            .price
+            .as_ref()
+            .map_or("—".to_string(), |p| format!("{} · {}", p.input, p.output));
         out.push_str(&format!(
-            "| {}{} | {} | {} | {} | {} |\n",
+            "| {}{} | {} | {} | {} | {} | {} |\n",
             m.id,
             if m.default { " (default)" } else { "" },
             m.aliases.join(", "),
             m.input_limit,
             m.output_limit,
-            m.thinking
+            m.thinking,
+            price
         ));
     }
+    out.push_str(&format!(
+        "\nPrices: paid tier, prompts up to 200,000 tokens, checked {}.\n",
+        crate::gemini::prices::CHECKED
+    ));
     out
 }

@@ -157,6 +157,7 @@ impl Pipeline {
         }
         let system = prompt::system_instruction(&tool_prompt(&plan), plan.system_extra.as_deref());
         ctx.report("reading files");
+        let earlier_cost = thread_cost(thread.as_ref());
         let (total, history) = self.budget(&plan, &model, &system, thread).await?;
         let material = match self
             .gather(&plan, total.saturating_sub(history.tokens), &history)
@@ -193,7 +194,17 @@ impl Pipeline {
         };
         self.save_turn(id, &plan, tail, &material, &answer, &model_used, &mut reply)
             .await?;
+        let cost = crate::gemini::prices::estimate(
+            &model_used,
+            &answer.usage,
+            crate::gemini::prices::today(),
+        );
         finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
+        if let Some(usage) = reply.usage.as_mut() {
+            usage.cost_usd = cost;
+            usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
+            usage.tier = answer.service_tier.clone();
+        }
         match explored {
             Some(Explored::Investigation(inv)) => reply.set_investigation(inv),
             Some(Explored::Agent(run, mode)) => reply.set_agent(&run, mode),
@@ -816,6 +827,26 @@ async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| ToolError::Internal(format!("a background task failed: {e}")))
+}
+
+/// The estimated cost of a thread's stored turns, at today's prices (turns of models without a
+/// known price count nothing).
+fn thread_cost(thread: Option<&Thread>) -> f64 {
+    let today = crate::gemini::prices::today();
+    thread.map_or(0.0, |t| {
+        t.turns
+            .iter()
+            .filter_map(|turn| {
+                let u = crate::gemini::Usage {
+                    input: turn.usage.input,
+                    output: turn.usage.output,
+                    thinking: turn.usage.thinking,
+                    cached: turn.usage.cached,
+                };
+                crate::gemini::prices::estimate(&turn.model, &u, today)
+            })
+            .sum()
+    })
 }
 
 /// What the Gemini CLI's agent is told before the task.

@@ -1275,3 +1275,85 @@ fn threads_are_listed_shown_exported_and_deleted_from_the_terminal() {
         gone.stderr
     );
 }
+
+#[test]
+fn the_tier_is_asked_for_and_the_served_tier_and_cost_are_reported() {
+    let p = project();
+    let fake = fake();
+    let v = vars(&fake);
+    // The API's answer says which tier served it.
+    fake.push(Script::sse(
+        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"FLEX-ANSWER\"}],\"role\":\"model\"},\"finishReason\":\"STOP\"}],\
+\"usageMetadata\":{\"promptTokenCount\":1000000,\"candidatesTokenCount\":100000,\"totalTokenCount\":1100000,\"serviceTier\":\"standard\"},\
+\"modelVersion\":\"gemini-3.8-flash\"}\r\n\r\n",
+    ));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "--tier",
+        "flex",
+        "chat",
+        "Quick question.",
+        "--model",
+        "gemini-3.8-flash",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let sent = fake.generate_requests();
+    assert_eq!(sent[0].body["serviceTier"], "flex");
+    let out: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(out["usage"]["tier"], "standard", "{out}");
+    // 1M in and 100k out of 3.8 Flash: $0.75 + $0.375 until the end of 2026, then twice that.
+    let cost = out["usage"]["cost_usd"].as_f64().unwrap();
+    assert!(
+        (cost - 1.125).abs() < 1e-9 || (cost - 2.25).abs() < 1e-9,
+        "{cost}"
+    );
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("served by the standard tier"),
+        "{out}"
+    );
+    // The thread's running total: a second turn at the same usage doubles it.
+    let mut store: Vec<(&str, &str)> = with(&v).to_vec();
+    store.push(("GEMINI_MCP_STORE", "embedded"));
+    fake.push(Script::text("one").usage(1_000_000, 100_000, 0, 0));
+    let first = run(gemini_mcp(&p.root, &store).args([
+        "chat",
+        "First.",
+        "--model",
+        "gemini-3.8-flash",
+        "--format",
+        "json",
+    ]));
+    let first: Value = serde_json::from_str(&first.stdout).unwrap();
+    let id = first["continuation_id"].as_str().unwrap().to_string();
+    let one = first["usage"]["cost_usd"].as_f64().unwrap();
+    fake.push(Script::text("two").usage(1_000_000, 100_000, 0, 0));
+    let second = run(gemini_mcp(&p.root, &store).args([
+        "chat",
+        "Second.",
+        "--model",
+        "gemini-3.8-flash",
+        "--format",
+        "json",
+        "--continuation-id",
+        &id,
+    ]));
+    let second: Value = serde_json::from_str(&second.stdout).unwrap();
+    let total = second["usage"]["thread_cost_usd"].as_f64().unwrap();
+    assert!((total - 2.0 * one).abs() < 1e-9, "{one} then {total}");
+    assert!(
+        second["text"].as_str().unwrap().contains("(this thread $"),
+        "{second}"
+    );
+
+    let bad = run(gemini_mcp(&p.root, &with(&v)).args(["--tier", "cheap", "chat", "x"]));
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("--tier") && bad.stderr.contains("flex"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -182,11 +182,15 @@ async fn investigate_lists_searches_reads_and_answers_with_citations() {
         "{s}"
     );
     assert_eq!(s["files_read"], json!(["src/lib.rs"]));
-    // Usage is the sum over the four requests.
+    // Usage is the sum over the four requests, and so is its cost: gemini-3.1-pro-preview at
+    // $2 in and $12 out (thinking included) per million tokens.
+    let cost = (5600.0 * 2.0 + (110.0 + 180.0) * 12.0) / 1e6;
     assert_eq!(
         s["usage"],
-        json!({"input": 5600, "output": 110, "thinking": 180, "cached": 0})
+        json!({"input": 5600, "output": 110, "thinking": 180, "cached": 0,
+               "cost_usd": cost, "thread_cost_usd": cost})
     );
+    assert!(text(&r).contains("Cost: about $0.015"), "{}", text(&r));
     let t = text(&r);
     assert!(
         t.contains("Investigation: 3 steps (answered); read src/lib.rs"),

@@ -388,6 +388,19 @@ impl Reply {
             }
             lines.push(line);
         }
+        if let Some(cost) = self.usage.as_ref().and_then(|u| u.cost_usd) {
+            let usage = self.usage.as_ref();
+            let mut line = format!("Cost: about {}", usd(cost));
+            if let Some(total) = usage.and_then(|u| u.thread_cost_usd)
+                && total > cost
+            {
+                line.push_str(&format!(" (this thread {})", usd(total)));
+            }
+            if let Some(tier) = usage.and_then(|u| u.tier.as_deref()) {
+                line.push_str(&format!("; served by the {tier} tier"));
+            }
+            lines.push(line);
+        }
         if let Some(id) = &self.continuation_id {
             let turns = self
                 .remaining_turns
@@ -849,5 +862,16 @@ mod tests {
         small.fit(CAP);
         assert_eq!(small.answer, "All of it.");
         assert!(small.cut.is_none());
+    }
+}
+
+/// Dollars, with the precision a small amount needs.
+fn usd(v: f64) -> String {
+    if v >= 1.0 {
+        format!("${v:.2}")
+    } else if v >= 0.01 {
+        format!("${v:.3}")
+    } else {
+        format!("${v:.4}")
     }
 }

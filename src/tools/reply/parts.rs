@@ -11,7 +11,7 @@ use crate::gemini::{Fallback, Source, Usage};
 use crate::git::ChangedFile;
 
 /// Token usage of the call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 #[schemars(rename = "Usage")]
 pub struct UsageView {
     /// Prompt tokens, cached ones included.
@@ -22,6 +22,16 @@ pub struct UsageView {
     pub thinking: u64,
     /// Prompt tokens served from Gemini's cache.
     pub cached: u64,
+    /// This call's estimated cost in USD, at the model's listed prices (none for a model
+    /// without a known price).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The whole thread's estimated cost in USD, this call included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_cost_usd: Option<f64>,
+    /// The service tier that served the call, when the API said.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
 }
 
 impl From<Usage> for UsageView {
@@ -31,6 +41,7 @@ impl From<Usage> for UsageView {
             output: u.output,
             thinking: u.thinking,
             cached: u.cached,
+            ..UsageView::default()
         }
     }
 }
