@@ -629,6 +629,17 @@ fn left_out(skipped: &[LeftOut]) -> String {
     format!("Left out: {}.", parts.join("; "))
 }
 
+/// Dollars, with the precision a small amount needs.
+fn usd(v: f64) -> String {
+    if v >= 1.0 {
+        format!("${v:.2}")
+    } else if v >= 0.01 {
+        format!("${v:.3}")
+    } else {
+        format!("${v:.4}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -862,16 +873,5 @@ mod tests {
         small.fit(CAP);
         assert_eq!(small.answer, "All of it.");
         assert!(small.cut.is_none());
-    }
-}
-
-/// Dollars, with the precision a small amount needs.
-fn usd(v: f64) -> String {
-    if v >= 1.0 {
-        format!("${v:.2}")
-    } else if v >= 0.01 {
-        format!("${v:.3}")
-    } else {
-        format!("${v:.4}")
     }
 }
