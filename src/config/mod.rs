@@ -63,6 +63,9 @@ pub struct Config {
     pub vertex: Option<crate::gemini::VertexSettings>,
     /// `GEMINI_SERVICE_TIER`.
     pub service_tier: Option<String>,
+    /// Daily caps per project (and per HTTP client): tokens, and estimated USD.
+    pub daily_tokens: Option<u64>,
+    pub daily_usd: Option<f64>,
     /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
     pub google_application_credentials: Option<PathBuf>,
     /// gcloud's application-default credentials file (`gcloud auth application-default login`).
@@ -367,6 +370,8 @@ impl Config {
             cli_transport: crate::gemini::CliTransport::Acp,
             vertex: None,
             service_tier: None,
+            daily_tokens: None,
+            daily_usd: None,
             google_application_credentials: None,
             gcloud_adc_file: None,
             acp: AcpConfig {

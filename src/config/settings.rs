@@ -221,6 +221,41 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_MCP_DAILY_TOKENS",
+        default: "—",
+        doc: "Daily cap (UTC) on the tokens (input, output and thinking) Gemini calls may use, per project and, over HTTP, per client; counted in the thread store, so every instance on one Redis shares it. A call that would pass it is refused before Gemini is called.",
+        also_reads: &[],
+        read: |src, c| {
+            c.daily_tokens = match src.get("GEMINI_MCP_DAILY_TOKENS") {
+                None => None,
+                Some(_) => Some(src.parse("GEMINI_MCP_DAILY_TOKENS", 0u64)?).filter(|n| *n > 0),
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_DAILY_USD",
+        default: "—",
+        doc: "Daily cap (UTC) on the estimated cost in USD, per project and, over HTTP, per client, like `GEMINI_MCP_DAILY_TOKENS` (calls of models without a known price count nothing).",
+        also_reads: &[],
+        read: |src, c| {
+            c.daily_usd = match src.get("GEMINI_MCP_DAILY_USD") {
+                None => None,
+                Some(_) => {
+                    let v: f64 = src.parse("GEMINI_MCP_DAILY_USD", 0.0)?;
+                    if !(v.is_finite() && v > 0.0) {
+                        return Err(invalid(
+                            "GEMINI_MCP_DAILY_USD",
+                            "must be a positive amount of dollars",
+                        ));
+                    }
+                    Some(v)
+                }
+            };
+            Ok(())
+        },
+    },
+    Setting {
         name: "GEMINI_MCP_VERTEX_LABELS",
         default: "—",
         doc: "Labels sent with each Vertex AI request for cost attribution, e.g. `team=payments,env=ci`.",

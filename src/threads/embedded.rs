@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
-    title_of,
+    LOCAL_OWNER, Owner, Spent, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn,
+    now_ms, title_of,
 };
 
 /// The database file inside the state directory.
@@ -53,6 +53,13 @@ CREATE TABLE IF NOT EXISTS turns (
     seq    INTEGER NOT NULL,
     body   TEXT NOT NULL,
     PRIMARY KEY (thread, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS spend (
+    key       TEXT NOT NULL,
+    day       TEXT NOT NULL,
+    tokens    INTEGER NOT NULL,
+    micro_usd INTEGER NOT NULL,
+    PRIMARY KEY (key, day)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS counter (
     one INTEGER PRIMARY KEY CHECK (one = 1),
@@ -546,6 +553,50 @@ impl ThreadStore for EmbeddedStore {
             Ok((count + 1) as u32)
         })
         .await
+    }
+
+    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError> {
+        let (key, day) = (key.to_string(), day.to_string());
+        let (tokens, micro) = (add.tokens as i64, add.micro_usd as i64);
+        self.call(move |w| {
+            let tx = w.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            tx.execute("DELETE FROM spend WHERE day < ?1", [&day])?;
+            tx.execute(
+                "INSERT INTO spend (key, day, tokens, micro_usd) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (key, day) DO UPDATE SET tokens = tokens + ?3, micro_usd = micro_usd + ?4",
+                params![key, day, tokens, micro],
+            )?;
+            let total: (i64, i64) = tx.query_row(
+                "SELECT tokens, micro_usd FROM spend WHERE key = ?1 AND day = ?2",
+                params![key, day],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            tx.commit()?;
+            Ok(Spent {
+                tokens: total.0.max(0) as u64,
+                micro_usd: total.1.max(0) as u64,
+            })
+        })
+        .await
+    }
+
+    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError> {
+        let (key, day) = (key.to_string(), day.to_string());
+        let row: Option<(i64, i64)> = self
+            .call(move |w| {
+                Ok(w.conn
+                    .query_row(
+                        "SELECT tokens, micro_usd FROM spend WHERE key = ?1 AND day = ?2",
+                        params![key, day],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()?)
+            })
+            .await?;
+        Ok(row.map_or_else(Spent::default, |(t, m)| Spent {
+            tokens: t.max(0) as u64,
+            micro_usd: m.max(0) as u64,
+        }))
     }
 
     async fn ping(&self) -> Result<(), ThreadError> {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
+use super::{Owner, Spent, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 
 struct Entry {
     thread: Thread,
@@ -17,6 +17,7 @@ struct Entry {
 pub struct MemoryStore {
     ttl: Duration,
     max_turns: u32,
+    spend: Mutex<HashMap<(String, String), Spent>>,
     inner: Mutex<(HashMap<ThreadId, Entry>, u64)>,
 }
 
@@ -26,6 +27,7 @@ impl MemoryStore {
             ttl,
             max_turns,
             inner: Mutex::new((HashMap::new(), 0)),
+            spend: Mutex::default(),
         }
     }
 }
@@ -126,6 +128,22 @@ impl ThreadStore for MemoryStore {
                 Ok(true)
             }
         }
+    }
+
+    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError> {
+        let mut g = self.spend.lock().unwrap_or_else(|e| e.into_inner());
+        g.retain(|(_, d), _| d.as_str() >= day);
+        let e = g.entry((key.to_string(), day.to_string())).or_default();
+        e.tokens += add.tokens;
+        e.micro_usd += add.micro_usd;
+        Ok(*e)
+    }
+
+    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError> {
+        let g = self.spend.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(g.get(&(key.to_string(), day.to_string()))
+            .copied()
+            .unwrap_or_default())
     }
 
     async fn ping(&self) -> Result<(), ThreadError> {

@@ -170,6 +170,14 @@ pub struct ThreadSummary {
     pub title: String,
 }
 
+/// What was spent: tokens (input, output and thinking) and estimated cost in millionths of a
+/// dollar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Spent {
+    pub tokens: u64,
+    pub micro_usd: u64,
+}
+
 /// Longest title kept for a listing, in characters.
 pub const TITLE_CHARS: usize = 80;
 
@@ -293,6 +301,13 @@ pub trait ThreadStore: Send + Sync {
     /// Deletes a thread of `owner`: `Ok(false)` when there is none by that id, `Foreign` when
     /// another owner started it.
     async fn delete(&self, id: ThreadId, owner: &Owner) -> Result<bool, ThreadError>;
+
+    /// Adds to what `key` spent on `day` (`YYYY-MM-DD`, UTC) and returns the new totals; shared
+    /// by every instance on the store.
+    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError>;
+
+    /// What `key` spent on `day`.
+    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError>;
 
     /// Checks that the store answers (for readiness probes): `Unavailable` when it does not.
     async fn ping(&self) -> Result<(), ThreadError>;

@@ -7,7 +7,9 @@
 //! - `P:project:<sha256(project root)[..32]>` (local threads; `sha256(owner \n project)` for an
 //!   HTTP client's): a sorted set of the project's thread ids of one owner, scored by
 //!   a per-project write counter, for `continuation_id: "latest"` (pruned of expired threads
-//!   when read, capped at [`INDEX_CAP`] entries, and expiring with its newest thread).
+//!   when read, capped at [`INDEX_CAP`] entries, and expiring with its newest thread);
+//! - `P:spend:<day>:<sha256(key)[..32]>`: a hash (`tokens`, `micro_usd`) of what a project or
+//!   an HTTP client spent that day (UTC), for the daily caps; expires two days later.
 //!
 //! An append is one Lua script, so it is atomic: it checks the keys' types (a foreign value is
 //! reported as `Corrupt`, never overwritten), refuses another owner's thread (`Foreign`) and a
@@ -29,7 +31,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script, Value};
 use sha2::{Digest, Sha256};
 
-use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms};
+use super::{
+    Owner, Spent, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
+};
 use crate::secret::Secret;
 
 /// Format version of the thread header; a header with another version is reported as corrupt.
@@ -242,6 +246,15 @@ impl RedisStore {
 
     fn turns_key(&self, id: ThreadId) -> String {
         format!("{}:thread:{id}:turns", self.prefix)
+    }
+
+    /// What `key` (a project or a client) spent on `day`: a hash, expiring two days later.
+    fn spend_key(&self, key: &str, day: &str) -> String {
+        format!(
+            "{}:spend:{day}:{}",
+            self.prefix,
+            &hex::encode(Sha256::digest(key.as_bytes()))[..32]
+        )
     }
 
     /// The `latest` index of `owner`'s threads in `project` (local threads keep the key they had
@@ -557,6 +570,57 @@ impl ThreadStore for RedisStore {
             Some("foreign") => Err(ThreadError::Foreign { id: id.to_string() }),
             _ => Err(self.corrupt(id, "unexpected answer from the delete script")),
         }
+    }
+
+    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError> {
+        let k = self.spend_key(key, day);
+        let (tokens, micro): (u64, u64) = self
+            .run(|mut c| {
+                let k = k.clone();
+                async move {
+                    let mut p = redis::pipe();
+                    p.atomic()
+                        .cmd("HINCRBY")
+                        .arg(&k)
+                        .arg("tokens")
+                        .arg(add.tokens)
+                        .cmd("HINCRBY")
+                        .arg(&k)
+                        .arg("micro_usd")
+                        .arg(add.micro_usd)
+                        .cmd("EXPIRE")
+                        .arg(&k)
+                        .arg(2 * 86_400)
+                        .ignore();
+                    p.query_async(&mut c).await
+                }
+            })
+            .await?;
+        Ok(Spent {
+            tokens,
+            micro_usd: micro,
+        })
+    }
+
+    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError> {
+        let k = self.spend_key(key, day);
+        let (tokens, micro): (Option<u64>, Option<u64>) = self
+            .run(|mut c| {
+                let k = k.clone();
+                async move {
+                    redis::cmd("HMGET")
+                        .arg(k)
+                        .arg("tokens")
+                        .arg("micro_usd")
+                        .query_async(&mut c)
+                        .await
+                }
+            })
+            .await?;
+        Ok(Spent {
+            tokens: tokens.unwrap_or(0),
+            micro_usd: micro.unwrap_or(0),
+        })
     }
 
     async fn ping(&self) -> Result<(), ThreadError> {

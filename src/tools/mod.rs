@@ -192,6 +192,9 @@ pub enum ToolError {
     Gemini(#[from] GeminiError),
     #[error("internal error: {0}")]
     Internal(String),
+    /// A daily spending cap would be passed: refused before Gemini is called.
+    #[error("{0}")]
+    SpendingCap(String),
 }
 
 impl ToolError {

@@ -176,6 +176,10 @@ impl Pipeline {
             &material,
         );
 
+        let spend_keys = self.spend_keys(&plan.owner);
+        let request_tokens = history.tokens + material.tokens();
+        self.check_spend(&spend_keys, request_tokens, &request.model)
+            .await?;
         ctx.report("waiting for Gemini");
         let room = total
             .saturating_sub(history.tokens)
@@ -199,6 +203,7 @@ impl Pipeline {
             &answer.usage,
             crate::gemini::prices::today(),
         );
+        self.record_spend(&spend_keys, &answer.usage, cost).await;
         finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
         if let Some(usage) = reply.usage.as_mut() {
             usage.cost_usd = cost;
@@ -337,6 +342,80 @@ impl Pipeline {
     pub fn shutdown_agents(&self) {
         if let Some(pool) = self.acp.get() {
             pool.shutdown();
+        }
+    }
+
+    /// What a call is counted against for the daily caps: the project, and an HTTP client.
+    fn spend_keys(&self, owner: &Owner) -> Vec<String> {
+        if self.config.daily_tokens.is_none() && self.config.daily_usd.is_none() {
+            return Vec::new();
+        }
+        let mut keys = vec![format!("project\n{}", self.project())];
+        if !owner.is_local() {
+            keys.push(format!("client\n{}", owner.as_str()));
+        }
+        keys
+    }
+
+    /// Refuses the call when what was spent today, plus this request's input, passes a cap.
+    async fn check_spend(
+        &self,
+        keys: &[String],
+        request_tokens: u64,
+        model: &ModelInfo,
+    ) -> Result<(), ToolError> {
+        let day = utc_day();
+        let input = crate::gemini::Usage {
+            input: request_tokens,
+            ..Default::default()
+        };
+        let input_usd =
+            crate::gemini::prices::estimate(&model.id, &input, crate::gemini::prices::today())
+                .unwrap_or(0.0);
+        for key in keys {
+            let spent = self.store.spent(key, &day).await?;
+            let whose = if key.starts_with("client") {
+                "this client"
+            } else {
+                "this project"
+            };
+            if let Some(cap) = self.config.daily_tokens
+                && spent.tokens + request_tokens > cap
+            {
+                return Err(ToolError::SpendingCap(format!(
+                    "the daily token cap of {cap} (GEMINI_MCP_DAILY_TOKENS) for {whose} would be passed: {} tokens \
+                     spent today and this request needs about {request_tokens}. It resets at 00:00 UTC ({}); raise the \
+                     cap or wait.",
+                    spent.tokens,
+                    until_midnight()
+                )));
+            }
+            let spent_usd = spent.micro_usd as f64 / 1e6;
+            if let Some(cap) = self.config.daily_usd
+                && spent_usd + input_usd > cap
+            {
+                return Err(ToolError::SpendingCap(format!(
+                    "the daily spending cap of ${cap:.2} (GEMINI_MCP_DAILY_USD) for {whose} would be passed: about \
+                     ${spent_usd:.4} spent today. It resets at 00:00 UTC ({}); raise the cap or wait.",
+                    until_midnight()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a call's usage against the caps; a store failure is logged, not fatal (the answer
+    /// is already here).
+    async fn record_spend(&self, keys: &[String], usage: &crate::gemini::Usage, cost: Option<f64>) {
+        let add = crate::threads::Spent {
+            tokens: usage.input + usage.output + usage.thinking,
+            micro_usd: cost.map_or(0, |c| (c * 1e6).round() as u64),
+        };
+        let day = utc_day();
+        for key in keys {
+            if let Err(e) = self.store.add_spend(key, &day, add).await {
+                tracing::warn!("could not count this call against the daily cap: {e}");
+            }
         }
     }
 
@@ -847,6 +926,18 @@ fn thread_cost(thread: Option<&Thread>) -> f64 {
             })
             .sum()
     })
+}
+
+/// Today in UTC, `YYYY-MM-DD`.
+fn utc_day() -> String {
+    super::threads::iso(crate::threads::now_ms())[..10].to_string()
+}
+
+/// How long until 00:00 UTC, e.g. `in 5 h 12 min`.
+fn until_midnight() -> String {
+    let secs = crate::threads::now_ms() / 1000;
+    let left = 86_400 - secs % 86_400;
+    format!("in {} h {} min", left / 3600, (left % 3600) / 60)
 }
 
 /// What the Gemini CLI's agent is told before the task.

@@ -1260,3 +1260,51 @@ fn thread_history_reuses_stored_token_counts_for_unchanged_files() {
         "other content is counted"
     );
 }
+
+/// The daily cap is counted in Redis: a call on one instance spends it, the next call on
+/// another instance is refused before Gemini is called, saying the cap, the spend and when it
+/// resets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daily_cap_is_shared_by_instances_on_one_redis() {
+    use crate::support::fake_gemini::{FakeGemini, Script};
+    use crate::support::mcp::{self, KEY};
+    use serde_json::json;
+    let redis = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
+    let fake = FakeGemini::start();
+    let url = fake.base_url();
+    let redis_url = redis.url();
+    let vars = [
+        ("GEMINI_API_KEY", KEY),
+        ("GEMINI_BASE_URL", url.as_str()),
+        ("GEMINI_MCP_STORE", "redis"),
+        ("REDIS_URL", redis_url.as_str()),
+        ("GEMINI_MCP_DAILY_TOKENS", "5000"),
+    ];
+    let one = mcp::start(dir.path(), &vars).await;
+    let two = mcp::start(dir.path(), &vars).await;
+    fake.push(Script::text("spent").usage(6_000, 100, 0, 0));
+    let r = mcp::call(&one, "chat", json!({"prompt": "first"}))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", mcp::text(&r));
+    let r = mcp::call(&two, "chat", json!({"prompt": "second"}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true), "{}", mcp::text(&r));
+    let t = mcp::text(&r);
+    assert!(
+        t.contains("daily token cap of 5000 (GEMINI_MCP_DAILY_TOKENS)")
+            && t.contains("6100 tokens spent today")
+            && t.contains("00:00 UTC"),
+        "{t}"
+    );
+    assert_eq!(
+        fake.generate_requests().len(),
+        1,
+        "the refused call reached Gemini"
+    );
+    one.cancel().await.unwrap();
+    two.cancel().await.unwrap();
+}
