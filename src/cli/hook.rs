@@ -112,6 +112,8 @@ pub fn script(exe: &Path, fail_on: FailOn) -> String {
          [ -x \"$bin\" ] || bin=gemini-mcp\n\
          # git runs the hook at the top of the work tree: that is the project.\n\
          PROJECT_ROOT=\"$PWD\"; export PROJECT_ROOT\n\
+         # The flex tier (cheaper, slower) unless GEMINI_SERVICE_TIER says otherwise.\n\
+         : \"${{GEMINI_SERVICE_TIER:=flex}}\"; export GEMINI_SERVICE_TIER\n\
          if [ -n \"$GIT_INDEX_FILE\" ]; then set -- --index-file \"$GIT_INDEX_FILE\"; else set --; fi\n\
          exec \"$bin\" precommit --path . --staged-only --max-depth 0 --fail-on {fail} \"$@\"\n",
         fail = fail_on.as_str()
