@@ -637,7 +637,10 @@ fn the_hook_passes_and_fails_real_commits() {
         !text.contains("UNSTAGED"),
         "the hook reviews what is committed only: {text}"
     );
-    assert_eq!(sent[0].body["serviceTier"], "flex", "the hook asks for the flex tier");
+    assert_eq!(
+        sent[0].body["serviceTier"], "flex",
+        "the hook asks for the flex tier"
+    );
 
     // A high finding: the commit is refused, and git shows why.
     p.write(

@@ -421,3 +421,118 @@ async fn vertex_express_mode_sends_the_key_on_the_publisher_path() {
     assert!(sent[0].header("authorization").is_none());
     client.cancel().await.unwrap();
 }
+
+/// A service-account key file: Google's auth library signs a JWT with the key (no token
+/// endpoint for scoped service-account tokens); the fake Vertex checks the signature with the
+/// public key (openssl), the issuer and the scope.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_account_key_signs_the_bearer_token() {
+    use base64::Engine;
+    let dir = project();
+    let keys = tempfile::tempdir().unwrap();
+    let key = keys.path().join("key.pem");
+    let public = keys.path().join("pub.pem");
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+            "-out",
+        ])
+        .arg(&key)
+        .output()
+        .unwrap()
+        .status
+        .success()
+        && std::process::Command::new("openssl")
+            .args(["pkey", "-pubout", "-in"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&public)
+            .output()
+            .unwrap()
+            .status
+            .success();
+    assert!(ok, "openssl could not make a key");
+    let sa = keys.path().join("sa.json");
+    std::fs::write(
+        &sa,
+        json!({"type": "service_account", "project_id": "my-proj", "private_key_id": "kid-1",
+               "private_key": std::fs::read_to_string(&key).unwrap(),
+               "client_email": "reviewer@my-proj.iam.gserviceaccount.com", "client_id": "1",
+               "token_uri": "http://127.0.0.1:9/token"})
+        .to_string(),
+    )
+    .unwrap();
+    let fake = FakeGemini::start();
+    let checked = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let seen = checked.clone();
+    let public_path = public.clone();
+    let work = keys.path().to_path_buf();
+    fake.require_bearer(move |token| {
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let parts: Vec<&str> = token.split('.').collect();
+        if parts.len() != 3 {
+            return false;
+        }
+        let (Ok(header), Ok(claims), Ok(sig)) = (
+            b64.decode(parts[0]),
+            b64.decode(parts[1]),
+            b64.decode(parts[2]),
+        ) else {
+            return false;
+        };
+        let data = work.join("data");
+        let sig_path = work.join("sig");
+        std::fs::write(&data, format!("{}.{}", parts[0], parts[1])).unwrap();
+        std::fs::write(&sig_path, sig).unwrap();
+        let verified = std::process::Command::new("openssl")
+            .args(["dgst", "-sha256", "-verify"])
+            .arg(&public_path)
+            .arg("-signature")
+            .arg(&sig_path)
+            .arg(&data)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        let header: Value = serde_json::from_slice(&header).unwrap_or(Value::Null);
+        let claims: Value = serde_json::from_slice(&claims).unwrap_or(Value::Null);
+        seen.lock()
+            .unwrap()
+            .push(json!({"header": header, "claims": claims}));
+        verified
+    });
+    let url = fake.base_url();
+    let sa_s = sa.display().to_string();
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GOOGLE_APPLICATION_CREDENTIALS", sa_s.as_str()),
+        ],
+    )
+    .await;
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", mcp::text(&r));
+    let seen = checked.lock().unwrap().clone();
+    let jwt = &seen[0];
+    assert_eq!(jwt["header"]["alg"], "RS256", "{jwt}");
+    assert_eq!(jwt["header"]["kid"], "kid-1", "{jwt}");
+    assert_eq!(
+        jwt["claims"]["iss"], "reviewer@my-proj.iam.gserviceaccount.com",
+        "{jwt}"
+    );
+    assert!(
+        jwt["claims"]["scope"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cloud-platform"),
+        "{jwt}"
+    );
+    client.cancel().await.unwrap();
+}
