@@ -300,6 +300,35 @@ async fn vertex_failures_say_what_to_do() {
     );
     client.cancel().await.unwrap();
 
+    // The API not enabled on the project: the command that enables it.
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "fresh-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GCE_METADATA_HOST", host.as_str()),
+        ],
+    )
+    .await;
+    fake.push(Script::raw(
+        403,
+        "application/json",
+        json!({"error": {"code": 403, "status": "PERMISSION_DENIED",
+            "message": "Vertex AI API has not been used in project fresh-proj before or it is disabled. Enable it by visiting https://console.developers.google.com/apis/api/aiplatform.googleapis.com/overview?project=fresh-proj then retry.",
+            "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "SERVICE_DISABLED",
+                         "domain": "googleapis.com", "metadata": {"service": "aiplatform.googleapis.com"}}]}})
+        .to_string(),
+    ));
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"})).await.unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let t = mcp::text(&r);
+    assert!(
+        t.contains("gcloud services enable aiplatform.googleapis.com --project fresh-proj"),
+        "{t}"
+    );
+    client.cancel().await.unwrap();
+
     // No project and no key.
     let client = mcp::start(
         dir.path(),
