@@ -565,3 +565,64 @@ async fn a_service_account_key_signs_the_bearer_token() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Workload identity federation: an external-account file whose subject token is read from a
+/// file and exchanged at the security token service (a fake here) for the bearer token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_account_exchanges_its_subject_token() {
+    let dir = project();
+    let exchanged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = exchanged.clone();
+    let app = Router::new().route(
+        "/v1/token",
+        post(move |body: String| {
+            let seen = seen.clone();
+            async move {
+                seen.lock().unwrap().push(body);
+                axum::Json(json!({
+                    "access_token": "sts-token-1",
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                    "token_type": "Bearer",
+                    "expires_in": 3600
+                }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sts = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let creds = tempfile::tempdir().unwrap();
+    let subject = creds.path().join("subject.jwt");
+    std::fs::write(&subject, "subject-token-from-the-platform").unwrap();
+    let file = creds.path().join("wif.json");
+    std::fs::write(
+        &file,
+        json!({"type": "external_account",
+               "audience": "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/ci/providers/gh",
+               "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+               "token_url": format!("http://{sts}/v1/token"),
+               "credential_source": {"file": subject.display().to_string()}})
+        .to_string(),
+    )
+    .unwrap();
+    let fake = FakeGemini::start();
+    fake.require_bearer(|t| t == "sts-token-1");
+    let url = fake.base_url();
+    let file_s = file.display().to_string();
+    let client = mcp::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GOOGLE_APPLICATION_CREDENTIALS", file_s.as_str()),
+        ],
+    )
+    .await;
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"})).await.unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", mcp::text(&r));
+    let bodies = exchanged.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    assert!(bodies[0].contains("subject-token-from-the-platform"), "{bodies:?}");
+    client.cancel().await.unwrap();
+}
