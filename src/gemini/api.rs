@@ -218,8 +218,12 @@ impl ApiClient {
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>, GeminiError> {
         if self.vertex.is_some() {
             // Vertex AI lists publisher models in another shape and without the limits the
-            // catalogue needs: the built-in catalogue stands.
-            return Ok(Vec::new());
+            // catalogue needs: the built-in catalogue stands. What can fail here is the
+            // credentials, so readiness checks that a token can be had.
+            return match self.authorize(self.http.get(&self.base)).await {
+                Ok(_) => Ok(Vec::new()),
+                Err(f) => Err(f.error),
+            };
         }
         let ctx = CallContext::default();
         let deadline = Instant::now() + self.call_timeout;

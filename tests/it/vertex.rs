@@ -320,7 +320,9 @@ async fn vertex_failures_say_what_to_do() {
                          "domain": "googleapis.com", "metadata": {"service": "aiplatform.googleapis.com"}}]}})
         .to_string(),
     ));
-    let r = mcp::call(&client, "chat", json!({"prompt": "x"})).await.unwrap();
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
     assert_eq!(r.is_error, Some(true));
     let t = mcp::text(&r);
     assert!(
@@ -619,10 +621,66 @@ async fn an_external_account_exchanges_its_subject_token() {
         ],
     )
     .await;
-    let r = mcp::call(&client, "chat", json!({"prompt": "x"})).await.unwrap();
+    let r = mcp::call(&client, "chat", json!({"prompt": "x"}))
+        .await
+        .unwrap();
     assert_ne!(r.is_error, Some(true), "{}", mcp::text(&r));
     let bodies = exchanged.lock().unwrap().clone();
     assert_eq!(bodies.len(), 1, "{bodies:?}");
-    assert!(bodies[0].contains("subject-token-from-the-platform"), "{bodies:?}");
+    assert!(
+        bodies[0].contains("subject-token-from-the-platform"),
+        "{bodies:?}"
+    );
     client.cancel().await.unwrap();
+}
+
+/// `/readyz` covers Vertex AI's credentials: ready with a token from the metadata server, not
+/// ready when the token endpoint refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_covers_the_credentials() {
+    use crate::support::http::HttpServer;
+    let dir = project();
+    let fake = FakeGemini::start();
+    let mds = Metadata::start(3600).await;
+    let host = mds.addr.to_string();
+    let url = fake.base_url();
+    let server = HttpServer::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GCE_METADATA_HOST", host.as_str()),
+        ],
+    )
+    .await;
+    let (status, body) = server.get("/readyz").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["checks"]["gemini"]["backend"], "vertex", "{body}");
+    assert_eq!(mds.fetches.load(Ordering::SeqCst), 1);
+    drop(server);
+
+    let (token_addr, _) = token_endpoint().await;
+    let adc = dir.path().join("adc.json");
+    std::fs::write(
+        &adc,
+        json!({"type": "authorized_user", "client_id": "cid", "client_secret": "s",
+               "refresh_token": "r", "token_uri": format!("http://{token_addr}/token")})
+        .to_string(),
+    )
+    .unwrap();
+    let adc_s = adc.display().to_string();
+    let server = HttpServer::start(
+        dir.path(),
+        &[
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GOOGLE_APPLICATION_CREDENTIALS", adc_s.as_str()),
+        ],
+    )
+    .await;
+    let (status, body) = server.get("/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert_ne!(body["checks"]["gemini"]["status"], "ok", "{body}");
 }
