@@ -848,3 +848,166 @@ fn gemini_cli_runs_our_prompt_as_a_slash_command() {
         sent.iter().map(|r| r.last_user_text()).collect::<Vec<_>>()
     );
 }
+
+/// `PATH` for a client that starts `gemini-mcp` by name: the built binary's directory first.
+fn path_with_our_binary(path: &str) -> String {
+    let dir = Path::new(mcp::binary())
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    format!("{dir}:{path}")
+}
+
+/// The Gemini CLI extension (`packaging/gemini-extension`), linked from its local path with the
+/// real Gemini CLI: validated, installed, and its server connected.
+#[test]
+fn the_gemini_cli_extension_links_and_connects() {
+    let Some((bin, path)) = locate(Client::GeminiCli) else {
+        return;
+    };
+    let ext = Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/gemini-extension");
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let path = path_with_our_binary(&path);
+    let gemini = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = client_command(&bin)
+            .args(args)
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .env("TERM", "dumb")
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .current_dir(work.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, said) = gemini(&["extensions", "validate", ext.to_str().unwrap()], "");
+    assert!(ok && said.contains("successfully validated"), "{said}");
+    let (ok, said) = gemini(&["extensions", "link", ext.to_str().unwrap()], "Y\nY\n");
+    assert!(ok && said.contains("linked successfully"), "{said}");
+    let (_, said) = gemini(&["mcp", "list"], "");
+    assert!(
+        said.contains("gemini (from gemini-mcp): gemini-mcp") && said.contains("Connected"),
+        "{said}"
+    );
+    let (_, said) = gemini(&["extensions", "list"], "");
+    assert!(said.contains("GEMINI.md"), "{said}");
+}
+
+/// The Claude Code plugin from this repository's marketplace: added, installed, the API key set
+/// as a sensitive option (kept out of the settings files), and the server connected.
+#[test]
+fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
+    let Some((bin, path)) = locate(Client::ClaudeCode) else {
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let path = path_with_our_binary(&path);
+    let claude = |args: &[&str], stdin: &str| {
+        use std::io::Write;
+        let mut child = client_command(&bin)
+            .args(args)
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .current_dir(work.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, said) = claude(
+        &[
+            "plugin",
+            "validate",
+            repo.join("packaging/claude-plugin").to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = claude(&["plugin", "validate", repo.to_str().unwrap()], "");
+    assert!(ok, "{said}");
+    let (ok, said) = claude(
+        &["plugin", "marketplace", "add", repo.to_str().unwrap()],
+        "",
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = claude(&["plugin", "install", "gemini-mcp@gemini-mcp-server"], "");
+    assert!(ok, "{said}");
+    let (ok, said) = claude(
+        &[
+            "plugin",
+            "configure",
+            "gemini-mcp@gemini-mcp-server",
+            "--values-stdin",
+        ],
+        r#"{"gemini_api_key": "plugin-key-never-in-settings"}"#,
+    );
+    assert!(ok, "{said}");
+    let (_, said) = claude(&["mcp", "list"], "");
+    assert!(
+        said.contains("plugin:gemini-mcp:gemini") && said.contains("Connected"),
+        "{said}"
+    );
+    // The key is a sensitive option: not in any settings file.
+    for entry in walk(home.path()) {
+        let name = entry.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with("settings.json")
+            || name == "known_marketplaces.json"
+            || name == "installed_plugins.json"
+        {
+            let text = std::fs::read_to_string(&entry).unwrap_or_default();
+            assert!(
+                !text.contains("plugin-key-never-in-settings"),
+                "{}",
+                entry.display()
+            );
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
