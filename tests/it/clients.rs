@@ -1011,3 +1011,151 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The npm package: the host platform's package (made by `npm/platform/make-package.sh` from the
+/// built binary) and the main package, packed and installed from the tarballs into a clean prefix
+/// with `--offline`; then the real Claude Code and Gemini CLI start the server with `npx` and
+/// see it connected.
+#[test]
+fn the_npm_package_runs_the_prebuilt_binary_through_npx() {
+    let Some((claude, path)) = locate(Client::ClaudeCode) else {
+        return;
+    };
+    let Some((gemini, _)) = locate(Client::GeminiCli) else {
+        return;
+    };
+    if std::env::consts::OS != "linux" {
+        return;
+    }
+    let cpu = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        _ => return,
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = tempfile::tempdir().unwrap();
+    let sh = |program: &str, args: &[&str], dir: &Path| {
+        let out = std::process::Command::new(program)
+            .args(args)
+            .env("PATH", &path)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{program} {args:?}: {said}");
+        said
+    };
+    let out = work.path().join("out");
+    let made = sh(
+        repo.join("npm/platform/make-package.sh").to_str().unwrap(),
+        &["linux", cpu, mcp::binary(), out.to_str().unwrap()],
+        work.path(),
+    );
+    let tarballs = work.path().join("tarballs");
+    std::fs::create_dir_all(&tarballs).unwrap();
+    let dest = tarballs.to_str().unwrap();
+    sh(
+        "npm",
+        &["pack", "--pack-destination", dest, "--loglevel=error"],
+        Path::new(made.trim()),
+    );
+    sh(
+        "npm",
+        &["pack", "--pack-destination", dest, "--loglevel=error"],
+        &repo.join("npm/gemini-mcp-server"),
+    );
+    let prefix = work.path().join("prefix");
+    std::fs::create_dir_all(&prefix).unwrap();
+    std::fs::write(
+        prefix.join("package.json"),
+        r#"{"name":"t","version":"1.0.0","private":true}"#,
+    )
+    .unwrap();
+    let main = tarballs.join("gemini-mcp-server-0.1.0.tgz");
+    let platform = tarballs.join(format!("gemini-mcp-server-linux-{cpu}-0.1.0.tgz"));
+    sh(
+        "npm",
+        &[
+            "install",
+            "--offline",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            platform.to_str().unwrap(),
+            main.to_str().unwrap(),
+        ],
+        &prefix,
+    );
+    let version = sh(
+        "npx",
+        &[
+            "--prefix",
+            prefix.to_str().unwrap(),
+            "--no-install",
+            "gemini-mcp-server",
+            "--version",
+        ],
+        work.path(),
+    );
+    assert!(version.starts_with("gemini-mcp "), "{version}");
+
+    // Claude Code, configured with the npx command.
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let npx_args = [
+        "--prefix",
+        prefix.to_str().unwrap(),
+        "--no-install",
+        "gemini-mcp-server",
+    ];
+    let mut add = client_command(&claude);
+    add.args(["mcp", "add", "gemini", "--", "npx"])
+        .args(npx_args)
+        .env("PATH", &path)
+        .env("HOME", home.path())
+        .current_dir(project.path());
+    let out = add.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = client_command(&claude)
+        .args(["mcp", "list"])
+        .env("PATH", &path)
+        .env("HOME", home.path())
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        said.contains("gemini: npx") && said.contains("Connected"),
+        "{said}"
+    );
+
+    // The Gemini CLI, configured with the same command.
+    let settings = project.path().join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        json!({"mcpServers": {"gemini": {"command": "npx", "args": npx_args}}}).to_string(),
+    )
+    .unwrap();
+    let out = client_command(&gemini)
+        .args(["mcp", "list"])
+        .env("PATH", &path)
+        .env("HOME", home.path())
+        .env("TERM", "dumb")
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .current_dir(project.path())
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("gemini: npx") && said.contains("Connected"),
+        "{said}"
+    );
+}
