@@ -11,6 +11,7 @@ mod hardening;
 mod host;
 mod http;
 mod investigate;
+mod packaging;
 mod reply;
 mod stdio;
 mod support;
