@@ -13,7 +13,7 @@ cat > "$dir/package.json" <<JSON
   "name": "@gemini-mcp-server/$os-$cpu",
   "version": "$version",
   "description": "The gemini-mcp binary for $os-$cpu (used by the gemini-mcp-server package).",
-  "license": "MIT OR Apache-2.0",
+  "license": "MIT",
   "os": ["$os"],
   "cpu": ["$cpu"],
   "files": ["bin/gemini-mcp"],

@@ -88,6 +88,13 @@ fn every_package_names_this_version() {
     let plugin = json("packaging/claude-plugin/.claude-plugin/plugin.json");
     assert_eq!(plugin["version"], version.as_str());
     assert_eq!(plugin["userConfig"]["gemini_api_key"]["sensitive"], true);
+    let license = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("license = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap();
+    assert_eq!(npm["license"], license);
+    assert_eq!(plugin["license"], license);
     let market = json(".claude-plugin/marketplace.json");
     assert_eq!(market["plugins"][0]["name"], plugin["name"]);
 }
