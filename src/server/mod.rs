@@ -148,16 +148,28 @@ impl Server {
         // Forward progress (and a heartbeat while waiting) when the client asked for it.
         let token = ctx.meta.get_progress_token();
         let peer = ctx.peer.clone();
+        // Told when the call is over: what is still queued is sent before the result, so a
+        // client never gets a call's progress after its answer (clients drop those).
+        let (done_tx, mut done_rx) = tokio::sync::oneshot::channel::<()>();
         let forwarder = tokio::spawn(async move {
             let started = Instant::now();
             let mut n = 0u32;
             let mut last = String::from("working");
             let mut tick =
                 tokio::time::interval_at(tokio::time::Instant::now() + HEARTBEAT, HEARTBEAT);
+            let mut draining = false;
             loop {
-                let message = tokio::select! {
-                    p = rx.recv() => match p { Some(p) => { last = p.message.clone(); p.message } None => break },
-                    _ = tick.tick() => format!("{last} ({}s)", started.elapsed().as_secs()),
+                let message = if draining {
+                    match rx.try_recv() {
+                        Ok(p) => p.message,
+                        Err(_) => break,
+                    }
+                } else {
+                    tokio::select! {
+                        p = rx.recv() => match p { Some(p) => { last = p.message.clone(); p.message } None => break },
+                        _ = tick.tick() => format!("{last} ({}s)", started.elapsed().as_secs()),
+                        _ = &mut done_rx => { draining = true; continue }
+                    }
                 };
                 if let Some(token) = &token {
                     n += 1;
@@ -175,7 +187,14 @@ impl Server {
             _ = ctx.ct.cancelled() => Err(ToolError::Gemini(crate::gemini::GeminiError::Cancelled)),
         };
         drop(call);
-        forwarder.abort();
+        let _ = done_tx.send(());
+        let abort = forwarder.abort_handle();
+        if tokio::time::timeout(Duration::from_secs(2), forwarder)
+            .await
+            .is_err()
+        {
+            abort.abort();
+        }
         result
     }
 }
