@@ -282,6 +282,11 @@ pub enum GeminiError {
     },
 }
 
+/// A failure of the Gemini CLI with no exit code, phrased with what to do.
+pub(crate) fn cli_error(message: impl Into<String>) -> GeminiError {
+    headless::cli_error(None, message)
+}
+
 impl GeminiError {
     /// Capacity errors after retries: the fallback model may answer instead.
     pub fn is_capacity(&self) -> bool {

@@ -282,16 +282,10 @@ impl Pipeline {
             thread: Some(thread.to_string()),
         };
         let run = pool.prompt(prompt, ctx).await?;
-        // The agent's stop reasons in Gemini's terms, for the reply's "answer cut" notice.
-        let finish_reason = match run.stop_reason.as_str() {
-            "end_turn" => "STOP",
-            "max_tokens" => "MAX_TOKENS",
-            other => other,
-        };
         let answer = GenerateResponse {
             text: run.answer().to_string(),
             usage: run.usage.unwrap_or_default(),
-            finish_reason: Some(finish_reason.to_string()),
+            finish_reason: Some(run.finish_reason()),
             ..GenerateResponse::default()
         };
         Ok((answer, run))
@@ -308,15 +302,12 @@ impl Pipeline {
             settings.search_path.as_deref().map(std::ffi::OsStr::new),
         )
         .ok_or_else(|| {
-            ToolError::Gemini(crate::gemini::GeminiError::Cli {
-                exit_code: None,
-                message: format!(
+            ToolError::Gemini(crate::gemini::cli_error(format!(
                     "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
                      (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
                      out `engine` to investigate with the API backend",
                     settings.gemini_cli.display()
-                ),
-            })
+                )))
         })?;
         let acp = &self.config.acp;
         let pool = crate::gemini::acp::Pool::new(

@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::collector::Collector;
-use crate::gemini::{CallContext, GeminiError, Usage};
+use crate::gemini::{CallContext, GeminiError, Usage, cli_error};
 pub use policy::{Decision, Mode};
 
 /// How long a cancelled prompt may take to stop after `session/cancel` before its process is
@@ -228,6 +228,16 @@ pub struct Prompt {
 }
 
 impl AgentRun {
+    /// The agent's stop reason in Gemini's terms (`STOP`, `MAX_TOKENS`), for the reply's "answer
+    /// cut" notice.
+    pub fn finish_reason(&self) -> String {
+        match self.stop_reason.as_str() {
+            "end_turn" => "STOP".into(),
+            "max_tokens" => "MAX_TOKENS".into(),
+            other => other.into(),
+        }
+    }
+
     /// The answer: the agent's last message, or all it said when it said nothing after its
     /// last tool call.
     pub fn answer(&self) -> &str {
@@ -258,16 +268,13 @@ impl Pool {
     /// Refuses a mode the configuration does not allow, naming the setting.
     pub fn check_mode(&self, mode: Mode) -> Result<(), GeminiError> {
         if mode.writes() && !self.settings.allowed_modes.contains(&mode) {
-            return Err(GeminiError::Cli {
-                exit_code: None,
-                message: format!(
-                    "approval mode `{}` changes files or runs commands, and this server does not allow it: \
+            return Err(cli_error(format!(
+                "approval mode `{}` changes files or runs commands, and this server does not allow it: \
                      use `plan` (read-only, the default) or `default`, or have the operator add `{}` to \
                      GEMINI_MCP_ACP_ALLOW_MODES",
-                    mode.id(),
-                    mode.id()
-                ),
-            });
+                mode.id(),
+                mode.id()
+            )));
         }
         Ok(())
     }
@@ -321,25 +328,18 @@ impl Pool {
             .prompt_in(key, process, prompt, ctx)
             .await
             .map_err(Failure::Failed)?;
-        let finish_reason = match run.stop_reason.as_str() {
-            "end_turn" => "STOP",
-            "max_tokens" => "MAX_TOKENS",
-            other => other,
-        };
         if run.messages.trim().is_empty() {
-            return Err(Failure::Failed(GeminiError::Cli {
-                exit_code: None,
-                message: format!(
-                    "the Gemini CLI returned an empty answer ({}); retry, or rephrase the request",
-                    run.stop_reason
-                ),
-            }));
+            return Err(Failure::Failed(cli_error(format!(
+                "the Gemini CLI returned an empty answer ({}); retry, or rephrase the request",
+                run.stop_reason
+            ))));
         }
+        let finish_reason = run.finish_reason();
         Ok(crate::gemini::GenerateResponse {
             text: run.messages,
             model_version: Some(req.model.id.clone()),
             usage: run.usage.unwrap_or_default(),
-            finish_reason: Some(finish_reason.into()),
+            finish_reason: Some(finish_reason),
             ..Default::default()
         })
     }
@@ -408,25 +408,18 @@ impl Pool {
             stop,
             timeout: self.settings.timeout,
         };
-        let (mut run, waited) =
-            tokio::spawn(waiting.wait(sent, run))
-                .await
-                .map_err(|e| GeminiError::Cli {
-                    exit_code: None,
-                    message: format!("the wait for the Gemini CLI agent failed: {e}"),
-                })?;
+        let (mut run, waited) = tokio::spawn(waiting.wait(sent, run))
+            .await
+            .map_err(|e| cli_error(format!("the wait for the Gemini CLI agent failed: {e}")))?;
         guard.disarm();
         let response = match waited {
             Waited::Answered(r) => r,
             Waited::Cancelled => return Err(GeminiError::Cancelled),
             Waited::TimedOut => {
-                return Err(GeminiError::Cli {
-                    exit_code: None,
-                    message: format!(
-                        "the Gemini CLI agent did not finish within {} s (GEMINI_TIMEOUT_SECS): ask for a narrower task, or raise the limit",
-                        self.settings.timeout.as_secs()
-                    ),
-                });
+                return Err(cli_error(format!(
+                    "the Gemini CLI agent did not finish within {} s (GEMINI_TIMEOUT_SECS): ask for a narrower task, or raise the limit",
+                    self.settings.timeout.as_secs()
+                )));
             }
         };
         if ctx.cancel.is_cancelled() {
@@ -447,12 +440,9 @@ impl Pool {
                 tracing::warn!(
                     "the Gemini CLI (ACP) exited during a prompt; the next call starts it again"
                 );
-                return Err(GeminiError::Cli {
-                    exit_code: None,
-                    message:
-                        "the Gemini CLI (ACP) exited while answering; the next call starts it again"
-                            .into(),
-                });
+                return Err(cli_error(
+                    "the Gemini CLI (ACP) exited while answering; the next call starts it again",
+                ));
             }
         };
         run.stop_reason = serde_json::to_value(response.stop_reason)
@@ -536,13 +526,12 @@ impl Pool {
             ))
             .block_task()
             .await
-            .map_err(|e| GeminiError::Cli {
-                exit_code: None,
-                message: format!(
+            .map_err(|e| {
+                cli_error(format!(
                     "the Gemini CLI refused approval mode `{}` ({}); update the Gemini CLI",
                     mode.id(),
                     e.message
-                ),
+                ))
             })?;
         Ok(())
     }
@@ -619,13 +608,10 @@ impl Pool {
         }
         let started = tokio::time::timeout(START_TIMEOUT, self.start(key))
             .await
-            .map_err(|_| GeminiError::Cli {
-                exit_code: None,
-                message: format!(
+            .map_err(|_| cli_error(format!(
                     "the Gemini CLI did not answer `initialize` within {} s over ACP: run `gemini --acp` by hand to see why",
                     START_TIMEOUT.as_secs()
-                ),
-            })??;
+                )))??;
         let process = Arc::new(started);
         let mut processes = lock(&self.processes);
         while processes.len() >= self.settings.max_processes.max(1) {
@@ -680,12 +666,11 @@ impl Pool {
             Kind::Plain { web_search } => Some(plain_files(web_search).await?),
             Kind::Agent(_) => None,
         };
-        let mut child = self.command(key, files.as_ref()).spawn().map_err(|e| GeminiError::Cli {
-            exit_code: None,
-            message: format!(
+        let mut child = self.command(key, files.as_ref()).spawn().map_err(|e| {
+            cli_error(format!(
                 "could not start the Gemini CLI ({}): {e}; set GEMINI_CLI_PATH to its executable",
                 self.settings.program.display()
-            ),
+            ))
         })?;
         let pgid = child
             .id()
@@ -705,21 +690,15 @@ impl Pool {
         let (cx, load_session) = match ready.await {
             Ok(Ok(ready)) => ready,
             Ok(Err(message)) => {
-                return Err(GeminiError::Cli {
-                    exit_code: None,
-                    message: format!(
-                        "the Gemini CLI refused the ACP handshake ({}); check that `{program} --acp` runs and that you are signed in (GEMINI_API_KEY, Vertex AI or a Code Assist account)",
-                        super::headless::scrub(&message),
-                    ),
-                });
+                return Err(cli_error(format!(
+                    "the Gemini CLI refused the ACP handshake ({}); check that `{program} --acp` runs and that you are signed in (GEMINI_API_KEY, Vertex AI or a Code Assist account)",
+                    super::headless::scrub(&message),
+                )));
             }
             Err(_) => {
-                return Err(GeminiError::Cli {
-                    exit_code: None,
-                    message: format!(
-                        "the Gemini CLI exited before the ACP handshake; check that `{program} --acp` runs (Gemini CLI 0.61 or later)"
-                    ),
-                });
+                return Err(cli_error(format!(
+                    "the Gemini CLI exited before the ACP handshake; check that `{program} --acp` runs (Gemini CLI 0.61 or later)"
+                )));
             }
         };
         tracing::info!(root = %key.root.display(), kind = key.kind.name(), model = %key.model, "the Gemini CLI (ACP) started");
@@ -953,9 +932,10 @@ The conversation to answer follows under `# Conversation`. You have no tools.";
 
 /// The private directory (0700) of a plain process: its system prompt, its policy, its TMPDIR.
 async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError> {
-    let io = |e: std::io::Error| GeminiError::Cli {
-        exit_code: None,
-        message: format!("could not prepare the Gemini CLI's private directory: {e}"),
+    let io = |e: std::io::Error| {
+        cli_error(format!(
+            "could not prepare the Gemini CLI's private directory: {e}"
+        ))
     };
     tokio::task::spawn_blocking(move || {
         use std::os::unix::fs::PermissionsExt;
@@ -973,9 +953,10 @@ async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError>
         Ok(dir)
     })
     .await
-    .map_err(|e| GeminiError::Cli {
-        exit_code: None,
-        message: format!("could not prepare the Gemini CLI's private directory: {e}"),
+    .map_err(|e| {
+        cli_error(format!(
+            "could not prepare the Gemini CLI's private directory: {e}"
+        ))
     })?
 }
 
@@ -1099,10 +1080,9 @@ fn acp_error(e: &agent_client_protocol::Error) -> GeminiError {
                 "Gemini's quota or capacity is exhausted: wait and retry, or use a smaller model."
                     .into(),
         },
-        _ => GeminiError::Cli {
-            exit_code: None,
-            message: format!("the Gemini CLI agent failed: {message} (ACP error {code})"),
-        },
+        _ => cli_error(format!(
+            "the Gemini CLI agent failed: {message} (ACP error {code})"
+        )),
     }
 }
 

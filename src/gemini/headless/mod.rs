@@ -67,11 +67,12 @@ mod group;
 mod outcome;
 mod prompt;
 
+pub(crate) use outcome::cli_error;
 pub use outcome::{RawOutput, interpret, scrub};
 pub use prompt::{policy, render_prompt, system_prompt};
 
 use group::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
-use outcome::{RetryNotice, Stop, cli_error, retries_error, signal_of, spawn_error};
+use outcome::{RetryNotice, Stop, retries_error, signal_of, spawn_error};
 use prompt::CallFiles;
 
 use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Part};

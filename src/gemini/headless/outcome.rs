@@ -421,7 +421,7 @@ pub(super) fn api_error(status: u16, google: Option<String>, message: &str) -> G
     }
 }
 
-pub(super) fn cli_error(exit_code: Option<i32>, message: impl Into<String>) -> GeminiError {
+pub(crate) fn cli_error(exit_code: Option<i32>, message: impl Into<String>) -> GeminiError {
     let mut message = message.into();
     if !message.ends_with('.') {
         message.push('.');
