@@ -785,7 +785,13 @@ fn connect(
             .on_receive_request(
                 async move |request: RequestPermissionRequest, responder, _cx| {
                     let (answer, decision) = match &policy {
-                        Some((mode, collector)) => policy::answer(*mode, collector, &request),
+                        // Paths are resolved on disk: off the runtime.
+                        Some((mode, collector)) => {
+                            let (mode, collector, req) = (*mode, collector.clone(), request.clone());
+                            tokio::task::spawn_blocking(move || policy::answer(mode, &collector, &req))
+                                .await
+                                .unwrap_or_else(|_| policy::refuse(&request))
+                        }
                         None => policy::refuse(&request),
                     };
                     tracing::info!(tool = %decision.tool, allowed = decision.allowed, reason = %decision.reason, "ACP permission");
