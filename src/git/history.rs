@@ -318,7 +318,7 @@ fn scoped(scope: &Path) -> DiffOptions {
 }
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
-fn date(seconds: i64) -> String {
+pub fn date(seconds: i64) -> String {
     // Days to a civil date (Howard Hinnant's algorithm).
     let z = seconds.div_euclid(86_400) + 719_468;
     let era = z.div_euclid(146_097);

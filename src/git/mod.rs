@@ -25,7 +25,7 @@ mod guard;
 mod history;
 mod render;
 
-pub use history::{blame, diff, log};
+pub use history::{blame, date, diff, log};
 #[cfg(test)]
 mod tests;
 

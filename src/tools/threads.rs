@@ -133,20 +133,10 @@ pub fn thread_json(thread: &Thread) -> Value {
 /// `YYYY-MM-DDTHH:MMZ` of a Unix time in milliseconds.
 pub fn iso(ms: u64) -> String {
     let secs = (ms / 1000) as i64;
-    let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    // Days to a civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}Z",
+        "{}T{:02}:{:02}Z",
+        crate::git::date(secs),
         rem / 3600,
         (rem % 3600) / 60
     )
