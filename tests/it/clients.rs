@@ -859,6 +859,29 @@ fn path_with_our_binary(path: &str) -> String {
     format!("{dir}:{path}")
 }
 
+/// Runs a client command to its end with `stdin` written to it: whether it succeeded, and its
+/// stdout and stderr together.
+fn run_with_stdin(mut cmd: std::process::Command, stdin: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
 /// The Gemini CLI extension (`packaging/gemini-extension`), linked from its local path with the
 /// real Gemini CLI: validated, installed, and its server connected.
 #[test]
@@ -871,32 +894,15 @@ fn the_gemini_cli_extension_links_and_connects() {
     let work = tempfile::tempdir().unwrap();
     let path = path_with_our_binary(&path);
     let gemini = |args: &[&str], stdin: &str| {
-        use std::io::Write;
-        let mut child = client_command(&bin)
-            .args(args)
+        let mut cmd = client_command(&bin);
+        cmd.args(args)
             .env("PATH", &path)
             .env("HOME", home.path())
             .env("TERM", "dumb")
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
             .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-            .current_dir(work.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).to_string()
-                + &String::from_utf8_lossy(&out.stderr),
-        )
+            .current_dir(work.path());
+        run_with_stdin(cmd, stdin)
     };
     let (ok, said) = gemini(&["extensions", "validate", ext.to_str().unwrap()], "");
     assert!(ok && said.contains("successfully validated"), "{said}");
@@ -923,31 +929,14 @@ fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
     let work = tempfile::tempdir().unwrap();
     let path = path_with_our_binary(&path);
     let claude = |args: &[&str], stdin: &str| {
-        use std::io::Write;
-        let mut child = client_command(&bin)
-            .args(args)
+        let mut cmd = client_command(&bin);
+        cmd.args(args)
             .env("PATH", &path)
             .env("HOME", home.path())
             .env("DISABLE_AUTOUPDATER", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .current_dir(work.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).to_string()
-                + &String::from_utf8_lossy(&out.stderr),
-        )
+            .current_dir(work.path());
+        run_with_stdin(cmd, stdin)
     };
     let (ok, said) = claude(
         &[
@@ -983,7 +972,7 @@ fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
         "{said}"
     );
     // The key is a sensitive option: not in any settings file.
-    for entry in walk(home.path()) {
+    for entry in crate::support::walk(home.path()) {
         let name = entry.file_name().unwrap().to_string_lossy().to_string();
         if name.ends_with("settings.json")
             || name == "known_marketplaces.json"
@@ -997,19 +986,6 @@ fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
             );
         }
     }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// The npm package: the host platform's package (made by `npm/platform/make-package.sh` from the

@@ -93,7 +93,7 @@ async fn hardening_secrets_reach_neither_gemini_nor_replies_logs_or_the_thread_s
 
     // Everything the thread store wrote (the SQLite files in the state directory).
     let mut store = Vec::new();
-    for entry in walk(&root.join(".state")) {
+    for entry in crate::support::walk(&root.join(".state")) {
         store.extend(std::fs::read(entry).unwrap_or_default());
     }
     assert!(!store.is_empty(), "the thread store wrote nothing");
@@ -115,20 +115,6 @@ async fn hardening_secrets_reach_neither_gemini_nor_replies_logs_or_the_thread_s
             assert!(!haystack.contains(secret), "{secret} leaked into {place}");
         }
     }
-}
-
-/// Every file below `dir`.
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// Secret values in the contexts they are pasted in: each is redacted wherever it stands.

@@ -7,3 +7,17 @@ pub mod mcp;
 pub mod redis;
 pub mod responses_api;
 pub mod scripted_model;
+
+/// Every file below `dir`.
+pub fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
