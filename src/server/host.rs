@@ -52,22 +52,9 @@ pub fn get_prompt(
         args.insert(k.clone(), text);
     }
     let text = workflows::render(name, &args).map_err(invalid)?;
-    let description = workflows::find(name).map(|w| w.description);
-    Ok(
-        GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
-            .with_description_opt(description),
-    )
-}
-
-trait WithDescription {
-    fn with_description_opt(self, d: Option<&str>) -> Self;
-}
-
-impl WithDescription for GetPromptResult {
-    fn with_description_opt(mut self, d: Option<&str>) -> Self {
-        self.description = d.map(str::to_string);
-        self
-    }
+    let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+    result.description = workflows::find(name).map(|w| w.description.to_string());
+    Ok(result)
 }
 
 fn invalid(e: ToolError) -> ErrorData {
