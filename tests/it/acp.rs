@@ -983,3 +983,56 @@ async fn the_acp_bridges_tools_map_onto_the_agent_engine() {
     assert_eq!(sessions["count"], 0, "{sessions}");
     client.cancel().await.unwrap();
 }
+
+/// SIGTERM to the server while the agent is mid-prompt: the server exits and takes its warm
+/// Gemini CLI process (its whole group) with it.
+#[tokio::test]
+async fn sigterm_mid_prompt_leaves_no_agent_behind() {
+    use tokio::io::AsyncWriteExt;
+    let agent = Agent::new(json!([[{"hang_ignoring_cancel": true}]]));
+    let vars = agent.vars(&[]);
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let mut child = mcp::command(&agent.root(), &refs)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "investigate", "arguments": {"task": "Take forever.", "engine": "gemini-cli"}}}),
+    ] {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let started = Instant::now();
+    while agent.received("session/prompt").is_empty() && started.elapsed() < Duration::from_secs(20)
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        agent.received("session/prompt").len(),
+        1,
+        "the prompt never reached the agent"
+    );
+    let agent_pid = agent.starts()[0]["pid"].as_i64().unwrap();
+    assert!(alive(agent_pid));
+    let pid = nix::unistd::Pid::from_raw(child.id().unwrap() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the server exits on SIGTERM")
+        .unwrap();
+    let started = Instant::now();
+    while alive(agent_pid) && started.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!alive(agent_pid), "the agent outlived the server");
+    drop(stdin);
+}
