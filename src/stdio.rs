@@ -1,6 +1,7 @@
 //! Serving MCP over stdio: one client (the agent that started the process), until it closes
 //! stdin or the caller asks the server to stop.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -26,6 +27,9 @@ const STDIO_FLUSH: std::time::Duration = std::time::Duration::from_millis(100);
 /// signal cuts it short), the answers produced are written out, and the process exits 0 without
 /// waiting for stdin to close (`main` does not wait for the blocked stdin reader).
 pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
+    if std::io::stdin().is_terminal() {
+        eprint!("{}", greeting(&config));
+    }
     let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
@@ -94,4 +98,32 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
     let _ = tokio::time::timeout(STDIO_FLUSH, waiting).await;
     tracing::info!("stopped by a signal");
     ExitCode::SUCCESS
+}
+
+/// What a person who started the server by hand on a terminal sees (an agent starts it with
+/// pipes and sees nothing): what this is, how to hand it to a client, how to check the setup and
+/// how to stop. The commands name this very binary so they can be copied as they are.
+fn greeting(config: &Config) -> String {
+    let me = std::env::current_exe()
+        .ok()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "gemini-mcp".into());
+    let key = if config.api_key.is_none() && config.vertex.is_none() {
+        "no GEMINI_API_KEY is set: get one at https://aistudio.google.com/apikey"
+    } else {
+        "checks the key, the model and one real call"
+    };
+    format!(
+        "gemini-mcp {version}: an MCP server that gives coding agents a second opinion from Gemini.\n\
+         It talks MCP on stdin/stdout and is meant to be started by your agent; it is waiting for one now.\n\
+         \n\
+         \x20 Claude Code:  claude mcp add gemini -e GEMINI_API_KEY=\"$GEMINI_API_KEY\" -- {me}\n\
+         \x20 Codex CLI:    codex mcp add gemini --env GEMINI_API_KEY=\"$GEMINI_API_KEY\" -- {me}\n\
+         \x20 Gemini CLI:   gemini mcp add gemini {me}\n\
+         \x20 Check setup:  {me} doctor   ({key})\n\
+         \x20 Try it here:  {me} chat \"Is this idea sound?\"\n\
+         \n\
+         Stop with Ctrl-C (or Ctrl-D).\n",
+        version = env!("CARGO_PKG_VERSION"),
+    )
 }

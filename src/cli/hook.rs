@@ -33,6 +33,14 @@ pub enum HookCommand {
         #[arg(long, short = 'p', value_name = "PATH", default_value = ".")]
         path: PathBuf,
     },
+    /// Claude Code's PreToolUse hook on its Bash tool (the plugin's precommit review): reads the
+    /// hook's JSON on stdin; before a `git commit`, Gemini reviews the pending changes and the
+    /// command is stopped on findings at or above --fail-on (exit 2). Other commands pass (exit 0).
+    ClaudeCode {
+        /// Stop the commit when a finding is at or above this severity.
+        #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::High)]
+        fail_on: FailOn,
+    },
     /// Remove the pre-commit hook, if it is ours.
     Uninstall {
         /// The repository (or a directory in it).
@@ -191,6 +199,7 @@ pub fn uninstall(path: &Path) -> Result<Option<PathBuf>, HookError> {
 /// Runs `hook install|uninstall`, printing what was done; returns the exit code.
 pub fn run(cmd: HookCommand) -> u8 {
     let outcome = match cmd {
+        HookCommand::ClaudeCode { fail_on } => return super::agent_hook::run(fail_on),
         HookCommand::Install {
             fail_on,
             force,

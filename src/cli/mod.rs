@@ -8,6 +8,7 @@
 //! ([`output`]). Configuration and the working directory are read here, once, at the top.
 //! stdout carries only the command's output; errors, progress and logs go to stderr.
 
+mod agent_hook;
 mod commands;
 mod doctor;
 mod flags;

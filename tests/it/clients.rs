@@ -34,6 +34,8 @@ pub(crate) enum Client {
     GeminiCli,
     /// The MCP Inspector's CLI mode.
     Inspector,
+    /// The MCP Bundle tool (packs and checks the release's `.mcpb` bundles).
+    Mcpb,
 }
 
 impl Client {
@@ -43,6 +45,7 @@ impl Client {
             Client::Codex => "codex",
             Client::GeminiCli => "gemini",
             Client::Inspector => "mcp-inspector",
+            Client::Mcpb => "mcpb",
         }
     }
 }
@@ -151,7 +154,7 @@ impl Project {
             Client::ClaudeCode => self.drive_claude(&bin, &path, home.path(), brain),
             Client::Codex => self.drive_codex(&bin, &path, home.path(), brain),
             Client::GeminiCli => self.drive_gemini_cli(&bin, &path, home.path(), brain),
-            Client::Inspector => unreachable!("the Inspector drives no model"),
+            Client::Inspector | Client::Mcpb => unreachable!("{client:?} drives no model"),
         };
         let log = std::fs::read_to_string(home.path().join("claude-debug.log")).unwrap_or_default();
         Some((received, log))

@@ -98,3 +98,336 @@ fn every_package_names_this_version() {
     let market = json(".claude-plugin/marketplace.json");
     assert_eq!(market["plugins"][0]["name"], plugin["name"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The MCP registry and the release assets
+// ---------------------------------------------------------------------------------------------
+
+/// The server's name in the MCP registry (its namespace is the GitHub owner's).
+const REGISTRY_NAME: &str = "io.github.gemini-mcp-server/gemini-mcp-server";
+
+fn manifest() -> toml::Table {
+    repo("Cargo.toml").parse().expect("Cargo.toml")
+}
+
+fn package_field(key: &str) -> String {
+    manifest()["package"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("Cargo.toml [package] {key}"))
+        .to_string()
+}
+
+/// The registry's published schema (its validation keywords: fixtures/registry).
+fn registry_schema() -> jsonschema::Validator {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft7)
+        .should_validate_formats(true)
+        .build(&json("fixtures/registry/server.schema.json"))
+        .expect("the registry's schema compiles")
+}
+
+fn schema_errors(schema: &jsonschema::Validator, doc: &Value) -> Vec<String> {
+    schema
+        .iter_errors(doc)
+        .map(|e| format!("{} (at {})", e, e.instance_path()))
+        .collect()
+}
+
+/// `server.json` is valid against the registry's schema, and each package it lists points where
+/// the registry checks ownership: the crate's README carries the visible `mcp-name:` line
+/// (crates.io drops HTML comments), the npm package its `mcpName`, the image its label. The
+/// schema check can fail: documents broken in the ways the registry refuses are refused here too.
+#[test]
+fn server_json_is_valid_for_the_mcp_registry_and_each_package_names_it() {
+    let schema = registry_schema();
+    let server = json("server.json");
+    let errors = schema_errors(&schema, &server);
+    assert!(errors.is_empty(), "server.json: {errors:#?}");
+    let version = package_field("version");
+    assert_eq!(server["name"], REGISTRY_NAME);
+    assert_eq!(server["version"], version.as_str());
+    assert_eq!(
+        server["repository"]["url"],
+        package_field("repository").as_str()
+    );
+    let packages = server["packages"].as_array().unwrap();
+    let of = |kind: &str| {
+        packages
+            .iter()
+            .find(|p| p["registryType"] == kind)
+            .unwrap_or_else(|| panic!("server.json lists no {kind} package"))
+    };
+    let cargo = of("cargo");
+    assert_eq!(cargo["identifier"], package_field("name").as_str());
+    assert_eq!(cargo["version"], version.as_str());
+    let npm = of("npm");
+    let package_json = json("npm/gemini-mcp-server/package.json");
+    assert_eq!(npm["identifier"], package_json["name"]);
+    assert_eq!(npm["version"], version.as_str());
+    assert_eq!(package_json["mcpName"], REGISTRY_NAME);
+    let oci = of("oci");
+    assert!(
+        oci["identifier"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!(":{version}")),
+        "{oci}"
+    );
+    let label = format!("io.modelcontextprotocol.server.name=\"{REGISTRY_NAME}\"");
+    assert!(
+        repo("packaging/container/Dockerfile").contains(&label),
+        "the image lacks {label}"
+    );
+    // The crate's README: the visible line, not inside an HTML comment.
+    let readme = repo(&package_field("readme"));
+    let line = format!("mcp-name: {REGISTRY_NAME}");
+    let at = readme
+        .find(&line)
+        .unwrap_or_else(|| panic!("README.md lacks the line {line:?}"));
+    let before = &readme[..at];
+    assert!(
+        before
+            .rfind("<!--")
+            .is_none_or(|open| before[open..].contains("-->")),
+        "the mcp-name line is inside an HTML comment"
+    );
+
+    let broken: [(&str, fn(&mut Value)); 5] = [
+        ("a name without a namespace", |s| {
+            s["name"] = "gemini-mcp-server".into()
+        }),
+        ("a description over 100 characters", |s| {
+            s["description"] = "x".repeat(101).into()
+        }),
+        ("a package version 'latest'", |s| {
+            s["packages"][0]["version"] = "latest".into()
+        }),
+        ("a package without a transport", |s| {
+            s["packages"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("transport");
+        }),
+        ("a bundle hash that is not SHA-256 hex", |s| {
+            s["packages"][0]["fileSha256"] = "ABC123".into()
+        }),
+    ];
+    for (what, breaks) in broken {
+        let mut doc = server.clone();
+        breaks(&mut doc);
+        assert!(
+            !schema_errors(&schema, &doc).is_empty(),
+            "the schema accepted {what}"
+        );
+    }
+}
+
+/// The target triple of this machine, as the release names it.
+fn host_target() -> String {
+    let arch = std::env::consts::ARCH;
+    match std::env::consts::OS {
+        "linux" => format!("{arch}-unknown-linux-gnu"),
+        "macos" => format!("{arch}-apple-darwin"),
+        os => panic!("no release target for {os}"),
+    }
+}
+
+/// Cargo binstall's template from Cargo.toml, filled in as binstall does for `target`.
+fn binstall(key: &str, target: &str) -> String {
+    let m = manifest();
+    let template = m["package"]["metadata"]["binstall"][key]
+        .as_str()
+        .unwrap_or_else(|| panic!("[package.metadata.binstall] {key}"));
+    template
+        .replace("{ repo }", &package_field("repository"))
+        .replace("{ name }", &package_field("name"))
+        .replace("{ version }", &package_field("version"))
+        .replace("{ target }", target)
+        .replace("{ archive-suffix }", ".tar.gz")
+        .replace("{ bin }", "gemini-mcp")
+        .replace("{ binary-ext }", "")
+}
+
+fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+fn run_ok(cmd: &mut std::process::Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A release directory as the release workflow makes it — `packaging/release/package.sh` for this
+/// machine's target with the built binary, then `finish.py` — or, with
+/// `GEMINI_MCP_RELEASE_DIR`, the workflow's own: each archive sits where `cargo binstall` looks
+/// and unpacks to a binary that runs; every checksum holds; each MCP Bundle passes the `mcpb`
+/// tool and its binary runs; the release's `server.json` is valid for the registry and lists
+/// each bundle at its release address with its SHA-256.
+#[test]
+fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
+    let Some((mcpb, path)) = crate::clients::locate(crate::clients::Client::Mcpb) else {
+        return;
+    };
+    let made = tempfile::tempdir().unwrap();
+    let dist = match std::env::var_os("GEMINI_MCP_RELEASE_DIR") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => {
+            let dist = made.path().join("dist");
+            let path = format!("{}:{path}", mcpb.parent().unwrap().display());
+            run_ok(
+                std::process::Command::new(
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/release/package.sh"),
+                )
+                .args([&host_target(), env!("CARGO_BIN_EXE_gemini-mcp")])
+                .arg(&dist)
+                .env("PATH", &path),
+            );
+            run_ok(
+                std::process::Command::new("python3")
+                    .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/release/finish.py"))
+                    .arg(&dist),
+            );
+            dist
+        }
+    };
+    let version = package_field("version");
+    let release = format!(
+        "{}/releases/download/v{version}/",
+        package_field("repository")
+    );
+    let names: Vec<String> = std::fs::read_dir(&dist)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let archives: Vec<&String> = names.iter().filter(|n| n.ends_with(".tar.gz")).collect();
+    let bundles: Vec<&String> = names.iter().filter(|n| n.ends_with(".mcpb")).collect();
+    assert!(
+        !archives.is_empty() && archives.len() == bundles.len(),
+        "{names:?}"
+    );
+
+    // Every checksum, in SHA256SUMS and beside each asset.
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    for name in archives.iter().chain(&bundles) {
+        let digest = sha256_hex(&dist.join(name));
+        assert!(
+            sums.contains(&format!("{digest}  {name}\n")),
+            "SHA256SUMS: {name}"
+        );
+        let beside = std::fs::read_to_string(dist.join(format!("{name}.sha256"))).unwrap();
+        assert_eq!(beside, format!("{digest}  {name}\n"));
+    }
+
+    let unpacked = made.path().join("unpacked");
+    for archive in &archives {
+        let target = archive
+            .strip_prefix("gemini-mcp-server-")
+            .and_then(|n| n.strip_suffix(&format!("-v{version}.tar.gz")))
+            .unwrap_or_else(|| panic!("{archive} is not named for binstall"));
+        assert_eq!(binstall("pkg-url", target), format!("{release}{archive}"));
+        std::fs::create_dir_all(&unpacked).unwrap();
+        run_ok(
+            std::process::Command::new("tar")
+                .arg("-xzf")
+                .arg(dist.join(archive))
+                .arg("-C")
+                .arg(&unpacked),
+        );
+        let binary = unpacked.join(binstall("bin-dir", target));
+        assert!(binary.is_file(), "{archive} lacks {}", binary.display());
+        if target == host_target() || target == host_target().replace("-gnu", "-musl") {
+            let said = run_ok(std::process::Command::new(&binary).arg("--version"));
+            assert!(said.contains(&version), "{said}");
+        }
+    }
+
+    for bundle in &bundles {
+        let info = run_ok(
+            std::process::Command::new(&mcpb)
+                .arg("info")
+                .arg(dist.join(bundle))
+                .env("PATH", &path),
+        );
+        assert!(info.contains(&format!("File: {bundle}")), "{info}");
+        let out = made.path().join(bundle.replace(".mcpb", ""));
+        run_ok(
+            std::process::Command::new(&mcpb)
+                .arg("unpack")
+                .arg(dist.join(bundle))
+                .arg(&out)
+                .env("PATH", &path),
+        );
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["version"], version.as_str());
+        assert_eq!(manifest["user_config"]["gemini_api_key"]["sensitive"], true);
+        let entry = out.join(manifest["server"]["entry_point"].as_str().unwrap());
+        if bundle.contains(&host_target()) {
+            let said = run_ok(std::process::Command::new(&entry).arg("--version"));
+            assert!(said.contains(&version), "{said}");
+        }
+    }
+
+    // The release's server.json: valid, and listing each bundle with its address and digest.
+    let server: Value =
+        serde_json::from_str(&std::fs::read_to_string(dist.join("server.json")).unwrap()).unwrap();
+    let errors = schema_errors(&registry_schema(), &server);
+    assert!(errors.is_empty(), "the release's server.json: {errors:#?}");
+    for bundle in &bundles {
+        let listed = server["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["identifier"] == format!("{release}{bundle}"))
+            .unwrap_or_else(|| panic!("server.json does not list {bundle}"));
+        assert_eq!(listed["registryType"], "mcpb");
+        assert_eq!(
+            listed["fileSha256"],
+            sha256_hex(&dist.join(bundle)).as_str()
+        );
+    }
+}
+
+/// The bundles list the server's tools as the server names them, and the release workflow packs
+/// them with the `mcpb` version the tests pin.
+#[tokio::test]
+async fn the_bundle_manifest_lists_the_servers_tools_and_the_pinned_mcpb() {
+    let manifest = json("packaging/release/mcpb-manifest.json");
+    let mut listed: Vec<String> = manifest["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let client = crate::support::mcp::start(dir.path(), &[]).await;
+    let mut served: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    client.cancel().await.unwrap();
+    listed.sort();
+    served.sort();
+    assert_eq!(listed, served);
+    let pinned = repo(".ci/install-clients");
+    let workflow = repo(".github/workflows/release.yml");
+    let version = workflow
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("MCPB_VERSION: "))
+        .expect("MCPB_VERSION in the release workflow");
+    assert!(
+        pinned.contains(&format!("\"@anthropic-ai/mcpb@{version}\"")),
+        "the workflow's mcpb {version} is not the one .ci/install-clients pins"
+    );
+}

@@ -368,6 +368,75 @@ async fn closing_stdin_before_initialize_exits_cleanly() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.stdout.is_empty());
+    // Started by a client (stdin not a terminal): no greeting, nothing on stderr at all.
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Started by hand on a terminal, the server says what it is, how to add it to the clients, how
+/// to check the setup and how to stop — on stderr, stdout staying MCP's — and Ctrl-D stops it.
+#[test]
+fn on_a_terminal_the_server_says_what_it_is_and_how_to_use_it() {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::{Read, Write};
+
+    let dir = project();
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().unwrap())
+        .unwrap();
+    let mut child = mcp::std_command(dir.path(), &[])
+        .stdin(terminal)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let mut said = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&said).contains("Ctrl-D") {
+        let n = stderr.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "stderr ended early: {}",
+            String::from_utf8_lossy(&said)
+        );
+        said.extend_from_slice(&buf[..n]);
+    }
+    let said = String::from_utf8(said).unwrap();
+    let me = std::fs::canonicalize(env!("CARGO_BIN_EXE_gemini-mcp")).unwrap();
+    let me = me.display();
+    for line in [
+        "an MCP server".to_string(),
+        format!("claude mcp add gemini -e GEMINI_API_KEY=\"$GEMINI_API_KEY\" -- {me}"),
+        format!("gemini mcp add gemini {me}"),
+        format!("{me} doctor"),
+        "no GEMINI_API_KEY is set".to_string(),
+        "Stop with Ctrl-C".to_string(),
+    ] {
+        assert!(said.contains(&line), "missing {line:?} in:\n{said}");
+    }
+    // Ctrl-D at the start of a line: the terminal's end of input, a clean stop.
+    let mut master = std::fs::File::from(master);
+    master.write_all(b"\x04").unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(out.is_empty(), "nothing but MCP on stdout: {out}");
 }
 
 #[tokio::test]

@@ -6,6 +6,13 @@
 const { spawn } = require("node:child_process");
 const path = require("node:path");
 
+if (process.platform === "win32") {
+  process.stderr.write(
+    "gemini-mcp-server runs on Linux and macOS; on Windows, run it inside WSL 2 " +
+      "(wsl npx -y gemini-mcp-server). See the README, section Windows.\n",
+  );
+  process.exit(2);
+}
 const pkg = `@gemini-mcp-server/${process.platform}-${process.arch}`;
 let binary;
 try {

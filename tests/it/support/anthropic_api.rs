@@ -6,8 +6,9 @@
 //! `content_block_start`/`_delta`/`_stop` with `input_json_delta` for a `tool_use`,
 //! `message_delta` with the `stop_reason`, `message_stop`) or as one JSON message when the
 //! request does not stream; `POST /v1/messages/count_tokens`; `GET /v1/models`.
-//! The model acts only on requests that offer our tools (`mcp__gemini__<tool>`); any other
-//! request (a title, a summary) gets a short text answer.
+//! The model acts only on requests that offer the tool it calls next (ours as
+//! `mcp__gemini__<tool>`, or one of Claude Code's own such as `Bash`); any other request (a title,
+//! a summary) gets a short text answer.
 
 #![allow(dead_code)] // Shared by every test file; no test uses every helper.
 
@@ -20,7 +21,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
-use super::scripted_model::{Brain, FINAL_TEXT, Received, Served, event, json, sse};
+use super::scripted_model::{Brain, FINAL_TEXT, Received, Served, ToolCall, event, json, sse};
 
 /// The MCP server's key in the client configuration: tools are `mcp__gemini__<tool>`.
 pub const SERVER: &str = "gemini";
@@ -103,13 +104,22 @@ fn tool_results(body: &Value) -> Vec<Received> {
     out
 }
 
-fn offers_our_tools(body: &Value) -> bool {
-    let prefix = format!("mcp__{SERVER}__");
+/// The name the model calls a tool by: one of the client's own (`Bash`, `Read`…: capitalised) as
+/// it is, one of ours as `mcp__gemini__<tool>`.
+fn tool_name(call: &ToolCall) -> String {
+    if call.tool.starts_with(|c: char| c.is_ascii_uppercase()) {
+        call.tool.clone()
+    } else {
+        format!("mcp__{SERVER}__{}", call.tool)
+    }
+}
+
+fn offers(body: &Value, name: &str) -> bool {
     body["tools"]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|t| t["name"].as_str().is_some_and(|n| n.starts_with(&prefix)))
+        .any(|t| t["name"] == name)
 }
 
 async fn messages(State(state): State<Arc<ApiState>>, body: Bytes) -> Response {
@@ -133,20 +143,17 @@ async fn messages(State(state): State<Arc<ApiState>>, body: Bytes) -> Response {
         .to_string();
     let results = tool_results(&body);
     let turn = results.len();
-    let next = if offers_our_tools(&body) {
-        let next = (state.brain)(&results);
-        if !results.is_empty() {
-            *state.received.lock().unwrap() = results;
-        }
-        next
-    } else {
-        None
-    };
+    // The model acts only where the request offers the tool it would call (the client's side
+    // requests, such as a title for the session, offer none).
+    let next = (state.brain)(&results).filter(|call| offers(&body, &tool_name(call)));
+    if !results.is_empty() {
+        *state.received.lock().unwrap() = results;
+    }
     let usage = json!({"input_tokens": 100, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let (block, stop_reason) = match &next {
         Some(call) => (
             json!({"type": "tool_use", "id": format!("toolu_stand_in_{turn}"),
-                   "name": format!("mcp__{SERVER}__{}", call.tool), "input": call.args}),
+                   "name": tool_name(call), "input": call.args}),
             "tool_use",
         ),
         None => (json!({"type": "text", "text": FINAL_TEXT}), "end_turn"),

@@ -18,7 +18,12 @@ pub fn binary() -> &'static str {
 
 /// A command for the binary with a cleared environment rooted at `root`, plus `vars`.
 pub fn command(root: &Path, vars: &[(&str, &str)]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(binary());
+    std_command(root, vars).into()
+}
+
+/// [`command`], for a test that drives the process without the async runtime.
+pub fn std_command(root: &Path, vars: &[(&str, &str)]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(binary());
     cmd.env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", root.join(".home"))
