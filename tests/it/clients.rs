@@ -952,23 +952,10 @@ fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
     assert!(ok, "{said}");
     let (ok, said) = claude(&["plugin", "validate", repo.to_str().unwrap()], "");
     assert!(ok, "{said}");
-    let (ok, said) = claude(
-        &["plugin", "marketplace", "add", repo.to_str().unwrap()],
-        "",
-    );
-    assert!(ok, "{said}");
-    let (ok, said) = claude(&["plugin", "install", "gemini-mcp@gemini-mcp-server"], "");
-    assert!(ok, "{said}");
-    let (ok, said) = claude(
-        &[
-            "plugin",
-            "configure",
-            "gemini-mcp@gemini-mcp-server",
-            "--values-stdin",
-        ],
+    install_plugin(
+        &claude,
         r#"{"gemini_api_key": "plugin-key-never-in-settings"}"#,
     );
-    assert!(ok, "{said}");
     let (_, said) = claude(&["mcp", "list"], "");
     assert!(
         said.contains("plugin:gemini-mcp:gemini") && said.contains("Connected"),
@@ -988,6 +975,164 @@ fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
                 entry.display()
             );
         }
+    }
+}
+
+/// Adds this repository as a Claude Code marketplace, installs the plugin from it and sets its
+/// options (`values`, JSON) the way a user does, through `claude` (a runner of Claude Code
+/// commands with a private home).
+fn install_plugin(claude: &dyn Fn(&[&str], &str) -> (bool, String), values: &str) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (ok, said) = claude(
+        &["plugin", "marketplace", "add", repo.to_str().unwrap()],
+        "",
+    );
+    assert!(ok, "{said}");
+    let (ok, said) = claude(&["plugin", "install", "gemini-mcp@gemini-mcp-server"], "");
+    assert!(ok, "{said}");
+    let (ok, said) = claude(
+        &[
+            "plugin",
+            "configure",
+            "gemini-mcp@gemini-mcp-server",
+            "--values-stdin",
+        ],
+        values,
+    );
+    assert!(ok, "{said}");
+}
+
+/// The plugin's optional review before a commit, with the real Claude Code: its model runs
+/// `git commit -am …` through Bash. With the plugin option `precommit_review` on, the hook has
+/// Gemini review the pending change — with the key from the plugin's secure settings, the only
+/// key the fake Gemini accepts — and a high finding stops the command (the model is shown the
+/// review, nothing is committed); once Gemini passes the change, the same command commits.
+#[test]
+fn the_claude_code_plugin_reviews_a_commit_before_it_lands() {
+    let Some((bin, path)) = locate(Client::ClaudeCode) else {
+        return;
+    };
+    const PLUGIN_KEY: &str = "plugin-key-for-the-precommit-review";
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let work = std::fs::canonicalize(work.path()).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&work)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&["init", "-q"]);
+    git(&["config", "user.name", "Agent"]);
+    git(&["config", "user.email", "agent@example.com"]);
+    std::fs::write(
+        work.join("lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    )
+    .unwrap();
+    git(&["add", "lib.rs"]);
+    git(&["commit", "-qm", "add"]);
+    std::fs::write(
+        work.join("lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
+    )
+    .unwrap();
+
+    let gemini = FakeGemini::start();
+    gemini.require_key(PLUGIN_KEY);
+    gemini.push(Script::json(json!({
+        "summary": "add now subtracts.",
+        "verdict": "do_not_commit",
+        "findings": [{"severity": "high", "file": "lib.rs", "line": 2,
+                      "title": "SUBTRACTS-INSTEAD-OF-ADDING", "detail": "a - b", "fix": "a + b"}]
+    })));
+    gemini.push(Script::json(
+        json!({"summary": "Fine.", "verdict": "commit", "findings": []}),
+    ));
+    let path = path_with_our_binary(&path);
+    let claude_env = |cmd: &mut std::process::Command| {
+        cmd.env("PATH", &path)
+            .env("HOME", home.path())
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("GEMINI_BASE_URL", gemini.base_url())
+            .env("GEMINI_MCP_STORE", "memory")
+            .env("GEMINI_MCP_STATE_DIR", home.path().join("state"))
+            .env("GEMINI_CLI_PATH", home.path().join("no-gemini-cli"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .current_dir(&work);
+    };
+    let claude = |args: &[&str], stdin: &str| {
+        let mut cmd = client_command(&bin);
+        cmd.args(args);
+        claude_env(&mut cmd);
+        run_with_stdin(cmd, stdin)
+    };
+    install_plugin(
+        &claude,
+        &json!({"gemini_api_key": PLUGIN_KEY, "precommit_review": "true"}).to_string(),
+    );
+
+    let commit = ToolCall::new(
+        "Bash",
+        json!({"command": "git commit -am 'Subtract'", "description": "Commit the change"}),
+    );
+    let mut results = Vec::new();
+    for _ in 0..2 {
+        let api = AnthropicApi::start(calls_in_order(vec![commit.clone()]));
+        let mut cmd = client_command(&bin);
+        cmd.args(["-p", "Commit the change.", "--allowedTools", "Bash"])
+            .env("ANTHROPIC_BASE_URL", api.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-stand-in");
+        claude_env(&mut cmd);
+        let (ok, said) = run_with_stdin(cmd, "");
+        assert!(ok, "{said}");
+        let got = api.received();
+        assert_eq!(got.len(), 1, "the model got no Bash result: {said}");
+        results.push((got[0].clone(), git(&["rev-list", "--count", "HEAD"])));
+    }
+    let (stopped, commits) = &results[0];
+    assert!(
+        stopped.is_error
+            && stopped.text.contains("SUBTRACTS-INSTEAD-OF-ADDING")
+            && stopped.text.contains("The commit was stopped"),
+        "{stopped:?}"
+    );
+    assert_eq!(commits, "1", "the stopped commit landed");
+    let (passed, commits) = &results[1];
+    assert!(
+        !passed.is_error && passed.text.contains("Subtract"),
+        "{passed:?}"
+    );
+    assert_eq!(commits, "2", "the reviewed commit did not land");
+    // Both reviews reached Gemini, with the plugin's key (the fake refuses any other), each with
+    // the pending change in it.
+    let reviews: Vec<Recorded> = gemini
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.action
+                .as_deref()
+                .is_some_and(|a| a.ends_with("enerateContent"))
+        })
+        .collect();
+    assert_eq!(reviews.len(), 2, "{:?}", gemini.requests());
+    for r in &reviews {
+        assert!(r.raw_body.contains("a - b"), "the review lacks the change");
+        assert!(
+            r.headers
+                .iter()
+                .any(|(k, v)| k == "x-goog-api-key" && v == PLUGIN_KEY),
+            "{:?}",
+            r.headers
+        );
     }
 }
 
