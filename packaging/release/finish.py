@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Finishes a release directory made by package.sh: finish.py DIST
 
-Writes DIST/SHA256SUMS (every archive and bundle) and DIST/server.json: the repository's
+Writes DIST/SHA256SUMS (every archive, bundle and Gemini CLI extension archive) and DIST/server.json: the repository's
 server.json (the cargo, npm and container packages) with one `mcpb` package per bundle in DIST,
 each pointing at its release asset with its SHA-256, as the MCP registry requires for binaries.
 """

@@ -6,9 +6,9 @@
 #       `cargo binstall` expects (Cargo.toml, [package.metadata.binstall]);
 #   gemini-mcp-server-TARGET-vV.mcpb (+ .sha256)    an MCP Bundle, packed and validated by the
 #       mcpb CLI (`mcpb` on PATH; .ci/install-clients pins it);
-#   npm/OS-CPU/                                      the platform's npm package
-#       (npm/platform/make-package.sh), for the targets the npm packages carry: the static musl
-#       builds on Linux, the macOS builds.
+#   npm/OS-CPU/ and OS.CPU.gemini-mcp.tar.gz (+ .sha256)  the platform's npm package
+#       (npm/platform/make-package.sh) and Gemini CLI extension (gemini-extension.sh), for the
+#       targets these carry: the static musl builds on Linux, the macOS builds.
 # Runs on Linux (GNU tar, sha256sum): the release workflow builds on each platform and packages
 # in one Linux job. Windows is not a release target (README, "Windows").
 set -euo pipefail
@@ -52,6 +52,10 @@ mcpb pack "$stage/mcpb" "$out/$name.mcpb" >&2
 (cd "$out" && sha256sum "$name.tar.gz" > "$name.tar.gz.sha256" && sha256sum "$name.mcpb" > "$name.mcpb.sha256")
 
 case "$target" in
-  *-unknown-linux-musl | *-apple-darwin) "$repo/npm/platform/make-package.sh" "$os" "$cpu" "$binary" "$out/npm" > /dev/null ;;
+  *-unknown-linux-musl | *-apple-darwin)
+    "$repo/npm/platform/make-package.sh" "$os" "$cpu" "$binary" "$out/npm" > /dev/null
+    "$here/gemini-extension.sh" "$os" "$cpu" "$binary" "$out" > /dev/null
+    (cd "$out" && sha256sum "$os.$cpu.gemini-mcp.tar.gz" > "$os.$cpu.gemini-mcp.tar.gz.sha256")
+    ;;
 esac
 echo "$out/$name.tar.gz"

@@ -920,6 +920,81 @@ fn the_gemini_cli_extension_links_and_connects() {
     assert!(said.contains("GEMINI.md"), "{said}");
 }
 
+/// The Gemini CLI extension as a release carries it (`packaging/release/gemini-extension.sh`: the
+/// binary beside the manifest), installed by the real Gemini CLI from the unpacked archive — what
+/// `gemini extensions install <repository>` does with the release asset of the user's platform —
+/// with no `gemini-mcp` on `PATH`: the server it starts is the archive's own, and connects.
+#[test]
+fn the_gemini_cli_extension_archive_brings_its_own_binary() {
+    let Some((bin, path)) = locate(Client::GeminiCli) else {
+        return;
+    };
+    let (os, cpu) = match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => ("linux", "x64"),
+        ("linux", "aarch64") => ("linux", "arm64"),
+        ("macos", "x86_64") => ("darwin", "x64"),
+        ("macos", "aarch64") => ("darwin", "arm64"),
+        other => panic!("no extension archive for {other:?}"),
+    };
+    let made = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/release/gemini-extension.sh");
+    let status = std::process::Command::new(script)
+        .args([os, cpu, mcp::binary()])
+        .arg(made.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let archive = made.path().join(format!("{os}.{cpu}.gemini-mcp.tar.gz"));
+    let unpacked = made.path().join("unpacked");
+    std::fs::create_dir(&unpacked).unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&unpacked)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let our_dir = Path::new(mcp::binary()).parent().unwrap().to_path_buf();
+    assert!(
+        !path.split(':').any(|d| Path::new(d) == our_dir),
+        "gemini-mcp must not be on PATH here"
+    );
+    let gemini = |args: &[&str], stdin: &str| {
+        let mut cmd = client_command(&bin);
+        cmd.args(args)
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .env("TERM", "dumb")
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .current_dir(work.path());
+        run_with_stdin(cmd, stdin)
+    };
+    let (ok, said) = gemini(
+        &[
+            "extensions",
+            "install",
+            unpacked.to_str().unwrap(),
+            "--consent",
+        ],
+        "",
+    );
+    assert!(ok, "{said}");
+    let (_, said) = gemini(&["mcp", "list"], "");
+    assert!(
+        said.contains("gemini (from gemini-mcp)") && said.contains("Connected"),
+        "{said}"
+    );
+    assert!(
+        said.contains("gemini-mcp/gemini-mcp"),
+        "the archive's binary: {said}"
+    );
+}
+
 /// The Claude Code plugin from this repository's marketplace: added, installed, the API key set
 /// as a sensitive option (kept out of the settings files), and the server connected.
 #[test]

@@ -306,16 +306,29 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let archives: Vec<&String> = names.iter().filter(|n| n.ends_with(".tar.gz")).collect();
+    let archives: Vec<&String> = names
+        .iter()
+        .filter(|n| n.starts_with("gemini-mcp-server-") && n.ends_with(".tar.gz"))
+        .collect();
     let bundles: Vec<&String> = names.iter().filter(|n| n.ends_with(".mcpb")).collect();
+    // The Gemini CLI extension archives, named for its platform match (`linux.x64.…`): made for
+    // the musl and macOS targets (the npm packages' binaries), so not for this machine's own.
+    let extensions: Vec<&String> = names
+        .iter()
+        .filter(|n| n.ends_with(".gemini-mcp.tar.gz"))
+        .collect();
     assert!(
         !archives.is_empty() && archives.len() == bundles.len(),
         "{names:?}"
     );
+    let carries_extensions = archives
+        .iter()
+        .any(|a| a.contains("-linux-musl-") || a.contains("-apple-darwin-"));
+    assert_eq!(!extensions.is_empty(), carries_extensions, "{names:?}");
 
     // Every checksum, in SHA256SUMS and beside each asset.
     let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
-    for name in archives.iter().chain(&bundles) {
+    for name in archives.iter().chain(&bundles).chain(&extensions) {
         let digest = sha256_hex(&dist.join(name));
         assert!(
             sums.contains(&format!("{digest}  {name}\n")),
