@@ -1,9 +1,9 @@
 //! Filling the budget: reads, redacts, numbers and counts the candidates in priority order, on
 //! every core, and stops reading once the budget is full.
 //!
-//! Workers (the collector's persistent thread pool: tiktoken keeps one regex per thread slot,
-//! whose lazily built automaton is slow to warm up, so fresh threads per request would pay that
-//! again each time) claim candidates in priority order and process them in parallel; results are
+//! Workers (the collector's persistent thread pool: each thread remembers the o200k pieces it has
+//! merged, and the pre-tokenizer's automaton is built lazily, so fresh threads per request would
+//! pay that again each time) claim candidates in priority order and process them in parallel; results are
 //! committed strictly in that order under one lock, so what is sent never depends on timing.
 //! A file is sent when it fits in what is left after the files before it. Work that cannot fit is
 //! avoided: a file whose size alone implies more tokens than are left is not opened, counting

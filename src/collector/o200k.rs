@@ -1,46 +1,71 @@
-//! Exact o200k token counts, fast: tiktoken-rs's `encode_ordinary`, applied once per distinct
-//! pre-tokenizer piece instead of once per text.
+//! Exact o200k token counts, fast: each pre-tokenizer piece counted once by [`super::bpe`] (the
+//! byte-pair encoder over the vocabulary in the binary) and remembered.
 //!
-//! tiktoken splits text into pieces with a regex (o200k's `O200K_BASE_PAT_STR`) and byte-pair
+//! tiktoken splits text into pieces with a regex (o200k's pattern, [`PATTERN`]) and byte-pair
 //! encodes each piece on its own, so a text's count is the sum of its pieces' counts. The regex
-//! needs `fancy-regex` for one lookahead (`\s+(?!\S)`), and together with the per-piece hash
-//! lookups it caps tiktoken at about 25–30 MB/s. For ASCII text this module splits with a
-//! hand-written scanner that follows the regex alternative by alternative (the regex's Unicode
-//! classes reduce to six byte classes on ASCII), and counts each distinct piece once per thread
-//! with `encode_ordinary`, remembering it. Source code repeats its pieces (keywords,
-//! identifiers, indentation), so most pieces are looked up, not encoded.
+//! needs `fancy-regex` for one lookahead (`\s+(?!\S)`) and runs at about 25–30 MB/s. For ASCII
+//! text this module splits with a hand-written scanner that follows the regex alternative by
+//! alternative (the regex's Unicode classes reduce to six byte classes on ASCII); other text is
+//! split by the regex itself. A piece that is one token is found in the vocabulary's table at
+//! once; a longer one is merged and its count remembered per thread. Source code repeats its
+//! pieces (keywords, identifiers, indentation), so few are merged twice.
 //!
 //! The scanner knows ASCII and `│` (the line-number separator of every rendered file, an "other"
 //! symbol to the regex). Text is cut into runs of lines at line ends where no piece can cross
 //! (the next line is not blank and does not start with `/`); runs holding any other non-ASCII
-//! character go to `encode_ordinary` whole.
+//! character go to the regex.
 //!
-//! Exactness is tested against `encode_ordinary` on this crate's sources, on random strings over
-//! every ASCII class, and (BENCHMARKS.md) on 56,776 files of real source and text (1.3 GB raw
-//! and rendered): no difference.
+//! Exactness is tested against tiktoken-rs's `encode_ordinary` on this crate's sources, on random
+//! strings over every ASCII class and on random Unicode text, and (BENCHMARKS.md) on 56,776 files
+//! of real source and text (1.3 GB raw and rendered): no difference.
 
 use std::cell::RefCell;
+use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
+use super::bpe::Vocab;
+
+/// o200k_base's pre-tokenizer pattern (tiktoken's `O200K_BASE_PAT_STR`; a test compares them).
+pub const PATTERN: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"\p{N}{1,3}",
+    "|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    "|",
+    r"\s*[\r\n]+",
+    "|",
+    r"\s+(?!\S)",
+    "|",
+    r"\s+"
+);
+
 /// Pieces up to this long are remembered.
 const CACHED_PIECE: usize = 48;
-/// Up to this many pieces not seen yet (or a sixth of them) are encoded one by one; more, and
-/// the whole segment is encoded.
-const FEW_UNKNOWN: usize = 8;
 /// Distinct pieces remembered per thread before the memory is cleared.
-const CACHE_ENTRIES: usize = 1 << 17;
+const CACHE_ENTRIES: usize = 1 << 16;
+
+type Cache = FxHashMap<Box<[u8]>, u32>;
 
 thread_local! {
-    static PIECES: RefCell<FxHashMap<Box<[u8]>, u32>> = RefCell::new(FxHashMap::default());
+    /// Counts of the pieces of more than one token seen on this thread.
+    static PIECES: RefCell<Cache> = RefCell::new(FxHashMap::default());
 }
 
 /// The line-number separator, the one non-ASCII character the scanner knows.
 const BAR: &[u8] = "│".as_bytes();
 
-/// The o200k count of `text`, exactly as `encode_ordinary(text).len()`.
+fn regex() -> &'static fancy_regex::Regex {
+    static REGEX: OnceLock<fancy_regex::Regex> = OnceLock::new();
+    REGEX.get_or_init(|| fancy_regex::Regex::new(PATTERN).expect("o200k's pattern compiles"))
+}
+
+/// The o200k count of `text`, exactly as tiktoken's `encode_ordinary(text).len()`.
 pub fn count(text: &str) -> u64 {
-    let bpe = tiktoken_rs::o200k_base_singleton();
+    let vocab = super::bpe::vocab();
     PIECES.with(|cache| {
         let mut cache = cache.borrow_mut();
         if cache.len() > CACHE_ENTRIES {
@@ -49,71 +74,48 @@ pub fn count(text: &str) -> u64 {
         let mut total = 0u64;
         for (segment, scannable) in segments(text) {
             total += if scannable {
-                scanned(bpe, &mut cache, segment)
+                let mut n = 0u64;
+                for_each_piece(segment.as_bytes(), |piece| {
+                    n += u64::from(piece_count(vocab, &mut cache, piece))
+                });
+                n
             } else {
-                bpe.encode_ordinary(segment).len() as u64
+                split_by_regex(vocab, &mut cache, segment)
             };
         }
         total
     })
 }
 
-/// Counts a scannable segment from remembered pieces. Pieces not seen yet are encoded one by one,
-/// unless they are many (a cold start: encoding one piece costs about six times its share of
-/// encoding the whole segment); then the segment is encoded once and each piece's share of the
-/// tokens is remembered (tiktoken encodes piece by piece, so its tokens fall on piece
-/// boundaries).
-fn scanned(
-    bpe: &tiktoken_rs::CoreBPE,
-    cache: &mut FxHashMap<Box<[u8]>, u32>,
-    segment: &str,
-) -> u64 {
-    let bytes = segment.as_bytes();
-    let (mut known, mut unknown, mut pieces) = (0u64, 0usize, 0usize);
-    for_each_piece(bytes, |piece| {
-        pieces += 1;
-        match cache.get(piece) {
-            Some(&n) => known += u64::from(n),
-            None => unknown += 1,
-        }
-    });
-    if unknown == 0 {
-        return known;
-    }
-    if unknown <= FEW_UNKNOWN.max(pieces / 6) {
-        let mut total = 0u64;
-        for_each_piece(bytes, |piece| {
-            total += u64::from(piece_count(bpe, cache, piece))
-        });
-        return total;
-    }
-    let tokens = bpe.encode_ordinary(segment);
-    let mut lengths = bpe
-        ._decode_native_and_split(tokens.clone())
-        .map(|t| t.len());
-    let mut aligned = true;
-    for_each_piece(bytes, |piece| {
-        let (mut covered, mut n) = (0usize, 0u32);
-        while covered < piece.len() {
-            match lengths.next() {
-                Some(len) => {
-                    covered += len;
-                    n += 1;
-                }
-                None => break,
+/// Counts a segment the scanner does not know, split by the regex. The regex gives up on
+/// pathological input (its backtracking limit); every token is at least one byte, so the byte
+/// length then stands in, an upper bound.
+fn split_by_regex(vocab: &Vocab, cache: &mut Cache, segment: &str) -> u64 {
+    let mut total = 0u64;
+    for piece in regex().find_iter(segment) {
+        match piece {
+            Ok(p) => total += u64::from(piece_count(vocab, cache, p.as_str().as_bytes())),
+            Err(e) => {
+                tracing::debug!("o200k pattern gave up ({e}); counting the segment's bytes");
+                return segment.len() as u64;
             }
         }
-        aligned &= covered == piece.len();
-        if aligned && piece.len() <= CACHED_PIECE {
-            cache.insert(piece.into(), n);
-        }
-    });
-    if !aligned {
-        // Never seen: tokens always fall on piece boundaries. Forget what this segment taught.
-        tracing::warn!("o200k tokens did not align with pieces; piece counts not remembered");
-        cache.clear();
     }
-    tokens.len() as u64
+    total
+}
+
+fn piece_count(vocab: &Vocab, cache: &mut Cache, piece: &[u8]) -> u32 {
+    if piece.len() < 2 || vocab.rank(piece).is_some() {
+        return piece.len().min(1) as u32;
+    }
+    if let Some(&n) = cache.get(piece) {
+        return n;
+    }
+    let n = u32::try_from(vocab.count(piece)).unwrap_or(u32::MAX);
+    if piece.len() <= CACHED_PIECE {
+        cache.insert(piece.into(), n);
+    }
+    n
 }
 
 /// Whether the scanner knows every character of `s` (ASCII and `│`).
@@ -165,23 +167,6 @@ fn boundary(s: &[u8], j: usize) -> bool {
     }
     let ws_end = run(s, j, |c| matches!(c, Class::Space | Class::Newline));
     !s[j..ws_end].iter().any(|&b| b == b'\r' || b == b'\n')
-}
-
-fn piece_count(
-    bpe: &tiktoken_rs::CoreBPE,
-    cache: &mut FxHashMap<Box<[u8]>, u32>,
-    piece: &[u8],
-) -> u32 {
-    if let Some(&n) = cache.get(piece) {
-        return n;
-    }
-    // ASCII, so always valid UTF-8.
-    let n = std::str::from_utf8(piece).map_or(piece.len(), |s| bpe.encode_ordinary(s).len());
-    let n = u32::try_from(n).unwrap_or(u32::MAX);
-    if piece.len() <= CACHED_PIECE {
-        cache.insert(piece.into(), n);
-    }
-    n
 }
 
 /// Byte classes: on ASCII, o200k's `\p{Lu}`-and-friends, `\p{Ll}`-and-friends, `\p{N}`,
@@ -414,22 +399,38 @@ mod tests {
     }
 
     #[test]
-    fn a_cold_start_learns_every_piece() {
-        let text =
-            "fn cold_start_example(alpha: u32, beta: u32) -> u32 {\n    alpha * beta + 17\n}\n";
+    fn a_cold_start_remembers_the_pieces_of_more_than_one_token() {
+        let text = "fn cold_start_example(alpha: u32, beta: u32) -> u32 {\n    alpha * beta + 17\n}\n\
+                    let zxqvjk_wibble_frobnicate = 1;\n";
         PIECES.with(|c| c.borrow_mut().clear());
         assert_eq!(count(text), reference(text));
-        let learnt = PIECES.with(|c| c.borrow().len());
-        assert!(learnt > FEW_UNKNOWN, "{learnt}");
-        // Every piece is now known, and the count unchanged.
-        let mut unknown = 0;
+        let vocab = crate::collector::bpe::vocab();
+        let mut merged = 0;
         PIECES.with(|c| {
+            let c = c.borrow();
             for_each_piece(text.as_bytes(), |p| {
-                unknown += usize::from(!c.borrow().contains_key(p))
-            })
+                if vocab.rank(p).is_none() && p.len() > 1 {
+                    merged += 1;
+                    assert!(
+                        c.contains_key(p),
+                        "{:?} not remembered",
+                        String::from_utf8_lossy(p)
+                    );
+                }
+            });
+            // Only pieces of more than one token are kept; single tokens are in the vocabulary.
+            assert!(c.values().all(|&n| n > 1));
         });
-        assert_eq!(unknown, 0);
+        assert!(
+            merged > 0,
+            "the example has no piece of more than one token"
+        );
         assert_eq!(count(text), reference(text));
+    }
+
+    #[test]
+    fn the_pattern_is_tiktokens() {
+        assert_eq!(PATTERN, tiktoken_rs::O200K_BASE_PAT_STR);
     }
 
     #[test]
@@ -438,7 +439,7 @@ mod tests {
         assert!(scannable(block.as_bytes()));
         assert_eq!(count(&block), reference(&block));
         assert_eq!(segments(&block).len(), 1);
-        // A line with other Unicode is counted by tiktoken, the lines around it by the scanner.
+        // A line with other Unicode is split by the regex, the lines around it by the scanner.
         let mixed = "a = 1\nb = \"café\"\nc = 3\n";
         let kinds: Vec<bool> = segments(mixed).iter().map(|(_, k)| *k).collect();
         assert_eq!(kinds, vec![true, false, true]);
@@ -446,7 +447,7 @@ mod tests {
     }
 
     #[test]
-    fn non_ascii_text_is_counted_by_tiktoken() {
+    fn non_ascii_text_is_counted_exactly() {
         for text in [
             "café crème",
             "猫はソファで寝ています",

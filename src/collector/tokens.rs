@@ -1,4 +1,5 @@
-//! Token counting: o200k (tiktoken-rs) calibrated to Gemini's tokenizer, plus a margin, so a
+//! Token counting: o200k (exactly as tiktoken counts it: [`super::o200k`]) calibrated to Gemini's
+//! tokenizer, plus a margin, so a
 //! budget counted here is not overrun when Gemini counts it.
 //!
 //! The calibration (measured on 15,308 files, 278 MB of Python, Rust, C, assembly, Markdown,
@@ -15,9 +16,9 @@
 //!
 //! Text is counted in chunks cut at line ends (at most [`CHUNK`] bytes; a longer line is cut
 //! before a space, or at a character boundary after [`LONG_PIECE`] bytes). Chunking bounds two
-//! costs of tiktoken on hostile input: its byte-pair merge is quadratic in the length of one
-//! pre-tokenizer piece (1 MB of `a` takes over a second), and its regex overflows its stack on a
-//! megabyte of spaces. Cutting only adds tokens, so the count stays an upper estimate.
+//! costs of o200k on hostile input: the byte-pair merge is quadratic in the length of one
+//! pre-tokenizer piece (1 MB of `a` takes over a second), and the pattern's backtracking gives up
+//! on a megabyte of spaces. Cutting only adds tokens, so the count stays an upper estimate.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -26,15 +27,15 @@ pub const GEMINI_PER_O200K: f64 = 1.122;
 /// Safety margin over the calibrated estimate.
 pub const MARGIN: f64 = 0.10;
 
-/// Largest chunk handed to tiktoken at once.
+/// Largest chunk counted at once.
 pub const CHUNK: usize = 4096;
-/// Longest piece of a line without spaces handed to tiktoken at once.
+/// Longest piece of a line without spaces counted at once.
 pub const LONG_PIECE: usize = 1024;
 
-/// Loads the o200k vocabulary (about 0.2–0.5 s) and warms this thread: tiktoken keeps one regex
-/// per thread slot, its automaton built lazily, and [`super::o200k`] remembers pieces per thread.
-/// Counting some of this crate's own source (Rust, with prose, numbers and Unicode in it) as
-/// rendered does both, so the first request does not pay for them.
+/// Builds the o200k vocabulary's table (milliseconds) and warms this thread: the pre-tokenizer's
+/// automaton is built lazily, and [`super::o200k`] remembers merged pieces per thread. Counting
+/// some of this crate's own source (Rust, with prose, numbers and Unicode in it) as rendered does
+/// both, so the first request does not pay for them.
 pub fn warm_up() {
     const SAMPLES: &[&str] = &[
         include_str!("fill.rs"),
@@ -99,8 +100,8 @@ fn digit_runs(s: &str) -> (u64, u64) {
 }
 
 fn o200k_chunk(chunk: &str) -> u64 {
-    // tiktoken unwraps its regex result; a panic here must not take the server down. Every
-    // token is at least one byte, so the byte length is a safe stand-in.
+    // A panic in the counter must not take the server down. Every token is at least one byte,
+    // so the byte length is a safe stand-in.
     catch_unwind(AssertUnwindSafe(|| super::o200k::count(chunk))).unwrap_or(chunk.len() as u64)
 }
 
@@ -175,7 +176,7 @@ mod tests {
 
     #[test]
     fn hostile_input_is_counted_without_panicking() {
-        // A megabyte of spaces overflows tiktoken's regex stack when counted in one piece.
+        // A megabyte of spaces defeats the pattern's backtracking when counted in one piece.
         let spaces = " ".repeat(1_000_000);
         let n = o200k(&spaces);
         assert!(n > 0 && n <= 1_000_000, "{n}");
