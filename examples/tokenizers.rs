@@ -42,7 +42,9 @@ fn texts(dirs: &[String]) -> Vec<String> {
 
 fn main() -> Result<(), Error> {
     let mut args = std::env::args().skip(1);
-    let which = args.next().ok_or("usage: tokenizers tiktoken|bpe-openai|ours DIR...")?;
+    let which = args
+        .next()
+        .ok_or("usage: tokenizers tiktoken|bpe-openai|ours DIR...")?;
     let dirs: Vec<String> = args.collect();
     let files = texts(&dirs);
     let mb = files.iter().map(String::len).sum::<usize>() as f64 / 1e6;

@@ -11,7 +11,7 @@
 //! assignments need a value that looks like a secret (no code punctuation, letters and digits or
 //! enough entropy), so ordinary code such as `token = next_token()` is left alone.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 
 use regex::Regex;
 
@@ -235,12 +235,24 @@ fn entropy(v: &str) -> f64 {
         .sum()
 }
 
+/// The lazy DFA's cache per regex and thread. The default (2 MiB) is too small for the combined
+/// rules: on ordinary source the cache filled and was cleared again and again, and building DFA
+/// states was most of the collector's time (BENCHMARKS.md § The tokenizer and the collector).
+/// The cache grows only as far as the text needs.
+const DFA_CACHE: usize = 16 << 20;
+
+fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    regex::RegexBuilder::new(pattern)
+        .dfa_size_limit(DFA_CACHE)
+        .build()
+}
+
 static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
     let mut each = Vec::with_capacity(RULES.len());
     for (kind, pattern, group, check) in RULES {
         each.push(Rule {
             kind,
-            re: Regex::new(pattern)?,
+            re: compile(pattern)?,
             group: *group,
             check: *check,
         });
@@ -252,7 +264,7 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
         .join("|");
     let anchored = RULES
         .iter()
-        .map(|(_, p, _, _)| Regex::new(&format!("^(?:{p})")))
+        .map(|(_, p, _, _)| compile(&format!("^(?:{p})")))
         .collect::<Result<_, _>>()?;
     let inner = RULES
         .iter()
@@ -261,17 +273,34 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
         .collect::<Vec<_>>()
         .join("|");
     Ok(Rules {
-        any: Regex::new(&any)?,
+        any: compile(&any)?,
         anchored,
         each,
-        inner: Regex::new(&inner)?,
+        inner: compile(&inner)?,
     })
 });
 
-thread_local! {
-    /// Each thread's own copy: a regex's match-time caches sit in a pool that only its first
-    /// user reaches without a lock, so threads sharing one regex contend.
-    static LOCAL: Option<Rules> = COMPILED.as_ref().ok().cloned();
+/// Copies of the compiled rules, each used by one thread at a time and put back after use, so
+/// the states their lazy DFAs have built outlive the thread (the collector's walks run on fresh
+/// threads; a per-thread copy started cold on each). A regex's match-time caches sit in a pool
+/// that only its first user reaches without a lock, so threads do not share one copy at once.
+static SPARE: Mutex<Vec<Rules>> = Mutex::new(Vec::new());
+/// Copies kept: more than the threads that redact at once only costs memory.
+const SPARE_COPIES: usize = 16;
+
+/// Runs `f` with a copy of the rules (`None` if they did not compile).
+fn with_rules<R>(f: impl FnOnce(&Rules) -> R) -> Option<R> {
+    let spare = SPARE.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let rules = match spare {
+        Some(r) => r,
+        None => COMPILED.as_ref().ok()?.clone(),
+    };
+    let out = f(&rules);
+    let mut spare = SPARE.lock().unwrap_or_else(|p| p.into_inner());
+    if spare.len() < SPARE_COPIES {
+        spare.push(rules);
+    }
+    Some(out)
 }
 
 /// Replaces secret-looking values; returns the text and how many were replaced. Fails closed:
@@ -279,23 +308,18 @@ thread_local! {
 ///
 /// Linear in the text (see [`candidates`]).
 pub fn redact(text: &str) -> (String, usize) {
-    LOCAL.with(|rules| match rules {
-        Some(rules) => redact_with(rules, text, Marker::Kind),
-        None => {
-            tracing::error!("secret rules do not compile; withholding text");
-            let lines = text.matches('\n').count();
-            (format!("[REDACTED:unavailable]{}", "\n".repeat(lines)), 1)
-        }
+    with_rules(|rules| redact_with(rules, text, Marker::Kind)).unwrap_or_else(|| {
+        tracing::error!("secret rules do not compile; withholding text");
+        let lines = text.matches('\n').count();
+        (format!("[REDACTED:unavailable]{}", "\n".repeat(lines)), 1)
     })
 }
 
 /// The same rules for a message (an error, a line of a subprocess's output): every value replaced
 /// by `[redacted]`, with no rule named and no line kept.
 pub fn scrub(text: &str) -> String {
-    LOCAL.with(|rules| match rules {
-        Some(rules) => redact_with(rules, text, Marker::Plain).0,
-        None => "[redacted]".into(),
-    })
+    with_rules(|rules| redact_with(rules, text, Marker::Plain).0)
+        .unwrap_or_else(|| "[redacted]".into())
 }
 
 /// How a replaced value is shown.
