@@ -62,7 +62,7 @@ fn main() -> Result<(), Error> {
         }
         "ours" => {
             let _ = gemini_mcp_server::collector::o200k::count("load");
-            Box::new(|t| gemini_mcp_server::collector::o200k::count(t))
+            Box::new(gemini_mcp_server::collector::o200k::count)
         }
         other => return Err(format!("unknown counter {other}").into()),
     };

@@ -1053,10 +1053,13 @@ fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
     }
 }
 
+/// Runs one Claude Code command with stdin: whether it succeeded, and what it said.
+type ClaudeRunner<'a> = &'a dyn Fn(&[&str], &str) -> (bool, String);
+
 /// Adds this repository as a Claude Code marketplace, installs the plugin from it and sets its
 /// options (`values`, JSON) the way a user does, through `claude` (a runner of Claude Code
 /// commands with a private home).
-fn install_plugin(claude: &dyn Fn(&[&str], &str) -> (bool, String), values: &str) {
+fn install_plugin(claude: ClaudeRunner<'_>, values: &str) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (ok, said) = claude(
         &["plugin", "marketplace", "add", repo.to_str().unwrap()],

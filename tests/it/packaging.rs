@@ -192,7 +192,8 @@ fn server_json_is_valid_for_the_mcp_registry_and_each_package_names_it() {
         "the mcp-name line is inside an HTML comment"
     );
 
-    let broken: [(&str, fn(&mut Value)); 5] = [
+    type Breakage = (&'static str, fn(&mut Value));
+    let broken: [Breakage; 5] = [
         ("a name without a namespace", |s| {
             s["name"] = "gemini-mcp-server".into()
         }),
