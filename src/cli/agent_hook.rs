@@ -7,7 +7,9 @@
 //! why (exit 1, Claude Code's non-blocking error).
 //!
 //! The agent's `--no-verify` does not skip it: the agent is the one typing it. The user turns the
-//! review off in the plugin's settings.
+//! review off in the plugin's settings. Only the project's repository (`CLAUDE_PROJECT_DIR`, else
+//! the hook's directory: inside it, or the repository holding it) is reviewed: a commit elsewhere
+//! (`git -C ~/other commit`) is not sent to Gemini, and the user is told.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -57,7 +59,27 @@ pub fn run(fail_on: FailOn) -> u8 {
     else {
         return LET_RUN;
     };
+    // Only the project's own repository is sent to Gemini: a `git -C ~/elsewhere commit` must not
+    // ship another repository's changes out of the machine.
+    let project =
+        std::env::var_os("CLAUDE_PROJECT_DIR").map_or_else(|| PathBuf::from(cwd), PathBuf::from);
+    if !same_project(&top, &project) {
+        eprintln!(
+            "gemini-mcp: the commit in {} was not reviewed: it is outside the project {}",
+            top.display(),
+            project.display()
+        );
+        return NOT_REVIEWED;
+    }
     review(&top, fail_on)
+}
+
+/// Whether the work tree `top` is the project's: inside it, or the repository that holds it.
+fn same_project(top: &Path, project: &Path) -> bool {
+    match (top.canonicalize(), project.canonicalize()) {
+        (Ok(top), Ok(project)) => top.starts_with(&project) || project.starts_with(&top),
+        _ => false,
+    }
 }
 
 /// Runs `gemini-mcp precommit` on the work tree `top` (its own sandbox root) and turns its exit
@@ -152,6 +174,31 @@ fn git_commit(words: &[&str]) -> Option<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_projects_own_repository_is_reviewed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (project, sub, other) = (
+            dir.path().join("project"),
+            dir.path().join("project/sub"),
+            dir.path().join("other"),
+        );
+        for d in [&sub, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        assert!(same_project(&project, &project));
+        assert!(
+            same_project(&sub, &project),
+            "a repository inside the project"
+        );
+        assert!(
+            same_project(&project, &sub),
+            "the repository holding the project"
+        );
+        assert!(!same_project(&other, &project));
+        assert!(!same_project(&project.join("../other"), &project));
+        assert!(!same_project(&dir.path().join("missing"), &project));
+    }
 
     #[test]
     fn commits_are_found_behind_chains_wrappers_and_global_options() {
