@@ -39,7 +39,12 @@ const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 const MAX_MODEL_PAGES: usize = 20;
 
 pub struct ApiClient {
-    http: reqwest::Client,
+    /// Built on the first request, not at start: loading the system's root certificates was
+    /// about a sixth of the server's start-up (BENCHMARKS.md § Start-up).
+    http: std::sync::OnceLock<Result<reqwest::Client, String>>,
+    /// The client's default headers (the key) and connect timeout, for that first build.
+    headers: HeaderMap,
+    connect_timeout: Duration,
     /// The key (sent by the client's default headers), or Application Default Credentials.
     auth: Auth,
     /// `<GEMINI_BASE_URL>/v1beta`, or Vertex AI's `…/publishers/google`.
@@ -130,22 +135,10 @@ impl ApiClient {
             header.set_sensitive(true);
             headers.insert("x-goog-api-key", header);
         }
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .user_agent(concat!("gemini-mcp-server/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(config.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(90))
-            // A peer that vanished without a reset is noticed within about a minute, even while
-            // Gemini thinks in silence before its first chunk.
-            .tcp_keepalive(Duration::from_secs(30))
-            .tcp_keepalive_interval(Duration::from_secs(10))
-            .tcp_keepalive_retries(3u32)
-            .build()
-            .map_err(|e| GeminiError::NotConfigured {
-                message: format!("cannot set up the HTTP client: {e}"),
-            })?;
         Ok(ApiClient {
-            http,
+            http: std::sync::OnceLock::new(),
+            headers,
+            connect_timeout: config.connect_timeout,
             auth,
             base,
             vertex,
@@ -159,6 +152,29 @@ impl ApiClient {
             idle_timeout: config.idle_timeout,
             models: OnceCell::new(),
         })
+    }
+
+    /// The HTTP client, built on first use; every call shares its connection pool.
+    fn http(&self) -> Result<&reqwest::Client, GeminiError> {
+        self.http
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .default_headers(self.headers.clone())
+                    .user_agent(concat!("gemini-mcp-server/", env!("CARGO_PKG_VERSION")))
+                    .connect_timeout(self.connect_timeout)
+                    .pool_idle_timeout(Duration::from_secs(90))
+                    // A peer that vanished without a reset is noticed within about a minute,
+                    // even while Gemini thinks in silence before its first chunk.
+                    .tcp_keepalive(Duration::from_secs(30))
+                    .tcp_keepalive_interval(Duration::from_secs(10))
+                    .tcp_keepalive_retries(3u32)
+                    .build()
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|e| GeminiError::NotConfigured {
+                message: format!("cannot set up the HTTP client: {e}"),
+            })
     }
 
     /// One answer, streamed, with retries; bounded by the call deadline and `ctx.cancel`.
@@ -195,9 +211,9 @@ impl ApiClient {
         let body = Bytes::from(wire::count_tokens_request(text).to_string());
         let ctx = CallContext::default();
         let deadline = Instant::now() + self.call_timeout;
+        let http = self.http()?;
         let work = retry::run(&self.policy, &ctx, deadline, |_| {
-            let request = self
-                .http
+            let request = http
                 .post(url.as_str())
                 .header(CONTENT_TYPE, "application/json")
                 .body(body.clone());
@@ -220,13 +236,14 @@ impl ApiClient {
             // Vertex AI lists publisher models in another shape and without the limits the
             // catalogue needs: the built-in catalogue stands. What can fail here is the
             // credentials, so readiness checks that a token can be had.
-            return match self.authorize(self.http.get(&self.base)).await {
+            return match self.authorize(self.http()?.get(&self.base)).await {
                 Ok(_) => Ok(Vec::new()),
                 Err(f) => Err(f.error),
             };
         }
         let ctx = CallContext::default();
         let deadline = Instant::now() + self.call_timeout;
+        let http = self.http()?;
         let work = async {
             let mut out: Vec<ModelInfo> = Vec::new();
             let mut token: Option<String> = None;
@@ -247,7 +264,7 @@ impl ApiClient {
                                     message: format!("GEMINI_BASE_URL is not a valid URL: {e}"),
                                 })
                             })?;
-                            self.json(self.http.get(url)).await
+                            self.json(http.get(url)).await
                         }
                     })
                     .await?;
@@ -360,7 +377,8 @@ impl ApiClient {
         ctx: &CallContext,
     ) -> Result<GenerateResponse, Failure> {
         let request = self
-            .http
+            .http()
+            .map_err(Failure::fatal)?
             .post(url)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
