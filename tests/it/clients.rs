@@ -885,6 +885,27 @@ fn run_with_stdin(mut cmd: std::process::Command, stdin: &str) -> (bool, String)
     )
 }
 
+/// Runs one Gemini CLI command to its end with `stdin`, in `work` with a private `home`, trusting
+/// the folder and without relaunching itself: whether it succeeded, and what it said.
+fn gemini_cli(
+    bin: &Path,
+    path: &str,
+    home: &Path,
+    work: &Path,
+    args: &[&str],
+    stdin: &str,
+) -> (bool, String) {
+    let mut cmd = client_command(bin);
+    cmd.args(args)
+        .env("PATH", path)
+        .env("HOME", home)
+        .env("TERM", "dumb")
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .current_dir(work);
+    run_with_stdin(cmd, stdin)
+}
+
 /// The Gemini CLI extension (`packaging/gemini-extension`), linked from its local path with the
 /// real Gemini CLI: validated, installed, and its server connected.
 #[test]
@@ -896,17 +917,8 @@ fn the_gemini_cli_extension_links_and_connects() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let path = path_with_our_binary(&path);
-    let gemini = |args: &[&str], stdin: &str| {
-        let mut cmd = client_command(&bin);
-        cmd.args(args)
-            .env("PATH", &path)
-            .env("HOME", home.path())
-            .env("TERM", "dumb")
-            .env("GEMINI_CLI_NO_RELAUNCH", "true")
-            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-            .current_dir(work.path());
-        run_with_stdin(cmd, stdin)
-    };
+    let gemini =
+        |args: &[&str], stdin: &str| gemini_cli(&bin, &path, home.path(), work.path(), args, stdin);
     let (ok, said) = gemini(&["extensions", "validate", ext.to_str().unwrap()], "");
     assert!(ok && said.contains("successfully validated"), "{said}");
     let (ok, said) = gemini(&["extensions", "link", ext.to_str().unwrap()], "Y\nY\n");
@@ -963,17 +975,8 @@ fn the_gemini_cli_extension_archive_brings_its_own_binary() {
         !path.split(':').any(|d| Path::new(d) == our_dir),
         "gemini-mcp must not be on PATH here"
     );
-    let gemini = |args: &[&str], stdin: &str| {
-        let mut cmd = client_command(&bin);
-        cmd.args(args)
-            .env("PATH", &path)
-            .env("HOME", home.path())
-            .env("TERM", "dumb")
-            .env("GEMINI_CLI_NO_RELAUNCH", "true")
-            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-            .current_dir(work.path());
-        run_with_stdin(cmd, stdin)
-    };
+    let gemini =
+        |args: &[&str], stdin: &str| gemini_cli(&bin, &path, home.path(), work.path(), args, stdin);
     let (ok, said) = gemini(
         &[
             "extensions",

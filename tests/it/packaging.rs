@@ -68,13 +68,7 @@ fn the_compose_file_runs_two_instances_on_one_redis_with_the_project_read_only()
 
 #[test]
 fn every_package_names_this_version() {
-    let cargo = repo("Cargo.toml");
-    let version = cargo
-        .lines()
-        .find_map(|l| l.strip_prefix("version = \""))
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap()
-        .to_string();
+    let version = package_field("version");
     let npm = json("npm/gemini-mcp-server/package.json");
     assert_eq!(npm["version"], version.as_str());
     for (name, v) in npm["optionalDependencies"].as_object().unwrap() {
@@ -88,13 +82,9 @@ fn every_package_names_this_version() {
     let plugin = json("packaging/claude-plugin/.claude-plugin/plugin.json");
     assert_eq!(plugin["version"], version.as_str());
     assert_eq!(plugin["userConfig"]["gemini_api_key"]["sensitive"], true);
-    let license = cargo
-        .lines()
-        .find_map(|l| l.strip_prefix("license = \""))
-        .and_then(|v| v.strip_suffix('"'))
-        .unwrap();
-    assert_eq!(npm["license"], license);
-    assert_eq!(plugin["license"], license);
+    let license = package_field("license");
+    assert_eq!(npm["license"], license.as_str());
+    assert_eq!(plugin["license"], license.as_str());
     let market = json(".claude-plugin/marketplace.json");
     assert_eq!(market["plugins"][0]["name"], plugin["name"]);
 }
