@@ -1,6 +1,6 @@
 # Idle vs after-first-call RSS of the release server (stdio), against a tiny local fake Gemini.
 # usage: python3 benches/rss_first_call.py target/release/gemini-mcp PROJECT_ROOT FILE
-import json, subprocess, sys, threading, time, os
+import json, subprocess, sys, threading, time, os, re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ANSWER = {"candidates":[{"content":{"role":"model","parts":[{"text":"Looks fine."}]},"finishReason":"STOP"}],
@@ -27,7 +27,7 @@ def recv(i):
         if m.get("id")==i: return m
 def rss():
     for l in open(f"/proc/{p.pid}/status"):
-        if l.startswith(("VmRSS","VmHWM")): yield l.split()[1]
+        if l.startswith(("VmRSS","VmHWM","RssAnon","RssFile")): yield l.split()[1]
 send({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"rss","version":"1"}}}); recv(1)
 send({"jsonrpc":"2.0","method":"notifications/initialized"})
 send({"jsonrpc":"2.0","id":2,"method":"tools/list"}); recv(2)
@@ -35,6 +35,15 @@ time.sleep(0.5); a=list(rss())
 send({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"Is this fine?","files":[sys.argv[3]]}}}); r=recv(3)
 time.sleep(0.5); b=list(rss())
 ok = not r.get("error") and not r["result"].get("isError")
-print(f"idle after tools/list: RSS {int(a[1])/1024:.1f} MB (peak {int(a[0])/1024:.1f}); after one chat call with a file: RSS {int(b[1])/1024:.1f} MB (peak {int(b[0])/1024:.1f}); call ok={ok}")
+mb=lambda k: int(k)/1024
+print(f"idle after tools/list: RSS {mb(a[1]):.1f} MB (peak {mb(a[0]):.1f}; anonymous {mb(a[2]):.1f}, file-backed {mb(a[3]):.1f}); "
+      f"after one chat call with a file: RSS {mb(b[1]):.1f} MB (peak {mb(b[0]):.1f}; anonymous {mb(b[2]):.1f}, file-backed {mb(b[3]):.1f}); call ok={ok}")
+if os.environ.get("RSS_MAPS"):
+    rows=[]; cur=None
+    for l in open(f"/proc/{p.pid}/smaps"):
+        f=l.split()
+        if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", l): cur=(f[0], f[5] if len(f)>5 else "[anon]")
+        elif f[0]=="Rss:" and int(f[1])>=256: rows.append((int(f[1]), cur))
+    for kb,(addr,name) in sorted(rows, reverse=True)[:25]: print(f"  {kb/1024:7.1f} MB {name} {addr}")
 if not ok: print(json.dumps(r)[:500])
 p.stdin.close(); p.wait()

@@ -186,16 +186,16 @@ fn visit(
     }
     let depth = base_depth + u32::try_from(entry.depth()).unwrap_or(u32::MAX);
     let ft = entry.file_type()?;
-    let display = sandbox.display_path(entry.path());
-    let skip = |reason| {
-        Some(Found::Skip(Skipped {
-            path: display.clone(),
-            reason,
-        }))
-    };
     if ft.is_dir() {
         return None;
     }
+    // The name is made only for a file reported here; `file` makes its own.
+    let skip = |reason| {
+        Some(Found::Skip(Skipped {
+            path: sandbox.display_path(entry.path()),
+            reason,
+        }))
+    };
     let hidden = entry.file_name().to_string_lossy().starts_with('.');
     if ft.is_symlink() {
         // Resolve it ourselves: outside the roots is reported, never followed.
