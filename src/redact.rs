@@ -14,28 +14,91 @@
 use std::sync::{LazyLock, Mutex};
 
 use regex::Regex;
+use regex_automata::meta;
+use regex_automata::util::captures::Captures;
+use regex_automata::{Input, Span};
 
 /// A value-shape rule: a name for the marker, a pattern, the capture group to replace (0 = the
 /// whole match) and a check the captured value must pass.
-#[derive(Clone)]
 struct Rule {
     kind: &'static str,
-    re: Regex,
+    re: meta::Regex,
     group: usize,
     check: fn(&str) -> bool,
 }
 
-#[derive(Clone)]
+/// The rules, compiled once and shared by every thread; each search brings its own [`Caches`].
 struct Rules {
     /// Every rule at once (leftmost first, earlier rules first): the one pass over a text.
-    any: Regex,
+    any: meta::Regex,
     /// Each rule alone, anchored at the start: which rule a candidate of `any` is.
-    anchored: Vec<Regex>,
+    anchored: Vec<meta::Regex>,
     /// Each rule alone: for the inside of a candidate.
     each: Vec<Rule>,
     /// Every rule but the generic assignments at once: whether a stretch inside a candidate
     /// needs searching at all.
-    inner: Regex,
+    inner: meta::Regex,
+}
+
+/// The match-time state of each of the [`Rules`]' regexes (their lazy DFAs' states above all),
+/// used by one search at a time.
+struct Caches {
+    any: meta::Cache,
+    anchored: Vec<meta::Cache>,
+    each: Vec<meta::Cache>,
+    inner: meta::Cache,
+}
+
+impl Caches {
+    fn new(rules: &Rules) -> Caches {
+        Caches {
+            any: rules.any.create_cache(),
+            anchored: rules
+                .anchored
+                .iter()
+                .map(meta::Regex::create_cache)
+                .collect(),
+            each: rules.each.iter().map(|r| r.re.create_cache()).collect(),
+            inner: rules.inner.create_cache(),
+        }
+    }
+}
+
+/// Whether `re` matches anywhere in `hay`.
+fn is_match(re: &meta::Regex, cache: &mut meta::Cache, hay: &str) -> bool {
+    re.search_half_with(cache, &Input::new(hay).earliest(true))
+        .is_some()
+}
+
+/// The leftmost match of `re` in `hay` starting at or after `at` (what is before `at` is still
+/// seen by look-around, as `Regex::find_at`).
+fn find_at(re: &meta::Regex, cache: &mut meta::Cache, hay: &str, at: usize) -> Option<Span> {
+    re.search_with(cache, &Input::new(hay).span(at..hay.len()))
+        .map(|m| m.span())
+}
+
+/// The groups of the leftmost match of `re` in `hay` at or after `at`, if any.
+fn captures_at(
+    re: &meta::Regex,
+    cache: &mut meta::Cache,
+    hay: &str,
+    at: usize,
+) -> Option<Captures> {
+    let mut caps = re.create_captures();
+    re.search_captures_with(cache, &Input::new(hay).span(at..hay.len()), &mut caps);
+    caps.is_match().then_some(caps)
+}
+
+/// The whole match of `caps` and the value to replace: `group`, or the first group that took
+/// part ([`FIRST_GROUP`]), or the whole match when that group did not take part.
+fn whole_and_value(caps: &Captures, group: usize) -> Option<(Span, Span)> {
+    let whole = caps.get_group(0)?;
+    let value = if group == FIRST_GROUP {
+        caps.iter().skip(1).flatten().next()
+    } else {
+        caps.get_group(group)
+    };
+    Some((whole, value.unwrap_or(whole)))
 }
 
 /// A rule as written: marker name, pattern, group to replace, check on the value.
@@ -241,13 +304,22 @@ fn entropy(v: &str) -> f64 {
 /// The cache grows only as far as the text needs.
 const DFA_CACHE: usize = 16 << 20;
 
-fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    regex::RegexBuilder::new(pattern)
-        .dfa_size_limit(DFA_CACHE)
-        .build()
+/// As `regex::RegexBuilder` would build it (its size limits), with caches we hold ourselves.
+fn compile(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
+    const SIZE_LIMIT: usize = 10 << 20;
+    meta::Regex::builder()
+        .configure(
+            meta::Config::new()
+                .nfa_size_limit(Some(SIZE_LIMIT))
+                .onepass_size_limit(Some(SIZE_LIMIT))
+                .dfa_size_limit(Some(SIZE_LIMIT))
+                .hybrid_cache_capacity(DFA_CACHE),
+        )
+        .build(pattern)
+        .map_err(Box::new)
 }
 
-static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
+static COMPILED: LazyLock<Result<Rules, Box<meta::BuildError>>> = LazyLock::new(|| {
     let mut each = Vec::with_capacity(RULES.len());
     for (kind, pattern, group, check) in RULES {
         each.push(Rule {
@@ -280,25 +352,24 @@ static COMPILED: LazyLock<Result<Rules, regex::Error>> = LazyLock::new(|| {
     })
 });
 
-/// Copies of the compiled rules, each used by one thread at a time and put back after use, so
-/// the states their lazy DFAs have built outlive the thread (the collector's walks run on fresh
-/// threads; a per-thread copy started cold on each). A regex's match-time caches sit in a pool
-/// that only its first user reaches without a lock, so threads do not share one copy at once.
-static SPARE: Mutex<Vec<Rules>> = Mutex::new(Vec::new());
-/// Copies kept: more than the threads that redact at once only costs memory.
-const SPARE_COPIES: usize = 16;
+/// Caches for the rules, each used by one search at a time and put back after it, so the states
+/// their lazy DFAs have built outlive the thread that built them (the collector's walks run on
+/// fresh threads). They are held here rather than in the regexes' own pools, which keep a
+/// thread's caches by its id: a fresh thread found none and built its DFAs again.
+static SPARE: Mutex<Vec<Box<Caches>>> = Mutex::new(Vec::new());
+/// Caches kept: more than the threads that redact at once only costs memory.
+const SPARE_COPIES: usize = 8;
 
-/// Runs `f` with a copy of the rules (`None` if they did not compile).
-fn with_rules<R>(f: impl FnOnce(&Rules) -> R) -> Option<R> {
+/// Runs `f` with the rules and caches for them (`None` if the rules did not compile).
+fn with_rules<R>(f: impl FnOnce(&Rules, &mut Caches) -> R) -> Option<R> {
+    let rules = COMPILED.as_ref().ok()?;
     let spare = SPARE.lock().unwrap_or_else(|p| p.into_inner()).pop();
-    let rules = match spare {
-        Some(r) => r,
-        None => COMPILED.as_ref().ok()?.clone(),
-    };
-    let out = f(&rules);
+    // Boxed: the caches are kilobytes, moved in and out of the pool on every search.
+    let mut caches = spare.unwrap_or_else(|| Box::new(Caches::new(rules)));
+    let out = f(rules, &mut caches);
     let mut spare = SPARE.lock().unwrap_or_else(|p| p.into_inner());
     if spare.len() < SPARE_COPIES {
-        spare.push(rules);
+        spare.push(caches);
     }
     Some(out)
 }
@@ -308,17 +379,19 @@ fn with_rules<R>(f: impl FnOnce(&Rules) -> R) -> Option<R> {
 ///
 /// Linear in the text (see [`candidates`]).
 pub fn redact(text: &str) -> (String, usize) {
-    with_rules(|rules| redact_with(rules, text, Marker::Kind)).unwrap_or_else(|| {
-        tracing::error!("secret rules do not compile; withholding text");
-        let lines = text.matches('\n').count();
-        (format!("[REDACTED:unavailable]{}", "\n".repeat(lines)), 1)
-    })
+    with_rules(|rules, caches| redact_with(rules, caches, text, Marker::Kind)).unwrap_or_else(
+        || {
+            tracing::error!("secret rules do not compile; withholding text");
+            let lines = text.matches('\n').count();
+            (format!("[REDACTED:unavailable]{}", "\n".repeat(lines)), 1)
+        },
+    )
 }
 
 /// The same rules for a message (an error, a line of a subprocess's output): every value replaced
 /// by `[redacted]`, with no rule named and no line kept.
 pub fn scrub(text: &str) -> String {
-    with_rules(|rules| redact_with(rules, text, Marker::Plain).0)
+    with_rules(|rules, caches| redact_with(rules, caches, text, Marker::Plain).0)
         .unwrap_or_else(|| "[redacted]".into())
 }
 
@@ -331,12 +404,12 @@ enum Marker {
     Plain,
 }
 
-fn redact_with(rules: &Rules, text: &str, marker: Marker) -> (String, usize) {
-    if !rules.any.is_match(text) {
+fn redact_with(rules: &Rules, caches: &mut Caches, text: &str, marker: Marker) -> (String, usize) {
+    if !is_match(&rules.any, &mut caches.any, text) {
         return (text.to_string(), 0);
     }
     let mut spans = Vec::new();
-    candidates(rules, text, &mut spans);
+    candidates(rules, caches, text, &mut spans);
     // Overlapping values are replaced as one; the marker names the earliest (then the most
     // specific) rule.
     spans.sort_unstable();
@@ -387,28 +460,27 @@ const INNER_SLACK: usize = 512;
 /// rejected whole-match candidate) is searched by each other rule, within that stretch only.
 /// Those stretches do not overlap, so the whole costs at most one pass per rule, and one pass
 /// in all on text without candidates.
-fn candidates(rules: &Rules, text: &str, spans: &mut Vec<(usize, usize, usize)>) {
+fn candidates(
+    rules: &Rules,
+    caches: &mut Caches,
+    text: &str,
+    spans: &mut Vec<(usize, usize, usize)>,
+) {
     let mut at = 0;
     while at < text.len() {
-        let Some(m) = rules.any.find_at(text, at) else {
+        let Some(m) = find_at(&rules.any, &mut caches.any, text, at) else {
             break;
         };
-        let next = m.start() + text[m.start()..].chars().next().map_or(1, char::len_utf8);
-        let here = &text[m.start()..];
-        let Some((i, whole, value)) = rules.anchored.iter().enumerate().find_map(|(i, r)| {
-            let caps = r.captures(here)?;
-            let whole = caps.get(0)?;
-            let group = rules.each[i].group;
-            let value = if group == FIRST_GROUP {
-                caps.iter().skip(1).flatten().next()
-            } else {
-                caps.get(group)
-            }
-            .unwrap_or(whole);
-            let shift = |x: regex::Match<'_>| (m.start() + x.start(), m.start() + x.end());
+        let next = m.start + text[m.start..].chars().next().map_or(1, char::len_utf8);
+        let here = &text[m.start..];
+        let anchored = rules.anchored.iter().zip(caches.anchored.iter_mut());
+        let Some((i, whole, value)) = anchored.enumerate().find_map(|(i, (r, cache))| {
+            let caps = captures_at(r, cache, here, 0)?;
+            let (whole, value) = whole_and_value(&caps, rules.each[i].group)?;
+            let shift = |x: Span| (m.start + x.start, m.start + x.end);
             Some((i, shift(whole), shift(value)))
         }) else {
-            at = m.end().max(next);
+            at = m.end.max(next);
             continue;
         };
         let rule = &rules.each[i];
@@ -431,9 +503,9 @@ fn candidates(rules: &Rules, text: &str, spans: &mut Vec<(usize, usize, usize)>)
         while !text.is_char_boundary(near) {
             near += 1;
         }
-        if skipped_end > next && rules.inner.is_match(&text[next..near]) {
+        if skipped_end > next && is_match(&rules.inner, &mut caches.inner, &text[next..near]) {
             for j in (0..rules.each.len()).filter(|&j| j != i && rules.each[j].kind != GENERIC) {
-                values(rules, j, text, next..skipped_end, spans);
+                values(rules, caches, j, text, next..skipped_end, spans);
             }
         }
         at = resume.max(next);
@@ -446,6 +518,7 @@ fn candidates(rules: &Rules, text: &str, spans: &mut Vec<(usize, usize, usize)>)
 /// candidate the search goes on from its value or end, as in [`candidates`].
 fn values(
     rules: &Rules,
+    caches: &mut Caches,
     index: usize,
     text: &str,
     region: std::ops::Range<usize>,
@@ -453,27 +526,22 @@ fn values(
 ) {
     let rule = &rules.each[index];
     let hay = &text[..region.end];
-    let pick = |caps: &regex::Captures<'_>| {
-        let whole = caps.get(0)?;
-        let value = if rule.group == FIRST_GROUP {
-            caps.iter().skip(1).flatten().next()
-        } else {
-            caps.get(rule.group)
-        };
-        Some((whole.range(), value.unwrap_or(whole).range()))
+    let pick = |caps: &Captures| {
+        whole_and_value(caps, rule.group).map(|(whole, value)| (whole.range(), value.range()))
     };
     let mut at = region.start;
     while at < region.end {
-        let Some(caps) = rule.re.captures_at(hay, at) else {
+        let Some(caps) = captures_at(&rule.re, &mut caches.each[index], hay, at) else {
             break;
         };
         let Some((mut whole, mut value)) = pick(&caps) else {
             break;
         };
         if whole.end == region.end && region.end < text.len() {
-            let Some(full) = rules.anchored[index]
-                .captures(&text[whole.start..])
-                .and_then(|c| pick(&c))
+            let anchored = &rules.anchored[index];
+            let cache = &mut caches.anchored[index];
+            let Some(full) =
+                captures_at(anchored, cache, &text[whole.start..], 0).and_then(|c| pick(&c))
             else {
                 break;
             };

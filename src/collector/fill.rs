@@ -127,18 +127,54 @@ pub fn fill(
         files: Vec::new(),
         skipped: Vec::new(),
     });
+    // Workers blocked in `progress.wait`; a commit wakes them only if there are any (a wake is
+    // a system call, and most commits have no one waiting). Changed under the `commit` lock.
+    let waiting = AtomicUsize::new(0);
+    let wake = || {
+        if waiting.load(Ordering::Relaxed) > 0 {
+            progress.notify_all();
+        }
+    };
     let work = || {
         loop {
+            // Once the budget is full it stays full: what is left is skipped in one go, with
+            // no reading, no waiting and one commit.
+            if left.load(Ordering::Relaxed) < stop {
+                let start = next.swap(items.len(), Ordering::Relaxed);
+                if start >= items.len() {
+                    break;
+                }
+                let flight = Flight {
+                    left: &left,
+                    reserved: &reserved,
+                    stop,
+                    stats: &stats,
+                };
+                let done: Vec<Done> = items[start..]
+                    .iter()
+                    .map(|item| process(item, prior, &flight))
+                    .collect();
+                let Ok(mut c) = commit.lock() else { break };
+                for (slot, done) in c.slots[start..].iter_mut().zip(done) {
+                    *slot = Some(done);
+                }
+                advance(&mut c, items, stop, &left, &reserved);
+                drop(c);
+                wake();
+                break;
+            }
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(item) = items.get(i) else { break };
             // Hold back while the files in flight ahead of this one may fill what is left. The
             // worker on the lowest index never waits, so the commits always move on.
             let Ok(mut c) = commit.lock() else { break };
             while c.next < i && c.left.saturating_sub(reserved.load(Ordering::Relaxed)) < stop {
+                waiting.fetch_add(1, Ordering::Relaxed);
                 c = match progress.wait(c) {
                     Ok(c) => c,
                     Err(p) => p.into_inner(),
                 };
+                waiting.fetch_sub(1, Ordering::Relaxed);
             }
             drop(c);
             let flight = Flight {
@@ -152,7 +188,7 @@ pub fn fill(
             c.slots[i] = Some(done);
             advance(&mut c, items, stop, &left, &reserved);
             drop(c);
-            progress.notify_all();
+            wake();
         }
     };
     match pool {
