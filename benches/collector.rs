@@ -3,7 +3,8 @@
 //! `cargo bench --bench collector` collects, in-process with the tokenizer already loaded (as in
 //! the server), CPython's standard library under a 335,544-token budget and a generated
 //! 100,000-file tree under 1,000,000 tokens, on 1 thread and on every core, and compares each
-//! with the physical floor: reading the same chosen files' bytes (in-process, and `cat`).
+//! with the physical floor: reading the same chosen files' bytes (in-process, and `cat`), and
+//! listing every directory of the corpus (what any walk pays).
 //! "cold" is the first request to a freshly started collector (workers warmed at start as in
 //! the server, nothing of the corpus seen yet); the other columns are a warm server's.
 //!
@@ -49,9 +50,9 @@ fn main() -> Result<(), Error> {
         Err(_) => vec![1, cores],
     };
     println!(
-        "| corpus | budget | threads | median ms | min | max | CPU ms/run | cold ms | files sent / seen | tokens | fill | floor: read ms | floor: cat ms | median ÷ cat |"
+        "| corpus | budget | threads | median ms | min | max | CPU ms/run | cold ms | files sent / seen | tokens | fill | floor: read ms | floor: cat ms | median ÷ cat | floor: list ms | median ÷ (cat + list) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, root, budget) in [
         ("CPython stdlib", &stdlib, 335_544u64),
         ("generated 100k", &tree, 1_000_000),
@@ -120,11 +121,20 @@ fn bench(name: &str, root: &Path, budget: u64, threads: usize, runs: usize) -> R
             return Err("cat failed".into());
         }
     }
+    // The other floor: listing every directory of the corpus (one thread, the entry types from
+    // the listing as the walk takes them, nothing opened), which any walk pays.
+    let mut list_times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let t = Instant::now();
+        std::hint::black_box(list(root)?);
+        list_times.push(t.elapsed());
+    }
     let seen = last.files.len() + last.skipped.len();
     let med = median(&mut times);
     let cat = median(&mut cat_times);
+    let list_floor = median(&mut list_times);
     println!(
-        "| {name} | {budget} | {threads} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {seen} | {} | {:.1}% | {:.2} | {:.2} | {:.1} |",
+        "| {name} | {budget} | {threads} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} / {seen} | {} | {:.1}% | {:.2} | {:.2} | {:.1} | {:.2} | {:.1} |",
         ms(med),
         ms(times[0]),
         ms(times[times.len() - 1]),
@@ -136,8 +146,26 @@ fn bench(name: &str, root: &Path, budget: u64, threads: usize, runs: usize) -> R
         ms(median(&mut read_times)),
         ms(cat),
         med.as_secs_f64() / cat.as_secs_f64(),
+        ms(list_floor),
+        med.as_secs_f64() / (cat + list_floor).as_secs_f64(),
     );
     Ok(())
+}
+
+/// Entries below `root`, listed directory by directory.
+fn list(root: &Path) -> std::io::Result<usize> {
+    let mut n = 0;
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            n += 1;
+            if entry.file_type()?.is_dir() {
+                dirs.push(entry.path());
+            }
+        }
+    }
+    Ok(n)
 }
 
 /// CPU time of the whole process (every thread) so far.

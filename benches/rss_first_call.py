@@ -38,6 +38,10 @@ ok = not r.get("error") and not r["result"].get("isError")
 mb=lambda k: int(k)/1024
 print(f"idle after tools/list: RSS {mb(a[1]):.1f} MB (peak {mb(a[0]):.1f}; anonymous {mb(a[2]):.1f}, file-backed {mb(a[3]):.1f}); "
       f"after one chat call with a file: RSS {mb(b[1]):.1f} MB (peak {mb(b[0]):.1f}; anonymous {mb(b[2]):.1f}, file-backed {mb(b[3]):.1f}); call ok={ok}")
+if os.environ.get("RSS_TRIM"):
+    # How much of it is memory freed but kept by the allocator: ask glibc to give it back.
+    subprocess.run(["gdb","-p",str(p.pid),"-batch","-ex","call (int)malloc_trim(0)"],capture_output=True)
+    c=list(rss()); print(f"after malloc_trim(0): RSS {mb(c[1]):.1f} MB (anonymous {mb(c[2]):.1f}, file-backed {mb(c[3]):.1f})")
 if os.environ.get("RSS_MAPS"):
     rows=[]; cur=None
     for l in open(f"/proc/{p.pid}/smaps"):
