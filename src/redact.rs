@@ -41,27 +41,29 @@ struct Rules {
 }
 
 /// The match-time state of each of the [`Rules`]' regexes (their lazy DFAs' states above all),
-/// used by one search at a time.
+/// used by one search at a time. Each is made when its regex is first used (a cache starts at
+/// tens of kilobytes to a megabyte, and text without candidates uses only `any`'s).
+#[derive(Default)]
 struct Caches {
-    any: meta::Cache,
-    anchored: Vec<meta::Cache>,
-    each: Vec<meta::Cache>,
-    inner: meta::Cache,
+    any: Option<meta::Cache>,
+    anchored: Vec<Option<meta::Cache>>,
+    each: Vec<Option<meta::Cache>>,
+    inner: Option<meta::Cache>,
 }
 
 impl Caches {
     fn new(rules: &Rules) -> Caches {
         Caches {
-            any: rules.any.create_cache(),
-            anchored: rules
-                .anchored
-                .iter()
-                .map(meta::Regex::create_cache)
-                .collect(),
-            each: rules.each.iter().map(|r| r.re.create_cache()).collect(),
-            inner: rules.inner.create_cache(),
+            anchored: rules.anchored.iter().map(|_| None).collect(),
+            each: rules.each.iter().map(|_| None).collect(),
+            ..Caches::default()
         }
     }
+}
+
+/// The cache in `slot` for `re`, made on first use.
+fn cache<'a>(slot: &'a mut Option<meta::Cache>, re: &meta::Regex) -> &'a mut meta::Cache {
+    slot.get_or_insert_with(|| re.create_cache())
 }
 
 /// Whether `re` matches anywhere in `hay`.
@@ -405,7 +407,7 @@ enum Marker {
 }
 
 fn redact_with(rules: &Rules, caches: &mut Caches, text: &str, marker: Marker) -> (String, usize) {
-    if !is_match(&rules.any, &mut caches.any, text) {
+    if !is_match(&rules.any, cache(&mut caches.any, &rules.any), text) {
         return (text.to_string(), 0);
     }
     let mut spans = Vec::new();
@@ -468,14 +470,14 @@ fn candidates(
 ) {
     let mut at = 0;
     while at < text.len() {
-        let Some(m) = find_at(&rules.any, &mut caches.any, text, at) else {
+        let Some(m) = find_at(&rules.any, cache(&mut caches.any, &rules.any), text, at) else {
             break;
         };
         let next = m.start + text[m.start..].chars().next().map_or(1, char::len_utf8);
         let here = &text[m.start..];
         let anchored = rules.anchored.iter().zip(caches.anchored.iter_mut());
-        let Some((i, whole, value)) = anchored.enumerate().find_map(|(i, (r, cache))| {
-            let caps = captures_at(r, cache, here, 0)?;
+        let Some((i, whole, value)) = anchored.enumerate().find_map(|(i, (r, slot))| {
+            let caps = captures_at(r, cache(slot, r), here, 0)?;
             let (whole, value) = whole_and_value(&caps, rules.each[i].group)?;
             let shift = |x: Span| (m.start + x.start, m.start + x.end);
             Some((i, shift(whole), shift(value)))
@@ -503,7 +505,8 @@ fn candidates(
         while !text.is_char_boundary(near) {
             near += 1;
         }
-        if skipped_end > next && is_match(&rules.inner, &mut caches.inner, &text[next..near]) {
+        let inner = cache(&mut caches.inner, &rules.inner);
+        if skipped_end > next && is_match(&rules.inner, inner, &text[next..near]) {
             for j in (0..rules.each.len()).filter(|&j| j != i && rules.each[j].kind != GENERIC) {
                 values(rules, caches, j, text, next..skipped_end, spans);
             }
@@ -531,7 +534,8 @@ fn values(
     };
     let mut at = region.start;
     while at < region.end {
-        let Some(caps) = captures_at(&rule.re, &mut caches.each[index], hay, at) else {
+        let each = cache(&mut caches.each[index], &rule.re);
+        let Some(caps) = captures_at(&rule.re, each, hay, at) else {
             break;
         };
         let Some((mut whole, mut value)) = pick(&caps) else {
@@ -539,9 +543,9 @@ fn values(
         };
         if whole.end == region.end && region.end < text.len() {
             let anchored = &rules.anchored[index];
-            let cache = &mut caches.anchored[index];
+            let slot = cache(&mut caches.anchored[index], anchored);
             let Some(full) =
-                captures_at(anchored, cache, &text[whole.start..], 0).and_then(|c| pick(&c))
+                captures_at(anchored, slot, &text[whole.start..], 0).and_then(|c| pick(&c))
             else {
                 break;
             };
