@@ -638,6 +638,54 @@ fn collector_output_is_deterministic_across_threads_and_runs() {
     }
 }
 
+/// Once the budget is full the rest is skipped in one go; files sent earlier among them are still
+/// read and reported as already sent (unchanged) or over budget (changed), on any thread count.
+#[test]
+fn files_sent_earlier_after_the_budget_is_full_are_still_recognised() {
+    let fx = Fixture::new();
+    for i in 0..60 {
+        fx.write(
+            &format!("f{i:02}.rs"),
+            format!("fn f{i}() {{}}\n").repeat(30),
+        );
+    }
+    let config = Config::for_tests(&fx.root);
+    let everything = fx.collect(&["."], BIG).unwrap();
+    // The last ten files were sent earlier in the thread; one of them has changed since.
+    let already_sent: HashMap<_, _> = everything.files[50..]
+        .iter()
+        .map(|f| (f.path.clone(), f.hash.clone()))
+        .collect();
+    fx.write("f55.rs", "fn changed() {}\n");
+    let budget = everything.files[..5].iter().map(|f| f.tokens).sum::<u64>() + 5;
+    for threads in [1, 2, 4] {
+        let c = Collector::new(&config.collector())
+            .unwrap()
+            .with_threads(threads);
+        let mut req = request(&["."], budget);
+        req.already_sent = already_sent.clone();
+        let got = c.collect(&req).unwrap();
+        assert_eq!(
+            sent(&got),
+            vec!["f00.rs", "f01.rs", "f02.rs", "f03.rs", "f04.rs"],
+            "{threads} threads"
+        );
+        for i in 5..60 {
+            let name = format!("f{i:02}.rs");
+            let expected = if i >= 50 && i != 55 {
+                SkipReason::AlreadySent
+            } else {
+                SkipReason::OverBudget
+            };
+            assert_eq!(
+                reason(&got, &name),
+                Some(expected),
+                "{name}, {threads} threads"
+            );
+        }
+    }
+}
+
 /// The fill must send exactly what a plain sequential greedy pass would.
 #[test]
 fn collector_fill_matches_a_sequential_reference() {
