@@ -300,7 +300,7 @@ fn entropy(v: &str) -> f64 {
         .sum()
 }
 
-/// The lazy DFA's cache per regex and thread. The default (2 MiB) is too small for the combined
+/// The lazy DFA's cache per regex and cache set ([`Caches`]). The default (2 MiB) is too small for the combined
 /// rules: on ordinary source the cache filled and was cleared again and again, and building DFA
 /// states was most of the collector's time (BENCHMARKS.md § The tokenizer and the collector).
 /// The cache grows only as far as the text needs.
@@ -509,8 +509,13 @@ fn candidates(
         while !text.is_char_boundary(near) {
             near += 1;
         }
-        let inner = cache(&mut caches.inner, &rules.inner);
-        if skipped_end > next && is_match(&rules.inner, inner, &text[next..near]) {
+        if skipped_end > next
+            && is_match(
+                &rules.inner,
+                cache(&mut caches.inner, &rules.inner),
+                &text[next..near],
+            )
+        {
             for j in (0..rules.each.len()).filter(|&j| j != i && rules.each[j].kind != GENERIC) {
                 values(rules, caches, j, text, next..skipped_end, spans);
             }

@@ -3,8 +3,9 @@
 //!
 //! Workers (the collector's persistent thread pool: each thread remembers the o200k pieces it has
 //! merged, and the pre-tokenizer's automaton is built lazily, so fresh threads per request would
-//! pay that again each time) claim candidates in priority order and process them in parallel; results are
-//! committed strictly in that order under one lock, so what is sent never depends on timing.
+//! pay that again each time) claim candidates in priority order and process them in parallel;
+//! results are committed strictly in that order under one lock, so what is sent never depends on
+//! timing.
 //! A file is sent when it fits in what is left after the files before it. Work that cannot fit is
 //! avoided: a file whose size alone implies more tokens than are left is not opened, counting
 //! stops as soon as a file's running count exceeds what is left, and nothing more is opened once
@@ -135,6 +136,12 @@ pub fn fill(
             progress.notify_all();
         }
     };
+    let flight = Flight {
+        left: &left,
+        reserved: &reserved,
+        stop,
+        stats: &stats,
+    };
     let work = || {
         loop {
             // Once the budget is full it stays full: what is left is skipped in one go, with
@@ -144,12 +151,6 @@ pub fn fill(
                 if start >= items.len() {
                     break;
                 }
-                let flight = Flight {
-                    left: &left,
-                    reserved: &reserved,
-                    stop,
-                    stats: &stats,
-                };
                 let done: Vec<Done> = items[start..]
                     .iter()
                     .map(|item| process(item, prior, &flight))
@@ -177,12 +178,6 @@ pub fn fill(
                 waiting.fetch_sub(1, Ordering::Relaxed);
             }
             drop(c);
-            let flight = Flight {
-                left: &left,
-                reserved: &reserved,
-                stop,
-                stats: &stats,
-            };
             let done = process(item, prior, &flight);
             let Ok(mut c) = commit.lock() else { break };
             c.slots[i] = Some(done);

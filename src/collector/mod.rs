@@ -275,9 +275,10 @@ impl Collector {
     }
 
     /// Loads and warms the tokenizer on the workers in a background thread (the vocabulary's
-    /// table, 2 MiB built in milliseconds, and each worker's first pieces), beside the request's
-    /// walking and reading. Idempotent. The server calls it on its first tool call, never at startup: an idle
-    /// server stays small; the command line calls it at once.
+    /// table, 2 MiB built in milliseconds, each worker's first pieces and the secret rules'
+    /// automata), beside the request's walking and reading. Idempotent. The server calls it on
+    /// its first tool call, never at startup: an idle server stays small; the command line calls
+    /// it at once.
     pub fn warm_up(&self) {
         let mut warming = match self.warming.lock() {
             Ok(w) => w,

@@ -49,6 +49,10 @@ impl Fixture {
         Collector::new(&Config::for_tests(&self.root).collector()).unwrap()
     }
 
+    fn collector_on(&self, threads: usize) -> Collector {
+        self.collector().with_threads(threads)
+    }
+
     fn collect(&self, paths: &[&str], budget: u64) -> Result<Collected, CollectError> {
         self.collector().collect(&request(paths, budget))
     }
@@ -613,12 +617,11 @@ fn collector_output_is_deterministic_across_threads_and_runs() {
         let body = format!("fn f{i}() {{ let x = {i}; }}\n").repeat(1 + (i * 7) % 40);
         fx.write(&format!("m{}/f{i}.rs", i % 7), body);
     }
-    let config = Config::for_tests(&fx.root);
     let run = |threads: usize, budget: u64| {
-        let c = Collector::new(&config.collector())
-            .unwrap()
-            .with_threads(threads);
-        let got = c.collect(&request(&["."], budget)).unwrap();
+        let got = fx
+            .collector_on(threads)
+            .collect(&request(&["."], budget))
+            .unwrap();
         let files: Vec<(String, u64)> = got
             .files
             .iter()
@@ -649,7 +652,6 @@ fn files_sent_earlier_after_the_budget_is_full_are_still_recognised() {
             format!("fn f{i}() {{}}\n").repeat(30),
         );
     }
-    let config = Config::for_tests(&fx.root);
     let everything = fx.collect(&["."], BIG).unwrap();
     // The last ten files were sent earlier in the thread; one of them has changed since.
     let already_sent: HashMap<_, _> = everything.files[50..]
@@ -659,12 +661,9 @@ fn files_sent_earlier_after_the_budget_is_full_are_still_recognised() {
     fx.write("f55.rs", "fn changed() {}\n");
     let budget = everything.files[..5].iter().map(|f| f.tokens).sum::<u64>() + 5;
     for threads in [1, 2, 4] {
-        let c = Collector::new(&config.collector())
-            .unwrap()
-            .with_threads(threads);
         let mut req = request(&["."], budget);
         req.already_sent = already_sent.clone();
-        let got = c.collect(&req).unwrap();
+        let got = fx.collector_on(threads).collect(&req).unwrap();
         assert_eq!(
             sent(&got),
             vec!["f00.rs", "f01.rs", "f02.rs", "f03.rs", "f04.rs"],

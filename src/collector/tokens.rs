@@ -1,6 +1,5 @@
 //! Token counting: o200k (exactly as tiktoken counts it: [`super::o200k`]) calibrated to Gemini's
-//! tokenizer, plus a margin, so a
-//! budget counted here is not overrun when Gemini counts it.
+//! tokenizer, plus a margin, so a budget counted here is not overrun when Gemini counts it.
 //!
 //! The calibration (measured on 15,308 files, 278 MB of Python, Rust, C, assembly, Markdown,
 //! TOML and JSON, rendered as sent; BENCHMARKS.md § Token calibration): Gemini's tokenizer
@@ -34,9 +33,8 @@ pub const LONG_PIECE: usize = 1024;
 
 /// Builds the o200k vocabulary's table (milliseconds) and warms this thread: the pre-tokenizer's
 /// and the secret rules' automata are built lazily, and [`super::o200k`] remembers merged pieces
-/// per thread. Counting
-/// some of this crate's own source (Rust, with prose, numbers and Unicode in it) as rendered does
-/// both, so the first request does not pay for them.
+/// per thread. Counting and redacting some of this crate's own source (Rust, with prose, numbers
+/// and Unicode in it) does both, so the first request does not pay for them.
 pub fn warm_up() {
     const SAMPLES: &[&str] = &[
         include_str!("fill.rs"),
