@@ -132,43 +132,399 @@ fn review(top: &Path, fail_on: FailOn) -> u8 {
 
 /// Whether the shell `command` runs `git commit`: `Some` with the directory given by `git -C`
 /// (relative to the command's directory), if any. A heuristic over the command's words (no shell
-/// is run): commands joined by `&&`, `||`, `;`, `|` or newlines, each maybe behind variable
-/// assignments and `env`/`command`/`sudo`/`time`/`nice`/`exec`, with git's global options before
-/// the subcommand.
+/// is run, nothing is expanded): commands joined by `&&`, `||`, `;`, `|`, `&` or newlines, inside
+/// `( … )`, `{ …; }`, `if`/`while`/`until`/`for` bodies, command substitutions and the `-c`
+/// string of a shell (or `eval`'s words), each maybe behind variable assignments and prefixes
+/// (`env`, `command`, `sudo`, `time`, `nice`, `nohup`, `timeout`, `xargs`, …), with git's global
+/// options before the subcommand, including an alias given there (`-c alias.ci=commit`). What it
+/// cannot see — a script that commits, an alias in git's configuration, a computed string — is
+/// for git's own pre-commit hook (`gemini-mcp hook install`).
 fn commit_in(command: &str) -> Option<Option<String>> {
-    command
-        .split(['\n', ';', '|', '&', '(', ')'])
-        .find_map(|segment| {
-            let words: Vec<&str> = segment
-                .split_whitespace()
-                .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
-                .collect();
-            git_commit(&words)
-        })
+    commit_in_depth(command, 0)
 }
 
-fn git_commit(words: &[&str]) -> Option<Option<String>> {
-    const WRAPPERS: [&str; 6] = ["env", "command", "sudo", "time", "nice", "exec"];
-    let start = words
-        .iter()
-        .position(|w| !w.contains('=') && !WRAPPERS.contains(w))?;
-    if Path::new(words[start]).file_name()? != "git" {
+/// Shell strings nested deeper than this (`bash -c "sh -c '…'"`) are not looked into.
+const MAX_NESTING: usize = 8;
+
+fn commit_in_depth(command: &str, depth: usize) -> Option<Option<String>> {
+    if depth > MAX_NESTING {
         return None;
     }
-    let mut dir = None;
-    let mut rest = words[start + 1..].iter();
-    while let Some(&w) = rest.next() {
-        match w {
-            "-C" => dir = rest.next().map(|d| d.to_string()),
-            "-c" | "--git-dir" | "--work-tree" | "--namespace" => {
-                rest.next();
+    let tokens = words::split(command);
+    for segment in tokens.split(|t| t.is_none()) {
+        let words: Vec<&words::Word> = segment.iter().flatten().collect();
+        // A command substitution runs wherever it appears.
+        for sub in words.iter().flat_map(|w| &w.subs) {
+            if let Some(dir) = commit_in_depth(sub, depth + 1) {
+                return Some(dir);
             }
-            w if w.starts_with('-') => {}
-            "commit" => return Some(dir),
-            _ => return None,
+        }
+        if let Some(dir) = simple_command(&words, depth) {
+            return Some(dir);
         }
     }
     None
+}
+
+/// Prefixes that run the command after them: the name, its options that take a value as the
+/// next word, and how many operands come before the command.
+const WRAPPERS: &[(&str, &[&str], usize)] = &[
+    (
+        "env",
+        &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
+        0,
+    ),
+    ("command", &[], 0),
+    ("builtin", &[], 0),
+    ("exec", &["-a"], 0),
+    (
+        "sudo",
+        &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"],
+        0,
+    ),
+    ("doas", &["-u", "-C"], 0),
+    ("time", &["-f", "-o", "--format", "--output"], 0),
+    ("nice", &["-n", "--adjustment"], 0),
+    ("ionice", &["-c", "-n", "-p"], 0),
+    ("nohup", &[], 0),
+    ("setsid", &[], 0),
+    ("stdbuf", &["-i", "-o", "-e"], 0),
+    ("timeout", &["-s", "--signal", "-k", "--kill-after"], 1),
+    (
+        "xargs",
+        &[
+            "-a",
+            "-d",
+            "-E",
+            "-e",
+            "-I",
+            "-i",
+            "-L",
+            "-l",
+            "-n",
+            "-P",
+            "-s",
+            "--arg-file",
+            "--delimiter",
+            "--max-args",
+            "--max-procs",
+            "--max-lines",
+            "--max-chars",
+        ],
+        0,
+    ),
+];
+
+/// Words that open or continue a compound command; what follows is a command.
+const KEYWORDS: &[&str] = &[
+    "if", "then", "else", "elif", "while", "until", "do", "!", "{", "}",
+];
+
+/// Shells whose `-c` string is a command.
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"];
+
+/// One command's words: `Some` when it runs `git commit`, directly or through a shell string.
+fn simple_command(words: &[&words::Word], depth: usize) -> Option<Option<String>> {
+    let mut rest = words;
+    loop {
+        let (first, tail) = rest.split_first()?;
+        let name = first.text.as_str();
+        if KEYWORDS.contains(&name) || is_assignment(name) {
+            rest = tail;
+        } else if let Some((_, valued, operands)) =
+            WRAPPERS.iter().find(|(w, ..)| Some(*w) == base_name(name))
+        {
+            rest = skip_options(tail, valued, *operands);
+        } else if name == "eval" {
+            let text: Vec<&str> = tail.iter().map(|w| w.text.as_str()).collect();
+            return commit_in_depth(&text.join(" "), depth + 1);
+        } else if base_name(name).is_some_and(|n| SHELLS.contains(&n)) {
+            return shell_string(tail).and_then(|s| commit_in_depth(s, depth + 1));
+        } else if is_git(first) {
+            return git_commit(tail, depth);
+        } else {
+            return None;
+        }
+    }
+}
+
+/// `NAME=value` before a command.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.bytes().all(|b| b == b'_' || b.is_ascii_alphanumeric())
+            && !name.as_bytes()[0].is_ascii_digit()
+    })
+}
+
+/// The last component of a command word (`/usr/bin/git` → `git`).
+fn base_name(word: &str) -> Option<&str> {
+    Path::new(word).file_name()?.to_str()
+}
+
+/// Whether the command word is git: by name, or the output of `$(which git)`,
+/// `$(command -v git)` and the like.
+fn is_git(word: &words::Word) -> bool {
+    if base_name(&word.text) == Some("git") {
+        return true;
+    }
+    let [sub] = word.subs.as_slice() else {
+        return false;
+    };
+    let inner: Vec<String> = words::split(sub)
+        .into_iter()
+        .flatten()
+        .map(|w| w.text)
+        .collect();
+    matches!(
+        inner
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice(),
+        ["which" | "type" | "whereis", .., "git"] | ["command", "-v" | "-V", "git"]
+    )
+}
+
+/// The words after a prefix's options and operands.
+fn skip_options<'a>(
+    mut words: &'a [&'a words::Word],
+    valued: &[&str],
+    mut operands: usize,
+) -> &'a [&'a words::Word] {
+    while let Some((w, tail)) = words.split_first() {
+        let w = w.text.as_str();
+        if w == "--" {
+            words = tail;
+            break;
+        }
+        if w.starts_with('-') && w.len() > 1 {
+            words = if valued.contains(&w) && !tail.is_empty() {
+                &tail[1..]
+            } else {
+                tail
+            };
+        } else if is_assignment(w) || operands > 0 {
+            operands = operands.saturating_sub(usize::from(!is_assignment(w)));
+            words = tail;
+        } else {
+            break;
+        }
+    }
+    words
+}
+
+/// A shell's command string: the first operand after an option word holding `c`
+/// (`-c`, `-lc`, `-ec`), or `None` when the shell runs a script or reads its input.
+fn shell_string<'a>(args: &'a [&'a words::Word]) -> Option<&'a str> {
+    let mut saw_c = false;
+    for w in args {
+        let w = w.text.as_str();
+        if w.starts_with("--") {
+            continue;
+        }
+        if (w.starts_with('-') || w.starts_with('+')) && w.len() > 1 {
+            saw_c |= w[1..].contains('c');
+            continue;
+        }
+        return saw_c.then_some(w);
+    }
+    None
+}
+
+/// After `git`: its global options, then the subcommand. `Some` when it is `commit` (or an alias
+/// given with `-c alias.X=…` that commits), with the `-C` directories joined.
+fn git_commit(words: &[&words::Word], depth: usize) -> Option<Option<String>> {
+    let mut dir: Option<std::path::PathBuf> = None;
+    let mut aliases: Vec<(String, String)> = Vec::new();
+    let mut rest = words.iter().map(|w| w.text.as_str());
+    while let Some(w) = rest.next() {
+        match w {
+            "-C" => {
+                let d = rest.next()?;
+                dir = Some(dir.map_or_else(|| d.into(), |p| p.join(d)));
+            }
+            "-c" => {
+                if let Some((key, value)) = rest.next().and_then(|kv| kv.split_once('='))
+                    && let Some(name) = key.strip_prefix("alias.")
+                {
+                    aliases.push((name.to_string(), value.to_string()));
+                }
+            }
+            "--git-dir" | "--work-tree" | "--namespace" | "--config-env" | "--super-prefix"
+            | "--exec-path" => {
+                rest.next();
+            }
+            w if w.starts_with('-') => {}
+            sub => {
+                let dir = || dir.as_ref().map(|d| d.to_string_lossy().into_owned());
+                if sub == "commit" {
+                    return Some(dir());
+                }
+                let (_, value) = aliases.iter().rev().find(|(n, _)| n == sub)?;
+                if let Some(shell) = value.strip_prefix('!') {
+                    return commit_in_depth(shell, depth + 1);
+                }
+                let first = words::split(value).into_iter().flatten().next()?;
+                return (first.text == "commit").then(dir);
+            }
+        }
+    }
+    None
+}
+
+/// A small shell-word splitter for [`commit_in`]: quotes, escapes, comments, command
+/// substitutions and the operators that end a command. Crates that split shell words
+/// (`shlex`, `shell-words`) treat `;`, `&&`, `|` and `$(…)` as ordinary characters, which is
+/// what this must see.
+mod words {
+    /// A word with its quotes removed, and the commands substituted in it (`$(…)`, `` `…` ``).
+    #[derive(Debug, Default)]
+    pub struct Word {
+        pub text: String,
+        pub subs: Vec<String>,
+    }
+
+    /// The words of `command`; `None` where an operator ends a command (`;`, `&`, `|`, `(`,
+    /// `)`, a newline, and the `&&`, `||`, `;;` they make).
+    pub fn split(command: &str) -> Vec<Option<Word>> {
+        let mut out = Vec::new();
+        let mut word: Option<Word> = None;
+        let mut redirect = false;
+        let chars: Vec<char> = command.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            match c {
+                ' ' | '\t' => finish(&mut word, &mut out, &mut redirect),
+                '\n' | ';' | '&' | '|' | '(' | ')' => {
+                    finish(&mut word, &mut out, &mut redirect);
+                    out.push(None);
+                }
+                '<' | '>' => {
+                    // `2>&1`, `> file`, `<<EOF`: the fd number and the target are not words of
+                    // the command.
+                    if word
+                        .as_ref()
+                        .is_some_and(|w| w.text.bytes().all(|b| b.is_ascii_digit()))
+                    {
+                        word = None;
+                    }
+                    finish(&mut word, &mut out, &mut redirect);
+                    while i + 1 < chars.len() && matches!(chars[i + 1], '<' | '>' | '&' | '-') {
+                        i += 1;
+                    }
+                    redirect = true;
+                }
+                '#' if word.is_none() => {
+                    while i + 1 < chars.len() && chars[i + 1] != '\n' {
+                        i += 1;
+                    }
+                }
+                '\\' => {
+                    if let Some(&next) = chars.get(i + 1) {
+                        i += 1;
+                        if next != '\n' {
+                            word.get_or_insert_with(Word::default).text.push(next);
+                        }
+                    }
+                }
+                '\'' => {
+                    let w = word.get_or_insert_with(Word::default);
+                    i += 1;
+                    while i < chars.len() && chars[i] != '\'' {
+                        w.text.push(chars[i]);
+                        i += 1;
+                    }
+                }
+                '"' => {
+                    let w = word.get_or_insert_with(Word::default);
+                    i += 1;
+                    while i < chars.len() && chars[i] != '"' {
+                        match chars[i] {
+                            '\\' if matches!(chars.get(i + 1), Some('"' | '\\' | '$' | '`')) => {
+                                i += 1;
+                                w.text.push(chars[i]);
+                            }
+                            '$' | '`' => i = substitution(&chars, i, w) - 1,
+                            c => w.text.push(c),
+                        }
+                        i += 1;
+                    }
+                }
+                '$' | '`' => {
+                    let w = word.get_or_insert_with(Word::default);
+                    i = substitution(&chars, i, w) - 1;
+                }
+                c => word.get_or_insert_with(Word::default).text.push(c),
+            }
+            i += 1;
+        }
+        finish(&mut word, &mut out, &mut redirect);
+        out
+    }
+
+    /// Ends the word being read: a command's word, or the target of a redirection (dropped).
+    fn finish(word: &mut Option<Word>, out: &mut Vec<Option<Word>>, redirect: &mut bool) {
+        if let Some(w) = word.take()
+            && !std::mem::take(redirect)
+        {
+            out.push(Some(w));
+        }
+    }
+
+    /// At `$` or `` ` `` in `chars[i]`: a command substitution is recorded in `w` (its text kept
+    /// in the word as written); anything else is the character itself. Returns the index after it.
+    fn substitution(chars: &[char], i: usize, w: &mut Word) -> usize {
+        let (open, body_start) = match (chars[i], chars.get(i + 1)) {
+            ('`', _) => ('`', i + 1),
+            ('$', Some('(')) => ('(', i + 2),
+            _ => {
+                w.text.push(chars[i]);
+                return i + 1;
+            }
+        };
+        let end = if open == '`' {
+            (body_start..chars.len())
+                .find(|&j| chars[j] == '`' && chars[j - 1] != '\\')
+                .unwrap_or(chars.len())
+        } else {
+            closing_paren(chars, body_start)
+        };
+        let body: String = chars[body_start..end].iter().collect();
+        w.text.extend(&chars[i..(end + 1).min(chars.len())]);
+        w.subs.push(body);
+        end + 1
+    }
+
+    /// The index of the `)` closing a `$(` whose body starts at `start` (quotes and nested
+    /// parentheses skipped), or the end of the text.
+    fn closing_paren(chars: &[char], start: usize) -> usize {
+        let (mut depth, mut j) = (0usize, start);
+        while j < chars.len() {
+            match chars[j] {
+                '\\' => j += 1,
+                '\'' => {
+                    j += 1;
+                    while j < chars.len() && chars[j] != '\'' {
+                        j += 1;
+                    }
+                }
+                '"' => {
+                    j += 1;
+                    while j < chars.len() && chars[j] != '"' {
+                        j += usize::from(chars[j] == '\\') + 1;
+                    }
+                }
+                '(' => depth += 1,
+                ')' if depth == 0 => return j,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            j += 1;
+        }
+        chars.len()
+    }
 }
 
 #[cfg(test)]
@@ -224,5 +580,68 @@ mod tests {
         ] {
             assert_eq!(commit_in(command), None, "{command}");
         }
+    }
+
+    /// The forms agents write that run `git commit` inside another command: a shell's `-c`
+    /// string, grouping and compound commands, command substitution, an alias given on the
+    /// command line, and the usual prefixes.
+    #[test]
+    fn wrapped_commits_are_found() {
+        let mut missed = Vec::new();
+        for (command, dir) in [
+            ("bash -c \"git commit -m x\"", None),
+            ("sh -c 'git commit -m x'", None),
+            ("bash -lc 'cd sub && git commit -m x'", None),
+            ("bash -lc 'git commit -am x'", None),
+            ("zsh -e -c \"git commit\"", None),
+            ("{ git commit -m x; }", None),
+            ("{ git add .; git commit -m x; }", None),
+            ("if cargo test; then git commit -am ok; fi", None),
+            (
+                "while false; do :; done; until true; do git commit; done",
+                None,
+            ),
+            ("git -c alias.ci=commit ci -m x", None),
+            ("git -c 'alias.ci=!git commit -q' ci", None),
+            ("git ls-files -m | xargs git commit -m x", None),
+            ("xargs -0 -n 1 git commit -m x < list", None),
+            ("$(which git) commit -m x", None),
+            ("`command -v git` commit -m x", None),
+            ("echo \"$(git commit -m x)\"", None),
+            ("nohup git commit -m x &", None),
+            ("time git commit -m x", None),
+            ("command git commit -m x", None),
+            ("env -u HOME GIT_EDITOR=true git commit", None),
+            ("timeout 60 git commit -m x", None),
+            ("sudo -u bob git commit -m x", None),
+            ("eval \"git commit -m x\"", None),
+            ("! git commit -m x", None),
+            ("(cd sub && git commit -m x)", None),
+            ("bash -c \"sh -c 'git -C ../o commit'\"", Some("../o")),
+            ("g\\it com\"mit\" -m x", None),
+            ("git --git-dir=.git -C a -C b commit", Some("a/b")),
+            ("git add . \\\n  && git commit -m x", None),
+        ] {
+            let found = commit_in(command);
+            if found != Some(dir.map(String::from)) {
+                missed.push(format!("{command:?} -> {found:?}"));
+            }
+        }
+        for command in [
+            "bash -c 'git status'",
+            "echo 'git commit'",
+            "echo \"git commit\"",
+            "grep -r 'git commit' docs # git commit",
+            "git -c alias.ci=status ci",
+            "xargs echo git commit",
+            "printf '%s' \"$(git log --grep commit)\"",
+            "cat <<'EOF' > notes.txt\nsee the commit\nEOF",
+            "bash script.sh commit",
+        ] {
+            if let Some(dir) = commit_in(command) {
+                missed.push(format!("{command:?} is no commit, yet -> {dir:?}"));
+            }
+        }
+        assert!(missed.is_empty(), "{}", missed.join("\n"));
     }
 }
