@@ -1,0 +1,232 @@
+//! The redaction rules as a specification: the shapes each rule takes and leaves.
+
+use super::*;
+
+#[test]
+fn the_rules_compile() {
+    assert!(COMPILED.is_ok(), "{:?}", COMPILED.as_ref().err());
+}
+
+/// One body for every part: what the Gemini CLI backend's messages were scrubbed of (short
+/// OAuth tokens, bearer values of letters alone) is redacted everywhere, and a message is
+/// scrubbed by the same rules as a file.
+#[test]
+fn messages_and_files_share_the_rules() {
+    let text = "token ya29.a0AfH6SMBxyz and Bearer abcdefghijklmnopqrstu and \
+                AIzaSyA1234567890abcdefghijklmnopqrstuv";
+    let (redacted, n) = redact(text);
+    assert_eq!(n, 3, "{redacted}");
+    assert!(
+        redacted.contains("[REDACTED:google-oauth-token]"),
+        "{redacted}"
+    );
+    assert!(redacted.contains("[REDACTED:bearer-token]"), "{redacted}");
+    let scrubbed = scrub(text);
+    assert_eq!(
+        scrubbed,
+        "token [redacted] and Bearer [redacted] and [redacted]"
+    );
+}
+
+#[test]
+fn key_blocks_are_found_by_line() {
+    let text = "a\n-----BEGIN PRIVATE KEY-----\nb1\nb2\n-----END PRIVATE KEY-----\nc\n\
+                -----BEGIN OPENSSH PRIVATE KEY-----\nd1\n";
+    assert_eq!(key_blocks(text), vec![(2, 5), (7, 8)]);
+    let closed_at_eof = "-----BEGIN PRIVATE KEY-----\nx\n-----END PRIVATE KEY-----";
+    assert_eq!(key_blocks(closed_at_eof), vec![(1, 3)]);
+    assert_eq!(key_blocks("no keys here\n"), vec![]);
+}
+
+#[test]
+fn diff_lines_inside_key_blocks_are_redacted_on_both_sides() {
+    // Old: key on lines 2-9; new: key on lines 2-10 (one line added after line 5, line 7
+    // removed, line 8 changed).
+    let patch = "diff --git a/k.rs b/k.rs\n--- a/k.rs\n+++ b/k.rs\n\
+                 @@ -3,7 +3,8 @@ fn x\n b1\n b2\n b3\n+ADDED\n b4\n-b5\n-b6\n+b6new\n+b6more\n b7\n\
+                 @@ -20,2 +21,2 @@\n-old\n+new\n\\ No newline at end of file\n";
+    let (out, n) = redact_diff_keys(patch, &[(2, 9)], &[(2, 10)]);
+    assert_eq!(
+        out,
+        "diff --git a/k.rs b/k.rs\n--- a/k.rs\n+++ b/k.rs\n\
+         @@ -3,7 +3,8 @@\n [REDACTED:private-key]\n [REDACTED:private-key]\n \
+         [REDACTED:private-key]\n+[REDACTED:private-key]\n [REDACTED:private-key]\n\
+         -[REDACTED:private-key]\n-[REDACTED:private-key]\n+[REDACTED:private-key]\n\
+         +[REDACTED:private-key]\n [REDACTED:private-key]\n\
+         @@ -20,2 +21,2 @@\n-old\n+new\n\\ No newline at end of file\n"
+    );
+    assert_eq!(n, 1);
+    // Only the new side has a key: a removed line outside it stays, context inside goes.
+    let patch = "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n";
+    let (out, n) = redact_diff_keys(patch, &[], &[(2, 3)]);
+    assert_eq!(
+        out,
+        "@@ -1,3 +1,3 @@\n a\n-b\n+[REDACTED:private-key]\n [REDACTED:private-key]\n"
+    );
+    assert_eq!(n, 1);
+    assert_eq!(redact_diff_keys(patch, &[], &[]), (patch.to_string(), 0));
+}
+
+#[test]
+fn a_rejected_candidate_hides_no_secret() {
+    // The generic rule rejects the value, yet the shapes inside and after it are found.
+    for (text, kind) in [
+        ("aws_access_key_id=AKIAQ3EGVP7MZL2XK4RT\n", "aws-access-key"),
+        (
+            "token_url=https://x.io/t,AKIAQ3EGVP7MZL2XK4RT\n",
+            "aws-access-key",
+        ),
+        ("password=\"required\" secret=\"hunter2hunter\"", "password"),
+        (
+            "aaaaaaaaaaaaaaaapassword=\"required\" api_key=\"f8a9c2d1e4b7a6c5\"",
+            "password",
+        ),
+    ] {
+        let (out, n) = redact(text);
+        assert_eq!(n, 1, "{text} -> {out}");
+        assert!(
+            out.contains(&format!("[REDACTED:{kind}]")),
+            "{text} -> {out}"
+        );
+    }
+}
+
+/// Realistic fake secrets (random-looking, right shapes; none is a real credential).
+pub const FAKE: &[(&str, &str)] = &[
+    (
+        "private-key",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\nVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----",
+    ),
+    (
+        "private-key",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n-----END OPENSSH PRIVATE KEY-----",
+    ),
+    ("aws-access-key", "AKIAQ3EGVP7MZL2XK4RT"),
+    ("github-token", "ghp_4Kx9Qm2Lp7Zr8Wv3Ty6Ub1Nc5Hd0Jf2Ga8Se"),
+    (
+        "github-token",
+        "github_pat_11ABCDE2Y0q8ZkLmNoPqRs_TuVwXyZ0123456789abcdefGHIJKLmnopQRstu",
+    ),
+    ("google-api-key", "AIzaSyD3x7Kq9-LmZ2pR8vT1wY4uB6nC0eF5gHj"),
+    (
+        "slack-token",
+        "xoxb-2943872165-4820917364815-Zq8Lm3Pw7Xr2Tn5Vb9Ky1Hc4",
+    ),
+    (
+        "api-key",
+        "sk-proj-Q7mZ2xL9pR4vT8wY1uB6nC3eF5gHjK0dS2aL7qW9eR4tY6uI8oP1",
+    ),
+    (
+        "api-key",
+        "sk-ant-api03-Zx8Cv7Bn6Mq5Lw4Ke3Jr2Ht1Gy0Fu9Di8So7Ap6Qz5Wx4Ec3Rv2Tb1Yn0Um9Ik8Ol7Pp6-AbCdEf",
+    ),
+    (
+        "jwt",
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkphbmUifQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    ),
+    ("stripe-key", "sk_live_51Hx7Qm2Lp7Zr8Wv3Ty6Ub1Nc5"),
+    ("gitlab-token", "glpat-Zq8Lm3Pw7Xr2Tn5Vb9Ky"),
+    ("huggingface-token", "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"),
+    (
+        "google-oauth-client-secret",
+        "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",
+    ),
+    (
+        "sendgrid-key",
+        "SG.Zq8Lm3Pw7Xr2Tn5Vb9Ky1H.c4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8St0Uv2Wx4Yz6Ab8Cd",
+    ),
+    (
+        "azure-key",
+        "AccountKey=Zq8Lm3Pw7Xr2Tn5Vb9Ky1Hc4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8==",
+    ),
+    ("basic-auth", "Basic YWxpY2U6czNjcjN0LXBhc3N3b3Jk"),
+];
+
+#[test]
+fn known_shapes_are_redacted_and_counted() {
+    for (kind, secret) in FAKE {
+        let text = format!("before\nconst X = \"{secret}\";\nafter\n");
+        let (out, n) = redact(&text);
+        assert_eq!(n, 1, "{kind}: {out}");
+        assert!(!out.contains(secret), "{kind} leaked: {out}");
+        assert!(out.contains(&format!("[REDACTED:{kind}]")), "{kind}: {out}");
+        assert_eq!(
+            out.lines().count(),
+            text.lines().count(),
+            "{kind}: line count changed"
+        );
+        assert!(
+            out.starts_with("before\n") && out.ends_with("after\n"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn generic_assignments_are_redacted() {
+    for line in [
+        "DB_PASSWORD=s3cr3tP4ssw0rd",
+        "password: \"correct-horse-battery-staple\"",
+        "secret: 'Xk29dLq7Pw'",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "\"api_key\": \"f8a9c2d1e4b7a6c5\"",
+        "export GITHUB_TOKEN=abc123def456ghi789",
+        "client.login(password=\"hunter2hunter\")",
+        "redis://:pw0rd@cache.internal:6379/0",
+        "Authorization: Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    ] {
+        let (out, n) = redact(line);
+        assert_eq!(n, 1, "{line} -> {out}");
+        assert!(out.contains("[REDACTED:"), "{line} -> {out}");
+    }
+    // The key stays, so the reader still sees what was there.
+    let (out, _) = redact("DB_PASSWORD=s3cr3tP4ssw0rd\n");
+    assert_eq!(out, "DB_PASSWORD=[REDACTED:password]\n");
+}
+
+#[test]
+fn ordinary_code_is_left_alone() {
+    for line in [
+        "let token = next_token();",
+        "max_tokens = 4096",
+        "password = get_password()",
+        "self.password = password",
+        "api_key: Option<Secret>,",
+        "pub secret_globs: Vec<String>,",
+        "token_type = \"bearer\"",
+        "password_file = \"/etc/app/password.txt\"",
+        "token_url = \"https://oauth2.googleapis.com/token\"",
+        "TOKEN_RE = re.compile(r\"[a-z]+\")",
+        "author = \"Jane Doe <jane@example.com>\"",
+        "if secret is None: return",
+        "password: str = Field(default=None)",
+        "key = \"AIzaSyTESTKEY-never-printed\"",
+        "the sk-learn library",
+        "password = \"xxxxxxxx\"",
+        "api_key = ${API_KEY}",
+    ] {
+        let (out, n) = redact(line);
+        assert_eq!((out.as_str(), n), (line, 0), "{line}");
+    }
+}
+
+#[test]
+fn an_unterminated_private_key_is_redacted_to_the_end() {
+    let text = "a\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nMIIEvQ\n";
+    let (out, n) = redact(text);
+    assert_eq!(n, 1);
+    assert_eq!(out, "a\n[REDACTED:private-key]\n\n\n");
+}
+
+#[test]
+fn several_secrets_are_all_counted() {
+    let text = FAKE
+        .iter()
+        .map(|(_, s)| format!("x = {s}\n"))
+        .collect::<String>();
+    let (out, n) = redact(&text);
+    assert_eq!(n, FAKE.len(), "{out}");
+    for (_, s) in FAKE {
+        assert!(!out.contains(s));
+    }
+}
