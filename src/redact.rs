@@ -3,9 +3,10 @@
 //! every part (the names of secret files are the collector's).
 //!
 //! Rules: well-known key and token shapes (private key blocks, AWS, GitHub, GitLab, Hugging Face,
-//! Google API keys and OAuth tokens, Slack, SendGrid, Stripe, OpenAI/Anthropic, JWTs, Azure keys,
-//! HTTP Basic and bearer credentials, passwords in URLs) and generic `password = "..."`-style
-//! assignments. One combined regex finds candidates in a single pass; the rule that matched is
+//! Google API keys and OAuth tokens, Slack, SendGrid, Stripe, OpenAI/Anthropic, JWTs, kubeconfig
+//! client keys, certificates and tokens, docker `config.json` auths, Azure keys, HTTP Basic and
+//! bearer credentials, passwords in URLs; the table is [`rules`]) and generic
+//! `password = "..."`-style assignments. One combined regex finds candidates in a single pass; the rule that matched is
 //! then identified on the candidate alone, so text without secrets costs one scan. A replacement
 //! keeps the line count of what it replaces, so line numbers still match the file. Generic
 //! assignments need a value that looks like a secret (no code punctuation, letters and digits or

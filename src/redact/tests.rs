@@ -230,3 +230,76 @@ fn several_secrets_are_all_counted() {
         assert!(!out.contains(s));
     }
 }
+
+/// A kubeconfig's client key and certificate (base64 of PEM, kilobytes long) and its users'
+/// tokens (any length: a cloud provider's token runs to hundreds of characters), and a docker
+/// `config.json`'s `auths` (base64 of `user:password`) and identity tokens.
+#[test]
+fn kubeconfig_and_docker_credentials_are_redacted() {
+    let key = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVBdkh6WnE4TG0zUHc3WHIyVG41VmI5S3kxSGM0QWJDZEVmNkdoOElqMEtsMk1uNE9wNlFyOFN0MFV2Mld4NFl6NkFiOENkCg==";
+    let cert = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURFekNDQWZ1Z0F3SUJBZ0lJYlE4S3BkN0VKa2d3RFFZSktvWklodmNOQVFFTEJRQXdGVEVUTUJFR0ExVUUKQXhNS2EzVmlaWEp1WlhSbGN6QWVGdzB5TURBME1ERXdNREF3TURCYUZ3MHlNVEF6TXpFd01EQXdNREJhTURReA==";
+    let eks = format!(
+        "k8s-aws-v1.{}",
+        "aHR0cHM6Ly9zdHMuYW1hem9uYXdzLmNvbS8_QWN0aW9uPUdldENhbGxlcklkZW50aXR5".repeat(5)
+    );
+    let sa = "9f8e7d6c5b4a39281706f5e4d3c2b1a0Zq8Lm3Pw7Xr2";
+    let cases: Vec<(String, &str, &str)> = vec![
+        (format!("    client-key-data: {key}\n"), key, "kubeconfig-client-data"),
+        (format!("    client-certificate-data: {cert}\n"), cert, "kubeconfig-client-data"),
+        (format!("{{\"client-key-data\": \"{key}\"}}"), key, "kubeconfig-client-data"),
+        (format!("+    client-key-data: {key}\n"), key, "kubeconfig-client-data"),
+        (format!("  user:\n    token: {eks}\n"), &eks, "token"),
+        (format!("- name: sa\n  user:\n    token: \"{sa}\"\n"), sa, "token"),
+        (format!("+    token: {eks}\r\n"), &eks, "token"),
+        (format!("  12│     token: {sa}\n"), sa, "token"),
+        (format!("      id-token: {sa}\n"), sa, "token"),
+        (format!("{{\"users\":[{{\"user\":{{\"token\":\"{eks}\"}}}}]}}"), &eks, "token"),
+        (
+            "{\"auths\": {\"https://index.docker.io/v1/\": {\"auth\": \"ZG9ja2VydXNlcjpkY2tyX3BhdF9acThMbTNQdzdYcjJUbjVWYjlLeTFIYzQ=\"}}}".into(),
+            "ZG9ja2VydXNlcjpkY2tyX3BhdF9acThMbTNQdzdYcjJUbjVWYjlLeTFIYzQ=",
+            "docker-auth",
+        ),
+        (
+            "\t\t\t\"auth\": \"Ym90OnMzY3IzdC1SZWdpc3RyeS1QYXNz\"\n".into(),
+            "Ym90OnMzY3IzdC1SZWdpc3RyeS1QYXNz",
+            "docker-auth",
+        ),
+        (
+            format!("\"ghcr.io\": {{\"identitytoken\": \"{sa}\"}}"),
+            sa,
+            "docker-auth",
+        ),
+    ];
+    let mut leaked = Vec::new();
+    for (text, secret, kind) in &cases {
+        let (out, n) = redact(text);
+        if n != 1 || out.contains(secret) || !out.contains(&format!("[REDACTED:{kind}]")) {
+            leaked.push(format!("{text:?} -> {out:?} ({n})"));
+        }
+        assert_eq!(out.lines().count(), text.lines().count(), "{out}");
+    }
+    assert!(leaked.is_empty(), "{}", leaked.join("\n"));
+}
+
+/// The new shapes are anchored on their keys in YAML or JSON and on their values: `token:` in
+/// code, placeholders and a docker `auth` that is no `user:password` are left alone.
+#[test]
+fn token_words_in_code_are_left_alone() {
+    for line in [
+        "  token: string;",
+        "  token: ${{ secrets.GITHUB_TOKEN }}",
+        "    token: process.env.NPM_TOKEN",
+        "const opts = { token: getToken(), retries: 3 };",
+        "token: Option<String>,",
+        "  token: some_long_identifier_name",
+        "      token: <your-token-here>",
+        "    client-key-data: <base64 of the key>",
+        "\"auth\": \"required\"",
+        "\"auth\": \"dGhpcyBpcyBub3QgYSBwYWly\"",
+        "fn token(&self) -> &str { &self.token }",
+        "    refresh_token: self.refresh_token.clone(),",
+    ] {
+        let (out, n) = redact(line);
+        assert_eq!((out.as_str(), n), (line, 0), "{line}");
+    }
+}
