@@ -1361,3 +1361,61 @@ fn the_tier_is_asked_for_and_the_served_tier_and_cost_are_reported() {
         bad.stderr
     );
 }
+
+/// A kubeconfig's client key, certificate and token and a docker `config.json`'s auth, in a
+/// project's files and in the prompt: `chat` with the files and `precommit` with them untracked
+/// send none of the values to Gemini (the keys' names still go, so the files were read).
+#[test]
+fn kubeconfig_and_docker_credentials_never_reach_gemini() {
+    const CLIENT_KEY: &str = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVBdkh6WnE4TG0zUHc3WHIyVG41VmI5S3kxSGM0QWJDZEVmNkdoOElqMEtsMk1uNE9wNlFyOFN0MFV2Mld4NFl6NkFiOENkCg==";
+    const CLIENT_CERT: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSURFekNDQWZ1Z0F3SUJBZ0lJYlE4S3BkN0VKa2d3RFFZSktvWklodmNOQVFFTEJRQXdGVEVUTUJFR0ExVUUKQXhNS2EzVmlaWEp1WlhSbGN6QWVGdzB5TURBME1ERXdNREF3TURCYUZ3MHlNVEF6TXpFd01EQXdNREJhTURReA==";
+    const DOCKER_AUTH: &str = "ZG9ja2VydXNlcjpkY2tyX3BhdF9acThMbTNQdzdYcjJUbjVWYjlLeTFIYzQ=";
+    let token = format!(
+        "k8s-aws-v1.{}",
+        "aHR0cHM6Ly9zdHMuYW1hem9uYXdzLmNvbS8_QWN0aW9uPUdldENhbGxlcklkZW50aXR5".repeat(5)
+    );
+    let p = project();
+    p.write(
+        "deploy/kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n    server: https://10.0.0.1:6443\n  \
+             name: prod\nusers:\n- name: admin\n  user:\n    client-certificate-data: {CLIENT_CERT}\n    \
+             client-key-data: {CLIENT_KEY}\n- name: ci\n  user:\n    token: {token}\n"
+        ),
+    );
+    p.write(
+        "deploy/docker/config.json",
+        &format!(
+            "{{\n  \"auths\": {{\n    \"https://index.docker.io/v1/\": {{\n      \"auth\": \"{DOCKER_AUTH}\"\n    }}\n  }}\n}}\n"
+        ),
+    );
+    let fake = fake();
+    let v = vars(&fake);
+    let env = with(&v);
+    let prompt = format!("Why does `\"auth\": \"{DOCKER_AUTH}\"` fail?");
+    let r = run(gemini_mcp(&p.root, &env).args([
+        "chat",
+        &prompt,
+        "--file",
+        "deploy/kubeconfig",
+        "--file",
+        "deploy/docker/config.json",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    fake.push(review(&[], "ready"));
+    let r = run(gemini_mcp(&p.root, &env).args(["precommit", "--fail-on", "critical"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let sent = fake.generate_requests();
+    assert_eq!(sent.len(), 2, "one chat, one precommit");
+    for (call, request) in ["chat", "precommit"].iter().zip(&sent) {
+        let body = &request.raw_body;
+        assert!(body.contains("client-key-data"), "{call}: the kubeconfig was sent");
+        assert!(body.contains("auths"), "{call}: the docker config was sent");
+        for secret in [CLIENT_KEY, CLIENT_CERT, DOCKER_AUTH, token.as_str()] {
+            assert!(!body.contains(secret), "{call} sent {secret}");
+        }
+        for a in [&r.stdout, &r.stderr] {
+            assert!(!a.contains(CLIENT_KEY) && !a.contains(DOCKER_AUTH), "{a}");
+        }
+    }
+}
