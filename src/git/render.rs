@@ -111,6 +111,7 @@ pub(super) fn render(
         };
         used = context.add(&blocks, &order, budget, used, &mut text, &mut ctx);
     }
+    dedupe(&mut ctx.skipped);
     ctx.text = text;
     ctx.tokens = used;
     ctx
@@ -437,9 +438,15 @@ fn upper_bound(text: &str) -> u64 {
 }
 
 fn push_skipped(skipped: &mut Vec<Skipped>, path: String, reason: SkipReason) {
-    if !skipped.iter().any(|s| s.path == path && s.reason == reason) {
-        skipped.push(Skipped { path, reason });
-    }
+    skipped.push(Skipped { path, reason });
+}
+
+/// Each (path, reason) once, in first-seen order (a file both staged and unstaged is pushed
+/// twice). A hash set, not a search of the list per entry: that was quadratic, seconds for tens
+/// of thousands of untracked files.
+fn dedupe(skipped: &mut Vec<Skipped>) {
+    let mut seen = std::collections::HashSet::with_capacity(skipped.len());
+    skipped.retain(|s| seen.insert((s.path.clone(), s.reason)));
 }
 
 fn secret_warning(secret_files: &[String]) -> String {

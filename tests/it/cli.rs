@@ -1409,7 +1409,10 @@ fn kubeconfig_and_docker_credentials_never_reach_gemini() {
     assert_eq!(sent.len(), 2, "one chat, one precommit");
     for (call, request) in ["chat", "precommit"].iter().zip(&sent) {
         let body = &request.raw_body;
-        assert!(body.contains("client-key-data"), "{call}: the kubeconfig was sent");
+        assert!(
+            body.contains("client-key-data"),
+            "{call}: the kubeconfig was sent"
+        );
         assert!(body.contains("auths"), "{call}: the docker config was sent");
         for secret in [CLIENT_KEY, CLIENT_CERT, DOCKER_AUTH, token.as_str()] {
             assert!(!body.contains(secret), "{call} sent {secret}");

@@ -13,7 +13,9 @@ use serde::Serialize;
 
 use super::review::{self, Clarification, Finding, Severity, Verdict};
 
+mod lists;
 mod parts;
+pub use lists::NotListed;
 pub use parts::{
     ChangedFileView, FallbackView, LeftOut, LeftOutReason, StepView, UsageView, WebSource,
 };
@@ -34,6 +36,7 @@ const UNDECLARED: &[&str] = &[
     "redactions",
     "remaining_turns",
     "fallback",
+    "not_listed",
 ];
 
 /// The `outputSchema` of a tool's reply: the answer, the status and what to act on, without the
@@ -162,6 +165,9 @@ pub struct Reply {
     /// Changed files (precommit).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub changed_files: Option<Vec<ChangedFileView>>,
+    /// Entries of `changed_files` and `files.skipped` past the first ones, counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_listed: Option<NotListed>,
     /// The investigation's tool calls, in order (investigate, or explore).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepView>>,
@@ -224,6 +230,7 @@ impl Reply {
             fallback: None,
             sources: Vec::new(),
             changed_files: None,
+            not_listed: None,
             steps: None,
             files_read: None,
             stop_reason: None,
@@ -315,6 +322,7 @@ impl Reply {
     /// Fills `notices` and renders `text` from the fields: the answer (or the review), then a
     /// footer with the notices, sources and continuation id.
     pub fn render(&mut self) {
+        self.bound_lists(lists::LISTED);
         self.notices = self.collect_notices();
         let mut text = match self.review {
             Some(view) if self.findings.is_some() => review::render_parts(
@@ -344,6 +352,15 @@ impl Reply {
             out.push(note.clone());
         } else if !self.files.skipped.is_empty() {
             out.push(left_out(&self.files.skipped));
+        }
+        if let (Some(changed), Some(n)) = (&self.changed_files, &self.not_listed)
+            && n.changed_files > 0
+        {
+            out.push(format!(
+                "changed_files names the first {} of {} changed files; not_listed counts the rest.",
+                changed.len(),
+                changed.len() + n.changed_files
+            ));
         }
         if self.redactions > 0 {
             out.push(format!(
@@ -470,16 +487,15 @@ impl Reply {
         };
         let n = shorten("files.included", self.files.included.len());
         self.files.included.truncate(n);
-        // The notice on skipped files is made from the whole list before it is shortened.
-        let n = shorten("files.skipped", self.files.skipped.len());
-        if n < self.files.skipped.len() {
-            self.skipped_note = Some(left_out(&self.files.skipped));
-            self.files.skipped.truncate(n);
+        let not_listed = self.not_listed.clone().unwrap_or_default();
+        shorten(
+            "files.skipped",
+            not_listed.skipped_total(self.files.skipped.len()),
+        );
+        if let Some(changed) = &self.changed_files {
+            shorten("changed_files", changed.len() + not_listed.changed_files);
         }
-        if let Some(changed) = &mut self.changed_files {
-            let n = shorten("changed_files", changed.len());
-            changed.truncate(n);
-        }
+        self.bound_lists(LIST_CAP);
         let n = shorten("sources", self.sources.len());
         self.sources.truncate(n);
         if let Some(steps) = &mut self.steps {
@@ -503,6 +519,24 @@ impl Reply {
             ));
         }
         self.render();
+    }
+
+    /// Names the first `max` entries of `files.skipped` and `changed_files` and counts the rest
+    /// in `not_listed`; the notice on skipped files is made from the whole list before it is cut.
+    fn bound_lists(&mut self, max: usize) {
+        let changed_over = self.changed_files.as_ref().is_some_and(|c| c.len() > max);
+        if self.files.skipped.len() <= max && !changed_over {
+            return;
+        }
+        if self.files.skipped.len() > max && self.skipped_note.is_none() {
+            self.skipped_note = Some(left_out(&self.files.skipped));
+        }
+        let mut not_listed = self.not_listed.take().unwrap_or_default();
+        not_listed.cut_skipped(&mut self.files.skipped, max);
+        if let Some(changed) = &mut self.changed_files {
+            not_listed.cut_changed(changed, max);
+        }
+        self.not_listed = (!not_listed.is_empty()).then_some(not_listed);
     }
 
     /// Keeps the most severe findings that fit (they are sorted most severe first) and says how
@@ -873,5 +907,82 @@ mod tests {
         small.fit(CAP);
         assert_eq!(small.answer, "All of it.");
         assert!(small.cut.is_none());
+    }
+
+    /// Tens of thousands of changed and left-out files: the reply names the first of each and
+    /// counts the rest (left-out files by reason), in the structured content and the text, with
+    /// or without the size cap (the CLI prints the reply uncapped).
+    #[test]
+    fn long_file_lists_name_the_first_and_count_the_rest() {
+        let mut r = answered(Status::Success, "Looks fine.");
+        r.files.skipped = (0..50_000)
+            .map(|i| {
+                let reason = if i % 10 == 0 {
+                    SkipReason::Binary
+                } else {
+                    SkipReason::OverBudget
+                };
+                Skipped {
+                    path: format!("gen/d{}/f{i}.txt", i / 100),
+                    reason,
+                }
+                .into()
+            })
+            .collect();
+        r.changed_files = Some(
+            (0..50_000)
+                .map(|i| ChangedFileView {
+                    repo: ".".into(),
+                    path: format!("gen/d{}/f{i}.txt", i / 100),
+                    status: "untracked".into(),
+                    old_path: None,
+                })
+                .collect(),
+        );
+        let mut capped = r.clone();
+        r.render();
+        let json = serde_json::to_value(&r).unwrap();
+        assert!(r.size() < 60_000, "{} characters", r.size());
+        assert_eq!(
+            json["files"]["skipped"].as_array().unwrap().len(),
+            lists::LISTED
+        );
+        assert_eq!(
+            json["changed_files"].as_array().unwrap().len(),
+            lists::LISTED
+        );
+        assert_eq!(json["not_listed"]["changed_files"], 50_000 - lists::LISTED);
+        let counts = &json["not_listed"]["skipped"];
+        assert_eq!(counts[0]["reason"], "binary");
+        assert_eq!(counts[0]["count"], 5_000 - 10);
+        assert_eq!(counts[1]["reason"], "over_budget");
+        assert_eq!(counts[1]["count"], 45_000 - 90);
+        for text in [&r.text, &json["notices"].to_string()] {
+            assert!(text.contains("45000 over the token budget"), "{text}");
+            assert!(text.contains("first 100 of 50000 changed files"), "{text}");
+        }
+        // Under a cap smaller than the bounded lists, they are shortened further and still add up.
+        capped.fit(8_000);
+        assert!(capped.size() <= 8_000, "{}", capped.size());
+        let json = serde_json::to_value(&capped).unwrap();
+        let named = json["files"]["skipped"].as_array().unwrap().len();
+        assert!(named <= LIST_CAP, "{named}");
+        assert_eq!(
+            json["not_listed"]["changed_files"].as_u64().unwrap()
+                + json["changed_files"].as_array().unwrap().len() as u64,
+            50_000
+        );
+        let counted: u64 = json["not_listed"]["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(counted + named as u64, 50_000);
+        assert!(
+            capped.text.contains("45000 over the token budget"),
+            "{}",
+            capped.text
+        );
     }
 }
