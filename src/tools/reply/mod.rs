@@ -5,8 +5,9 @@
 //! the Gemini CLI and opencode the text), so each is whole on its own: the answer (or a review's
 //! summary and findings), the continuation id, the status and the notices. The answer is the one
 //! thing paid for twice; everything else stays compact. [`Reply::fit`] keeps the whole result,
-//! both parts counted, under the size cap: the least severe findings go first, then the answer is
-//! cut on a line boundary, and either way the reply says so and how to get the rest.
+//! both parts counted, under the size cap: the least severe findings go first, then an
+//! investigation's steps, then the answer is cut on a line boundary, and either way the reply
+//! says so and how to get the rest.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -422,8 +423,9 @@ impl Reply {
 
     /// Renders the reply within `cap` characters over the whole result (text, structured content
     /// and envelope together). Over the cap: long metadata lists are shortened, the least severe
-    /// findings are left out, then the answer (or summary) is cut on a line boundary; each step
-    /// is said in `notices` and the text, with how to get the rest.
+    /// findings are left out, then an investigation's last steps, and only then is the answer (or
+    /// summary) cut on a line boundary; each is said in `notices` and the text, with how to get
+    /// the rest.
     pub fn fit(&mut self, cap: usize) {
         let budget = cap.saturating_sub(ENVELOPE_RESERVE);
         self.render();
@@ -435,6 +437,9 @@ impl Reply {
             && self.size() > budget
         {
             self.drop_findings(all, budget);
+        }
+        if self.size() > budget {
+            self.drop_steps(budget);
         }
         if self.size() > budget {
             if self.answer.is_empty() {
@@ -503,6 +508,38 @@ impl Reply {
             ));
         }
         self.render();
+    }
+
+    /// Keeps the first steps of an investigation that fit, the answer whole: what Gemini did
+    /// yields before what it answered. Says how many were left out.
+    fn drop_steps(&mut self, budget: usize) {
+        let Some(all) = self.steps.clone() else {
+            return;
+        };
+        let base = self.size_notices.clone();
+        let try_keep = |r: &mut Reply, k: usize| {
+            r.steps = Some(all[..k].to_vec());
+            r.size_notices = base.clone();
+            if k < all.len() {
+                r.size_notices.push(format!(
+                    "To fit the result size limit (MAX_REPLY_CHARS) with the answer whole, `steps` \
+                     lists the first {k} of the investigation's {} steps.",
+                    all.len()
+                ));
+            }
+            r.render();
+            r.size() <= budget
+        };
+        let (mut lo, mut hi) = (0, all.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if try_keep(self, mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        try_keep(self, lo);
     }
 
     /// Keeps the most severe findings that fit (they are sorted most severe first) and says how
