@@ -444,3 +444,34 @@ pub fn steps_note(inv: &Investigation) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_show_arguments_and_outcomes_bounded_and_marked() {
+        let huge = "x".repeat(60_000);
+        let shown_args = shown_arguments(&json!({"pattern": huge, "path": "src"}));
+        let pattern = shown_args["pattern"].as_str().unwrap();
+        assert!(pattern.ends_with("… [cut: 60000 characters]"), "{pattern}");
+        assert_eq!(pattern.chars().count(), ARGUMENT_CHARS + 25);
+        assert_eq!(shown_args["path"], "src");
+        // Many strings, each short, but too long together: one marked string.
+        let many: serde_json::Map<String, Value> = (0..100)
+            .map(|i| (format!("k{i}"), json!("y".repeat(150))))
+            .collect();
+        let whole = shown_arguments(&Value::Object(many));
+        let whole = whole.as_str().unwrap();
+        assert!(whole.contains("[arguments cut: "), "{whole}");
+        assert!(whole.chars().count() < ARGUMENTS_CHARS);
+        // Small arguments are shown as they are.
+        let small = json!({"path": "src/lib.rs", "start_line": 3});
+        assert_eq!(shown_arguments(&small), small);
+        // An outcome is one line, bounded.
+        let line = shown(&format!("searched `{huge}\n` — 0 hits"), OUTCOME_CHARS);
+        assert!(!line.contains('\n'));
+        assert!(line.ends_with("characters]") && line.chars().count() < OUTCOME_CHARS + 40);
+        assert_eq!(shown("read a.rs:1–3", OUTCOME_CHARS), "read a.rs:1–3");
+    }
+}

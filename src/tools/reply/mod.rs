@@ -888,6 +888,37 @@ mod tests {
     }
 
     #[test]
+    fn steps_yield_before_the_answer() {
+        let answer = "The add function subtracts: src/lib.rs:2. ".repeat(11);
+        let mut r = answered(Status::Success, &answer);
+        r.stop_reason = Some("answered".into());
+        r.files_read = Some(vec!["src/lib.rs".into()]);
+        r.steps = Some(
+            (0..15)
+                .map(|i| StepView {
+                    tool: "search_text".into(),
+                    arguments: serde_json::json!({"pattern": format!("{i}{}", "a".repeat(4_000))}),
+                    outcome: format!("searched `{i}` — 0 hits"),
+                    tokens: 10,
+                })
+                .collect(),
+        );
+        r.fit(CAP);
+        assert_eq!(r.answer, answer, "{:?}", r.notices);
+        assert!(r.cut.is_none());
+        let kept = r.steps.as_ref().unwrap().len();
+        assert!((1..15).contains(&kept), "{kept} steps kept");
+        assert!(r.size() + ENVELOPE_RESERVE <= CAP, "{}", r.size());
+        assert!(
+            r.notices
+                .iter()
+                .any(|n| n.contains(&format!("the first {kept} of the investigation's 15 steps"))),
+            "{:?}",
+            r.notices
+        );
+    }
+
+    #[test]
     fn a_cut_ends_on_a_line_and_says_where() {
         assert_eq!(prefix("one\ntwo\nthree", 10), "one\ntwo");
         assert_eq!(prefix("short", 100), "short");
