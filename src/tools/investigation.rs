@@ -308,11 +308,12 @@ async fn keep_within_budget(
                 None
             } else {
                 let (explorer, call, whole) = (explorer.clone(), call.clone(), outcome.clone());
-                let budget = limits.token_budget;
-                tokio::task::spawn_blocking(move || cut_to_fit(&explorer, &call, whole, room, budget))
-                    .await
-                    .ok()
-                    .flatten()
+                tokio::task::spawn_blocking(move || {
+                    cut_to_fit(&explorer, &call, whole, room, budget)
+                })
+                .await
+                .ok()
+                .flatten()
             };
             hit = true;
             (*outcome, *tokens) = cut.unwrap_or_else(|| {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::reply::{IncludedFile, Reply, ReviewView, Status};
 use super::review;
-use super::{Continuation, Output, Plan, ToolError};
 use super::spend::{Estimate, IMAGE_TOKENS, Meter};
+use super::{Continuation, Output, Plan, ToolError};
 use super::{history, investigation, prompt};
 use crate::collector::{CollectRequest, Collected, Collector, ImageEntry, Skipped, tokens};
 use crate::config::Config;
@@ -284,7 +284,8 @@ impl Pipeline {
         };
         if meter.is_on() {
             let (text, rebuilt) = (prompt.text.clone(), prompt.rebuilt.clone());
-            let estimate = blocking(move || Estimate::of_agent_prompt(&text, rebuilt.as_deref())).await?;
+            let estimate =
+                blocking(move || Estimate::of_agent_prompt(&text, rebuilt.as_deref())).await?;
             meter.admit(&estimate, &request.model).await?;
         }
         let run = pool.prompt(prompt, ctx).await?;

@@ -759,7 +759,11 @@ async fn the_explore_token_budget_is_not_passed_by_the_result_that_crosses_it() 
         .map(|s| s["tokens"].as_u64().unwrap())
         .sum();
     assert!(steps_total <= 3000 && steps_total > 1000, "{s}");
-    assert!(outputs[0].contains("line 20 of a long file"), "{}", outputs[0]);
+    assert!(
+        outputs[0].contains("line 20 of a long file"),
+        "{}",
+        outputs[0]
+    );
     let cut = &outputs[1];
     assert!(
         cut.contains("cut to fit the investigation's token budget of 3000 tokens")

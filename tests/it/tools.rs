@@ -692,13 +692,13 @@ async fn a_malformed_continuation_id_costs_nothing() {
 #[tokio::test]
 async fn a_daily_token_cap_refuses_the_call_that_would_cross_it_before_gemini() {
     let env = Env::new();
-    let client = env
-        .client(&[("GEMINI_MCP_DAILY_TOKENS", "200")])
-        .await;
+    let client = env.client(&[("GEMINI_MCP_DAILY_TOKENS", "200")]).await;
     let prompt = "Explain why the parser drops the last line of its input. ".repeat(110);
     let counted = gemini_mcp_server::collector::tokens::count(&prompt);
     assert!(counted >= 1_300, "{counted}");
-    let r = call(&client, "chat", json!({"prompt": prompt})).await.unwrap();
+    let r = call(&client, "chat", json!({"prompt": prompt}))
+        .await
+        .unwrap();
     assert_eq!(r.is_error, Some(true), "{}", text(&r));
     let t = text(&r);
     let needs: u64 = t
