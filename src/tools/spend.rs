@@ -262,8 +262,8 @@ impl Meter {
                 "this project"
             };
             let advice = match estimate.advice() {
-                a if a.is_empty() => String::new(),
-                a => format!(" To fit, {a};"),
+                a if a.is_empty() => " Raise the cap".to_string(),
+                a => format!(" To fit, {a}; or raise the cap"),
             };
             if let Some(cap) = self.caps.daily_tokens
                 && spent.tokens + need > cap
@@ -271,7 +271,7 @@ impl Meter {
                 return Err(ToolError::SpendingCap(format!(
                     "the daily token cap of {cap} (GEMINI_MCP_DAILY_TOKENS) for {whose} would be passed: {} tokens \
                      spent today and this request needs about {need} tokens of input ({}), before Gemini's \
-                     answer. Gemini was not called.{advice} or raise the cap, or wait: it resets at 00:00 UTC ({}).",
+                     answer. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC ({}).",
                     spent.tokens,
                     estimate.parts(),
                     until_midnight()
@@ -284,8 +284,8 @@ impl Meter {
                 return Err(ToolError::SpendingCap(format!(
                     "the daily spending cap of ${cap:.2} (GEMINI_MCP_DAILY_USD) for {whose} would be passed: about \
                      ${spent_usd:.4} spent today and this request's input (about {need} tokens: {}) costs about \
-                     ${input_usd:.4} on {}. Gemini was not called.{advice} or raise the cap, or wait: it resets at \
-                     00:00 UTC ({}).",
+                     ${input_usd:.4} on {}. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC \
+                     ({}).",
                     estimate.parts(),
                     model.id,
                     until_midnight()
