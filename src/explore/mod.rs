@@ -75,7 +75,7 @@ impl Outcome {
 
     /// Cuts a listing, search or log result longer than `cap` characters on a line boundary,
     /// saying how to ask for less.
-    fn capped(mut self, cap: usize) -> Outcome {
+    pub fn capped(mut self, cap: usize) -> Outcome {
         if self.text.len() <= cap {
             return self;
         }
@@ -251,14 +251,20 @@ impl Explorer {
 
     /// Runs one function call. Blocking (it reads files): run it off the async runtime.
     pub fn execute(&self, name: &str, args: &Value) -> Outcome {
-        let cap = self.result_chars;
+        self.execute_within(name, args, self.result_chars)
+    }
+
+    /// Runs one function call with its result cut at `cap` characters (a read at the last whole
+    /// line that fits, saying where to read on; other results on a line, saying how to narrow
+    /// the call). Blocking.
+    pub fn execute_within(&self, name: &str, args: &Value, cap: usize) -> Outcome {
         match name {
             "list_files" => match parse::<ListArgs>(name, args) {
                 Ok(a) => self.list(a).capped(cap),
                 Err(o) => o,
             },
             "read_file" => match parse::<ReadArgs>(name, args) {
-                Ok(a) => self.read(a),
+                Ok(a) => self.read(a, cap),
                 Err(o) => o,
             },
             "search_text" => match parse::<SearchArgs>(name, args) {
@@ -324,7 +330,7 @@ impl Explorer {
         Outcome::done(format!("listed {path} — {} files", files.len()), text)
     }
 
-    fn read(&self, a: ReadArgs) -> Outcome {
+    fn read(&self, a: ReadArgs, cap: usize) -> Outcome {
         let file = match self.collector.read_text(&a.path) {
             Ok(f) => f,
             Err(e) => return refusal("read", &a.path, &e),
@@ -369,7 +375,7 @@ impl Explorer {
                 body.push_str(line);
             }
             body.push('\n');
-            if body.len() > self.result_chars && n + 1 > start {
+            if body.len() > cap && n + 1 > start {
                 body.truncate(before);
                 break;
             }

@@ -19,6 +19,7 @@ pub mod prompt;
 pub mod reply;
 pub mod review;
 pub mod schema;
+pub mod spend;
 pub mod thinkdeep;
 pub mod threads;
 pub mod workflows;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::reply::{IncludedFile, Reply, ReviewView, Status};
 use super::review;
+use super::spend::{Estimate, IMAGE_TOKENS, Meter};
 use super::{Continuation, Output, Plan, ToolError};
 use super::{history, investigation, prompt};
 use crate::collector::{CollectRequest, Collected, Collector, ImageEntry, Skipped, tokens};
@@ -23,8 +24,6 @@ const FRAMING_RESERVE: u64 = 1_024;
 /// Tokens kept for the separators between files and the "Not included: …" note (up to 50
 /// entries), which the collector's per-file counts do not include.
 const NOTE_RESERVE: u64 = 1_500;
-/// What one inline image costs, as budgeted (Gemini's image tokens are not counted locally).
-const IMAGE_TOKENS: u64 = 3_000;
 /// Share of the context budget history may take when files also need room.
 const HISTORY_SHARE: f64 = 0.4;
 /// Texts up to this size are counted or redacted where they are (well under a millisecond);
@@ -176,17 +175,16 @@ impl Pipeline {
             &material,
         );
 
-        let spend_keys = self.spend_keys(&plan.owner);
-        let request_tokens = history.tokens + material.tokens();
-        self.check_spend(&spend_keys, request_tokens, &request.model)
-            .await?;
+        let meter = self.meter(&plan.owner);
         ctx.report("waiting for Gemini");
         let room = total
             .saturating_sub(history.tokens)
             .saturating_sub(material.tokens());
         let model_id = request.model.id.clone();
         let thread_key = id.to_string();
-        let (answer, explored) = self.ask(&plan, request, room, &thread_key, ctx).await?;
+        let (answer, explored) = self
+            .ask(&plan, request, room, &thread_key, &meter, ctx)
+            .await?;
         let model_used = answer.model_version.clone().unwrap_or(model_id);
         let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
         let tail = match &explored {
@@ -203,7 +201,6 @@ impl Pipeline {
             &answer.usage,
             crate::gemini::prices::today(),
         );
-        self.record_spend(&spend_keys, &answer.usage, cost).await;
         finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
         if let Some(usage) = reply.usage.as_mut() {
             usage.cost_usd = cost;
@@ -224,21 +221,22 @@ impl Pipeline {
     /// Gemini's answer to `request`: one call, or an investigation (the loop of function calls
     /// over the read-only project tools) when the plan asks for one. `room` is what is left of
     /// the context budget for the investigation's tool results. The answer's usage is the
-    /// loop's sum.
+    /// loop's sum. Every request, whatever the engine, passes `meter` (the daily caps).
     async fn ask(
         &self,
         plan: &Plan,
         request: GenerateRequest,
         room: u64,
         thread: &str,
+        meter: &Meter,
         ctx: &CallContext,
     ) -> Result<(GenerateResponse, Option<Explored>), ToolError> {
         if let Some(mode) = plan.agent {
-            let (answer, run) = self.ask_agent(request, mode, thread, ctx).await?;
+            let (answer, run) = self.ask_agent(request, mode, thread, meter, ctx).await?;
             return Ok((answer, Some(Explored::Agent(run, mode))));
         }
         let Some(steps) = plan.explore else {
-            return Ok((self.gemini.generate(request, ctx).await?, None));
+            return Ok((meter.generate(&self.gemini, request, ctx).await?, None));
         };
         let settings = self.config.explore;
         let limits = investigation::Limits {
@@ -251,18 +249,21 @@ impl Pipeline {
                 .with_result_chars(settings.result_chars),
         );
         let (mut answer, inv) =
-            investigation::run(&self.gemini, explorer, request, limits, ctx).await?;
+            investigation::run(&self.gemini, meter, explorer, request, limits, ctx).await?;
         answer.usage = inv.usage;
         Ok((answer, Some(Explored::Investigation(inv))))
     }
 
     /// The Gemini CLI's own agent answers `request` (its last user turn; the whole conversation
     /// when the agent's session has to be rebuilt), exploring with its own tools under `mode`.
+    /// The agent's requests are its own: the caps are checked with the conversation it is handed
+    /// before it starts, and its usage is counted when it ends.
     async fn ask_agent(
         &self,
         request: GenerateRequest,
         mode: crate::gemini::acp::Mode,
         thread: &str,
+        meter: &Meter,
         ctx: &CallContext,
     ) -> Result<(GenerateResponse, crate::gemini::acp::AgentRun), ToolError> {
         let pool = self.acp_pool()?;
@@ -281,7 +282,16 @@ impl Pipeline {
             model: request.model.id.clone(),
             thread: Some(thread.to_string()),
         };
+        if meter.is_on() {
+            let (text, rebuilt) = (prompt.text.clone(), prompt.rebuilt.clone());
+            let estimate =
+                blocking(move || Estimate::of_agent_prompt(&text, rebuilt.as_deref())).await?;
+            meter.admit(&estimate, &request.model).await?;
+        }
         let run = pool.prompt(prompt, ctx).await?;
+        meter
+            .record(&request.model.id, &run.usage.unwrap_or_default())
+            .await;
         let answer = GenerateResponse {
             text: run.answer().to_string(),
             usage: run.usage.unwrap_or_default(),
@@ -336,78 +346,13 @@ impl Pipeline {
         }
     }
 
-    /// What a call is counted against for the daily caps: the project, and an HTTP client.
-    fn spend_keys(&self, owner: &Owner) -> Vec<String> {
-        if self.config.daily_tokens.is_none() && self.config.daily_usd.is_none() {
-            return Vec::new();
-        }
-        let mut keys = vec![format!("project\n{}", self.project())];
-        if !owner.is_local() {
-            keys.push(format!("client\n{}", owner.as_str()));
-        }
-        keys
-    }
-
-    /// Refuses the call when what was spent today, plus this request's input, passes a cap.
-    async fn check_spend(
-        &self,
-        keys: &[String],
-        request_tokens: u64,
-        model: &ModelInfo,
-    ) -> Result<(), ToolError> {
-        let day = utc_day();
-        let input = crate::gemini::Usage {
-            input: request_tokens,
-            ..Default::default()
+    /// The daily caps' meter for a call of `owner` in this project.
+    fn meter(&self, owner: &Owner) -> Meter {
+        let caps = super::spend::Caps {
+            daily_tokens: self.config.daily_tokens,
+            daily_usd: self.config.daily_usd,
         };
-        let input_usd =
-            crate::gemini::prices::estimate(&model.id, &input, crate::gemini::prices::today())
-                .unwrap_or(0.0);
-        for key in keys {
-            let spent = self.store.spent(key, &day).await?;
-            let whose = if key.starts_with("client") {
-                "this client"
-            } else {
-                "this project"
-            };
-            if let Some(cap) = self.config.daily_tokens
-                && spent.tokens + request_tokens > cap
-            {
-                return Err(ToolError::SpendingCap(format!(
-                    "the daily token cap of {cap} (GEMINI_MCP_DAILY_TOKENS) for {whose} would be passed: {} tokens \
-                     spent today and this request needs about {request_tokens}. It resets at 00:00 UTC ({}); raise the \
-                     cap or wait.",
-                    spent.tokens,
-                    until_midnight()
-                )));
-            }
-            let spent_usd = spent.micro_usd as f64 / 1e6;
-            if let Some(cap) = self.config.daily_usd
-                && spent_usd + input_usd > cap
-            {
-                return Err(ToolError::SpendingCap(format!(
-                    "the daily spending cap of ${cap:.2} (GEMINI_MCP_DAILY_USD) for {whose} would be passed: about \
-                     ${spent_usd:.4} spent today. It resets at 00:00 UTC ({}); raise the cap or wait.",
-                    until_midnight()
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Counts a call's usage against the caps; a store failure is logged, not fatal (the answer
-    /// is already here).
-    async fn record_spend(&self, keys: &[String], usage: &crate::gemini::Usage, cost: Option<f64>) {
-        let add = crate::threads::Spent {
-            tokens: usage.input + usage.output + usage.thinking,
-            micro_usd: cost.map_or(0, |c| (c * 1e6).round() as u64),
-        };
-        let day = utc_day();
-        for key in keys {
-            if let Err(e) = self.store.add_spend(key, &day, add).await {
-                tracing::warn!("could not count this call against the daily cap: {e}");
-            }
-        }
+        Meter::new(caps, self.store.clone(), &self.project(), owner)
     }
 
     /// The model the plan names (or the default), resolved in the catalogue.
@@ -917,18 +862,6 @@ fn thread_cost(thread: Option<&Thread>) -> f64 {
             })
             .sum()
     })
-}
-
-/// Today in UTC, `YYYY-MM-DD`.
-fn utc_day() -> String {
-    super::threads::iso(crate::threads::now_ms())[..10].to_string()
-}
-
-/// How long until 00:00 UTC, e.g. `in 5 h 12 min`.
-fn until_midnight() -> String {
-    let secs = crate::threads::now_ms() / 1000;
-    let left = 86_400 - secs % 86_400;
-    format!("in {} h {} min", left / 3600, (left % 3600) / 60)
 }
 
 /// What the Gemini CLI's agent is told before the task.

@@ -685,3 +685,40 @@ async fn a_malformed_continuation_id_costs_nothing() {
     assert_ne!(r.is_error, Some(true), "{}", text(&r));
     client.cancel().await.unwrap();
 }
+
+/// A daily token cap is checked against the whole request as it is built (system instruction,
+/// history, files and the prompt): a prompt-only call over the cap is refused before Gemini,
+/// saying the estimate, the cap and what to narrow.
+#[tokio::test]
+async fn a_daily_token_cap_refuses_the_call_that_would_cross_it_before_gemini() {
+    let env = Env::new();
+    let client = env.client(&[("GEMINI_MCP_DAILY_TOKENS", "200")]).await;
+    let prompt = "Explain why the parser drops the last line of its input. ".repeat(110);
+    let counted = gemini_mcp_server::collector::tokens::count(&prompt);
+    assert!(counted >= 1_300, "{counted}");
+    let r = call(&client, "chat", json!({"prompt": prompt}))
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true), "{}", text(&r));
+    let t = text(&r);
+    let needs: u64 = t
+        .split("this request needs about ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no estimate in {t}"));
+    assert!(needs >= counted, "estimate {needs} < prompt {counted}: {t}");
+    assert!(
+        t.contains("daily token cap of 200 (GEMINI_MCP_DAILY_TOKENS)")
+            && t.contains("system instruction")
+            && t.contains("this turn's files and text")
+            && t.contains("shorter prompt")
+            && t.contains("00:00 UTC"),
+        "{t}"
+    );
+    assert!(
+        env.fake.generate_requests().is_empty(),
+        "the refused call reached Gemini"
+    );
+    client.cancel().await.unwrap();
+}

@@ -5,8 +5,9 @@
 //! the Gemini CLI and opencode the text), so each is whole on its own: the answer (or a review's
 //! summary and findings), the continuation id, the status and the notices. The answer is the one
 //! thing paid for twice; everything else stays compact. [`Reply::fit`] keeps the whole result,
-//! both parts counted, under the size cap: the least severe findings go first, then the answer is
-//! cut on a line boundary, and either way the reply says so and how to get the rest.
+//! both parts counted, under the size cap: the least severe findings go first, then an
+//! investigation's steps, then the answer is cut on a line boundary, and either way the reply
+//! says so and how to get the rest.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -439,8 +440,9 @@ impl Reply {
 
     /// Renders the reply within `cap` characters over the whole result (text, structured content
     /// and envelope together). Over the cap: long metadata lists are shortened, the least severe
-    /// findings are left out, then the answer (or summary) is cut on a line boundary; each step
-    /// is said in `notices` and the text, with how to get the rest.
+    /// findings are left out, then an investigation's last steps, and only then is the answer (or
+    /// summary) cut on a line boundary; each is said in `notices` and the text, with how to get
+    /// the rest.
     pub fn fit(&mut self, cap: usize) {
         let budget = cap.saturating_sub(ENVELOPE_RESERVE);
         self.render();
@@ -452,6 +454,9 @@ impl Reply {
             && self.size() > budget
         {
             self.drop_findings(all, budget);
+        }
+        if self.size() > budget {
+            self.drop_steps(budget);
         }
         if self.size() > budget {
             if self.answer.is_empty() {
@@ -537,6 +542,38 @@ impl Reply {
             not_listed.cut_changed(changed, max);
         }
         self.not_listed = (!not_listed.is_empty()).then_some(not_listed);
+    }
+
+    /// Keeps the first steps of an investigation that fit, the answer whole: what Gemini did
+    /// yields before what it answered. Says how many were left out.
+    fn drop_steps(&mut self, budget: usize) {
+        let Some(all) = self.steps.clone() else {
+            return;
+        };
+        let base = self.size_notices.clone();
+        let try_keep = |r: &mut Reply, k: usize| {
+            r.steps = Some(all[..k].to_vec());
+            r.size_notices = base.clone();
+            if k < all.len() {
+                r.size_notices.push(format!(
+                    "To fit the result size limit (MAX_REPLY_CHARS) with the answer whole, `steps` \
+                     lists the first {k} of the investigation's {} steps.",
+                    all.len()
+                ));
+            }
+            r.render();
+            r.size() <= budget
+        };
+        let (mut lo, mut hi) = (0, all.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if try_keep(self, mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        try_keep(self, lo);
     }
 
     /// Keeps the most severe findings that fit (they are sorted most severe first) and says how
@@ -881,6 +918,37 @@ mod tests {
             more.size() + ENVELOPE_RESERVE > CAP - 400,
             "{}",
             more.size()
+        );
+    }
+
+    #[test]
+    fn steps_yield_before_the_answer() {
+        let answer = "The add function subtracts: src/lib.rs:2. ".repeat(11);
+        let mut r = answered(Status::Success, &answer);
+        r.stop_reason = Some("answered".into());
+        r.files_read = Some(vec!["src/lib.rs".into()]);
+        r.steps = Some(
+            (0..15)
+                .map(|i| StepView {
+                    tool: "search_text".into(),
+                    arguments: serde_json::json!({"pattern": format!("{i}{}", "a".repeat(4_000))}),
+                    outcome: format!("searched `{i}` — 0 hits"),
+                    tokens: 10,
+                })
+                .collect(),
+        );
+        r.fit(CAP);
+        assert_eq!(r.answer, answer, "{:?}", r.notices);
+        assert!(r.cut.is_none());
+        let kept = r.steps.as_ref().unwrap().len();
+        assert!((1..15).contains(&kept), "{kept} steps kept");
+        assert!(r.size() + ENVELOPE_RESERVE <= CAP, "{}", r.size());
+        assert!(
+            r.notices
+                .iter()
+                .any(|n| n.contains(&format!("the first {kept} of the investigation's 15 steps"))),
+            "{:?}",
+            r.notices
         );
     }
 
