@@ -198,10 +198,13 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// A bad argument. What the message and field quote of the client's input is capped
+    /// ([`crate::echo`]).
     pub fn invalid(field: &str, message: impl Into<String>) -> ToolError {
+        let message = message.into();
         ToolError::InvalidArgument {
-            field: field.to_string(),
-            message: message.into(),
+            field: crate::echo::echo(field).into_owned(),
+            message: crate::echo::echo_quoted(&message).into_owned(),
         }
     }
 

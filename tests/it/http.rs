@@ -900,7 +900,9 @@ async fn a_session_answering_a_call_is_never_evicted_and_a_client_over_its_cap_i
         second.text
     );
     assert!(
-        second.text.contains("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT"),
+        second
+            .text
+            .contains("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT"),
         "{}",
         second.text
     );

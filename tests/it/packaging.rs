@@ -439,10 +439,16 @@ async fn the_bundle_manifest_lists_the_servers_tools_and_the_pinned_mcpb() {
 /// A service's `environment:` mapping in the compose file (`KEY: value` lines, indented under
 /// the service), as compose would pass it, `${NAME}`, `${NAME:?message}` and `${NAME:-default}`
 /// interpolated from `shell`; an unset required name panics with compose's message.
-fn compose_environment(compose: &str, service: &str, shell: &[(&str, &str)]) -> Vec<(String, String)> {
+fn compose_environment(
+    compose: &str,
+    service: &str,
+    shell: &[(&str, &str)],
+) -> Vec<(String, String)> {
     let mut lines = compose
         .lines()
-        .skip_while(|l| l.trim_end() != format!("  {service}:") && !l.starts_with(&format!("  {service}: ")))
+        .skip_while(|l| {
+            l.trim_end() != format!("  {service}:") && !l.starts_with(&format!("  {service}: "))
+        })
         .skip(1)
         .take_while(|l| l.is_empty() || l.starts_with("   "))
         .skip_while(|l| l.trim() != "environment:")
@@ -453,7 +459,9 @@ fn compose_environment(compose: &str, service: &str, shell: &[(&str, &str)]) -> 
         if l.starts_with('#') {
             continue;
         }
-        let (key, value) = l.split_once(": ").unwrap_or_else(|| panic!("not `KEY: value`: {l}"));
+        let (key, value) = l
+            .split_once(": ")
+            .unwrap_or_else(|| panic!("not `KEY: value`: {l}"));
         env.push((key.to_string(), interpolate(value, shell)));
     }
     assert!(!env.is_empty(), "no environment for {service}");
@@ -532,5 +540,9 @@ async fn the_compose_deployment_accepts_the_public_host_name_behind_a_load_balan
         }
     };
     assert_eq!(status("mcp.example.com").await, 200, "{}", server.stderr());
-    assert_eq!(status("evil.example.net").await, 403, "the check still holds");
+    assert_eq!(
+        status("evil.example.net").await,
+        403,
+        "the check still holds"
+    );
 }
