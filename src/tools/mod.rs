@@ -46,7 +46,7 @@ pub struct Common {
     pub thinking_mode: Option<ThinkingMode>,
     /// 0 to 1; best unset on Gemini 3+.
     pub temperature: Option<f64>,
-    /// An earlier reply's id, or "latest": continue that thread.
+    /// Thread to continue: a reply's id, or "latest".
     pub continuation_id: Option<String>,
     /// Images (png, jpeg, webp, gif).
     pub images: Option<Vec<String>>,
