@@ -16,6 +16,7 @@ compile_error!(
 pub mod cli;
 pub mod collector;
 pub mod config;
+pub mod echo;
 pub mod explore;
 pub mod gemini;
 pub mod git;

@@ -30,10 +30,12 @@ fn main() -> ExitCode {
     code
 }
 
-/// The log filter from `GEMINI_MCP_LOG` (default `warn`). rmcp logs every message whole at
-/// `debug` — tool arguments included, where agents paste logs with tokens in them — so a
-/// general `debug` or `trace` keeps rmcp at `info` and stays safe to share; naming `rmcp` in
-/// the filter (e.g. `debug,rmcp=trace`) turns its detail back on.
+/// The log filter from `GEMINI_MCP_LOG` (default `warn`). rmcp logs a few lines per HTTP
+/// request at `info` (with the client's whole `initialize` parameters) and every message whole
+/// at `debug` — tool arguments included, where agents paste logs with tokens in them — so unless
+/// the filter names `rmcp` (e.g. `debug,rmcp=trace`), rmcp stays at `warn` up to a general
+/// `info` and at `info` under `debug` or `trace`: quiet by default, details at debug, and safe to
+/// share.
 fn log_filter(spec: Option<String>) -> tracing_subscriber::EnvFilter {
     let spec = spec
         .filter(|s| !s.trim().is_empty())
@@ -41,7 +43,18 @@ fn log_filter(spec: Option<String>) -> tracing_subscriber::EnvFilter {
     let spec = if spec.contains("rmcp") {
         spec
     } else {
-        format!("{spec},rmcp=info")
+        let general = spec
+            .split(',')
+            .map(str::trim)
+            .find(|d| !d.contains('='))
+            .and_then(|d| d.parse::<tracing_subscriber::filter::LevelFilter>().ok())
+            .unwrap_or(tracing_subscriber::filter::LevelFilter::WARN);
+        let rmcp = if general >= tracing_subscriber::filter::LevelFilter::DEBUG {
+            "info"
+        } else {
+            "warn"
+        };
+        format!("{spec},rmcp={rmcp}")
     };
     tracing_subscriber::EnvFilter::try_new(spec)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))

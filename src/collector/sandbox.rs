@@ -54,11 +54,11 @@ fn below<'a>(dir: &Path, path: &'a Path) -> Option<&'a [u8]> {
 /// A path refused by the sandbox. Maps to JSON-RPC -32001 naming the path and the root.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum SandboxError {
-    #[error("{path} is outside the project root {root}: only files under PROJECT_ROOT can be read")]
+    #[error("{} is outside the project root {root}: only files under PROJECT_ROOT can be read", crate::echo::echo(.path))]
     Outside { path: String, root: String },
-    #[error("{path} does not exist (paths are relative to {root}, or absolute)")]
+    #[error("{} does not exist (paths are relative to {root}, or absolute)", crate::echo::echo(.path))]
     NotFound { path: String, root: String },
-    #[error("{path} is not a valid path: {message}")]
+    #[error("{} is not a valid path: {message}", crate::echo::echo(.path))]
     Invalid { path: String, message: String },
 }
 

@@ -840,7 +840,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
         default: "32",
-        doc: "Live legacy (`Mcp-Session-Id`) sessions per client and instance; opening one more closes the client's least recently used.",
+        doc: "Live legacy (`Mcp-Session-Id`) sessions per client and instance; opening one more closes the client's least recently used idle one, or is refused (429) when all are answering calls.",
         also_reads: &[],
         read: |src, c| {
             c.http.max_sessions_per_client =

@@ -272,7 +272,7 @@ pub enum GeminiError {
     Malformed { message: String },
     #[error("{message}")]
     NotConfigured { message: String },
-    #[error("unknown model `{name}`. {hint}")]
+    #[error("unknown model `{}`. {hint}", crate::echo::echo(.name))]
     UnknownModel { name: String, hint: String },
     /// A failure of the Gemini CLI backend, already phrased with what to do.
     #[error("{message}")]

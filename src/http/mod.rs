@@ -12,7 +12,8 @@
 //! tool calls pass the admission gate (per-client concurrency, per-tool rates); request headers
 //! over [`MAX_HEADER_BYTES`] in total get 431 on every route; a legacy session answers only the
 //! client that opened it, and each client keeps at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT`
-//! live ([`sessions::SessionOwners`]); threads belong to the token that started them.
+//! live, a session answering a request never being the one closed ([`sessions::SessionOwners`]);
+//! threads belong to the token that started them.
 //!
 //! Shutdown (SIGTERM or SIGINT): the listener closes, idle connections close, the gate refuses
 //! new tool calls, standalone SSE streams end (clients reconnect elsewhere), and calls in flight
@@ -37,7 +38,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::StreamExt;
-use rmcp::model::{ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
+use rmcp::model::{ErrorCode, ErrorData, JsonRpcMessage, RequestId, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::SessionStore;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -62,6 +63,8 @@ const HOUSEKEEPING: Duration = Duration::from_secs(60);
 /// The most a request's headers (names, values and request target together) may take: well
 /// above any MCP client's and proxy's, small enough that headers cannot be used to fill memory.
 pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+/// JSON-RPC code of a new legacy session refused over the per-client cap.
+const OVER_SESSION_CAP: ErrorCode = ErrorCode(-32000);
 /// After the grace period, how long cancelled calls get to unwind before the process exits.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
@@ -454,6 +457,20 @@ fn id_in_use(id: RequestId) -> Response {
     (StatusCode::BAD_REQUEST, axum::Json(answer)).into_response()
 }
 
+/// A new session refused because each of the client's others is answering a request: 429 with
+/// a JSON-RPC error naming the setting (`data.setting`, `data.cap`).
+fn over_cap(over: sessions::OverCap, id: Option<RequestId>) -> Response {
+    let data = serde_json::json!({
+        "setting": "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+        "cap": over.cap,
+    });
+    let answer = ServerJsonRpcMessage::error(
+        ErrorData::new(OVER_SESSION_CAP, over.to_string(), Some(data)),
+        id,
+    );
+    (StatusCode::TOO_MANY_REQUESTS, axum::Json(answer)).into_response()
+}
+
 /// Every `/mcp` request: the token check (and the caller's identity for the limits and for the
 /// threads and sessions it may use), then rmcp. A legacy session opened by another client is
 /// answered 404, as an unknown one. A standalone SSE stream (`GET`) is ended when the server
@@ -469,25 +486,31 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    if let Some(id) = &session
-        && !guard.sessions.may_use(id, &owner).await
-    {
-        return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+    let method = req.method().clone();
+    // A POST marks its session busy until its answer is sent: a busy session is never evicted.
+    let mut busy = None;
+    if let Some(id) = &session {
+        match guard.sessions.enter(id, &owner).await {
+            Some(b) if method == Method::POST => busy = Some(b),
+            Some(_) => {}
+            None => {
+                return (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response();
+            }
+        }
     }
     req.extensions_mut().insert(client);
     req.extensions_mut().insert(owner.clone());
-    let method = req.method().clone();
     let mut claimed = None;
+    let mut request_id = None;
     if method == Method::POST {
-        let id;
-        (req, id) = match screen_body(req, guard.max_body).await {
+        (req, request_id) = match screen_body(req, guard.max_body).await {
             Ok(r) => r,
             Err(answer) => return answer,
         };
-        if let (Some(session), Some(id)) = (&session, id) {
+        if let (Some(session), Some(id)) = (&session, &request_id) {
             match InFlight::claim(&guard.in_flight, (session.clone(), id.clone())) {
                 Some(c) => claimed = Some(c),
-                None => return id_in_use(id),
+                None => return id_in_use(id.clone()),
             }
         }
     }
@@ -496,8 +519,11 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
         .await;
     match (&session, resp.headers().get(SESSION_HEADER)) {
         (None, Some(opened)) => {
-            if let Ok(opened) = opened.to_str() {
-                guard.sessions.opened(opened, &owner).await;
+            if let Ok(opened) = opened.to_str()
+                && let Err(over) = guard.sessions.opened(opened, &owner).await
+            {
+                guard.sessions.close(opened).await;
+                return over_cap(over, request_id);
             }
         }
         (Some(id), _) if method == Method::DELETE && resp.status().is_success() => {
@@ -505,11 +531,11 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
         }
         _ => {}
     }
-    if let Some(claimed) = claimed {
+    if claimed.is_some() || busy.is_some() {
         // Freed once the answer has been sent (or the client went away).
         let (parts, body) = resp.into_parts();
         let stream = body.into_data_stream().map(move |chunk| {
-            let _held = &claimed;
+            let _held = (&claimed, &busy);
             chunk
         });
         return Response::from_parts(parts, Body::from_stream(stream));

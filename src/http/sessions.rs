@@ -20,10 +20,11 @@
 //! client gets 404 and initializes again. [`SessionOwners`] holds the owners of the sessions live
 //! on this instance, answers 404 to any other client presenting one of their ids (as for an
 //! unknown session: nothing says the id exists), and keeps each client to
-//! `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT` live sessions by closing its least recently used one.
-//! Evicting rather than refusing: a client that restarts in a loop or leaks sessions keeps
-//! working (the session it abandoned goes first), and a session still in use that is evicted
-//! gets 404, on which MCP clients initialize again.
+//! `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT` live sessions by closing its least recently used
+//! idle one. Evicting rather than refusing: a client that restarts in a loop or leaks sessions
+//! keeps working (the session it abandoned goes first). A session answering a request ([`Busy`])
+//! is never evicted: closing it would cut the answer off after Gemini was called and paid for.
+//! When every session of the client is busy, the new one is refused ([`OverCap`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -54,9 +55,53 @@ pub struct SessionOwners {
 
 #[derive(Default)]
 struct Live {
-    /// Session id → owner and when it was last used (a tick of `clock`).
-    sessions: HashMap<String, (Owner, u64)>,
+    sessions: HashMap<String, Entry>,
     clock: u64,
+}
+
+/// A live session: its owner, when it was last used (a tick of `clock`: a request began or
+/// ended), and how many requests it is answering.
+struct Entry {
+    owner: Owner,
+    used: u64,
+    busy: usize,
+}
+
+/// A request being answered in a session: while one lives, the session is not evicted. Dropped
+/// when the answer has been sent (or the client went away); that counts as a use.
+pub struct Busy {
+    owners: Arc<SessionOwners>,
+    id: String,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut live = self.owners.live();
+        let now = live.tick();
+        if let Some(e) = live.sessions.get_mut(&self.id) {
+            e.busy = e.busy.saturating_sub(1);
+            e.used = now;
+        }
+    }
+}
+
+/// A client opened a session while each of its `cap` others was answering a request: none can
+/// be closed without cutting a call off.
+#[derive(Debug)]
+pub struct OverCap {
+    pub cap: usize,
+}
+
+impl std::fmt::Display for OverCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "too many sessions: this client already has {} live session(s) on this server \
+             (GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT), each answering a request; wait for one \
+             to finish, reuse or close (DELETE) a session, or raise the setting",
+            self.cap
+        )
+    }
 }
 
 impl Live {
@@ -84,81 +129,127 @@ impl SessionOwners {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Whether `owner` may present session `id`. `false` for another client's session (answer
-    /// 404); `true` also for an id nobody opened (rmcp answers 404 itself).
-    pub async fn may_use(&self, id: &str, owner: &Owner) -> bool {
-        {
-            let mut live = self.live();
-            let now = live.tick();
-            if let Some((o, used)) = live.sessions.get_mut(id) {
-                if o != owner {
-                    return false;
-                }
-                *used = now;
-                return true;
-            }
+    /// Whether `owner` may present session `id`: `None` for another client's session (answer
+    /// 404). Otherwise the session is marked busy until the returned [`Busy`] is dropped (also
+    /// for an id nobody opened, where it marks nothing: rmcp answers 404 itself).
+    pub async fn enter(self: &Arc<Self>, id: &str, owner: &Owner) -> Option<Busy> {
+        match self.claim(id, owner) {
+            Some(true) => return Some(self.busy(id)),
+            Some(false) => return None,
+            None => {}
         }
         let Some(shared) = &self.shared else {
-            return true;
+            return Some(self.busy(id));
         };
         // Opened on another instance: its owner is in Redis (and checked again on restore).
         match shared.owner_of(id).await {
             Ok(Some(o)) if o == *owner => {
-                self.opened(id, owner).await;
-                true
+                // Restored here: over the cap only when every other session is busy, and then
+                // this one, which exists already, is served all the same.
+                let _ = self.opened(id, owner).await;
+                self.claim(id, owner).unwrap_or(true).then(|| self.busy(id))
             }
-            Ok(Some(_)) => false,
-            Ok(None) => true,
+            Ok(Some(_)) => None,
+            Ok(None) => Some(self.busy(id)),
             Err(e) => {
                 tracing::warn!(error = %e, "could not read a session's owner");
-                true
+                Some(self.busy(id))
             }
         }
     }
 
+    /// For a session live here: whether `owner` opened it, and if so it is marked busy and used.
+    /// `None` when it is not live here.
+    fn claim(&self, id: &str, owner: &Owner) -> Option<bool> {
+        let mut live = self.live();
+        let now = live.tick();
+        let e = live.sessions.get_mut(id)?;
+        if e.owner != *owner {
+            return Some(false);
+        }
+        e.used = now;
+        e.busy += 1;
+        Some(true)
+    }
+
+    fn busy(self: &Arc<Self>, id: &str) -> Busy {
+        Busy {
+            owners: self.clone(),
+            id: id.to_string(),
+        }
+    }
+
     /// `owner` opened (or restored) session `id` here: records it, and closes the owner's least
-    /// recently used sessions beyond the cap.
-    pub async fn opened(&self, id: &str, owner: &Owner) {
-        let theirs: Vec<(String, u64)> = {
+    /// recently used idle sessions beyond the cap. `Err` when the owner would still be over the
+    /// cap because all its other sessions are answering requests; the caller decides (a new
+    /// session is then closed again and refused).
+    pub async fn opened(&self, id: &str, owner: &Owner) -> Result<(), OverCap> {
+        let theirs: Vec<(String, u64, usize)> = {
             let mut live = self.live();
             let now = live.tick();
-            live.sessions.insert(id.to_string(), (owner.clone(), now));
+            live.sessions.entry(id.to_string()).or_insert(Entry {
+                owner: owner.clone(),
+                used: now,
+                busy: 0,
+            });
             live.sessions
                 .iter()
-                .filter(|(k, (o, _))| o == owner && k.as_str() != id)
-                .map(|(k, (_, used))| (k.clone(), *used))
+                .filter(|(k, e)| e.owner == *owner && k.as_str() != id)
+                .map(|(k, e)| (k.clone(), e.used, e.busy))
                 .collect()
         };
         if theirs.len() < self.cap {
-            return;
+            return Ok(());
         }
-        // Sessions rmcp has already ended (idle, closed) go first, then the least recently used.
+        // Sessions rmcp has already ended (idle, closed) go first, then the least recently used
+        // of those answering nothing.
         let mut alive = Vec::with_capacity(theirs.len());
-        for (sid, used) in theirs {
+        for (sid, used, busy) in theirs {
             if self
                 .manager
                 .has_session(&sid.as_str().into())
                 .await
                 .unwrap_or(false)
             {
-                alive.push((sid, used));
+                alive.push((sid, used, busy));
             } else {
                 self.live().sessions.remove(&sid);
             }
         }
-        alive.sort_by_key(|(_, used)| *used);
-        let excess = (alive.len() + 1).saturating_sub(self.cap);
-        for (sid, _) in alive.into_iter().take(excess) {
-            self.live().sessions.remove(&sid);
-            tracing::info!(
-                "closing a client's least recently used session: over the per-client cap"
-            );
-            let _ = self.manager.close_session(&sid.as_str().into()).await;
-            if let Some(shared) = &self.shared
-                && let Err(e) = shared.delete(&sid).await
-            {
-                tracing::warn!(error = %e, "could not delete an evicted session from Redis");
+        let mut excess = (alive.len() + 1).saturating_sub(self.cap);
+        alive.sort_by_key(|(_, used, _)| *used);
+        for (sid, _, _) in alive {
+            if excess == 0 {
+                break;
             }
+            // Checked again under the lock: a request may have begun since.
+            {
+                let mut live = self.live();
+                if live.sessions.get(&sid).is_none_or(|e| e.busy > 0) {
+                    continue;
+                }
+                live.sessions.remove(&sid);
+            }
+            excess -= 1;
+            tracing::info!(
+                "closing a client's least recently used idle session: over the per-client cap"
+            );
+            self.close(&sid).await;
+        }
+        if excess > 0 {
+            return Err(OverCap { cap: self.cap });
+        }
+        Ok(())
+    }
+
+    /// Closes session `id` here and in Redis.
+    pub async fn close(&self, id: &str) {
+        self.live().sessions.remove(id);
+        let _ = self.manager.close_session(&id.into()).await;
+        if let Some(shared) = &self.shared
+            && let Err(e) = shared.delete(id).await
+        {
+            tracing::warn!(error = %e, "could not delete a closed session from Redis");
         }
     }
 

@@ -148,6 +148,7 @@ pub async fn read_resource(
                 .with_mime_type("text/markdown"),
         ]));
     }
+    let uri = crate::echo::echo(uri);
     Err(ErrorData::resource_not_found(
         format!("no resource `{uri}`: the resources are {THREADS}, {THREAD_TEMPLATE} and {MODELS}"),
         Some(serde_json::json!({ "uri": uri })),

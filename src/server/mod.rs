@@ -280,7 +280,7 @@ pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
             Some(json!({ "field": field })),
         )),
         ToolError::Sandbox(s) => {
-            let data = json!({ "path": s.path() });
+            let data = json!({ "path": crate::echo::echo(s.path()) });
             Err(ErrorData::new(SANDBOX_ERROR, s.to_string(), Some(data)))
         }
         ToolError::Collect(CollectError::SecretRefused { path, rule }) => {
@@ -296,6 +296,7 @@ pub fn to_mcp(e: ToolError) -> Result<CallToolResult, ErrorData> {
             ))
         }
         ToolError::Collect(CollectError::Image { path, message }) => {
+            let path = crate::echo::echo(&path);
             Err(ErrorData::invalid_params(
                 format!("invalid `images`: {path}: {message}"),
                 Some(json!({ "field": "images", "path": path })),
@@ -424,7 +425,7 @@ impl ServerHandler for Server {
         if !STANDARD_METHODS.contains(&method) {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
-                method.to_string(),
+                crate::echo::echo(method).into_owned(),
                 None,
             ));
         }

@@ -34,7 +34,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Give Gemini your analysis of a hard problem (design, architecture, a tricky bug) to extend, challenge and stress-test. Thinks longer than chat.",
+        description = "Give Gemini your analysis of a hard problem (design, architecture, a tricky bug) to extend and challenge; thinks longer than chat.",
         annotations(title = "Think deeper with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<ThinkDeepParams>(),
         output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
@@ -90,7 +90,7 @@ impl Server {
     }
 
     #[tool(
-        description = "Review pending git changes (staged, unstaged, untracked, or since a ref; nested repositories too) before committing: findings and a verdict.",
+        description = "Review pending git changes (staged, unstaged, untracked, or since a ref) before committing: findings and a verdict.",
         annotations(title = "Pre-commit review by Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<PrecommitParams>(),
         output_schema = crate::tools::reply::output_schema(&["sources"])
@@ -118,7 +118,7 @@ impl Server {
     }
 
     #[tool(
-        description = "List the Gemini models this server can use (limits, aliases, default) and the active backend and thread store.",
+        description = "The Gemini models this server can use (limits, aliases, default), its backend and thread store.",
         annotations(title = "List Gemini models", read_only_hint = true, open_world_hint = false),
         output_schema = crate::tools::schema::output_schema::<listmodels::ModelsReport>(&[])
     )]

@@ -237,16 +237,19 @@ pub struct Thread {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ThreadError {
     #[error(
-        "continuation_id {id} is unknown or has expired (threads live {ttl_hours} h after their last turn). Call again without continuation_id to start a new thread."
+        "continuation_id {} is unknown or has expired (threads live {ttl_hours} h after their last turn). Call again without continuation_id to start a new thread.",
+        crate::echo::echo(.id)
     )]
     NotFound { id: String, ttl_hours: f64 },
     /// Another client's thread. The message never says whose.
     #[error(
-        "continuation_id {id} belongs to another client: a thread can be continued only with the token that started it. Call again without continuation_id to start a new thread."
+        "continuation_id {} belongs to another client: a thread can be continued only with the token that started it. Call again without continuation_id to start a new thread.",
+        crate::echo::echo(.id)
     )]
     Foreign { id: String },
     #[error(
-        "continuation_id {id} was started in another project ({project}); threads stay in their project unless GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS=1. Call again without continuation_id to start a new thread here."
+        "continuation_id {} was started in another project ({project}); threads stay in their project unless GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS=1. Call again without continuation_id to start a new thread here.",
+        crate::echo::echo(.id)
     )]
     OtherProject { id: String, project: String },
     #[error(

@@ -47,7 +47,7 @@ pub struct Common {
     pub thinking_mode: Option<ThinkingMode>,
     /// 0 to 1; best unset on Gemini 3+.
     pub temperature: Option<f64>,
-    /// An earlier reply's id, or "latest": continue that thread.
+    /// Thread to continue: a reply's id, or "latest".
     pub continuation_id: Option<String>,
     /// Images (png, jpeg, webp, gif).
     pub images: Option<Vec<String>>,
@@ -199,10 +199,13 @@ pub enum ToolError {
 }
 
 impl ToolError {
+    /// A bad argument. What the message and field quote of the client's input is capped
+    /// ([`crate::echo`]).
     pub fn invalid(field: &str, message: impl Into<String>) -> ToolError {
+        let message = message.into();
         ToolError::InvalidArgument {
-            field: field.to_string(),
-            message: message.into(),
+            field: crate::echo::echo(field).into_owned(),
+            message: crate::echo::echo_quoted(&message).into_owned(),
         }
     }
 

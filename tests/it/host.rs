@@ -226,3 +226,87 @@ async fn threads_are_resources_of_their_own_project_only() {
     );
     client.cancel().await.unwrap();
 }
+
+/// A client's megabyte-long URI, id, name or path comes back in an error as its first 100
+/// characters and its size, never whole; the rest of the message still says what to do.
+#[tokio::test]
+async fn errors_quote_at_most_the_start_of_a_huge_client_string() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::ServiceError;
+    let dir = project();
+    let fake = FakeGemini::start();
+    let url = fake.base_url();
+    let client = mcp::start(
+        dir.path(),
+        &[("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())],
+    )
+    .await;
+    let huge = "A".repeat(1 << 20);
+    let mut errors: Vec<(&str, String)> = Vec::new();
+    let err = client
+        .read_resource(ReadResourceRequestParams::new(format!(
+            "gemini-mcp://x/{huge}"
+        )))
+        .await
+        .unwrap_err();
+    errors.push(("unknown URI", format!("{err:?}")));
+    let err = client
+        .read_resource(ReadResourceRequestParams::new(format!(
+            "gemini-mcp://threads/{huge}"
+        )))
+        .await
+        .unwrap_err();
+    errors.push(("thread id", format!("{err:?}")));
+    let err = client
+        .get_prompt(GetPromptRequestParams::new(huge.clone()))
+        .await
+        .unwrap_err();
+    errors.push(("prompt name", format!("{err:?}")));
+    for (what, arguments) in [
+        (
+            "continuation_id",
+            json!({"prompt": "hi", "continuation_id": huge}),
+        ),
+        ("path", json!({"prompt": "hi", "files": [huge]})),
+        ("enum value", json!({"prompt": "hi", "thinking_mode": huge})),
+        ("model", json!({"prompt": "hi", "model": huge})),
+    ] {
+        let r = client
+            .call_tool(CallToolRequestParams::new("chat").with_arguments(mcp::args(arguments)))
+            .await;
+        let text = match r {
+            Ok(r) => mcp::text(&r),
+            Err(ServiceError::McpError(e)) => format!("{e:?}"),
+            Err(other) => panic!("{what}: {other}"),
+        };
+        errors.push((what, text));
+    }
+    let err = client
+        .call_tool(CallToolRequestParams::new(huge.clone()))
+        .await
+        .unwrap_err();
+    errors.push(("tool name", format!("{err:?}")));
+    for (what, e) in &errors {
+        assert!(e.len() < 2000, "{what}: the error is {} bytes", e.len());
+        assert!(
+            !e.contains(&"A".repeat(101)),
+            "{what}: {}",
+            &e[..e.len().min(300)]
+        );
+    }
+    // The cut ones say how long the string was.
+    for (what, e) in &errors[..6] {
+        assert!(e.contains("bytes)"), "{what}: {e}");
+    }
+    assert!(
+        errors[0].1.contains("gemini-mcp://threads"),
+        "{}",
+        errors[0].1
+    );
+    assert!(errors[2].1.contains("review-changes"), "{}", errors[2].1);
+    assert!(
+        fake.generate_requests().is_empty(),
+        "nothing reached Gemini"
+    );
+    client.cancel().await.unwrap();
+}

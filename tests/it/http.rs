@@ -848,6 +848,137 @@ async fn live_sessions_per_client_are_capped_least_recently_used_first() {
     assert!(live.iter().all(|s| *s == 404), "{live:?}");
 }
 
+/// The 2025-06-18 `initialize` a client sends, raw (the helper asserts success).
+fn initialize_message() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "0"}}})
+}
+
+#[tokio::test]
+async fn a_session_answering_a_call_is_never_evicted_and_a_client_over_its_cap_is_told() {
+    let env = Env::new();
+    let server = env
+        .server(&[
+            ("GEMINI_MCP_HTTP_TOKEN", TOKEN),
+            ("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT", "1"),
+        ])
+        .await;
+    let url = server.url();
+    let alice = Raw::new(&url).header("authorization", &format!("Bearer {TOKEN}"));
+    let a = alice.initialize().await;
+    env.fake
+        .push(Script::text("the long answer").delay_headers(Duration::from_secs(2)));
+    let call = alice.session_call(&a, 1, "chat", json!({"prompt": "a long question"}));
+    let second = async {
+        assert!(
+            until(30, async || env.fake.in_flight() > 0).await,
+            "the call never reached Gemini"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        alice.post(initialize_message(), &[]).await
+    };
+    let (call, second) = tokio::time::timeout(Duration::from_secs(60), async {
+        tokio::join!(call, second)
+    })
+    .await
+    .expect("both requests are answered");
+    // The call in flight is answered whole.
+    assert_eq!(call.status, 200, "{}", call.text);
+    assert!(
+        result_text(&call.message).contains("the long answer"),
+        "the answer was cut off: {}",
+        call.text
+    );
+    // The new session is refused, saying why and what to change.
+    assert_eq!(second.status, 429, "{}", second.text);
+    assert_eq!(second.message["error"]["code"], -32000, "{}", second.text);
+    assert_eq!(second.message["id"], 0, "{}", second.text);
+    assert_eq!(
+        second.message["error"]["data"]["setting"], "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
+        "{}",
+        second.text
+    );
+    assert!(
+        second
+            .text
+            .contains("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT"),
+        "{}",
+        second.text
+    );
+    assert_eq!(second.header("mcp-session-id"), None, "{second:?}");
+    // The busy session lives on; once it is idle, a new session replaces it as before.
+    assert_eq!(ping_status(&url, TOKEN, &a).await, 200);
+    let b = alice.initialize().await;
+    assert_eq!(ping_status(&url, TOKEN, &b).await, 200);
+    assert_eq!(ping_status(&url, TOKEN, &a).await, 404);
+}
+
+/// The log lines after the start line: quiet at the default level and at `info` (nothing of
+/// rmcp's per-request lines, never the client's `initialize` parameters), rmcp's details at
+/// `debug`; stdout stays empty, the start line is on stderr.
+#[tokio::test]
+async fn serving_http_logs_quietly_by_default_on_stderr_only() {
+    let env = Env::new();
+    let url = env.fake.base_url();
+    for (level, rmcp_lines) in [("", false), ("info", false), ("debug", true)] {
+        let out = env.dir.path().join("stdout.txt");
+        let err = env.dir.path().join("stderr.txt");
+        let mut child = crate::support::mcp::std_command(
+            env.dir.path(),
+            &[
+                ("GEMINI_API_KEY", KEY),
+                ("GEMINI_BASE_URL", url.as_str()),
+                ("GEMINI_MCP_LOG", level),
+            ],
+        )
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+        let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+        assert!(
+            until(30, async || read(&err).contains("/mcp")).await,
+            "{level:?}: no start line on stderr: {}",
+            read(&err)
+        );
+        let base = read(&err)
+            .split("at http://")
+            .nth(1)
+            .and_then(|r| r.split("/mcp").next())
+            .map(|a| format!("http://{a}/mcp"))
+            .unwrap();
+        let raw = Raw::new(&base);
+        let session = raw.initialize().await;
+        let a = raw
+            .session_call(&session, 1, "chat", json!({"prompt": "hello"}))
+            .await;
+        assert!(succeeded(&a.message), "{}", a.text);
+        let a = raw.call(2, "chat", json!({"prompt": "stateless"})).await;
+        assert!(succeeded(&a.message), "{}", a.text);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(read(&out), "", "{level:?}: stdout stays clean");
+        let logs = read(&err);
+        let after: Vec<&str> = logs
+            .lines()
+            .filter(|l| !l.starts_with("gemini-mcp: serving MCP"))
+            .collect();
+        let rmcp: Vec<&&str> = after.iter().filter(|l| l.contains("rmcp")).collect();
+        assert_eq!(!rmcp.is_empty(), rmcp_lines, "{level:?}: {logs}");
+        if !rmcp_lines {
+            assert!(!logs.contains("peer_info"), "{level:?}: {logs}");
+            assert!(
+                after.iter().filter(|l| l.contains(" INFO ")).count() <= 2,
+                "{level:?}: at most one line per call: {logs}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn oversized_request_headers_get_431() {
     let env = Env::new();

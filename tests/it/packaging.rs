@@ -435,3 +435,114 @@ async fn the_bundle_manifest_lists_the_servers_tools_and_the_pinned_mcpb() {
         "the workflow's mcpb {version} is not the one .ci/install-clients pins"
     );
 }
+
+/// A service's `environment:` mapping in the compose file (`KEY: value` lines, indented under
+/// the service), as compose would pass it, `${NAME}`, `${NAME:?message}` and `${NAME:-default}`
+/// interpolated from `shell`; an unset required name panics with compose's message.
+fn compose_environment(
+    compose: &str,
+    service: &str,
+    shell: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut lines = compose
+        .lines()
+        .skip_while(|l| {
+            l.trim_end() != format!("  {service}:") && !l.starts_with(&format!("  {service}: "))
+        })
+        .skip(1)
+        .take_while(|l| l.is_empty() || l.starts_with("   "))
+        .skip_while(|l| l.trim() != "environment:")
+        .skip(1);
+    let mut env = Vec::new();
+    while let Some(l) = lines.next().filter(|l| l.starts_with("      ")) {
+        let l = l.trim();
+        if l.starts_with('#') {
+            continue;
+        }
+        let (key, value) = l
+            .split_once(": ")
+            .unwrap_or_else(|| panic!("not `KEY: value`: {l}"));
+        env.push((key.to_string(), interpolate(value, shell)));
+    }
+    assert!(!env.is_empty(), "no environment for {service}");
+    env
+}
+
+fn interpolate(value: &str, shell: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find('}').expect("a closing brace") + at;
+        let inner = &rest[at + 2..end];
+        let name = inner.split([':', '-', '?']).next().unwrap();
+        let set = shell.iter().find(|(k, _)| *k == name).map(|(_, v)| *v);
+        let tail = &inner[name.len()..];
+        out.push_str(&match (set, tail) {
+            (Some(v), _) => v.to_string(),
+            (None, t) if t.starts_with(":?") => panic!("compose refuses to start: {}", &t[2..]),
+            (None, t) if t.starts_with(":-") => t[2..].to_string(),
+            (None, _) => String::new(),
+        });
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The compose file's environment, given to the real binary listening on every address as in
+/// the image: a request through a load balancer, with the public name in `Host`, is served; a
+/// host that is not listed still gets 403.
+#[tokio::test]
+async fn the_compose_deployment_accepts_the_public_host_name_behind_a_load_balancer() {
+    use crate::support::fake_gemini::FakeGemini;
+    use crate::support::http::HttpServer;
+    let compose = repo("packaging/container/compose.yaml");
+    let redis = crate::support::redis::RedisServer::start();
+    let fake = FakeGemini::start();
+    let token = "compose-token-0123456789abcdef";
+    let shell = [
+        ("GEMINI_API_KEY", crate::support::mcp::KEY),
+        ("GEMINI_MCP_HTTP_TOKEN", token),
+        ("GEMINI_MCP_HTTP_ALLOWED_HOSTS", "mcp.example.com"),
+        ("PROJECT_DIR", "/unused"),
+    ];
+    let mut env = compose_environment(&compose, "gemini-1", &shell);
+    // What compose's network provides: the `redis` service's address; and the stand-in Gemini.
+    for (k, v) in &mut env {
+        if k == "REDIS_URL" {
+            *v = redis.url();
+        }
+    }
+    env.push(("GEMINI_BASE_URL".into(), fake.base_url()));
+    let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::try_start(dir.path(), &vars, "0.0.0.0:0")
+        .await
+        .unwrap_or_else(|(s, e)| panic!("{s:?}: {e}"));
+    let status = |host: &'static str| {
+        let url = server.url();
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .header("host", host)
+                .header("authorization", format!("Bearer {token}"))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(
+                    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"lb","version":"0"}}}"#,
+                )
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert_eq!(status("mcp.example.com").await, 200, "{}", server.stderr());
+    assert_eq!(
+        status("evil.example.net").await,
+        403,
+        "the check still holds"
+    );
+}
