@@ -15,6 +15,7 @@ mod packaging;
 mod reply;
 mod stdio;
 mod support;
+mod terminal;
 mod threads;
 mod tools;
 mod vertex;
