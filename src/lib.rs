@@ -28,6 +28,7 @@ pub mod secret;
 pub mod server;
 pub mod shutdown;
 pub mod stdio;
+pub mod term;
 pub mod threads;
 pub mod tool;
 pub mod tools;

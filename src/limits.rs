@@ -24,8 +24,17 @@ use tokio_util::task::task_tracker::TaskTrackerToken;
 
 use crate::tool::Tool;
 
+/// The text of [`DEFAULT_RATE_LIMITS`], a literal so that the settings table's documented
+/// default is built from it (`concat!`) rather than copied.
+macro_rules! default_rate_limits {
+    () => {
+        "chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min,investigate=3/min"
+    };
+}
+pub(crate) use default_rate_limits;
+
 /// The rate limits HTTP applies when `GEMINI_MCP_RATE_LIMITS` is not set.
-pub const DEFAULT_RATE_LIMITS: &str = "chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min,investigate=3/min";
+pub const DEFAULT_RATE_LIMITS: &str = default_rate_limits!();
 
 /// Who is calling, for the per-client limits: a token's label when the transport authenticates
 /// (never the token itself), else the peer address; `stdio` for the one stdio client.

@@ -6,7 +6,8 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        // Through the terminal sink: a log line can quote what came from outside.
+        .with_writer(gemini_mcp_server::term::stderr)
         .with_ansi(false)
         .with_env_filter(log_filter(std::env::var("GEMINI_MCP_LOG").ok()))
         .init();
@@ -18,7 +19,9 @@ fn main() -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("gemini-mcp: cannot start the async runtime: {e}");
+            gemini_mcp_server::term::say_line(format_args!(
+                "gemini-mcp: cannot start the async runtime: {e}"
+            ));
             return ExitCode::from(2);
         }
     };

@@ -28,12 +28,12 @@ const STDIO_FLUSH: std::time::Duration = std::time::Duration::from_millis(100);
 /// waiting for stdin to close (`main` does not wait for the blocked stdin reader).
 pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
     if std::io::stdin().is_terminal() {
-        eprint!("{}", greeting(&config));
+        let _ = crate::term::stderr().text(greeting(&config));
     }
     let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
-            eprintln!("gemini-mcp: {e}");
+            crate::term::say!("gemini-mcp: {e}");
             return ExitCode::from(2);
         }
     };
@@ -67,7 +67,7 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
         r = &mut waiting => return match r {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("gemini-mcp: {e}");
+                crate::term::say!("gemini-mcp: {e}");
                 ExitCode::from(1)
             }
         },
@@ -119,7 +119,7 @@ fn greeting(config: &Config) -> String {
          \n\
          \x20 Claude Code:  claude mcp add gemini -e GEMINI_API_KEY=\"$GEMINI_API_KEY\" -- {me}\n\
          \x20 Codex CLI:    codex mcp add gemini --env GEMINI_API_KEY=\"$GEMINI_API_KEY\" -- {me}\n\
-         \x20 Gemini CLI:   gemini mcp add gemini {me}\n\
+         \x20 Gemini CLI:   gemini mcp add -s user -e GEMINI_API_KEY=\"$GEMINI_API_KEY\" gemini {me}\n\
          \x20 Check setup:  {me} doctor   ({key})\n\
          \x20 Try it here:  {me} chat \"Is this idea sound?\"\n\
          \n\

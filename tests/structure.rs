@@ -388,3 +388,112 @@ fn the_checks_catch_what_they_guard() {
     assert!(layer("tools") < layer("collector"));
     assert!(layer("cli") < layer("server"));
 }
+
+/// Files that may write to stdout or stderr without the terminal sink, and why. Everything else
+/// prints through `term` (its `Sink`, `say!`), which shows control characters instead of obeying
+/// them: a new command cannot forget.
+const PRINTS_BESIDE_THE_SINK: &[(&str, &str)] = &[
+    ("term.rs", "the sink itself"),
+    (
+        "jsonrpc.rs",
+        "MCP's stdio channel (JSON-RPC, not terminal text)",
+    ),
+    (
+        "http/mod.rs",
+        "serve --http's own lines; to be moved onto `term::say!`",
+    ),
+];
+
+/// Print macros and the process's own streams, found in a file.
+struct Prints<'a> {
+    path: &'a Path,
+    found: Vec<String>,
+}
+
+impl Prints<'_> {
+    fn note(&mut self, what: String, span: proc_macro2::Span) {
+        self.found.push(format!(
+            "{}:{}: {what}",
+            relative(self.path),
+            span.start().line
+        ));
+    }
+}
+
+impl<'ast> Visit<'ast> for Prints<'_> {
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        if let Some(last) = mac.path.segments.last()
+            && ["print", "println", "eprint", "eprintln", "dbg"]
+                .contains(&last.ident.to_string().as_str())
+        {
+            self.note(format!("{}!", last.ident), last.ident.span());
+        }
+        syn::visit::visit_macro(self, mac);
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        if let Some(last) = path.segments.last()
+            && path.segments.len() > 1
+            && ["stdout", "stderr"].contains(&last.ident.to_string().as_str())
+            && !path.segments.iter().any(|s| s.ident == "term")
+        {
+            let whole: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+            self.note(whole.join("::"), last.ident.span());
+        }
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_use_tree(&mut self, tree: &'ast syn::UseTree) {
+        if let syn::UseTree::Name(n) = tree
+            && ["stdout", "stderr"].contains(&n.ident.to_string().as_str())
+        {
+            self.note(format!("use … {}", n.ident), n.ident.span());
+        }
+        syn::visit::visit_use_tree(self, tree);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if !is_cfg_test(&item.attrs) {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+}
+
+/// Every line the binary writes goes through the terminal sink (`term`): no `println!`,
+/// `eprintln!`, `print!`, `eprint!`, `dbg!`, `std::io::stdout`/`stderr` or `anstream::stdout`
+/// elsewhere, outside tests.
+#[test]
+fn only_the_terminal_sink_prints() {
+    let root = src_dir();
+    let mut found = Vec::new();
+    for file in source_files() {
+        let rel = file.path.strip_prefix(&root).unwrap().to_string_lossy();
+        if PRINTS_BESIDE_THE_SINK.iter().any(|(p, _)| *p == rel) {
+            continue;
+        }
+        let mut prints = Prints {
+            path: &file.path,
+            found: Vec::new(),
+        };
+        prints.visit_file(&file.ast);
+        found.extend(prints.found);
+    }
+    assert!(
+        found.is_empty(),
+        "print through crate::term (its Sink, or say! for a line on stderr), which shows control \
+         characters instead of obeying them:\n{}",
+        found.join("\n")
+    );
+    // The check sees what it should.
+    let made = syn::parse_file(
+        "use std::io::{stderr, Write};\nfn f() { println!(\"x\"); eprintln!(\"y\"); \
+         let _ = std::io::stdout(); let _ = anstream::stderr(); let _ = crate::term::stdout(); }",
+    )
+    .unwrap();
+    let mut prints = Prints {
+        path: Path::new("made.rs"),
+        found: Vec::new(),
+    };
+    prints.visit_file(&made);
+    assert_eq!(prints.found.len(), 5, "{:?}", prints.found);
+}

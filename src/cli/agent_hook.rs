@@ -29,13 +29,15 @@ const MAX_INPUT: u64 = 1 << 20;
 pub fn run(fail_on: FailOn) -> u8 {
     let mut input = String::new();
     if let Err(e) = std::io::stdin().take(MAX_INPUT).read_to_string(&mut input) {
-        eprintln!("gemini-mcp hook claude-code: cannot read the hook's input: {e}");
+        crate::term::say!("gemini-mcp hook claude-code: cannot read the hook's input: {e}");
         return NOT_REVIEWED;
     }
     let event: serde_json::Value = match serde_json::from_str(&input) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("gemini-mcp hook claude-code: the input is not Claude Code's hook JSON: {e}");
+            crate::term::say!(
+                "gemini-mcp hook claude-code: the input is not Claude Code's hook JSON: {e}"
+            );
             return NOT_REVIEWED;
         }
     };
@@ -64,7 +66,7 @@ pub fn run(fail_on: FailOn) -> u8 {
     let project =
         std::env::var_os("CLAUDE_PROJECT_DIR").map_or_else(|| PathBuf::from(cwd), PathBuf::from);
     if !same_project(&top, &project) {
-        eprintln!(
+        crate::term::say!(
             "gemini-mcp: the commit in {} was not reviewed: it is outside the project {}",
             top.display(),
             project.display()
@@ -104,7 +106,7 @@ fn review(top: &Path, fail_on: FailOn) -> u8 {
     let out = match out {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("gemini-mcp hook claude-code: cannot run the review: {e}");
+            crate::term::say!("gemini-mcp hook claude-code: cannot run the review: {e}");
             return NOT_REVIEWED;
         }
     };
@@ -112,7 +114,7 @@ fn review(top: &Path, fail_on: FailOn) -> u8 {
     match out.status.code().map(|c| c as u8) {
         Some(super::output::PASS) => LET_RUN,
         Some(super::output::FINDINGS) => {
-            eprintln!(
+            crate::term::say!(
                 "{said}\nThe commit was stopped: Gemini's review of the pending changes found \
                  issues at or above `{}`. Fix them and commit again (the review runs again), or \
                  ask the user to turn the plugin's precommit review off.",
@@ -121,7 +123,7 @@ fn review(top: &Path, fail_on: FailOn) -> u8 {
             BLOCK
         }
         _ => {
-            eprintln!(
+            crate::term::say!(
                 "gemini-mcp: the pending changes were not reviewed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             );

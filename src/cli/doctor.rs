@@ -14,6 +14,10 @@ use crate::gemini::{BackendInfo, CallContext, Gemini, GenerateRequest, Message, 
 /// The live check must not hang a terminal for the full call timeout.
 const LIVE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long the metadata server may take to hand out a token: on Google Cloud it answers in
+/// milliseconds; elsewhere there is none, and the auth library's retries would take 14 s.
+const METADATA_PROBE: Duration = Duration::from_secs(3);
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct DoctorArgs {
     /// Skip the live call to Gemini (checks the configuration only).
@@ -44,7 +48,7 @@ impl Report {
     }
 
     fn print(&self) -> std::io::Result<()> {
-        let mut out = anstream::stdout().lock();
+        let mut out = crate::term::stdout();
         for (outcome, what, text) in &self.lines {
             let (label, colour) = match outcome {
                 Outcome::Ok => ("ok  ", AnsiColor::Green),
@@ -53,7 +57,8 @@ impl Report {
                 Outcome::Skip => ("skip", AnsiColor::BrightBlack),
             };
             let s = Style::new().fg_color(Some(colour.into())).bold();
-            writeln!(out, "{s}{label}{s:#} {what}: {text}")?;
+            out.styled(s, label)?;
+            out.line(format_args!(" {what}: {text}"))?;
         }
         out.flush()
     }
@@ -63,7 +68,7 @@ impl Report {
 pub async fn run(config: Result<Config, ConfigError>, args: DoctorArgs) -> u8 {
     let report = check(config, args.offline).await;
     if let Err(e) = report.print() {
-        eprintln!("gemini-mcp doctor: {e}");
+        crate::term::say!("gemini-mcp doctor: {e}");
         return super::output::COULD_NOT_RUN;
     }
     u8::from(report.broken())
@@ -94,7 +99,7 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
             return r;
         }
     };
-    let backend_ok = check_backend(&mut r, &config, &gemini);
+    let backend_ok = check_backend(&mut r, &config, &gemini).await;
     let model_ok = check_models(&mut r, &config, &gemini);
     check_store(&mut r, &config).await;
     check_live(&mut r, &gemini, offline, backend_ok && model_ok).await;
@@ -134,7 +139,7 @@ fn check_roots(r: &mut Report, config: &Config) {
 }
 
 /// The backend the executor chose, or why none can work.
-fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
+async fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
     match gemini.backend_info() {
         BackendInfo::Api { base_url } => {
             let source = if matches!(config.backend, BackendChoice::Api) {
@@ -156,19 +161,28 @@ fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
             auth,
         } => {
             let credentials = if auth.starts_with("API key") {
-                auth
+                Ok(auth)
             } else {
-                credential_source(config)
+                credential_source(config, gemini).await
             };
-            r.add(
-                Outcome::Ok,
-                "backend",
-                format!(
-                    "Vertex AI at {endpoint}, project {}, location {location}; credentials: {credentials}",
-                    project.as_deref().unwrap_or("(express mode)")
-                ),
+            let at = format!(
+                "Vertex AI at {endpoint}, project {}, location {location}",
+                project.as_deref().unwrap_or("(express mode)")
             );
-            true
+            match credentials {
+                Ok(credentials) => {
+                    r.add(
+                        Outcome::Ok,
+                        "backend",
+                        format!("{at}; credentials: {credentials}"),
+                    );
+                    true
+                }
+                Err(why) => {
+                    r.add(Outcome::Fail, "backend", format!("{at}; {why}"));
+                    false
+                }
+            }
         }
         BackendInfo::Cli { program } => {
             r.add(
@@ -187,29 +201,46 @@ fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
 
 /// Where Application Default Credentials come from, as Google's auth library looks for them:
 /// `GOOGLE_APPLICATION_CREDENTIALS` (its `type`, never its secrets), gcloud's
-/// application-default file, else the metadata server.
-fn credential_source(config: &Config) -> String {
-    let kind = |path: &std::path::Path| -> String {
+/// application-default file, else the metadata server — which is asked for a token, briefly:
+/// `Err` when none answers, or a credential file cannot be read.
+async fn credential_source(config: &Config, gemini: &Gemini) -> Result<String, String> {
+    let kind = |path: &std::path::Path| -> Option<String> {
         std::fs::read_to_string(path)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
-            .unwrap_or_else(|| "unreadable: check the file".into())
     };
-    if let Some(path) = &config.google_application_credentials {
-        return format!(
-            "GOOGLE_APPLICATION_CREDENTIALS {} ({})",
-            path.display(),
-            kind(path)
-        );
+    let file = match (
+        &config.google_application_credentials,
+        &config.gcloud_adc_file,
+    ) {
+        (Some(path), _) => Some(("GOOGLE_APPLICATION_CREDENTIALS", path)),
+        (None, Some(p)) if p.is_file() => Some(("gcloud application-default login", p)),
+        _ => None,
+    };
+    if let Some((source, path)) = file {
+        return match kind(path) {
+            Some(kind) => Ok(format!("{source} {} ({kind})", path.display())),
+            None => Err(format!(
+                "no credentials: {source} names {}, which is not a readable credentials file; fix \
+                 the path, or run `gcloud auth application-default login`",
+                path.display()
+            )),
+        };
     }
-    match &config.gcloud_adc_file {
-        Some(p) if p.is_file() => format!(
-            "gcloud application-default login {} ({})",
-            p.display(),
-            kind(p)
-        ),
-        _ => "the metadata server (a Google Cloud service account)".into(),
+    match tokio::time::timeout(METADATA_PROBE, gemini.refresh_models()).await {
+        Ok(Ok(_)) => Ok("the metadata server (a Google Cloud service account)".into()),
+        Ok(Err(e)) => Err(format!(
+            "no credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's \
+             application-default login was never run, and the metadata server gave no token. {e}"
+        )),
+        Err(_) => Err(format!(
+            "no credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, gcloud's \
+             application-default login was never run, and no metadata server answered within {}s \
+             (not on Google Cloud?): set GOOGLE_APPLICATION_CREDENTIALS to a service-account key \
+             file or run `gcloud auth application-default login`",
+            METADATA_PROBE.as_secs()
+        )),
     }
 }
 

@@ -48,6 +48,10 @@ pub struct CommonArgs {
     /// An image to include (png, jpeg, webp, gif); repeat for several.
     #[arg(long = "image", value_name = "PATH", help_heading = "Model")]
     pub images: Vec<String>,
+    /// The Gemini API service tier for this run: standard, flex or priority (overrides
+    /// GEMINI_SERVICE_TIER; flex suits hooks and CI).
+    #[arg(long, value_name = "TIER", help_heading = "Model")]
+    pub tier: Option<String>,
 }
 
 impl CommonArgs {

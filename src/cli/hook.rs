@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use git2::Repository;
+use std::io::Write as _;
 
 use super::flags::FailOn;
 
@@ -231,11 +232,14 @@ pub fn run(cmd: HookCommand) -> u8 {
     };
     match outcome {
         Ok(message) => {
-            println!("{message}");
+            let mut out = crate::term::stdout();
+            if out.line(&message).and_then(|()| out.flush()).is_err() {
+                return super::output::COULD_NOT_RUN;
+            }
             super::output::PASS
         }
         Err(e) => {
-            eprintln!("gemini-mcp hook: {e}");
+            crate::term::say!("gemini-mcp hook: {e}");
             super::output::COULD_NOT_RUN
         }
     }

@@ -31,6 +31,7 @@ use crate::config::Config;
 use crate::gemini::CallContext;
 use crate::git::GitError;
 use crate::shutdown::Shutdown;
+use crate::term::say;
 use crate::tools::{Pipeline, Plan, ToolError};
 pub use commands::{
     AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs, ThinkDeepArgs,
@@ -46,8 +47,9 @@ use output::Printed;
 )]
 pub struct Args {
     /// The Gemini API service tier for this run: standard, flex or priority (overrides
-    /// GEMINI_SERVICE_TIER; flex suits hooks and CI).
-    #[arg(long, global = true, value_name = "TIER")]
+    /// GEMINI_SERVICE_TIER; flex suits hooks and CI). Also taken after serve and the tool
+    /// commands, the ones that call Gemini.
+    #[arg(long, value_name = "TIER")]
     pub tier: Option<String>,
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -60,6 +62,10 @@ pub enum Command {
         /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
+        /// The Gemini API service tier for the calls served: standard, flex or priority
+        /// (overrides GEMINI_SERVICE_TIER).
+        #[arg(long, value_name = "TIER")]
+        tier: Option<String>,
     },
     /// Review the pending git changes (staged, unstaged, untracked; nested repositories too).
     Precommit(PrecommitArgs),
@@ -91,9 +97,31 @@ pub enum Command {
 }
 
 /// Runs the command and returns the process exit code.
+impl Command {
+    /// `--tier` given after the command; `None` for the commands that do not call Gemini.
+    fn tier(&self) -> Option<&String> {
+        match self {
+            Command::Serve { tier, .. } => tier.as_ref(),
+            Command::Precommit(a) => a.common.tier.as_ref(),
+            Command::Codereview(a) => a.common.tier.as_ref(),
+            Command::Chat(a) => a.common.tier.as_ref(),
+            Command::Analyze(a) => a.common.tier.as_ref(),
+            Command::Debug(a) => a.common.tier.as_ref(),
+            Command::Investigate(a) => a.common.tier.as_ref(),
+            Command::Thinkdeep(a) => a.common.tier.as_ref(),
+            Command::Threads { .. } | Command::Hook { .. } | Command::Doctor(_) => None,
+        }
+    }
+}
+
 pub async fn run(args: Args) -> ExitCode {
-    let args_tier = args.tier;
-    let command = args.command.unwrap_or(Command::Serve { http: None });
+    let command = args.command.unwrap_or(Command::Serve {
+        http: None,
+        tier: None,
+    });
+    let Some(args_tier) = tier(args.tier, &command) else {
+        return ExitCode::from(output::COULD_NOT_RUN);
+    };
     // These two need no working configuration: they are how a broken one gets fixed.
     let command = match command {
         Command::Hook { action } => return ExitCode::from(hook::run(action)),
@@ -115,22 +143,24 @@ pub async fn run(args: Args) -> ExitCode {
     }) {
         Ok(c) => Arc::new(c),
         Err(e) => {
-            eprintln!("gemini-mcp: configuration error: {e}");
+            say!("gemini-mcp: configuration error: {e}");
             return ExitCode::from(output::COULD_NOT_RUN);
         }
     };
     let cwd = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("gemini-mcp: cannot read the working directory: {e}");
+            say!("gemini-mcp: cannot read the working directory: {e}");
             return ExitCode::from(output::COULD_NOT_RUN);
         }
     };
     let code = match command {
-        Command::Serve { http: None } => {
+        Command::Serve { http: None, .. } => {
             return crate::stdio::serve(config, Shutdown::on_signals()).await;
         }
-        Command::Serve { http: Some(addr) } => {
+        Command::Serve {
+            http: Some(addr), ..
+        } => {
             return crate::http::serve(config, &addr, Shutdown::on_signals()).await;
         }
         Command::Precommit(a) => {
@@ -197,6 +227,25 @@ pub async fn run(args: Args) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The `--tier` of this run: given after the command, else before it. `None` (said on stderr)
+/// when given before a command that does not call Gemini, where it would do nothing.
+fn tier(before: Option<String>, command: &Command) -> Option<Option<String>> {
+    if before.is_some()
+        && matches!(
+            command,
+            Command::Threads { .. } | Command::Hook { .. } | Command::Doctor(_)
+        )
+    {
+        let err = Args::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            "--tier applies to serve and the tool commands (the ones that call Gemini), not to threads, hook or doctor",
+        );
+        say!("{}", err.render().to_string().trim_end());
+        return None;
+    }
+    Some(command.tier().cloned().or(before))
+}
+
 /// A positional text of `-` is read from stdin.
 async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
     if value != "-" {
@@ -207,14 +256,14 @@ async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
     let read = tokio::select! {
         r = stdin.read_to_string(&mut text) => r,
         _ = crate::shutdown::signal() => {
-            eprintln!("gemini-mcp: interrupted while reading stdin");
+            say!("gemini-mcp: interrupted while reading stdin");
             return Err(output::COULD_NOT_RUN);
         }
     };
     match read {
         Ok(_) => Ok(Some(text)),
         Err(e) => {
-            eprintln!("gemini-mcp: cannot read stdin: {e}");
+            say!("gemini-mcp: cannot read stdin: {e}");
             Err(output::COULD_NOT_RUN)
         }
     }
@@ -236,7 +285,7 @@ async fn tool(
     let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("gemini-mcp {name}: {e}");
+            say!("gemini-mcp {name}: {e}");
             return output::COULD_NOT_RUN;
         }
     };
@@ -259,7 +308,7 @@ async fn tool(
         cancel.cancel();
         pipeline.gemini().abort_running();
         pipeline.shutdown_agents();
-        eprintln!("gemini-mcp {name}: interrupted");
+        say!("gemini-mcp {name}: interrupted");
         return output::COULD_NOT_RUN;
     };
     match outcome {
@@ -276,7 +325,7 @@ fn print(reply: &crate::tools::Reply, printed: Printed, name: &str, base: &std::
     match output::print(reply, printed, name, base) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gemini-mcp {name}: cannot write the output: {e}");
+            say!("gemini-mcp {name}: cannot write the output: {e}");
             output::COULD_NOT_RUN
         }
     }
@@ -322,10 +371,7 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
         ),
         other => {
             // Gemini's own error messages end up here: shown, not obeyed by the terminal.
-            eprintln!(
-                "gemini-mcp {name}: {}",
-                output::neutralise(&other.to_string())
-            );
+            say!("gemini-mcp {name}: {other}");
             output::COULD_NOT_RUN
         }
     }
@@ -340,6 +386,7 @@ fn usage_error(name: &str, flag: &str, message: &str) -> u8 {
         Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, text),
         None => cmd.error(clap::error::ErrorKind::ValueValidation, text),
     };
-    let _ = err.print();
+    // Through the sink like every line: the message may quote what came from outside.
+    say!("{}", err.render().to_string().trim_end());
     output::COULD_NOT_RUN
 }

@@ -2,14 +2,12 @@
 //!
 //! Exit codes follow linters: 0 pass, 1 findings at or above `--fail-on`, 2 could not run (the
 //! reason on stderr). A review that did not complete (Gemini asked for more material) is 2: it
-//! neither passed nor failed. Text goes through `anstream`, which drops the colours when stdout
-//! is not a terminal (and honours `NO_COLOR` / `CLICOLOR_FORCE`).
+//! neither passed nor failed.
 //!
-//! Everything printed comes from Gemini or names files, so a reply can carry terminal control
-//! sequences (OSC 52 writes the clipboard, others retitle or clear the screen). Text output
-//! shows every control character visibly ([`neutralise`]) whether or not stdout is a terminal
-//! (a piped log is read on a terminal later); only our own colours are emitted raw. JSON and
-//! SARIF escape C0 controls already; C1 controls and DEL are escaped there too ([`json_safe`]).
+//! Everything printed comes from Gemini or names files, so it is written through the terminal
+//! sink ([`crate::term`]): every control character shown, not obeyed; only our own colours (dropped
+//! when stdout is not a terminal, `NO_COLOR` / `CLICOLOR_FORCE` honoured) are emitted raw. JSON and
+//! SARIF are escaped instead.
 
 use std::io::Write;
 use std::path::Path;
@@ -19,6 +17,7 @@ use serde_json::Value;
 
 use super::flags::{FailOn, Format, ReviewFormat};
 use super::sarif;
+use crate::term::{self, Sink};
 use crate::tools::Reply;
 use crate::tools::reply::Status;
 use crate::tools::review::{Severity, Verdict};
@@ -80,15 +79,12 @@ pub fn exit_code(reply: &Reply, printed: Printed) -> u8 {
 /// Prints the reply on stdout and returns the exit code.
 pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::io::Result<u8> {
     let code = exit_code(reply, printed);
-    let mut out = anstream::stdout().lock();
+    let mut out = term::stdout();
     match printed {
         Printed::Review {
             format: ReviewFormat::Sarif,
             ..
-        } => {
-            let log = sarif::log(reply, tool, root);
-            writeln!(out, "{}", json_safe(&serde_json::to_string_pretty(&log)?))?;
-        }
+        } => out.json(&sarif::log(reply, tool, root))?,
         Printed::Review {
             format: ReviewFormat::Json,
             fail_on,
@@ -96,17 +92,11 @@ pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::i
             let mut v = json(reply)?;
             v["fail_on"] = Value::from(fail_on.as_str());
             v["passed"] = Value::from(code == PASS);
-            writeln!(out, "{}", json_safe(&serde_json::to_string_pretty(&v)?))?;
+            out.json(&v)?;
         }
         Printed::Answer {
             format: Format::Json,
-        } => {
-            writeln!(
-                out,
-                "{}",
-                json_safe(&serde_json::to_string_pretty(&json(reply)?)?)
-            )?;
-        }
+        } => out.json(&json(reply)?)?,
         Printed::Review {
             format: ReviewFormat::Text,
             fail_on,
@@ -115,32 +105,40 @@ pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::i
             if reply.status == Status::Success
                 && let Some(min) = fail_on.threshold()
             {
-                writeln!(out)?;
+                out.line("")?;
                 let n = failing(reply, fail_on);
-                if blocked_by_verdict(reply, fail_on) {
-                    let s = paint(AnsiColor::Red).bold();
-                    writeln!(
-                        out,
-                        "{s}FAIL{s:#}: Gemini's verdict is do_not_commit, with no finding at or above {} to say why; read the review above.",
-                        min.as_str()
-                    )?;
+                let (style, word, rest) = if blocked_by_verdict(reply, fail_on) {
+                    (
+                        paint(AnsiColor::Red).bold(),
+                        "FAIL",
+                        format!(
+                            ": Gemini's verdict is do_not_commit, with no finding at or above {} to say why; read the review above.",
+                            min.as_str()
+                        ),
+                    )
                 } else if n > 0 {
-                    let s = paint(AnsiColor::Red).bold();
-                    writeln!(
-                        out,
-                        "{s}FAIL{s:#}: {n} finding(s) at or above {} (--fail-on {}).",
-                        min.as_str(),
-                        fail_on.as_str()
-                    )?;
+                    (
+                        paint(AnsiColor::Red).bold(),
+                        "FAIL",
+                        format!(
+                            ": {n} finding(s) at or above {} (--fail-on {}).",
+                            min.as_str(),
+                            fail_on.as_str()
+                        ),
+                    )
                 } else {
-                    let s = paint(AnsiColor::Green).bold();
-                    writeln!(
-                        out,
-                        "{s}PASS{s:#}: no finding at or above {} (--fail-on {}).",
-                        min.as_str(),
-                        fail_on.as_str()
-                    )?;
-                }
+                    (
+                        paint(AnsiColor::Green).bold(),
+                        "PASS",
+                        format!(
+                            ": no finding at or above {} (--fail-on {}).",
+                            min.as_str(),
+                            fail_on.as_str()
+                        ),
+                    )
+                };
+                out.styled(style, word)?;
+                out.line(rest)?;
             }
         }
         Printed::Answer {
@@ -148,8 +146,9 @@ pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::i
         } => text(&mut out, &reply.text)?,
     }
     out.flush()?;
+    drop(out);
     if reply.status == Status::RequiresClarification {
-        eprintln!(
+        term::say!(
             "gemini-mcp {tool}: Gemini needs more material before it can answer (see above); run again with --continuation-id and the files it asks for."
         );
     }
@@ -176,64 +175,16 @@ fn severity_style(s: &str) -> Style {
     }
 }
 
-/// `s` with every control character shown instead of obeyed: C0 controls but tab (and the
-/// line breaks `text` splits on) in caret notation (`ESC` → `^[`, `CR` → `^M`), DEL as `^?`, C1
-/// controls and the bidirectional overrides that reorder what a terminal shows as `<U+XXXX>`.
-pub fn neutralise(s: &str) -> std::borrow::Cow<'_, str> {
-    fn harmful(c: char) -> bool {
-        (c.is_control() && c != '\t' && c != '\n')
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    }
-    if !s.chars().any(harmful) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            c if !harmful(c) => out.push(c),
-            '\u{7f}' => out.push_str("^?"),
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push(char::from(b'@' + c as u8));
-            }
-            c => out.push_str(&format!("<U+{:04X}>", c as u32)),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// Serialised JSON with DEL and C1 controls escaped as `\u00XX` (serde escapes only C0); the
-/// document means the same. Such characters occur only inside strings, so escaping them in
-/// the text is valid JSON.
-pub fn json_safe(json: &str) -> std::borrow::Cow<'_, str> {
-    let bad = |c: char| ('\u{7f}'..='\u{9f}').contains(&c);
-    if !json.contains(bad) {
-        return std::borrow::Cow::Borrowed(json);
-    }
-    let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        if bad(c) {
-            out.push_str(&format!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// The Markdown reply, with its verdict, headings and severity tags styled, and every control
-/// character from Gemini or a file name shown, not obeyed.
-fn text(out: &mut impl Write, markdown: &str) -> std::io::Result<()> {
+/// The Markdown reply, with its verdict, headings and severity tags styled; every control
+/// character from Gemini or a file name is shown, not obeyed (the sink's rule).
+fn text<W: Write>(out: &mut Sink<W>, markdown: &str) -> std::io::Result<()> {
     let mut in_footer = false;
     for line in markdown.lines() {
-        let line = neutralise(line);
-        let line = line.as_ref();
         if line == "---" {
             in_footer = true;
         }
         if in_footer {
-            let s = Style::new().dimmed();
-            writeln!(out, "{s}{line}{s:#}")?;
+            out.styled(Style::new().dimmed(), line)?;
         } else if let Some(v) = line
             .strip_prefix("**Verdict: ")
             .and_then(|l| l.strip_suffix("**"))
@@ -244,16 +195,17 @@ fn text(out: &mut impl Write, markdown: &str) -> std::io::Result<()> {
                 _ => paint(AnsiColor::Red),
             }
             .bold();
-            writeln!(out, "{s}Verdict: {v}{s:#}")?;
+            out.styled(s, format_args!("Verdict: {v}"))?;
         } else if line.starts_with('#') {
-            let s = Style::new().bold();
-            writeln!(out, "{s}{line}{s:#}")?;
+            out.styled(Style::new().bold(), line)?;
         } else if let Some((head, tail)) = finding_line(line) {
-            let s = severity_style(tail.0);
-            writeln!(out, "{head}{s}[{}]{s:#}{}", tail.0, tail.1)?;
+            out.text(head)?;
+            out.styled(severity_style(tail.0), format_args!("[{}]", tail.0))?;
+            out.text(tail.1)?;
         } else {
-            writeln!(out, "{line}")?;
+            out.text(line)?;
         }
+        out.line("")?;
     }
     Ok(())
 }
@@ -354,28 +306,15 @@ mod tests {
     }
 
     #[test]
-    fn control_characters_are_shown_not_obeyed() {
-        for (input, shown) in [
-            ("plain text, tabs\tstay", "plain text, tabs\tstay"),
-            ("\u{1b}]52;c;ZXZpbA==\u{7}", "^[]52;c;ZXZpbA==^G"),
-            ("\u{1b}]0;owned\u{1b}\\", "^[]0;owned^[\\"),
-            ("\u{1b}[2J\u{1b}[H", "^[[2J^[[H"),
-            ("over\rwrite", "over^Mwrite"),
-            ("del\u{7f}", "del^?"),
-            ("c1 \u{9b}31m csi", "c1 <U+009B>31m csi"),
-            ("bidi \u{202e}txt.exe", "bidi <U+202E>txt.exe"),
-            ("naïve — ünïcode ✓", "naïve — ünïcode ✓"),
-        ] {
-            assert_eq!(neutralise(input), shown, "{input:?}");
-        }
+    fn hostile_text_keeps_only_our_colours() {
         // Our own colours survive: a styled line of hostile text has only our escapes.
-        let mut coloured = Vec::new();
+        let mut coloured = Sink::new(Vec::new(), true);
         text(
             &mut coloured,
             "# Title \u{1b}[8mhidden\n1. **[HIGH]** `a\u{1b}]52;c;x\u{7}.rs:1` t\n",
         )
         .unwrap();
-        let coloured = String::from_utf8(coloured).unwrap();
+        let coloured = String::from_utf8(coloured.into_inner()).unwrap();
         assert!(
             coloured.contains("^[[8mhidden") && coloured.contains("a^[]52;c;x^G.rs:1"),
             "{coloured:?}"
@@ -390,27 +329,18 @@ mod tests {
     }
 
     #[test]
-    fn json_output_escapes_c1_controls_and_means_the_same() {
-        let doc = serde_json::json!({"text": "a\u{9b}2J\u{7f}\u{1b}b", "n": 1});
-        let raw = serde_json::to_string(&doc).unwrap();
-        let safe = json_safe(&raw);
-        assert!(!safe.contains(|c: char| c.is_control()), "{safe}");
-        assert_eq!(serde_json::from_str::<Value>(&safe).unwrap(), doc);
-    }
-
-    #[test]
     fn text_styles_tags_only_on_a_terminal() {
-        let mut plain = Vec::new();
+        let mut plain = Sink::new(Vec::new(), false);
         text(
-            &mut anstream::StripStream::new(&mut plain),
+            &mut plain,
             "**Verdict: ready**\n1. **[HIGH]** `a.rs:3` bad\n",
         )
         .unwrap();
-        let plain = String::from_utf8(plain).unwrap();
+        let plain = String::from_utf8(plain.into_inner()).unwrap();
         assert_eq!(plain, "Verdict: ready\n1. [HIGH] `a.rs:3` bad\n");
-        let mut coloured = Vec::new();
+        let mut coloured = Sink::new(Vec::new(), true);
         text(&mut coloured, "1. **[CRITICAL]** x\n").unwrap();
-        let coloured = String::from_utf8(coloured).unwrap();
+        let coloured = String::from_utf8(coloured.into_inner()).unwrap();
         assert!(coloured.contains("\u{1b}["), "{coloured:?}");
         assert!(coloured.contains("[CRITICAL]"));
     }

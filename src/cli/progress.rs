@@ -3,7 +3,7 @@
 //! messages ("reading files", "waiting for Gemini") replace its text; the elapsed time ticks. An
 //! investigation's steps are printed as lines of their own, so the terminal keeps them.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::gemini::ProgressFn;
+use crate::term;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -21,16 +22,18 @@ pub struct Spinner {
 
 /// Starts the indicator when stderr is a terminal; returns the sink for the pipeline's progress.
 pub fn start() -> (Option<ProgressFn>, Spinner) {
-    if !std::io::stderr().is_terminal() {
+    if !term::stderr_is_terminal() {
         return (None, Spinner { running: None });
     }
     let message = Arc::new(Mutex::new(String::from("starting")));
     let sink = message.clone();
     let progress: ProgressFn = Arc::new(move |p| {
         if p.step {
-            // An investigation's step stays on screen, above the spinner's line.
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "\r\x1b[2K  · {}", p.message);
+            // An investigation's step stays on screen, above the spinner's line. Its text holds
+            // what the model chose (a pattern, a path): the sink shows its controls.
+            let mut err = term::stderr();
+            let _ = err.clear_line();
+            let _ = err.line(format_args!("  · {}", p.message));
             let _ = err.flush();
             return;
         }
@@ -46,20 +49,20 @@ pub fn start() -> (Option<ProgressFn>, Spinner) {
                 _ = &mut stopped => break,
                 _ = tick.tick() => {
                     let text = message.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    let mut err = std::io::stderr().lock();
-                    let _ = write!(
-                        err,
-                        "\r\x1b[2K{} {text} ({}s)",
+                    let mut err = term::stderr();
+                    let _ = err.clear_line();
+                    let _ = err.text(format_args!(
+                        "{} {text} ({}s)",
                         FRAMES[frame % FRAMES.len()],
                         started.elapsed().as_secs()
-                    );
+                    ));
                     let _ = err.flush();
                     frame += 1;
                 }
             }
         }
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K");
+        let mut err = term::stderr();
+        let _ = err.clear_line();
         let _ = err.flush();
     });
     (

@@ -1,9 +1,11 @@
 //! `gemini-mcp threads`: the project's conversation threads from the command line — list, show,
 //! export (Markdown or JSON) and delete. Only the local user's threads of this project.
 
+use std::io::Write;
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::term::{self, say};
 use crate::threads::Owner;
 use crate::tools::{Pipeline, threads};
 
@@ -40,11 +42,17 @@ pub enum ThreadsCommand {
     },
 }
 
+/// What a threads command prints: text (Markdown, a listing) or a JSON document.
+enum Printed {
+    Text(String),
+    Json(serde_json::Value),
+}
+
 pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
     let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("gemini-mcp threads: {e}");
+            say!("gemini-mcp threads: {e}");
             return output::COULD_NOT_RUN;
         }
     };
@@ -53,24 +61,24 @@ pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
         ThreadsCommand::List { json, limit } => {
             threads::list(&pipeline, &owner, limit).await.map(|list| {
                 if json {
-                    format!("{:#}\n", threads::list_json(&list))
+                    Printed::Json(threads::list_json(&list))
                 } else {
-                    threads::list_text(&list)
+                    Printed::Text(threads::list_text(&list))
                 }
             })
         }
         ThreadsCommand::Show { id } => threads::load(&pipeline, &owner, &id)
             .await
-            .map(|t| threads::markdown(&t)),
+            .map(|t| Printed::Text(threads::markdown(&t))),
         ThreadsCommand::Export { id, format } => match format.as_str() {
             "markdown" | "md" => threads::load(&pipeline, &owner, &id)
                 .await
-                .map(|t| threads::markdown(&t)),
+                .map(|t| Printed::Text(threads::markdown(&t))),
             "json" => threads::load(&pipeline, &owner, &id)
                 .await
-                .map(|t| format!("{:#}\n", threads::thread_json(&t))),
+                .map(|t| Printed::Json(threads::thread_json(&t))),
             other => {
-                eprintln!(
+                say!(
                     "gemini-mcp threads export: --format {other} is not a format; use markdown or json"
                 );
                 return output::COULD_NOT_RUN;
@@ -78,22 +86,27 @@ pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
         },
         ThreadsCommand::Delete { id } => threads::delete(&pipeline, &owner, &id)
             .await
-            .map(|id| format!("deleted {id}\n")),
+            .map(|id| Printed::Text(format!("deleted {id}\n"))),
     };
     match result {
-        Ok(text) => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(printed) => {
+            // Stored answers and prompts came from outside: the sink shows their controls.
+            let mut out = term::stdout();
+            let written = match &printed {
+                Printed::Text(text) => out.text(text),
+                Printed::Json(doc) => out.json(doc),
+            };
+            match written.and_then(|()| out.flush()) {
                 Ok(()) => 0,
                 Err(e) => {
-                    eprintln!("gemini-mcp threads: cannot write the output: {e}");
+                    drop(out);
+                    say!("gemini-mcp threads: cannot write the output: {e}");
                     output::COULD_NOT_RUN
                 }
             }
         }
         Err(e) => {
-            eprintln!("gemini-mcp threads: {e}");
+            say!("gemini-mcp threads: {e}");
             output::COULD_NOT_RUN
         }
     }

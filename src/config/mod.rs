@@ -154,6 +154,16 @@ pub enum ConfigError {
     },
     #[error("GEMINI_MCP_CONFIG: {path} is not valid TOML: {message}")]
     Toml { path: PathBuf, message: String },
+    /// A key of the TOML file that names no setting (a misspelling, usually).
+    #[error(
+        "GEMINI_MCP_CONFIG: unknown setting `{key}` in {path}{}; the settings are the README's configuration table",
+        .nearest.map(|n| format!(" (did you mean `{n}`?)")).unwrap_or_default()
+    )]
+    UnknownSetting {
+        key: String,
+        path: PathBuf,
+        nearest: Option<&'static str>,
+    },
     /// A value compiled from settings (a glob) is malformed; the message names the setting.
     #[error("{0}")]
     Derived(String),
@@ -293,14 +303,45 @@ fn read_toml(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
             }
         };
         if !SETTINGS.iter().any(|s| s.name == key) {
-            return Err(ConfigError::Toml {
+            return Err(ConfigError::UnknownSetting {
+                nearest: nearest_setting(&key),
+                key,
                 path: path.to_owned(),
-                message: format!("unknown setting `{key}` (see the README's configuration table)"),
             });
         }
         out.insert(key, text);
     }
     Ok(out)
+}
+
+/// The setting whose name is closest to `key` (case aside), when it is close enough to be a
+/// misspelling of it: at most a third of its letters differ.
+fn nearest_setting(key: &str) -> Option<&'static str> {
+    let key = key.to_ascii_uppercase();
+    SETTINGS
+        .iter()
+        .map(|s| (edit_distance(&key, s.name), s.name))
+        .min()
+        .filter(|(d, name)| *d <= name.len() / 3)
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance over bytes (setting names are ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(above + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 impl Config {
@@ -737,5 +778,33 @@ mod tests {
         std::fs::write(&file, "GEMINI_MODLE = \"flash\"\n").unwrap();
         let err = load(&[("GEMINI_MCP_CONFIG", &f)]).unwrap_err().to_string();
         assert!(err.contains("unknown setting `GEMINI_MODLE`"), "{err}");
+    }
+
+    #[test]
+    fn a_misspelled_key_in_the_toml_file_is_named_with_the_nearest_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        let f = file.to_string_lossy().into_owned();
+        for (text, nearest) in [
+            ("GEMINI_MODLE = \"flash\"\n", Some("GEMINI_MODEL")),
+            (
+                "gemini_mcp_rate_limit = \"off\"\n",
+                Some("GEMINI_MCP_RATE_LIMITS"),
+            ),
+            ("COLOUR = \"blue\"\n", None),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let err = load(&[("GEMINI_MCP_CONFIG", &f)]).unwrap_err().to_string();
+            let key = text.split(' ').next().unwrap();
+            assert!(
+                err.contains(&format!("unknown setting `{key}` in {f}")),
+                "{err}"
+            );
+            assert!(!err.contains("not valid TOML"), "{err}");
+            match nearest {
+                Some(n) => assert!(err.contains(&format!("did you mean `{n}`?")), "{err}"),
+                None => assert!(!err.contains("did you mean"), "{err}"),
+            }
+        }
     }
 }

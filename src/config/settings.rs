@@ -856,7 +856,11 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GEMINI_MCP_RATE_LIMITS",
-        default: "HTTP: `chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min`; stdio: `off`",
+        default: concat!(
+            "HTTP: `",
+            crate::limits::default_rate_limits!(),
+            "`; stdio: `off`"
+        ),
         doc: "Per-tool rate limits per client and instance: `tool=N/unit` items (unit `s`, `min` or `h`), comma-separated, replacing the default; or `off`.",
         also_reads: &[],
         read: |src, c| {

@@ -662,12 +662,23 @@ impl ApiClient {
             }
             Ok(google_cloud_auth::credentials::CacheableResource::NotModified) => Ok(request),
             Err(e) => {
+                // The library's own text ends in a retry verdict of its own ("… might succeed. but
+                // future attempts may succeed"): say ours once, with the innermost cause.
+                let mut cause: &dyn std::error::Error = &e;
+                while let Some(inner) = cause.source() {
+                    cause = inner;
+                }
+                let verdict = if e.is_transient() {
+                    "could not be fetched; a later call may succeed"
+                } else {
+                    "was refused"
+                };
                 let failure = GeminiError::NotConfigured {
                     message: format!(
-                        "Vertex AI: no access token from Application Default Credentials ({}): check \
-                         GOOGLE_APPLICATION_CREDENTIALS (a readable key file), `gcloud auth application-default \
-                         login`, or the service account of the machine",
-                        excerpt(&e.to_string(), 400)
+                        "Vertex AI: no access token from Application Default Credentials: the token {verdict} \
+                         ({}). Check GOOGLE_APPLICATION_CREDENTIALS (a readable key file), `gcloud auth \
+                         application-default login`, or the service account of the machine",
+                        excerpt(cause.to_string().trim_end_matches('.'), 400)
                     ),
                 };
                 Err(if e.is_transient() {

@@ -417,7 +417,9 @@ fn on_a_terminal_the_server_says_what_it_is_and_how_to_use_it() {
     for line in [
         "an MCP server".to_string(),
         format!("claude mcp add gemini -e GEMINI_API_KEY=\"$GEMINI_API_KEY\" -- {me}"),
-        format!("gemini mcp add gemini {me}"),
+        // The Gemini CLI passes its servers no key of its own: `-e`, in the user's settings
+        // (in a project's, the expanded key would sit in the work tree).
+        format!("gemini mcp add -s user -e GEMINI_API_KEY=\"$GEMINI_API_KEY\" gemini {me}"),
         format!("{me} doctor"),
         "no GEMINI_API_KEY is set".to_string(),
         "Stop with Ctrl-C".to_string(),

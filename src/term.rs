@@ -1,0 +1,230 @@
+//! The one way the binary writes to stdout and stderr: a command's output, its errors, the
+//! progress spinner and an investigation's steps, the first-run greeting and the logs all go
+//! through a [`Sink`].
+//!
+//! Most of what is printed comes from outside: Gemini's answers (live or stored in a thread),
+//! the prompts an agent sent, file names, a model's chosen arguments, other services' error
+//! messages. Such text can carry terminal control sequences — OSC 52 writes the clipboard, OSC 0
+//! retitles the window, CSI clears the screen, and a C1 control (U+009B) is a CSI on some
+//! terminals — so a sink shows every control character instead of obeying it ([`neutralise`]),
+//! whether or not the stream is a terminal (a piped log is read on one later). Writing to a sink
+//! in any way (its methods, `write!`, `io::Write`) neutralises: the only escapes that leave raw
+//! are ours, as typed values — a [`Style`] around a span (dropped when colours are off: not a
+//! terminal, `NO_COLOR`; `CLICOLOR_FORCE` honoured, as `anstream` decides) and the spinner's
+//! [`Sink::clear_line`]. JSON is escaped rather than shown ([`json_safe`]), so it means the same.
+//!
+//! `tests/structure.rs` holds the rest of the source to it: no print macro and no
+//! `std::io::stdout`/`stderr` outside this module.
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::io::{self, IsTerminal, Write};
+
+use anstyle::Style;
+
+/// A stream that shows control characters instead of obeying them; see the module's doc.
+pub struct Sink<W: Write> {
+    raw: W,
+    colour: bool,
+}
+
+/// The sink on stdout (locked while it lives).
+pub fn stdout() -> Sink<io::StdoutLock<'static>> {
+    let raw = io::stdout();
+    let colour = anstream::AutoStream::choice(&raw) != anstream::ColorChoice::Never;
+    Sink::new(raw.lock(), colour)
+}
+
+/// The sink on stderr (locked while it lives). Also the logs' writer.
+pub fn stderr() -> Sink<io::StderrLock<'static>> {
+    let raw = io::stderr();
+    let colour = anstream::AutoStream::choice(&raw) != anstream::ColorChoice::Never;
+    Sink::new(raw.lock(), colour)
+}
+
+/// Whether stderr is a terminal (the spinner shows only there).
+pub fn stderr_is_terminal() -> bool {
+    io::stderr().is_terminal()
+}
+
+/// One line on stderr through the sink; a failure to write there is ignored (there is nowhere
+/// left to say it). Used by [`say!`].
+pub fn say_line(line: impl Display) {
+    let mut err = stderr();
+    let _ = err.line(line);
+    let _ = err.flush();
+}
+
+/// `eprintln!` through the sink: one neutralised line on stderr.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::term::say_line(format_args!($($arg)*))
+    };
+}
+pub(crate) use say;
+
+impl<W: Write> Sink<W> {
+    /// A sink over `raw`; `colour`: whether our styles are emitted.
+    pub fn new(raw: W, colour: bool) -> Sink<W> {
+        Sink { raw, colour }
+    }
+
+    /// `text`, every control character shown, not obeyed.
+    pub fn text(&mut self, text: impl Display) -> io::Result<()> {
+        write!(self, "{text}")
+    }
+
+    /// `text` and a line break.
+    pub fn line(&mut self, text: impl Display) -> io::Result<()> {
+        writeln!(self, "{text}")
+    }
+
+    /// `text` in one of our styles (when colours are on); the text itself is neutralised.
+    pub fn styled(&mut self, style: Style, text: impl Display) -> io::Result<()> {
+        if self.colour {
+            write!(self.raw, "{}", style.render())?;
+        }
+        self.text(text)?;
+        if self.colour {
+            write!(self.raw, "{}", style.render_reset())?;
+        }
+        Ok(())
+    }
+
+    /// `value` as pretty JSON and a line break, every control character escaped ([`json_safe`]).
+    pub fn json(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
+        let text = serde_json::to_string_pretty(value)?;
+        self.line(json_safe(&text))
+    }
+
+    /// Clears the terminal's current line (the spinner's): carriage return, erase line.
+    pub fn clear_line(&mut self) -> io::Result<()> {
+        self.raw.write_all(b"\r\x1b[2K")
+    }
+
+    /// The stream under the sink (for tests).
+    pub fn into_inner(self) -> W {
+        self.raw
+    }
+}
+
+impl<W: Write> Write for Sink<W> {
+    /// Writes `buf` with every control character shown ([`neutralise`]); bytes that are not
+    /// UTF-8 are shown as U+FFFD.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.raw.write_all(neutralise(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.raw.flush()
+    }
+}
+
+/// A character a terminal would obey or reorder by: C0 controls but tab and line feed, DEL, C1
+/// controls, and the bidirectional overrides and isolates.
+fn harmful(c: char) -> bool {
+    (c.is_control() && c != '\t' && c != '\n')
+        || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every control character shown instead of obeyed: C0 controls but tab and line feed
+/// in caret notation (`ESC` → `^[`, `CR` → `^M`), DEL as `^?`, C1 controls and the bidirectional
+/// overrides that reorder what a terminal shows as `<U+XXXX>`.
+pub fn neutralise(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(harmful) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            c if !harmful(c) => out.push(c),
+            '\u{7f}' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c => out.push_str(&format!("<U+{:04X}>", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Serialised JSON with every character [`neutralise`] would show (DEL, C1 controls, the
+/// bidirectional controls; serde escapes C0 itself) escaped as `\uXXXX`: the document means the
+/// same, and a sink passes it unchanged. Such characters occur only inside strings, so escaping
+/// them in the text is valid JSON.
+pub fn json_safe(json: &str) -> Cow<'_, str> {
+    if !json.contains(harmful) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if harmful(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        for (input, shown) in [
+            ("plain text, tabs\tstay", "plain text, tabs\tstay"),
+            ("\u{1b}]52;c;ZXZpbA==\u{7}", "^[]52;c;ZXZpbA==^G"),
+            ("\u{1b}]0;owned\u{1b}\\", "^[]0;owned^[\\"),
+            ("\u{1b}[2J\u{1b}[H", "^[[2J^[[H"),
+            ("over\rwrite", "over^Mwrite"),
+            ("del\u{7f}", "del^?"),
+            ("c1 \u{9b}31m csi", "c1 <U+009B>31m csi"),
+            ("bidi \u{202e}txt.exe", "bidi <U+202E>txt.exe"),
+            ("naïve — ünïcode ✓", "naïve — ünïcode ✓"),
+        ] {
+            assert_eq!(neutralise(input), shown, "{input:?}");
+        }
+    }
+
+    #[test]
+    fn every_way_into_a_sink_neutralises_but_our_styles() {
+        let hostile = "a\u{1b}]52;c;eA==\u{7}b\u{9b}2J\r";
+        let mut sink = Sink::new(Vec::new(), true);
+        sink.text(hostile).unwrap();
+        sink.line(format_args!(" {hostile}")).unwrap();
+        write!(sink, "{hostile}").unwrap();
+        sink.write_all(hostile.as_bytes()).unwrap();
+        sink.styled(Style::new().bold(), hostile).unwrap();
+        let out = String::from_utf8(sink.into_inner()).unwrap();
+        assert!(!out.contains(['\u{7}', '\u{9b}', '\r']), "{out:?}");
+        // The only escapes are the style's own, around the neutralised text.
+        assert_eq!(out.matches('\u{1b}').count(), 2, "{out:?}");
+        assert!(
+            out.ends_with("\u{1b}[1ma^[]52;c;eA==^Gb<U+009B>2J^M\u{1b}[0m"),
+            "{out:?}"
+        );
+        // Colours off: no escape at all.
+        let mut plain = Sink::new(Vec::new(), false);
+        plain.styled(Style::new().bold(), "x").unwrap();
+        assert_eq!(plain.into_inner(), b"x");
+    }
+
+    #[test]
+    fn json_output_escapes_controls_and_means_the_same() {
+        let doc = serde_json::json!({"text": "a\u{9b}2J\u{7f}\u{1b}b\u{202e}c\r", "n": 1});
+        let mut sink = Sink::new(Vec::new(), true);
+        sink.json(&doc).unwrap();
+        let out = String::from_utf8(sink.into_inner()).unwrap();
+        assert!(!out.contains(|c: char| harmful(c)), "{out}");
+        assert!(out.contains("\\u009b") && out.contains("\\u202e"), "{out}");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&out).unwrap(),
+            doc
+        );
+    }
+}
