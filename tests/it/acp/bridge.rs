@@ -64,7 +64,10 @@ async fn the_bridge_keeps_one_session_per_workspace_until_it_is_reset() {
     assert_eq!(models["process_running"], true, "{models}");
     // The agent runs the model asked for, not the server's default.
     assert_eq!(models["current_model"], first["model_used"], "{models}");
-    assert_ne!(models["current_model"], "gemini-3.1-pro-preview", "{models}");
+    assert_ne!(
+        models["current_model"], "gemini-3.1-pro-preview",
+        "{models}"
+    );
 
     let second = asked(&client, "SECOND-QUESTION", &root).await;
     assert_eq!(second["agent_messages"], "SECOND-ANSWER");
@@ -99,7 +102,10 @@ async fn the_bridge_keeps_one_session_per_workspace_until_it_is_reset() {
     assert_eq!(agent.received("session/new").len(), 2);
     let prompts = agent.received("session/prompt");
     let sent = prompt_text(&prompts[2]);
-    assert_ne!(prompts[2]["params"]["sessionId"], prompts[0]["params"]["sessionId"]);
+    assert_ne!(
+        prompts[2]["params"]["sessionId"],
+        prompts[0]["params"]["sessionId"]
+    );
     assert!(
         sent.contains("FRESH-QUESTION") && !sent.contains("FIRST-QUESTION"),
         "{sent}"
@@ -144,15 +150,22 @@ async fn each_caller_has_its_own_session_of_a_workspace() {
     let alice = server.client(Style::Legacy, Some(ALICE)).await;
     let bob = server.client(Style::Legacy, Some(BOB)).await;
     let ask = async |client: &HttpClient, prompt: &str| {
-        let s = over_http(client, "gemini", json!({"PROMPT": prompt, "cd": root, "model": "flash"}))
-            .await;
+        let s = over_http(
+            client,
+            "gemini",
+            json!({"PROMPT": prompt, "cd": root, "model": "flash"}),
+        )
+        .await;
         assert_eq!(s["success"], true, "{prompt}: {s}");
         s
     };
     let a1 = ask(&alice, "ALICE-QUESTION").await;
     let b1 = ask(&bob, "BOB-QUESTION").await;
     let a2 = ask(&alice, "ALICE-AGAIN").await;
-    assert_ne!(a1["SESSION_ID"], b1["SESSION_ID"], "Bob continued Alice's session");
+    assert_ne!(
+        a1["SESSION_ID"], b1["SESSION_ID"],
+        "Bob continued Alice's session"
+    );
     assert_eq!(a2["SESSION_ID"], a1["SESSION_ID"], "Alice lost her session");
     let listed = over_http(&bob, "list_sessions", json!({})).await;
     assert_eq!(listed["count"], 1, "{listed}");
@@ -178,7 +191,11 @@ async fn the_real_gemini_cli_holds_the_bridges_conversation() {
     };
     let project = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(project.path()).unwrap();
-    std::fs::write(root.join("lib.rs"), "pub fn add(a: i32, b: i32) -> i32 { a - b }\n").unwrap();
+    std::fs::write(
+        root.join("lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 { a - b }\n",
+    )
+    .unwrap();
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
     let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
