@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::{Key, Pool, Process, lock};
+use super::{Key, Kind, Pool, Process, lock};
 use crate::gemini::{GeminiError, cli_error};
 
 /// How long a failed request may take to show that the process behind it is gone.
@@ -73,7 +73,7 @@ impl Pool {
         for fresh in [false, true] {
             let opened = match busy.0.gone() {
                 true => None,
-                false => Some(self.session(key, &busy.0, thread).await),
+                false => Some(self.session_confirmed(key, &busy.0, thread).await),
             };
             match opened {
                 Some(Ok(session)) if !busy.0.gone() => return Ok((busy, session)),
@@ -88,6 +88,22 @@ impl Pool {
         Err(cli_error(
             "the Gemini CLI (ACP) exited as soon as it started: run `gemini --acp` by hand to see why",
         ))
+    }
+
+    /// [`Pool::session`]; a live session, found without asking the process anything, is
+    /// confirmed by a round trip (its mode set again), so that a process that died since its last
+    /// call is found out before the prompt is sent rather than after.
+    async fn session_confirmed(
+        &self,
+        key: &Key,
+        process: &Arc<Process>,
+        thread: Option<&str>,
+    ) -> Result<(String, &'static str), GeminiError> {
+        let (id, how) = self.session(key, process, thread).await?;
+        if let (Kind::Agent(mode), "live") = (key.kind, how) {
+            self.set_mode(process, &id, mode).await?;
+        }
+        Ok((id, how))
     }
 
     /// Stops `process` and takes it out of the pool, unless another call already replaced it.
