@@ -181,7 +181,7 @@ async fn each_caller_has_its_own_session_of_a_workspace() {
 }
 
 /// The real Gemini CLI behind the bridge: the second call's request to Gemini carries the first
-/// turn.
+/// turn; after `kill -9` of the CLI, the next call still does, on a new process.
 #[tokio::test]
 async fn the_real_gemini_cli_holds_the_bridges_conversation() {
     use crate::clients::{Client, locate};
@@ -246,6 +246,32 @@ async fn the_real_gemini_cli_holds_the_bridges_conversation() {
         last.contains("FIRST-QUESTION") && last.contains("FIRST-ANSWER-7d1c"),
         "the second request lacks the first turn: {last}"
     );
+
+    // `kill -9` of the warm CLI, then a call at once: it runs on a new one and reaches Gemini
+    // once, with the conversation.
+    let pids = std::process::Command::new("pgrep")
+        .args(["-f", "--", "--acp -m"])
+        .output()
+        .unwrap();
+    // Ours only: the warm CLI runs in this project.
+    let ours: Vec<i32> = String::from_utf8_lossy(&pids.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|p| std::fs::read_link(format!("/proc/{p}/cwd")).ok().as_deref() == Some(&*root))
+        .collect();
+    assert_eq!(ours.len(), 1, "one warm Gemini CLI");
+    let pid = nix::unistd::Pid::from_raw(ours[0]);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let third = asked(&client, "THIRD-QUESTION: after the kill?", &cd).await;
+    assert_eq!(third["SESSION_ID"], first["SESSION_ID"], "{third}");
+    let sent: Vec<String> = model
+        .generate_requests()
+        .into_iter()
+        .filter(|r| r.is_stream() && r.raw_body.contains("THIRD-QUESTION"))
+        .map(|r| r.raw_body)
+        .collect();
+    assert_eq!(sent.len(), 1, "the question reached Gemini once");
+    assert!(sent[0].contains("FIRST-QUESTION"), "{}", sent[0]);
     client.cancel().await.unwrap();
 }
 
