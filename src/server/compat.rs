@@ -5,8 +5,11 @@
 //!   `model`, `systemPrompt`, `cwd`), and `chat` accepting `systemPrompt` and `cwd`. Results: the
 //!   answer as text and `_meta.sessionId`; errors as text starting `Error executing gemini:`.
 //! - `acp-bridge`: `gemini` (onto `investigate` with the Gemini CLI's agent, under our approval
-//!   policy), `list_models`, `list_sessions`, `reset_session`, returning the bridge's fields.
+//!   policy; calls naming the same workspace continue one thread, per caller, until
+//!   `reset_session`), `list_models`, `list_sessions`, `reset_session`, returning the bridge's
+//!   fields.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -18,6 +21,7 @@ use serde_json::{Value, json};
 
 use super::{Server, owner_of, to_mcp};
 use crate::config::Compat;
+use crate::threads::Owner;
 use crate::tools::{ToolError, chat, investigate, threads};
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -137,6 +141,18 @@ impl Server {
         }
         Ok(())
     }
+
+    /// The thread holding `owner`'s conversation in `workspace`, while it has room for a turn
+    /// (a full or deleted one: the next call starts afresh).
+    async fn workspace_thread(&self, owner: &Owner, workspace: &Path) -> Option<String> {
+        let id = self
+            .pipeline
+            .agents()?
+            .workspaces()
+            .thread(owner.as_str(), workspace)?;
+        let thread = threads::load(&self.pipeline, owner, &id).await.ok()?;
+        (thread.turns.len() < self.pipeline.config().max_turns as usize).then_some(id)
+    }
 }
 
 #[tool_router(router = cli_wrapper_router, vis = "pub(crate)")]
@@ -188,15 +204,15 @@ impl Server {
                 "`cd` is required: the workspace root (a directory of this project).",
             ));
         };
-        match self.pipeline.collector().sandbox().resolve(&cd) {
-            Ok(p) if p.as_path().is_dir() => {}
+        let workspace: PathBuf = match self.pipeline.collector().sandbox().resolve(&cd) {
+            Ok(p) if p.as_path().is_dir() => p.as_path().to_path_buf(),
             Ok(_) => {
                 return Ok(bridge_error(format!(
                     "Workspace directory `{cd}` does not exist."
                 )));
             }
             Err(e) => return Ok(bridge_error(e.to_string())),
-        }
+        };
         if get("image_path").is_some_and(|p| !p.is_empty()) {
             return Ok(bridge_error(
                 "`image_path` is not supported by this server's Gemini CLI agent: leave it empty, or send the image with the `chat` tool's `images`.",
@@ -216,12 +232,14 @@ impl Server {
         if let Some(context) = get("context").filter(|c| !c.trim().is_empty()) {
             task = format!("{task}\n\n## Context\n{context}");
         }
+        let owner = owner_of(&ctx);
         let params = investigate::InvestigateParams {
             task,
             engine: Some("gemini-cli".into()),
             approval_mode: Some(mode),
             common: crate::tools::Common {
                 model: get("model"),
+                continuation_id: self.workspace_thread(&owner, &workspace).await,
                 ..Default::default()
             },
             ..Default::default()
@@ -234,10 +252,14 @@ impl Server {
             Ok(a) => a,
             Err(refusal) => return Ok(bridge_error(refusal.to_string())),
         };
-        plan.owner = owner_of(&ctx);
+        plan.owner = owner.clone();
         let started = std::time::Instant::now();
         match self.run(plan, &ctx).await {
             Ok(reply) => {
+                if let (Some(pool), Some(thread)) = (self.pipeline.agents(), &reply.continuation_id)
+                {
+                    pool.workspaces().set(owner.as_str(), &workspace, thread);
+                }
                 let agent = reply.agent.clone();
                 let mut out = json!({
                     "success": true,
@@ -281,14 +303,14 @@ impl Server {
             .filter(|m| !m.writes() || allowed.contains(m))
             .map(|m| m.id())
             .collect();
-        let running = self.pipeline.agents().is_some_and(|p| p.running());
+        let current = self.pipeline.agents().and_then(|p| p.current_model());
         Ok(bridge(json!({
             "models": models,
             "approval_modes": modes,
-            "current_model": if running { json!(report.default_model) } else { json!("(not started)") },
+            "current_model": current.as_deref().unwrap_or("(not started)"),
             "agent_info": {"name": "gemini-cli"},
             "bridge_version": env!("CARGO_PKG_VERSION"),
-            "process_running": running,
+            "process_running": current.is_some(),
         })))
     }
 
@@ -303,27 +325,25 @@ impl Server {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let owner = owner_of(&ctx);
-        let listed = threads::list(&self.pipeline, &owner, threads::LIST_LIMIT)
-            .await
-            .unwrap_or_default();
-        let sessions: Vec<Value> = self
-            .pipeline
-            .agents()
-            .map(|p| p.sessions())
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(thread, session, model, root)| {
-                let t = listed.iter().find(|t| t.id == thread)?;
-                Some(json!({
-                    "workspace": root.display().to_string(),
-                    "session_id": thread,
-                    "agent_session": session,
-                    "turn_count": t.turns,
-                    "max_turns": self.pipeline.config().max_turns,
-                    "model": model,
-                }))
-            })
-            .collect();
+        let Some(pool) = self.pipeline.agents() else {
+            return Ok(bridge(json!({"sessions": [], "count": 0})));
+        };
+        let agent_sessions = pool.sessions();
+        let mut sessions = Vec::new();
+        for (workspace, thread) in pool.workspaces().of(owner.as_str()) {
+            let Ok(t) = threads::load(&self.pipeline, &owner, &thread).await else {
+                continue;
+            };
+            let agent = agent_sessions.iter().find(|(id, ..)| *id == thread);
+            sessions.push(json!({
+                "workspace": workspace.display().to_string(),
+                "session_id": thread,
+                "agent_session": agent.map(|(_, session, ..)| session),
+                "turn_count": t.turns.len(),
+                "max_turns": self.pipeline.config().max_turns,
+                "model": agent.map(|(_, _, model, _)| model),
+            }));
+        }
         let count = sessions.len();
         Ok(bridge(json!({"sessions": sessions, "count": count})))
     }
@@ -346,24 +366,14 @@ impl Server {
             .unwrap_or("")
             .trim()
             .to_string();
-        let sessions = self
+        let reset: Vec<String> = self
             .pipeline
             .agents()
-            .map(|p| p.sessions())
-            .unwrap_or_default();
-        let mut reset = Vec::new();
-        for (thread, _, _, root) in sessions {
-            let root = root.display().to_string();
-            if !workspace.is_empty() && root != workspace && !root.ends_with(&workspace) {
-                continue;
-            }
-            if threads::delete(&self.pipeline, &owner, &thread)
-                .await
-                .is_ok()
-            {
-                reset.push(json!({"workspace": root, "session_id": thread}));
-            }
-        }
+            .map(|p| p.workspaces().reset(owner.as_str(), &workspace))
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(path, _)| path.display().to_string())
+            .collect();
         let count = reset.len();
         Ok(bridge(if workspace.is_empty() {
             json!({"reset": "all", "count": count})

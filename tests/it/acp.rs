@@ -3,6 +3,8 @@
 //! as its warm Gemini CLI. What the agent received (handshake, modes, permission answers) is read
 //! from the stand-in's record; what the client received from the reply.
 
+mod bridge;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 

@@ -9,11 +9,14 @@
 //! - **Process hygiene, as for the headless CLI.** The process is the leader of its own group,
 //!   killed whole when it idles past its time, when the pool shuts down, or when a cancelled
 //!   prompt does not stop after `session/cancel`; a crash fails the prompts in flight with an
-//!   error saying so and the next call starts a new process (logged).
+//!   error saying so and the next call starts a new process (logged); a process found dead
+//!   before a call reached it is replaced for that call (`restart.rs`).
 //! - **Sessions are a cache.** A session maps to one of our threads; continuing reuses the live
 //!   session, or loads it (`session/load`) in a new process.
 
 pub mod policy;
+mod restart;
+mod workspaces;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -40,6 +43,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use crate::collector::Collector;
 use crate::gemini::{CallContext, GeminiError, Usage, cli_error};
 pub use policy::{Decision, Mode};
+pub use workspaces::Workspaces;
 
 /// How long a cancelled prompt may take to stop after `session/cancel` before its process is
 /// killed.
@@ -212,6 +216,8 @@ pub struct Pool {
     processes: Mutex<HashMap<Key, Arc<Process>>>,
     /// Where each thread's session lives (for continuation after the process changed).
     threads: Mutex<HashMap<String, (Key, String)>>,
+    /// The thread continuing each caller's conversation in a workspace (the bridge's `gemini`).
+    workspaces: Workspaces,
     reaper: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
@@ -261,6 +267,7 @@ impl Pool {
             collector,
             processes: Mutex::default(),
             threads: Mutex::default(),
+            workspaces: Workspaces::default(),
             reaper: Mutex::default(),
         })
     }
@@ -361,25 +368,18 @@ impl Pool {
         prompt: Prompt,
         ctx: &CallContext,
     ) -> Result<AgentRun, GeminiError> {
-        process
-            .in_flight
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        let result = self.run(&key, &process, prompt, ctx).await;
-        process
-            .in_flight
-            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        *lock(&process.last_used) = Instant::now();
-        result
+        let (busy, opened) = self.open(&key, process, prompt.thread.as_deref()).await?;
+        self.run(&key, busy.process(), opened, prompt, ctx).await
     }
 
     async fn run(
         &self,
         key: &Key,
         process: &Arc<Process>,
+        (session_id, how): (String, &'static str),
         prompt: Prompt,
         ctx: &CallContext,
     ) -> Result<AgentRun, GeminiError> {
-        let (session_id, how) = self.session(key, process, prompt.thread.as_deref()).await?;
         let (tx, rx) = mpsc::unbounded_channel();
         lock(&process.routes).insert(session_id.clone(), tx);
         let text = match (how, prompt.rebuilt) {

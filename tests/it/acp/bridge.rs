@@ -1,0 +1,336 @@
+//! The ACP bridge profile as a conversation: one session per (caller, workspace) across `gemini`
+//! calls, `reset_session` starting the next call afresh, `list_models` naming the running agent's
+//! model; and a warm agent killed between calls replaced before anything is sent.
+
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, ServerResult};
+use rmcp::service::PeerRequestOptions;
+use serde_json::{Value, json};
+
+use super::{Agent, call, chunk, start, structured, text_of};
+use crate::support::http::{HttpServer, Style};
+use crate::support::mcp::{self, KEY};
+
+const BRIDGE: (&str, &str) = ("GEMINI_MCP_COMPAT", "acp-bridge");
+
+async fn bridge(client: &mcp::RecordingClient, name: &'static str, args: Value) -> CallToolResult {
+    let req = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new(name).with_arguments(mcp::args(args)),
+    ));
+    let handle = client
+        .send_cancellable_request(req, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    match handle.await_response().await.unwrap() {
+        ServerResult::CallToolResult(r) => r,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// A `gemini` call that succeeded: its result.
+async fn asked(client: &mcp::RecordingClient, prompt: &str, cd: &str) -> Value {
+    let r = bridge(
+        client,
+        "gemini",
+        json!({"PROMPT": prompt, "cd": cd, "model": "flash"}),
+    )
+    .await;
+    let s = structured(&r);
+    assert_ne!(r.is_error, Some(true), "{prompt}: {}", text_of(&r));
+    assert_eq!(s["success"], true, "{s}");
+    s
+}
+
+fn prompt_text(m: &Value) -> String {
+    m["params"]["prompt"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn the_bridge_keeps_one_session_per_workspace_until_it_is_reset() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "FIRST-ANSWER")],
+        [chunk("agent_message_chunk", "SECOND-ANSWER")],
+        [chunk("agent_message_chunk", "FRESH-ANSWER")],
+    ]));
+    let client = start(&agent, &[BRIDGE]).await;
+    let root = agent.root().display().to_string();
+
+    let first = asked(&client, "FIRST-QUESTION", &root).await;
+    let models = structured(&bridge(&client, "list_models", json!({})).await);
+    assert_eq!(models["process_running"], true, "{models}");
+    // The agent runs the model asked for, not the server's default.
+    assert_eq!(models["current_model"], first["model_used"], "{models}");
+    assert_ne!(
+        models["current_model"], "gemini-3.1-pro-preview",
+        "{models}"
+    );
+
+    let second = asked(&client, "SECOND-QUESTION", &root).await;
+    assert_eq!(second["agent_messages"], "SECOND-ANSWER");
+    assert_eq!(
+        second["SESSION_ID"], first["SESSION_ID"],
+        "the same workspace continues its session"
+    );
+    let prompts = agent.received("session/prompt");
+    assert_eq!(agent.received("session/new").len(), 1, "one agent session");
+    assert_eq!(
+        prompts[1]["params"]["sessionId"], prompts[0]["params"]["sessionId"],
+        "the second request went to the session holding the first turn"
+    );
+    let sessions = structured(&bridge(&client, "list_sessions", json!({})).await);
+    assert_eq!(sessions["count"], 1, "{sessions}");
+    let listed = &sessions["sessions"][0];
+    assert_eq!(listed["workspace"], root.as_str(), "{sessions}");
+    assert_eq!(listed["session_id"], first["SESSION_ID"], "{sessions}");
+    assert_eq!(listed["turn_count"], 2, "{sessions}");
+    assert_eq!(listed["model"], first["model_used"], "{sessions}");
+
+    // The seed's shape: the workspaces reset, by path.
+    let reset = structured(&bridge(&client, "reset_session", json!({"workspace": root})).await);
+    assert_eq!(reset, json!({"reset": [root], "count": 1}));
+    let sessions = structured(&bridge(&client, "list_sessions", json!({})).await);
+    assert_eq!(sessions["count"], 0, "{sessions}");
+
+    // The next call for the workspace starts afresh: a new session, without the earlier turns.
+    let fresh = asked(&client, "FRESH-QUESTION", &root).await;
+    assert_eq!(fresh["agent_messages"], "FRESH-ANSWER");
+    assert_ne!(fresh["SESSION_ID"], first["SESSION_ID"], "{fresh}");
+    assert_eq!(agent.received("session/new").len(), 2);
+    let prompts = agent.received("session/prompt");
+    let sent = prompt_text(&prompts[2]);
+    assert_ne!(
+        prompts[2]["params"]["sessionId"],
+        prompts[0]["params"]["sessionId"]
+    );
+    assert!(
+        sent.contains("FRESH-QUESTION") && !sent.contains("FIRST-QUESTION"),
+        "{sent}"
+    );
+
+    // A sub-directory is a workspace of its own.
+    std::fs::create_dir_all(agent.root().join("src")).unwrap();
+    let sub = agent.root().join("src").display().to_string();
+    let other = asked(&client, "SUB-QUESTION", &sub).await;
+    assert_ne!(other["SESSION_ID"], fresh["SESSION_ID"], "{other}");
+    let sessions = structured(&bridge(&client, "list_sessions", json!({})).await);
+    assert_eq!(sessions["count"], 2, "{sessions}");
+    client.cancel().await.unwrap();
+}
+
+type HttpClient = crate::support::http::Client;
+
+async fn over_http(client: &HttpClient, name: &'static str, args: Value) -> Value {
+    let r = client
+        .call_tool(CallToolRequestParams::new(name).with_arguments(mcp::args(args)))
+        .await
+        .unwrap();
+    r.structured_content.unwrap_or(Value::Null)
+}
+
+/// Two HTTP clients (two tokens) naming the same workspace hold a conversation each.
+#[tokio::test]
+async fn each_caller_has_its_own_session_of_a_workspace() {
+    const ALICE: &str = "alice-token-0123456789abcdef-never-logged";
+    const BOB: &str = "bob-token-fedcba9876543210-never-logged";
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "ALICE-1")],
+        [chunk("agent_message_chunk", "BOB-1")],
+        [chunk("agent_message_chunk", "ALICE-2")],
+    ]));
+    let tokens = format!("{ALICE},{BOB}");
+    let mut vars = agent.vars(&[BRIDGE]);
+    vars.push(("GEMINI_MCP_HTTP_TOKEN".into(), tokens));
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let server = HttpServer::start(&agent.root(), &refs).await;
+    let root = agent.root().display().to_string();
+    let alice = server.client(Style::Legacy, Some(ALICE)).await;
+    let bob = server.client(Style::Legacy, Some(BOB)).await;
+    let ask = async |client: &HttpClient, prompt: &str| {
+        let s = over_http(
+            client,
+            "gemini",
+            json!({"PROMPT": prompt, "cd": root, "model": "flash"}),
+        )
+        .await;
+        assert_eq!(s["success"], true, "{prompt}: {s}");
+        s
+    };
+    let a1 = ask(&alice, "ALICE-QUESTION").await;
+    let b1 = ask(&bob, "BOB-QUESTION").await;
+    let a2 = ask(&alice, "ALICE-AGAIN").await;
+    assert_ne!(
+        a1["SESSION_ID"], b1["SESSION_ID"],
+        "Bob continued Alice's session"
+    );
+    assert_eq!(a2["SESSION_ID"], a1["SESSION_ID"], "Alice lost her session");
+    let listed = over_http(&bob, "list_sessions", json!({})).await;
+    assert_eq!(listed["count"], 1, "{listed}");
+    assert_eq!(listed["sessions"][0]["session_id"], b1["SESSION_ID"]);
+    // Bob's reset leaves Alice's session alone.
+    let reset = over_http(&bob, "reset_session", json!({"workspace": ""})).await;
+    assert_eq!(reset, json!({"reset": "all", "count": 1}));
+    let listed = over_http(&alice, "list_sessions", json!({})).await;
+    assert_eq!(listed["count"], 1, "{listed}");
+    assert_eq!(listed["sessions"][0]["session_id"], a1["SESSION_ID"]);
+    let _ = alice.cancel().await;
+    let _ = bob.cancel().await;
+}
+
+/// The real Gemini CLI behind the bridge: the second call's request to Gemini carries the first
+/// turn; after `kill -9` of the CLI, the next call still does, on a new process.
+#[tokio::test]
+async fn the_real_gemini_cli_holds_the_bridges_conversation() {
+    use crate::clients::{Client, locate};
+    use crate::support::fake_gemini::{FakeGemini, Recorded, Script};
+    let Some((bin, path)) = locate(Client::GeminiCli) else {
+        return;
+    };
+    let project = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(project.path()).unwrap();
+    std::fs::write(
+        root.join("lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 { a - b }\n",
+    )
+    .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                          "privacy": {"usageStatisticsEnabled": false},
+                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let model = FakeGemini::start();
+    model.respond_with(|req: &Recorded| {
+        if !req.is_stream() || !req.raw_body.contains("QUESTION") {
+            return None;
+        }
+        Some(if req.raw_body.contains("SECOND-QUESTION") {
+            Script::text("SECOND-ANSWER")
+        } else {
+            Script::text("FIRST-ANSWER-7d1c")
+        })
+    });
+    let vars: Vec<(String, String)> = vec![
+        ("GEMINI_API_KEY".into(), KEY.into()),
+        ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
+        ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
+        ("PATH".into(), path),
+        ("HOME".into(), home.path().display().to_string()),
+        ("GOOGLE_GEMINI_BASE_URL".into(), model.base_url()),
+        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
+        ("GEMINI_MCP_COMPAT".into(), "acp-bridge".into()),
+    ];
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (client, _) = mcp::start_recording(&root, &refs).await;
+    let cd = root.display().to_string();
+    let first = asked(&client, "FIRST-QUESTION: what does add do?", &cd).await;
+    assert_eq!(first["agent_messages"], "FIRST-ANSWER-7d1c", "{first}");
+    let second = asked(&client, "SECOND-QUESTION: and why?", &cd).await;
+    assert_eq!(second["agent_messages"], "SECOND-ANSWER", "{second}");
+    assert_eq!(second["SESSION_ID"], first["SESSION_ID"]);
+    let sent: Vec<String> = model
+        .generate_requests()
+        .into_iter()
+        .filter(|r| r.is_stream() && r.raw_body.contains("SECOND-QUESTION"))
+        .map(|r| r.raw_body)
+        .collect();
+    let last = sent.last().expect("the second question reached Gemini");
+    assert!(
+        last.contains("FIRST-QUESTION") && last.contains("FIRST-ANSWER-7d1c"),
+        "the second request lacks the first turn: {last}"
+    );
+
+    // `kill -9` of the warm CLI, then a call at once: it runs on a new one and reaches Gemini
+    // once, with the conversation.
+    let pids = std::process::Command::new("pgrep")
+        .args(["-f", "--", "--acp -m"])
+        .output()
+        .unwrap();
+    // Ours only: the warm CLI runs in this project.
+    let ours: Vec<i32> = String::from_utf8_lossy(&pids.stdout)
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .filter(|p| std::fs::read_link(format!("/proc/{p}/cwd")).ok().as_deref() == Some(&*root))
+        .collect();
+    assert_eq!(ours.len(), 1, "one warm Gemini CLI");
+    let pid = nix::unistd::Pid::from_raw(ours[0]);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+    let third = asked(&client, "THIRD-QUESTION: after the kill?", &cd).await;
+    assert_eq!(third["SESSION_ID"], first["SESSION_ID"], "{third}");
+    let sent: Vec<String> = model
+        .generate_requests()
+        .into_iter()
+        .filter(|r| r.is_stream() && r.raw_body.contains("THIRD-QUESTION"))
+        .map(|r| r.raw_body)
+        .collect();
+    assert_eq!(sent.len(), 1, "the question reached Gemini once");
+    assert!(sent[0].contains("FIRST-QUESTION"), "{}", sent[0]);
+    client.cancel().await.unwrap();
+}
+
+/// `kill -9` of the warm agent, then a call at once: nothing had been sent, so the call runs on
+/// a fresh process and reaches the agent once; a continued session is loaded there.
+#[tokio::test]
+async fn a_call_right_after_the_agent_was_killed_runs_on_a_fresh_one() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "FIRST")],
+        [chunk("agent_message_chunk", "AFTER-THE-KILL")],
+        [chunk("agent_message_chunk", "AFTER-THE-SECOND-KILL")],
+    ]));
+    let client = start(&agent, &[BRIDGE]).await;
+    let root = agent.root().display().to_string();
+    let first = asked(&client, "FIRST-QUESTION", &root).await;
+    let kill = |n: usize| {
+        let pid = agent.starts()[n]["pid"].as_i64().unwrap() as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    };
+
+    // The bridge continues the workspace's live session: the prompt is the first message.
+    kill(0);
+    let r = bridge(
+        &client,
+        "gemini",
+        json!({"PROMPT": "SECOND-QUESTION", "cd": root, "model": "flash"}),
+    )
+    .await;
+    let s = structured(&r);
+    assert_ne!(r.is_error, Some(true), "{}", text_of(&r));
+    assert_eq!(s["agent_messages"], "AFTER-THE-KILL", "{s}");
+    assert_eq!(s["SESSION_ID"], first["SESSION_ID"], "{s}");
+    assert_eq!(agent.starts().len(), 2, "one fresh process");
+    let prompts = agent.received("session/prompt");
+    assert_eq!(prompts.len(), 2, "each question reached the agent once");
+    assert_eq!(
+        agent.received("session/load").len(),
+        1,
+        "the session was loaded in the fresh process"
+    );
+
+    // `investigate` opens a new session first.
+    kill(1);
+    let r = call(
+        &client,
+        json!({"task": "THIRD-QUESTION", "engine": "gemini-cli", "model": "flash"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text_of(&r));
+    assert_eq!(structured(&r)["answer"], "AFTER-THE-SECOND-KILL");
+    assert_eq!(agent.starts().len(), 3);
+    let prompts = agent.received("session/prompt");
+    assert_eq!(prompts.len(), 3, "each question reached the agent once");
+    assert!(prompt_text(&prompts[2]).contains("THIRD-QUESTION"));
+    client.cancel().await.unwrap();
+}
