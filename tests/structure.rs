@@ -404,6 +404,9 @@ const PRINTS_BESIDE_THE_SINK: &[(&str, &str)] = &[
     ),
 ];
 
+/// The macros that write to the process's own streams.
+const PRINT_MACROS: &[&str] = &["print", "println", "eprint", "eprintln", "dbg"];
+
 /// Print macros and the process's own streams, found in a file.
 struct Prints<'a> {
     path: &'a Path,
@@ -423,10 +426,32 @@ impl Prints<'_> {
 impl<'ast> Visit<'ast> for Prints<'_> {
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
         if let Some(last) = mac.path.segments.last()
-            && ["print", "println", "eprint", "eprintln", "dbg"]
-                .contains(&last.ident.to_string().as_str())
+            && PRINT_MACROS.contains(&last.ident.to_string().as_str())
         {
             self.note(format!("{}!", last.ident), last.ident.span());
+        }
+        // Inside another macro's tokens (`tokio::select! { … }`) a call is not parsed: look for
+        // `name !` in the tokens themselves.
+        fn scan(tokens: proc_macro2::TokenStream, found: &mut Vec<(String, proc_macro2::Span)>) {
+            let trees: Vec<proc_macro2::TokenTree> = tokens.into_iter().collect();
+            for (i, tree) in trees.iter().enumerate() {
+                match tree {
+                    proc_macro2::TokenTree::Ident(id)
+                        if PRINT_MACROS.contains(&id.to_string().as_str())
+                            && matches!(trees.get(i + 1),
+                                Some(proc_macro2::TokenTree::Punct(p)) if p.as_char() == '!') =>
+                    {
+                        found.push((format!("{id}!"), id.span()));
+                    }
+                    proc_macro2::TokenTree::Group(g) => scan(g.stream(), found),
+                    _ => {}
+                }
+            }
+        }
+        let mut inner = Vec::new();
+        scan(mac.tokens.clone(), &mut inner);
+        for (what, span) in inner {
+            self.note(what, span);
         }
         syn::visit::visit_macro(self, mac);
     }
@@ -487,6 +512,7 @@ fn only_the_terminal_sink_prints() {
     // The check sees what it should.
     let made = syn::parse_file(
         "use std::io::{stderr, Write};\nfn f() { println!(\"x\"); eprintln!(\"y\"); \
+         tokio::select! { _ = a => eprintln!(\"z\"), } \
          let _ = std::io::stdout(); let _ = anstream::stderr(); let _ = crate::term::stdout(); }",
     )
     .unwrap();
@@ -495,5 +521,5 @@ fn only_the_terminal_sink_prints() {
         found: Vec::new(),
     };
     prints.visit_file(&made);
-    assert_eq!(prints.found.len(), 5, "{:?}", prints.found);
+    assert_eq!(prints.found.len(), 6, "{:?}", prints.found);
 }

@@ -73,8 +73,7 @@ fn on_a_terminal(cmd: &mut Command) -> (i32, String) {
 /// `ESC [ … m` and the spinner's `ESC [ 2K`) and the line ends.
 fn raw_controls(out: &str) -> Vec<String> {
     let mut found = Vec::new();
-    let mut chars = out.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
+    for (i, c) in out.char_indices() {
         if c == '\u{1b}' {
             let rest = &out[i + 1..];
             let ours = rest.strip_prefix('[').is_some_and(|params| {
