@@ -398,10 +398,6 @@ const PRINTS_BESIDE_THE_SINK: &[(&str, &str)] = &[
         "jsonrpc.rs",
         "MCP's stdio channel (JSON-RPC, not terminal text)",
     ),
-    (
-        "http/mod.rs",
-        "serve --http's own lines; to be moved onto `term::say!`",
-    ),
 ];
 
 /// The macros that write to the process's own streams.

@@ -109,7 +109,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let (listener, local) = bind(addr).await?;
     let tokens = Arc::new(Tokens::new(&config.http_tokens));
     if tokens.is_empty() && !local.ip().is_loopback() {
-        eprintln!(
+        crate::term::say!(
             "gemini-mcp: refusing to serve HTTP on {local} without a token: it is not a loopback address, so anyone \
              who can reach it could use your Gemini quota and read the files under PROJECT_ROOT. Set \
              GEMINI_MCP_HTTP_TOKEN (or GEMINI_MCP_HTTP_TOKEN_FILE), e.g. `export GEMINI_MCP_HTTP_TOKEN=$(openssl rand -hex 32)`, \
@@ -120,7 +120,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let pipeline = match Pipeline::start(config.clone()).await {
         Ok(p) => Arc::new(p),
         Err(e) => {
-            eprintln!("gemini-mcp: {e}");
+            crate::term::say!("gemini-mcp: {e}");
             return Err(ExitCode::from(2));
         }
     };
@@ -197,14 +197,14 @@ async fn bind(addr: &str) -> Result<(tokio::net::TcpListener, SocketAddr), ExitC
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("gemini-mcp: cannot listen on {addr}: {e}");
+            crate::term::say!("gemini-mcp: cannot listen on {addr}: {e}");
             return Err(ExitCode::from(2));
         }
     };
     match listener.local_addr() {
         Ok(local) => Ok((listener, local)),
         Err(e) => {
-            eprintln!("gemini-mcp: cannot read the address bound for {addr}: {e}");
+            crate::term::say!("gemini-mcp: cannot read the address bound for {addr}: {e}");
             Err(ExitCode::from(2))
         }
     }
@@ -221,7 +221,7 @@ async fn redis_sessions(
             match sessions::RedisSessions::connect(url, &config.key_prefix).await {
                 Ok(s) => Ok(Some(Arc::new(s))),
                 Err(e) => {
-                    eprintln!("gemini-mcp: {e}");
+                    crate::term::say!("gemini-mcp: {e}");
                     Err(ExitCode::from(2))
                 }
             }
@@ -273,7 +273,7 @@ fn announce(
     rates: &RateLimits,
     shared_sessions: bool,
 ) {
-    eprintln!(
+    crate::term::say!(
         "gemini-mcp: serving MCP over Streamable HTTP at http://{local}/mcp (health: /healthz, /readyz; token {}; rate limits {rates}; legacy sessions {})",
         if tokens.is_empty() {
             "not required on loopback"
@@ -293,7 +293,7 @@ fn announce(
         .is_some_and(Vec::is_empty)
         && local.ip().is_unspecified()
     {
-        eprintln!(
+        crate::term::say!(
             "gemini-mcp: note: only loopback Host headers are accepted; set GEMINI_MCP_HTTP_ALLOWED_HOSTS to the host names clients use"
         );
     }
@@ -310,8 +310,8 @@ impl Running {
                 self.stop.cancel();
                 return match r {
                     Ok(Ok(())) => ExitCode::SUCCESS,
-                    Ok(Err(e)) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
-                    Err(e) => { eprintln!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
+                    Ok(Err(e)) => { crate::term::say!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
+                    Err(e) => { crate::term::say!("gemini-mcp: the HTTP server failed: {e}"); ExitCode::from(1) }
                 };
             }
             _ = shutdown.requested() => {}
