@@ -90,7 +90,7 @@ fn cli_calls(root: &std::path::Path) -> Vec<(&'static str, Value)> {
 fn our_calls() -> Vec<(&'static str, Value)> {
     let mut calls = Vec::new();
     for p in [".env", "deploy/id_rsa", "config/secrets.yml", "src/settings.py"] {
-        calls.push(("mcp_project_read_file", json!({"path": p})));
+        calls.push(("mcp_project_read_lines", json!({"path": p})));
     }
     calls.extend([
         (
@@ -98,7 +98,7 @@ fn our_calls() -> Vec<(&'static str, Value)> {
             json!({"pattern": "OPENAI_API_KEY"}),
         ),
         ("mcp_project_list_files", json!({})),
-        ("mcp_project_read_file", json!({"path": "src/lib.rs"})),
+        ("mcp_project_read_lines", json!({"path": "src/lib.rs"})),
     ]);
     calls
 }
@@ -178,7 +178,6 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
         ("GOOGLE_GEMINI_BASE_URL".into(), model.base_url()),
         ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
         ("GEMINI_MCP_ACP_ALLOW_MODES".into(), "autoEdit,yolo".into()),
-        ("GEMINI_MCP_LOG".into(), "gemini_cli=debug,gemini_mcp_server=debug".into()),
     ];
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (client, _recorder) = mcp::start_recording(&root, &refs).await;
@@ -225,19 +224,33 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
                 .iter()
                 .any(|(n, r)| n.ends_with(name) && r.contains(needle))
         };
-        if !read("project_read_file", ORDINARY) {
+        if !read("project_read_lines", ORDINARY) {
             let names: Vec<&str> = responses.iter().map(|(n, _)| n.as_str()).collect();
+            let declared: Vec<String> = requests
+                .iter()
+                .filter(|q| q.is_stream())
+                .map(|q| {
+                    q.body["tools"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default())
+                        .map(|d| d["name"].as_str().unwrap_or("").to_string())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect();
             failures.push(format!(
-                "{mode}: src/lib.rs not read through our tools; results: {names:?}; last: {:?}",
+                "{mode}: src/lib.rs not read through our tools; results: {names:?}; last: {:?}; declared: {declared:?}",
                 responses.last()
             ));
         }
-        if !read("project_read_file", "looks like a secret")
-            && !read("project_read_file", "secret")
+        if !read("project_read_lines", "looks like a secret")
+            && !read("project_read_lines", "secret")
         {
             failures.push(format!("{mode}: our read_file did not refuse a secret file"));
         }
-        if !read("project_read_file", "[REDACTED") {
+        if !read("project_read_lines", "[REDACTED") {
             failures.push(format!("{mode}: src/settings.py not redacted by our read_file"));
         }
     }

@@ -31,12 +31,19 @@ use crate::gemini::{GeminiError, cli_error};
 /// The MCP server's name as the agent sees it: its tools are `mcp_project_<function>`.
 pub const SERVER_NAME: &str = "project";
 
-/// What the agent's private policy file says: every tool denied, ours allowed.
+/// What the agent's private policy file says: every tool denied, ours allowed. Ours are named
+/// whole (`mcp_project_list_files`, …): the CLI checks an MCP call a second time with the server
+/// named `mcp_project`, which a rule by server name would not match.
 pub fn policy() -> String {
+    let ours: Vec<String> = tools()
+        .iter()
+        .map(|t| format!("\"mcp_{SERVER_NAME}_{}\"", t["name"].as_str().unwrap_or("")))
+        .collect();
     format!(
         "# Written by gemini-mcp-server: the agent reads the project only through `{SERVER_NAME}`.\n\
          [[rule]]\ntoolName = \"*\"\ndecision = \"deny\"\npriority = 998\n\n\
-         [[rule]]\nmcpName = \"{SERVER_NAME}\"\ntoolName = \"*\"\ndecision = \"allow\"\npriority = 999\n"
+         [[rule]]\ntoolName = [{}]\ndecision = \"allow\"\npriority = 999\n",
+        ours.join(", ")
     )
 }
 
@@ -172,6 +179,25 @@ fn reply(id: Value, result: Result<Value, (i64, String)>) -> Response {
     axum::Json(body).into_response()
 }
 
+/// Explore functions served under another name: the CLI hides an MCP tool whose short name is
+/// one of its own tools' (`read_file`), even when that tool is not registered.
+const RENAMED: &[(&str, &str)] = &[("read_file", "read_lines")];
+
+/// The name the agent sees for `function`, and back.
+fn served_name(function: &str) -> &str {
+    RENAMED
+        .iter()
+        .find(|(f, _)| *f == function)
+        .map_or(function, |(_, served)| served)
+}
+
+fn function_name(served: &str) -> &str {
+    RENAMED
+        .iter()
+        .find(|(_, s)| *s == served)
+        .map_or(served, |(f, _)| f)
+}
+
 /// The explore functions as MCP tools, each marked read-only.
 fn tools() -> Vec<Value> {
     let declarations = Explorer::declarations();
@@ -181,7 +207,7 @@ fn tools() -> Vec<Value> {
             all.iter()
                 .map(|d| {
                     json!({
-                        "name": d["name"],
+                        "name": served_name(d["name"].as_str().unwrap_or("")),
                         "description": d["description"],
                         "inputSchema": d["parameters"],
                         "annotations": {"readOnlyHint": true},
@@ -194,7 +220,7 @@ fn tools() -> Vec<Value> {
 
 /// Runs one function off the runtime; a refused call is a tool error the model can read.
 async fn call(explorer: &Arc<Explorer>, params: Value) -> Result<Value, (i64, String)> {
-    let name = params["name"].as_str().unwrap_or("").to_string();
+    let name = function_name(params["name"].as_str().unwrap_or("")).to_string();
     let args = params
         .get("arguments")
         .cloned()
