@@ -56,7 +56,12 @@ fn project() -> (tempfile::TempDir, std::path::PathBuf) {
 fn cli_calls(root: &std::path::Path) -> Vec<(&'static str, Value)> {
     let at = |p: &str| root.join(p).display().to_string();
     let mut calls = Vec::new();
-    for p in [".env", "deploy/id_rsa", "config/secrets.yml", "src/settings.py"] {
+    for p in [
+        ".env",
+        "deploy/id_rsa",
+        "config/secrets.yml",
+        "src/settings.py",
+    ] {
         calls.push(("read_file", json!({"file_path": at(p)})));
     }
     calls.extend([
@@ -89,7 +94,12 @@ fn cli_calls(root: &std::path::Path) -> Vec<(&'static str, Value)> {
 /// The same through our tools: refused or redacted; and an ordinary file, read.
 fn our_calls() -> Vec<(&'static str, Value)> {
     let mut calls = Vec::new();
-    for p in [".env", "deploy/id_rsa", "config/secrets.yml", "src/settings.py"] {
+    for p in [
+        ".env",
+        "deploy/id_rsa",
+        "config/secrets.yml",
+        "src/settings.py",
+    ] {
         calls.push(("mcp_project_read_lines", json!({"path": p})));
     }
     calls.extend([
@@ -111,10 +121,7 @@ async fn investigate(client: &mcp::RecordingClient, mode: &str) -> rmcp::model::
     ));
     let mut options = PeerRequestOptions::no_options();
     options.timeout = Some(Duration::from_secs(120));
-    let handle = client
-        .send_cancellable_request(req, options)
-        .await
-        .unwrap();
+    let handle = client.send_cancellable_request(req, options).await.unwrap();
     match handle.await_response().await.unwrap() {
         ServerResult::CallToolResult(r) => r,
         other => panic!("unexpected {other:?}"),
@@ -214,7 +221,11 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
             continue;
         }
         let s = r.structured_content.clone().unwrap_or(Value::Null);
-        if !s["answer"].as_str().unwrap_or("").contains("SECRETS-ANSWER") {
+        if !s["answer"]
+            .as_str()
+            .unwrap_or("")
+            .contains("SECRETS-ANSWER")
+        {
             failures.push(format!("{mode}: no answer: {s}"));
         }
         // The ordinary file was read, through our tools; the secret files were refused by them.
@@ -234,7 +245,12 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
                         .as_array()
                         .into_iter()
                         .flatten()
-                        .flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default())
+                        .flat_map(|t| {
+                            t["functionDeclarations"]
+                                .as_array()
+                                .cloned()
+                                .unwrap_or_default()
+                        })
                         .map(|d| d["name"].as_str().unwrap_or("").to_string())
                         .collect::<Vec<_>>()
                         .join(",")
@@ -248,10 +264,14 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
         if !read("project_read_lines", "looks like a secret")
             && !read("project_read_lines", "secret")
         {
-            failures.push(format!("{mode}: our read_file did not refuse a secret file"));
+            failures.push(format!(
+                "{mode}: our read_file did not refuse a secret file"
+            ));
         }
         if !read("project_read_lines", "[REDACTED") {
-            failures.push(format!("{mode}: src/settings.py not redacted by our read_file"));
+            failures.push(format!(
+                "{mode}: src/settings.py not redacted by our read_file"
+            ));
         }
     }
     client.cancel().await.unwrap();

@@ -63,7 +63,11 @@ pub fn settings() -> String {
 
 /// The agent process's private directory: its policy and its system settings.
 pub async fn agent_files() -> Result<tempfile::TempDir, GeminiError> {
-    super::private_dir(vec![("policy.toml", policy()), ("settings.json", settings())]).await
+    super::private_dir(vec![
+        ("policy.toml", policy()),
+        ("settings.json", settings()),
+    ])
+    .await
 }
 
 /// The running server: its address and token; stopped when dropped.
@@ -111,7 +115,9 @@ impl ProjectTools {
         let app = axum::Router::new()
             .route(
                 "/mcp",
-                axum::routing::post(handle).get(not_allowed).delete(not_allowed),
+                axum::routing::post(handle)
+                    .get(not_allowed)
+                    .delete(not_allowed),
             )
             .with_state(state);
         let task = tokio::spawn(async move {
