@@ -266,7 +266,10 @@ async fn the_agent_investigates_under_the_servers_read_only_policy() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
-    assert_eq!(argv[0], "--acp");
+    assert!(argv.contains(&"--acp"), "{argv:?}");
+    // Its own tools denied, ours (`mcp_project_*`) allowed by name.
+    let policy = starts[0]["policy"].as_str().unwrap();
+    assert!(policy.contains("\"mcp_project_read_lines\""), "{policy}");
     assert!(
         argv.windows(2)
             .any(|w| w[0] == "-m" && w[1].contains("flash")),
@@ -369,7 +372,8 @@ async fn modes_that_write_need_the_servers_consent() {
     assert!(format!("{err:?}").contains("engine"), "{err:?}");
     client.cancel().await.unwrap();
 
-    // Allowed by the operator: edits inside the project pass, commands still do not.
+    // Listed by the operator, still refused: the CLI's edit and shell tools read files beside
+    // the sandbox, so the agent runs read-only.
     let client = start(&agent, &[("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit")]).await;
     let r = call(
         &client,
@@ -378,19 +382,12 @@ async fn modes_that_write_need_the_servers_consent() {
     )
     .await
     .unwrap();
-    let s = structured(&r);
-    assert_ne!(r.is_error, Some(true), "{s}");
-    assert_eq!(s["agent"]["permissions"][0]["allowed"], true, "{s}");
-    assert_eq!(s["agent"]["permissions"][1]["allowed"], false, "{s}");
+    assert_eq!(r.is_error, Some(true));
+    let t = text_of(&r);
+    assert!(t.contains("read-only") && t.contains("`autoEdit`"), "{t}");
     assert!(
-        s["agent"]["approval_policy"]
-            .as_str()
-            .unwrap()
-            .starts_with("autoEdit")
-    );
-    assert_eq!(
-        agent.received("session/set_mode")[0]["params"]["modeId"],
-        "autoEdit"
+        agent.starts().is_empty(),
+        "a refused mode started the agent"
     );
     client.cancel().await.unwrap();
 }
@@ -559,9 +556,9 @@ async fn an_idle_agent_exits_and_none_outlives_the_server() {
 }
 
 /// The real Gemini CLI (pinned, from npm) in ACP mode, behind the fake Gemini API: its model
-/// asks for a shell command, then to read a file, then answers. In `plan` mode the CLI itself
-/// refuses the command; in `default` mode it asks, and our policy refuses. The read runs; the
-/// answer, the tool calls and the session come back; no process is left behind.
+/// asks for a shell command, then to read a file through our tools, then answers. In every mode
+/// the CLI has no shell (its own tools are denied); the read runs; the answer, the tool calls and
+/// the session come back; no process is left behind.
 #[tokio::test]
 async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
     use crate::clients::{Client, locate};
@@ -593,7 +590,7 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
     let pwned = root.join("pwned");
     let command = format!("touch {}", pwned.display());
     model.respond_with(move |req: &Recorded| {
-        if !req.is_stream() || !req.raw_body.contains("\"read_file\"") {
+        if !req.is_stream() || !req.raw_body.contains("\"mcp_project_read_lines\"") {
             return None;
         }
         let responses = req.raw_body.matches("\"functionResponse\"").count();
@@ -607,7 +604,7 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
                 [100, 5, 5],
             ),
             1 => Script::calls(
-                &[("read_file", json!({"file_path": file}))],
+                &[("mcp_project_read_lines", json!({"path": file}))],
                 "c2lnLXR3bw==",
                 [100, 5, 5],
             ),
@@ -648,9 +645,15 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|c| c["kind"] == "read")
+            .find(|c| c["status"] == "completed")
             .unwrap_or_else(|| panic!("{mode}: no read among the tool calls: {s}"));
         assert_eq!(read["status"], "completed", "{s}");
+        // The file reached Gemini through our read, numbered.
+        let sent = model.generate_requests();
+        assert!(
+            sent.iter().any(|r| r.raw_body.contains("a - b")),
+            "{mode}: src/lib.rs was not read"
+        );
         assert!(s["usage"]["input"].as_u64().unwrap() > 0, "{s}");
         assert!(!pwned.exists(), "{mode}: the shell command ran");
         // The command's result, as the CLI sent it to its model: refused, not run.
@@ -665,23 +668,8 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
         let error = refused["functionResponse"]["response"]["error"]
             .as_str()
             .unwrap_or("");
-        let expected = if mode == "plan" {
-            "not found in registry" // plan mode offers no shell at all
-        } else {
-            "canceled by the user" // our policy's reject_once
-        };
-        assert!(error.contains(expected), "{mode}: {refused}");
-        if mode == "default" {
-            let p = &a["permissions"][0];
-            assert_eq!(p["allowed"], false, "{s}");
-            assert!(
-                p["reason"]
-                    .as_str()
-                    .unwrap()
-                    .contains("does not run commands"),
-                "{s}"
-            );
-        }
+        // The agent has no shell in any mode: only our read-only tools.
+        assert!(error.contains("not found in registry"), "{mode}: {refused}");
     }
     let progress = recorder.progress.lock().unwrap().len();
     assert!(progress >= 2, "no progress per tool call ({progress})");

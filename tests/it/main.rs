@@ -2,6 +2,7 @@
 //! Gemini API speaking the real wire format, real git repositories and a real redis-server.
 
 mod acp;
+mod acp_secrets;
 mod cli;
 mod clients;
 mod compat;

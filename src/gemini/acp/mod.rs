@@ -4,8 +4,10 @@
 //! sessions; the JSON-RPC is the `agent-client-protocol` crate's. What is ours:
 //!
 //! - **The policy.** Every `session/request_permission` is answered by [`policy::answer`] from
-//!   the mode the server allowed, never by the caller alone; modes that change files or run
-//!   commands must be allowed by the configuration.
+//!   the mode the server allowed, never by the caller alone.
+//! - **Reads through the collector only.** The agent's own file, search, shell and fetch tools
+//!   are denied; it reads through our explore functions, served to its sessions as an MCP server
+//!   ([`project_tools`]); modes that change files or run commands are refused.
 //! - **Process hygiene, as for the headless CLI.** The process is the leader of its own group,
 //!   killed whole when it idles past its time, when the pool shuts down, or when a cancelled
 //!   prompt does not stop after `session/cancel`; a crash fails the prompts in flight with an
@@ -15,6 +17,7 @@
 //!   session, or loads it (`session/load`) in a new process.
 
 pub mod policy;
+pub mod project_tools;
 mod restart;
 mod workspaces;
 
@@ -213,6 +216,8 @@ pub struct Pool {
     /// The roots and secret names the agent's permission requests are checked against; `None`:
     /// every request refused.
     collector: Option<Arc<Collector>>,
+    /// The agent's only way to read the project, started with its first process.
+    tools: tokio::sync::OnceCell<Arc<project_tools::ProjectTools>>,
     processes: Mutex<HashMap<Key, Arc<Process>>>,
     /// Where each thread's session lives (for continuation after the process changed).
     threads: Mutex<HashMap<String, (Key, String)>>,
@@ -265,6 +270,7 @@ impl Pool {
             settings,
             root,
             collector,
+            tools: tokio::sync::OnceCell::new(),
             processes: Mutex::default(),
             threads: Mutex::default(),
             workspaces: Workspaces::default(),
@@ -272,14 +278,16 @@ impl Pool {
         })
     }
 
-    /// Refuses a mode the configuration does not allow, naming the setting.
+    /// Refuses a mode that changes files or runs commands, whatever the configuration allows:
+    /// the CLI's edit and shell tools read files beside the collector (an edit sends the file's
+    /// lines back to Gemini, the shell prints any file), so the agent runs read-only.
     pub fn check_mode(&self, mode: Mode) -> Result<(), GeminiError> {
-        if mode.writes() && !self.settings.allowed_modes.contains(&mode) {
+        if mode.writes() {
             return Err(cli_error(format!(
-                "approval mode `{}` changes files or runs commands, and this server does not allow it: \
-                     use `plan` (read-only, the default) or `default`, or have the operator add `{}` to \
-                     GEMINI_MCP_ACP_ALLOW_MODES",
-                mode.id(),
+                "approval mode `{}` is refused: the Gemini CLI's own edit and shell tools read files beside \
+                 this server's sandbox and redaction (the shell prints any file, secret files included; an \
+                 edit sends the file's lines back to Gemini), so its agent runs read-only here whatever \
+                 GEMINI_MCP_ACP_ALLOW_MODES lists: use `plan` (the default) or `default`",
                 mode.id()
             )));
         }
@@ -469,6 +477,10 @@ impl Pool {
         process: &Arc<Process>,
         thread: Option<&str>,
     ) -> Result<(String, &'static str), GeminiError> {
+        let servers = match (key.kind, self.tools.get()) {
+            (Kind::Agent(_), Some(tools)) => vec![tools.entry()],
+            _ => Vec::new(),
+        };
         let Kind::Agent(mode) = key.kind else {
             let created = process
                 .cx
@@ -490,7 +502,8 @@ impl Pool {
             if let Some((_, id)) = known
                 && process.load_session
             {
-                let load = LoadSessionRequest::new(SessionId::new(id.clone()), key.root.clone());
+                let load = LoadSessionRequest::new(SessionId::new(id.clone()), key.root.clone())
+                    .mcp_servers(servers.clone());
                 match process.cx.send_request(load).block_task().await {
                     Ok(_) => {
                         tracing::info!(thread, session = %id, "ACP: session loaded in a new process");
@@ -505,7 +518,7 @@ impl Pool {
         }
         let created = process
             .cx
-            .send_request(NewSessionRequest::new(key.root.clone()))
+            .send_request(NewSessionRequest::new(key.root.clone()).mcp_servers(servers))
             .block_task()
             .await
             .map_err(|e| acp_error(&e))?;
@@ -660,13 +673,32 @@ impl Pool {
         }));
     }
 
+    /// The agent's project tools, started once (none without a collector: nothing to read).
+    async fn project_tools(&self) -> Result<(), GeminiError> {
+        let Some(collector) = &self.collector else {
+            return Ok(());
+        };
+        self.tools
+            .get_or_try_init(|| async {
+                let explorer = Arc::new(crate::explore::Explorer::new(collector.clone()));
+                project_tools::ProjectTools::start(explorer)
+                    .await
+                    .map(Arc::new)
+            })
+            .await?;
+        Ok(())
+    }
+
     /// Starts `gemini --acp` for `key` and completes the handshake.
     async fn start(&self, key: &Key) -> Result<Process, GeminiError> {
         let files = match key.kind {
-            Kind::Plain { web_search } => Some(plain_files(web_search).await?),
-            Kind::Agent(_) => None,
+            Kind::Plain { web_search } => plain_files(web_search).await?,
+            Kind::Agent(_) => {
+                self.project_tools().await?;
+                project_tools::agent_files().await?
+            }
         };
-        let mut child = self.command(key, files.as_ref()).spawn().map_err(|e| {
+        let mut child = self.command(key, &files).spawn().map_err(|e| {
             cli_error(format!(
                 "could not start the Gemini CLI ({}): {e}; set GEMINI_CLI_PATH to its executable",
                 self.settings.program.display()
@@ -712,29 +744,41 @@ impl Pool {
             closed: closed_rx,
             load_session,
             started: Default::default(),
-            _files: files,
+            _files: Some(files),
         })
     }
 
-    /// `gemini --acp` with the model, no extensions and no MCP servers, in the root, no relaunch,
-    /// as the leader of its own process group.
-    fn command(&self, key: &Key, files: Option<&tempfile::TempDir>) -> Command {
+    /// `gemini --acp` with the model, no extensions and no MCP servers but ours, in the root, no
+    /// relaunch, as the leader of its own process group; its policy, settings and TMPDIR in its
+    /// private directory (the CLI's error reports kept private).
+    fn command(&self, key: &Key, dir: &tempfile::TempDir) -> Command {
         let mut cmd = Command::new(&self.settings.program);
-        if let Some(dir) = files {
+        cmd.arg("--policy")
+            .arg(dir.path().join("policy.toml"))
+            .env("TMPDIR", dir.path());
+        let allowed = match key.kind {
             // A plain model: every CLI tool denied, a neutral system prompt (each call's own
-            // instructions lead its prompt), and the CLI's error reports kept private.
-            cmd.arg("--policy")
-                .arg(dir.path().join("policy.toml"))
-                .env("GEMINI_SYSTEM_MD", dir.path().join("system.md"))
-                .env("TMPDIR", dir.path());
-        }
+            // instructions lead its prompt).
+            Kind::Plain { .. } => {
+                cmd.env("GEMINI_SYSTEM_MD", dir.path().join("system.md"));
+                NO_MCP_SERVER
+            }
+            // The agent: only our tools, no workspace tree, no context files.
+            Kind::Agent(_) => {
+                cmd.env(
+                    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                    dir.path().join("settings.json"),
+                );
+                project_tools::SERVER_NAME
+            }
+        };
         cmd.arg("--acp")
             .arg("-m")
             .arg(&key.model)
             .arg("-e")
             .arg("none")
             .arg("--allowed-mcp-server-names")
-            .arg(NO_MCP_SERVER)
+            .arg(allowed)
             .current_dir(&key.root)
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
             .stdin(Stdio::piped())
@@ -936,8 +980,17 @@ const PLAIN_SYSTEM: &str = "You answer requests that gemini-mcp-server sends on 
 begins with its instructions under `# Instructions`: follow them exactly, as your system instructions for that request. \
 The conversation to answer follows under `# Conversation`. You have no tools.";
 
-/// The private directory (0700) of a plain process: its system prompt, its policy, its TMPDIR.
+/// The private directory of a plain process: its system prompt and its policy.
 async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError> {
+    private_dir(vec![
+        ("system.md", PLAIN_SYSTEM.to_string()),
+        ("policy.toml", super::headless::policy(web_search)),
+    ])
+    .await
+}
+
+/// A process's private directory (0700): `files`, and its TMPDIR.
+async fn private_dir(files: Vec<(&'static str, String)>) -> Result<tempfile::TempDir, GeminiError> {
     let io = |e: std::io::Error| {
         cli_error(format!(
             "could not prepare the Gemini CLI's private directory: {e}"
@@ -950,12 +1003,9 @@ async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError>
             .tempdir()
             .map_err(io)?;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(io)?;
-        std::fs::write(dir.path().join("system.md"), PLAIN_SYSTEM).map_err(io)?;
-        std::fs::write(
-            dir.path().join("policy.toml"),
-            super::headless::policy(web_search),
-        )
-        .map_err(io)?;
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).map_err(io)?;
+        }
         Ok(dir)
     })
     .await
