@@ -964,11 +964,12 @@ fn the_text_as_sent_never_exceeds_the_budget() {
     }
 }
 
-/// Tens of thousands of changed files whose diffs are left out (untracked binaries here) cost
-/// time linear in their number: each is listed as left out once, found by a hash set (a search
-/// of the list per entry took seconds at 50,000 files, most of precommit's time).
+/// A hundred thousand changed files whose diffs are left out (untracked binaries here), some
+/// reported twice, are each listed as left out once. The duplicates are found by a hash set: a
+/// search of the list per entry was quadratic, most of precommit's time at 50,000 files (the
+/// figures are in BENCHMARKS.md; no timing is asserted here).
 #[test]
-fn a_hundred_thousand_left_out_files_render_in_linear_time() {
+fn a_hundred_thousand_left_out_files_are_each_listed_once() {
     let s = scratch();
     let repo = init(&s.root);
     drop(repo);
@@ -981,6 +982,7 @@ fn a_hundred_thousand_left_out_files_render_in_linear_time() {
         ..render::RepoView::default()
     }];
     let files: Vec<changes::FileChange> = (0..100_000)
+        .chain(0..1_000)
         .map(|i| changes::FileChange {
             repo: 0,
             section: changes::Section::Untracked,
@@ -993,13 +995,9 @@ fn a_hundred_thousand_left_out_files_render_in_linear_time() {
             shown_lines: Vec::new(),
         })
         .collect();
-    let started = std::time::Instant::now();
     let ctx = render::render(s.collector.sandbox(), &found, &repos, files, 200_000);
-    let took = started.elapsed();
     assert_eq!(ctx.skipped.len(), 100_000);
     assert!(ctx.skipped.iter().all(|k| k.reason == SkipReason::Binary));
-    assert!(
-        took < std::time::Duration::from_secs(20),
-        "rendering took {took:?}"
-    );
+    let distinct: std::collections::HashSet<_> = ctx.skipped.iter().map(|k| &k.path).collect();
+    assert_eq!(distinct.len(), 100_000);
 }
