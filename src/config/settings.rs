@@ -223,7 +223,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_DAILY_TOKENS",
         default: "—",
-        doc: "Daily cap (UTC) on the tokens (input, output and thinking) Gemini calls may use, per project and, over HTTP, per client; counted in the thread store, so every instance on one Redis shares it. A call that would pass it is refused before Gemini is called.",
+        doc: "Daily cap (UTC) on the tokens (input, output and thinking) Gemini calls may use, per project and, over HTTP, per client; counted in the thread store, so every instance on one Redis shares it. A request whose estimated input would pass it is refused before Gemini is called.",
         also_reads: &[],
         read: |src, c| {
             c.daily_tokens = match src.get("GEMINI_MCP_DAILY_TOKENS") {
@@ -449,7 +449,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_EXPLORE_TOKENS",
         default: "200000",
-        doc: "Tokens of tool results one investigation may send to Gemini (also capped by the model's window); past it Gemini is asked for its answer.",
+        doc: "Tokens of tool results one investigation may send to Gemini (also capped by the model's window); never passed: the result that would cross it is cut to fit (or withheld), saying so, and Gemini is asked for its answer.",
         also_reads: &[],
         read: |src, c| {
             c.explore.token_budget = src.parse("GEMINI_MCP_EXPLORE_TOKENS", 200_000)?;
@@ -550,7 +550,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_ACP_ALLOW_MODES",
         default: "—",
-        doc: "Approval modes of the Gemini CLI agent that change files or run commands, allowed for callers: `autoEdit`, `yolo` (comma-separated). Empty: only `plan` (read-only, the default) and `default`.",
+        doc: "Approval modes of the Gemini CLI agent that change files or run commands: `autoEdit`, `yolo` (comma-separated). Both are refused for now, whatever it lists (the CLI's edit and shell tools read beside the sandbox): only `plan` (read-only, the default) and `default` run.",
         also_reads: &[],
         read: |src, c| {
             let raw = src.get("GEMINI_MCP_ACP_ALLOW_MODES").unwrap_or_default();

@@ -45,6 +45,8 @@ pub struct Pipeline {
     store: Arc<dyn ThreadStore>,
     /// The warm Gemini CLI agents, started on the first `engine: "gemini-cli"` call.
     acp: std::sync::OnceLock<Arc<crate::gemini::acp::Pool>>,
+    /// The daily caps' holds of the calls in flight.
+    holds: Arc<super::spend::Holds>,
 }
 
 /// What Gemini did besides answering: an investigation with our tools, or the Gemini CLI's
@@ -68,6 +70,7 @@ impl Pipeline {
             gemini,
             store,
             acp: std::sync::OnceLock::new(),
+            holds: Arc::default(),
         }
     }
 
@@ -282,15 +285,17 @@ impl Pipeline {
             model: request.model.id.clone(),
             thread: Some(thread.to_string()),
         };
-        if meter.is_on() {
+        let hold = if meter.is_on() {
             let (text, rebuilt) = (prompt.text.clone(), prompt.rebuilt.clone());
             let estimate =
                 blocking(move || Estimate::of_agent_prompt(&text, rebuilt.as_deref())).await?;
-            meter.admit(&estimate, &request.model).await?;
-        }
+            meter.admit(&estimate, &request.model).await?
+        } else {
+            super::spend::Hold::none()
+        };
         let run = pool.prompt(prompt, ctx).await?;
         meter
-            .record(&request.model.id, &run.usage.unwrap_or_default())
+            .record(hold, &request.model.id, &run.usage.unwrap_or_default())
             .await;
         let answer = GenerateResponse {
             text: run.answer().to_string(),
@@ -352,7 +357,13 @@ impl Pipeline {
             daily_tokens: self.config.daily_tokens,
             daily_usd: self.config.daily_usd,
         };
-        Meter::new(caps, self.store.clone(), &self.project(), owner)
+        Meter::new(
+            caps,
+            self.store.clone(),
+            self.holds.clone(),
+            &self.project(),
+            owner,
+        )
     }
 
     /// The model the plan names (or the default), resolved in the catalogue.

@@ -7,8 +7,14 @@
 //! was spent today plus the estimate would pass a cap, and counts the answer's usage at once
 //! (each request of an investigation is checked and counted on its own). The Gemini CLI's agent,
 //! whose requests are its own, is checked with its prompt before it starts and counted after.
+//!
+//! Calls in flight hold their estimate ([`Holds`]) from admission until their usage is counted,
+//! so two calls admitted at once cannot both pass a cap that only one of them fits under. The
+//! holds are the process's (one server or CLI); instances sharing a store see each other's calls
+//! only once they are counted.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::collector::tokens;
 use crate::gemini::{
@@ -206,12 +212,81 @@ pub struct Meter {
     caps: Caps,
     keys: Vec<String>,
     store: Arc<dyn ThreadStore>,
+    holds: Arc<Holds>,
+}
+
+/// The estimates of the requests admitted and not yet counted, per key: what the next
+/// admission adds to what the store says was spent. One per pipeline.
+#[derive(Default)]
+pub struct Holds {
+    /// Admitting (store read, check, hold) and counting (store write, release) take turns, so an
+    /// admission never sees a request neither held nor counted.
+    turn: tokio::sync::Mutex<()>,
+    held: Mutex<HashMap<String, Spent>>,
+}
+
+impl Holds {
+    fn held(&self, key: &str) -> Spent {
+        lock(&self.held).get(key).copied().unwrap_or_default()
+    }
+
+    fn change(&self, keys: &[String], by: Spent, add: bool) {
+        let mut held = lock(&self.held);
+        for key in keys {
+            let h = held.entry(key.clone()).or_default();
+            if add {
+                h.tokens += by.tokens;
+                h.micro_usd += by.micro_usd;
+            } else {
+                h.tokens = h.tokens.saturating_sub(by.tokens);
+                h.micro_usd = h.micro_usd.saturating_sub(by.micro_usd);
+            }
+            if h.tokens == 0 && h.micro_usd == 0 {
+                held.remove(key);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// One admitted request's estimate, held until its usage is counted ([`Meter::record`]) or
+/// the request is given up (dropped).
+pub struct Hold {
+    holds: Option<(Arc<Holds>, Vec<String>)>,
+    amount: Spent,
+}
+
+impl Hold {
+    /// Nothing held: no cap applies.
+    pub fn none() -> Hold {
+        Hold {
+            holds: None,
+            amount: Spent::default(),
+        }
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Some((holds, keys)) = self.holds.take() {
+            holds.change(&keys, self.amount, false);
+        }
+    }
 }
 
 impl Meter {
     /// A meter for a call of `owner` in `project` (the roots, one per line). Without caps it
     /// counts nothing.
-    pub fn new(caps: Caps, store: Arc<dyn ThreadStore>, project: &str, owner: &Owner) -> Meter {
+    pub fn new(
+        caps: Caps,
+        store: Arc<dyn ThreadStore>,
+        holds: Arc<Holds>,
+        project: &str,
+        owner: &Owner,
+    ) -> Meter {
         let mut keys = Vec::new();
         if caps.any() {
             keys.push(format!("project\n{project}"));
@@ -219,7 +294,12 @@ impl Meter {
                 keys.push(format!("client\n{}", owner.as_str()));
             }
         }
-        Meter { caps, keys, store }
+        Meter {
+            caps,
+            keys,
+            store,
+            holds,
+        }
     }
 
     /// Gemini's answer to `req`, if `req` fits under the caps; its usage is counted at once.
@@ -229,20 +309,27 @@ impl Meter {
         req: GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, ToolError> {
-        if !self.keys.is_empty() {
+        let hold = if self.keys.is_empty() {
+            Hold::none()
+        } else {
             let estimate = Estimate::of_request(&req).await?;
-            self.admit(&estimate, &req.model).await?;
-        }
+            self.admit(&estimate, &req.model).await?
+        };
         let model = req.model.id.clone();
         let answer = gemini.generate(req, ctx).await?;
         let used = answer.model_version.as_deref().unwrap_or(&model);
-        self.record(used, &answer.usage).await;
+        self.record(hold, used, &answer.usage).await;
         Ok(answer)
     }
 
-    /// Refuses a request estimated at `estimate` when what was spent today plus it passes a cap,
-    /// saying the estimate, the cap, what was spent, what to narrow and when the count resets.
-    pub async fn admit(&self, estimate: &Estimate, model: &ModelInfo) -> Result<(), ToolError> {
+    /// Refuses a request estimated at `estimate` when what was spent today, what calls in
+    /// flight hold and it together pass a cap, saying the estimate, the cap, what was spent, what
+    /// to narrow and when the count resets; else holds the estimate until [`Meter::record`].
+    pub async fn admit(&self, estimate: &Estimate, model: &ModelInfo) -> Result<Hold, ToolError> {
+        if self.keys.is_empty() {
+            return Ok(Hold::none());
+        }
+        let _turn = self.holds.turn.lock().await;
         let day = utc_day();
         let need = estimate.total();
         let input_usd = prices::estimate(
@@ -255,7 +342,12 @@ impl Meter {
         )
         .unwrap_or(0.0);
         for key in &self.keys {
-            let spent = self.store.spent(key, &day).await?;
+            let stored = self.store.spent(key, &day).await?;
+            let held = self.holds.held(key);
+            let spent = Spent {
+                tokens: stored.tokens + held.tokens,
+                micro_usd: stored.micro_usd + held.micro_usd,
+            };
             let whose = if key.starts_with("client") {
                 "this client"
             } else {
@@ -292,15 +384,24 @@ impl Meter {
                 )));
             }
         }
-        Ok(())
+        let amount = Spent {
+            tokens: need,
+            micro_usd: (input_usd * 1e6).round() as u64,
+        };
+        self.holds.change(&self.keys, amount, true);
+        Ok(Hold {
+            holds: Some((self.holds.clone(), self.keys.clone())),
+            amount,
+        })
     }
 
-    /// Counts a request's usage against the caps; a store failure is logged, not fatal (the
-    /// answer is already here).
-    pub async fn record(&self, model: &str, usage: &Usage) {
+    /// Counts a request's usage against the caps and releases its hold; a store failure is
+    /// logged, not fatal (the answer is already here).
+    pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
         if self.keys.is_empty() {
             return;
         }
+        let _turn = self.holds.turn.lock().await;
         let cost = prices::estimate(model, usage, prices::today());
         let add = Spent {
             tokens: usage.input + usage.output + usage.thinking,
@@ -312,6 +413,7 @@ impl Meter {
                 tracing::warn!("could not count this call against the daily cap: {e}");
             }
         }
+        drop(hold);
     }
 
     /// Whether any cap applies (an estimate is made only then).
@@ -412,5 +514,49 @@ mod tests {
         assert!(parts.contains("this turn's files and text") && parts.contains("images 3000"));
         assert!(e.advice().contains("fewer or smaller files"));
         assert!(e.advice().contains("max_steps"));
+    }
+
+    /// Two calls admitted before either is counted cannot both pass a cap only one fits under:
+    /// the first holds its estimate until its usage is counted (or it is given up).
+    #[tokio::test]
+    async fn calls_in_flight_hold_their_estimate_until_counted() {
+        let store: Arc<dyn ThreadStore> = Arc::new(crate::threads::memory::MemoryStore::new(
+            std::time::Duration::from_secs(60),
+            10,
+        ));
+        let caps = Caps {
+            daily_tokens: Some(1_000),
+            daily_usd: None,
+        };
+        let meter = Meter::new(caps, store, Arc::default(), "/p", &Owner::local());
+        let model = request(Vec::new()).model;
+        let each = Estimate {
+            turn: 600,
+            ..Estimate::default()
+        };
+        let first = meter.admit(&each, &model).await.expect("the first fits");
+        let refused = meter.admit(&each, &model).await;
+        assert!(
+            matches!(&refused, Err(ToolError::SpendingCap(m)) if m.contains("600 tokens")),
+            "the second is refused while the first is in flight: {:?}",
+            refused.err()
+        );
+        // Counted at what it really used, the first leaves room for another.
+        let used = Usage {
+            input: 100,
+            ..Usage::default()
+        };
+        meter.record(first, &model.id, &used).await;
+        let second = meter
+            .admit(&each, &model)
+            .await
+            .expect("room after counting");
+        // Given up (an error, a cancellation), a hold is released with nothing counted.
+        drop(second);
+        let third = meter
+            .admit(&each, &model)
+            .await
+            .expect("room after giving up");
+        drop(third);
     }
 }
