@@ -4,6 +4,7 @@
 //! from the stand-in's record; what the client received from the reply.
 
 mod bridge;
+mod context;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -176,8 +176,9 @@ struct Process {
     load_session: bool,
     /// Sessions started in this process.
     started: std::sync::atomic::AtomicUsize,
-    /// The plain process's private directory (system prompt, policy, TMPDIR), removed with it.
-    _files: Option<tempfile::TempDir>,
+    /// The process's private directory (policy, settings, TMPDIR; a plain process's system
+    /// prompt and working directory), removed with it.
+    files: Option<tempfile::TempDir>,
 }
 
 impl Process {
@@ -482,9 +483,14 @@ impl Pool {
             _ => Vec::new(),
         };
         let Kind::Agent(mode) = key.kind else {
+            // A plain session works in the process's private directory, not in the project.
+            let cwd = process
+                .files
+                .as_ref()
+                .map_or_else(|| key.root.clone(), |d| d.path().to_path_buf());
             let created = process
                 .cx
-                .send_request(NewSessionRequest::new(key.root.clone()))
+                .send_request(NewSessionRequest::new(cwd))
                 .block_task()
                 .await
                 .map_err(|e| acp_error(&e))?;
@@ -744,7 +750,7 @@ impl Pool {
             closed: closed_rx,
             load_session,
             started: Default::default(),
-            _files: Some(files),
+            files: Some(files),
         })
     }
 
@@ -761,11 +767,12 @@ impl Pool {
             // instructions lead its prompt).
             Kind::Plain { .. } => {
                 cmd.env("GEMINI_SYSTEM_MD", dir.path().join("system.md"));
+                super::headless::confine(&mut cmd, dir.path());
                 NO_MCP_SERVER
             }
-            // The agent: only our tools, no workspace tree, no context files.
+            // The agent: only our tools, no workspace tree, in the root.
             Kind::Agent(_) => {
-                cmd.env(
+                cmd.current_dir(&key.root).env(
                     "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
                     dir.path().join("settings.json"),
                 );
@@ -779,7 +786,6 @@ impl Pool {
             .arg("none")
             .arg("--allowed-mcp-server-names")
             .arg(allowed)
-            .current_dir(&key.root)
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -980,11 +986,16 @@ const PLAIN_SYSTEM: &str = "You answer requests that gemini-mcp-server sends on 
 begins with its instructions under `# Instructions`: follow them exactly, as your system instructions for that request. \
 The conversation to answer follows under `# Conversation`. You have no tools.";
 
-/// The private directory of a plain process: its system prompt and its policy.
+/// The private directory of a plain process (its working directory): its system prompt, its
+/// policy and its system settings.
 async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError> {
     private_dir(vec![
         ("system.md", PLAIN_SYSTEM.to_string()),
         ("policy.toml", super::headless::policy(web_search)),
+        (
+            super::headless::SETTINGS,
+            super::headless::system_settings(None),
+        ),
     ])
     .await
 }
@@ -1004,7 +1015,11 @@ async fn private_dir(files: Vec<(&'static str, String)>) -> Result<tempfile::Tem
             .map_err(io)?;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(io)?;
         for (name, text) in files {
-            std::fs::write(dir.path().join(name), text).map_err(io)?;
+            let path = dir.path().join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            std::fs::write(path, text).map_err(io)?;
         }
         Ok(dir)
     })

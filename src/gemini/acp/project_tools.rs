@@ -7,9 +7,9 @@
 //! them; they are taken away instead. The agent process gets:
 //! - a policy file that denies every tool (the CLI then leaves them out of the model's
 //!   declarations) except this server's, which it allows;
-//! - system settings (they override the user's and the project's) with no workspace tree in the
-//!   session context and a context-file name no project uses, so neither file names nor
-//!   `GEMINI.md` reach the first request;
+//! - system settings from `headless::system_settings` (the plain backends' settings, with no
+//!   tool of the CLI's own); the CLI reads a system settings file only when root owns it and
+//!   every directory above it, which its private temporary directory is not;
 //! - this server, over HTTP on the loopback with a random bearer token, answering `initialize`,
 //!   `tools/list` and `tools/call` from the same `Explorer` that `investigate` uses: one body of
 //!   the rule, in this process.
@@ -49,16 +49,9 @@ pub fn policy() -> String {
 
 /// The agent's system settings: none of the CLI's own tools registered (an empty allow-list: a
 /// denied built-in `read_file` would also hide ours, which the CLI matches by its short name), no
-/// workspace tree, no context files.
+/// workspace tree.
 pub fn settings() -> String {
-    json!({
-        "tools": {"core": []},
-        "context": {
-            "includeDirectoryTree": false,
-            "fileName": ["gemini-mcp-server-reads-no-context-file.md"]
-        }
-    })
-    .to_string()
+    crate::gemini::headless::system_settings(Some(&[]))
 }
 
 /// The agent process's private directory: its policy and its system settings.
