@@ -283,16 +283,7 @@ impl Pool {
     /// the CLI's edit and shell tools read files beside the collector (an edit sends the file's
     /// lines back to Gemini, the shell prints any file), so the agent runs read-only.
     pub fn check_mode(&self, mode: Mode) -> Result<(), GeminiError> {
-        if mode.writes() {
-            return Err(cli_error(format!(
-                "approval mode `{}` is refused: the Gemini CLI's own edit and shell tools read files beside \
-                 this server's sandbox and redaction (the shell prints any file, secret files included; an \
-                 edit sends the file's lines back to Gemini), so its agent runs read-only here whatever \
-                 GEMINI_MCP_ACP_ALLOW_MODES lists: use `plan` (the default) or `default`",
-                mode.id()
-            )));
-        }
-        Ok(())
+        check_mode(mode)
     }
 
     /// Sends `prompt` and collects what the agent did until it stopped; each tool call is
@@ -985,6 +976,29 @@ impl Waiting {
 const PLAIN_SYSTEM: &str = "You answer requests that gemini-mcp-server sends on behalf of a coding agent. Each request \
 begins with its instructions under `# Instructions`: follow them exactly, as your system instructions for that request. \
 The conversation to answer follows under `# Conversation`. You have no tools.";
+
+/// Whether the agent may run in `mode`: the modes that write are refused.
+fn check_mode(mode: Mode) -> Result<(), GeminiError> {
+    if mode.writes() {
+        return Err(cli_error(format!(
+            "approval mode `{}` is refused: the Gemini CLI's own edit and shell tools read files beside \
+             this server's sandbox and redaction (the shell prints any file, secret files included; an \
+             edit sends the file's lines back to Gemini), so its agent runs read-only here whatever \
+             GEMINI_MCP_ACP_ALLOW_MODES lists: use `plan` (the default) or `default`",
+            mode.id()
+        )));
+    }
+    Ok(())
+}
+
+/// The approval modes a caller can use: those [`Pool::check_mode`] accepts.
+pub fn usable_modes() -> Vec<Mode> {
+    Mode::ALL
+        .iter()
+        .copied()
+        .filter(|m| check_mode(*m).is_ok())
+        .collect()
+}
 
 /// The private directory of a plain process (its working directory): its system prompt, its
 /// policy and its system settings.

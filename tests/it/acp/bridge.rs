@@ -334,3 +334,39 @@ async fn a_call_right_after_the_agent_was_killed_runs_on_a_fresh_one() {
     assert!(prompt_text(&prompts[2]).contains("THIRD-QUESTION"));
     client.cancel().await.unwrap();
 }
+
+/// `list_models` lists only the approval modes a call can use: `autoEdit` and `yolo` are refused
+/// whatever `GEMINI_MCP_ACP_ALLOW_MODES` lists, so they are not offered either.
+#[tokio::test]
+async fn list_models_offers_only_the_modes_a_call_can_use() {
+    let agent = Agent::new(json!([]));
+    let client = start(
+        &agent,
+        &[BRIDGE, ("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit,yolo")],
+    )
+    .await;
+    let models = structured(&bridge(&client, "list_models", json!({})).await);
+    assert_eq!(
+        models["approval_modes"],
+        json!(["plan", "default"]),
+        "{models}"
+    );
+    // What is left out is what a call is refused.
+    let root = agent.root().display().to_string();
+    for mode in ["autoEdit", "yolo"] {
+        let r = bridge(
+            &client,
+            "gemini",
+            json!({"PROMPT": "Fix it.", "cd": root, "approval_mode": mode}),
+        )
+        .await;
+        let s = structured(&r);
+        assert_ne!(s["success"], true, "{mode}: {s}");
+        assert!(
+            text_of(&r).contains("is refused"),
+            "{mode}: {}",
+            text_of(&r)
+        );
+    }
+    client.cancel().await.unwrap();
+}
