@@ -674,24 +674,46 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
     }
     let progress = recorder.progress.lock().unwrap().len();
     assert!(progress >= 2, "no progress per tool call ({progress})");
+    // The warm agent is found while it lives, so the check below can see one left behind.
+    let warm = acp_processes_in(&root);
+    assert!(!warm.is_empty(), "the warm Gemini CLI was not found");
     client.cancel().await.unwrap();
     // The server is gone: so is every Gemini CLI it started.
     let started = Instant::now();
     loop {
-        let left = std::process::Command::new("pgrep")
-            .args(["-f", &format!("{} --acp", bin.display())])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
+        let left = acp_processes_in(&root);
         if left.is_empty() {
             break;
         }
         assert!(
             started.elapsed() < Duration::from_secs(10),
-            "left behind: {left}"
+            "left behind: {left:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The `gemini --acp` processes working in `root`, as /proc shows them (pid and command line):
+/// the CLI runs as `node …/gemini.js … --acp …`, its working directory the project.
+fn acp_processes_in(root: &std::path::Path) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
+            continue;
+        };
+        let argv = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let argv: Vec<String> = argv
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if cwd == root && argv.iter().any(|a| a == "--acp") {
+            found.push((pid, argv.join(" ")));
+        }
+    }
+    found
 }
 
 /// The `cli` backend over ACP: every tool's call is a session of one warm process, Gemini as a
