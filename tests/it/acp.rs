@@ -5,6 +5,7 @@
 
 mod bridge;
 mod context;
+mod result_cap;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -70,6 +70,9 @@ pub struct AcpSettings {
     pub allowed_modes: Vec<Mode>,
     /// Deadline of one prompt.
     pub timeout: Duration,
+    /// Longest result of one of the agent's project tools, in characters
+    /// (`GEMINI_MCP_EXPLORE_RESULT_CHARS`).
+    pub result_chars: usize,
 }
 
 /// One tool call of the agent, as the reply shows it.
@@ -677,7 +680,10 @@ impl Pool {
         };
         self.tools
             .get_or_try_init(|| async {
-                let explorer = Arc::new(crate::explore::Explorer::new(collector.clone()));
+                let explorer = Arc::new(
+                    crate::explore::Explorer::new(collector.clone())
+                        .with_result_chars(self.settings.result_chars),
+                );
                 project_tools::ProjectTools::start(explorer)
                     .await
                     .map(Arc::new)
