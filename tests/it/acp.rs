@@ -277,7 +277,11 @@ async fn the_agent_investigates_under_the_servers_read_only_policy() {
             .any(|w| w[0] == "-m" && w[1].contains("flash")),
         "{argv:?}"
     );
-    assert_eq!(starts[0]["cwd"], agent.root().display().to_string());
+    // It works in its private directory, not in the project (whose tree and `GEMINI.md` the CLI
+    // would send); it reads the project through our tools.
+    let cwd = starts[0]["cwd"].as_str().unwrap();
+    assert!(cwd.contains("gemini-mcp-acp-"), "{cwd}");
+    assert_ne!(cwd, agent.root().display().to_string());
     let init = &agent.received("initialize")[0]["params"];
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["clientCapabilities"]["fs"]["writeTextFile"], false);
@@ -676,13 +680,13 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
     let progress = recorder.progress.lock().unwrap().len();
     assert!(progress >= 2, "no progress per tool call ({progress})");
     // The warm agent is found while it lives, so the check below can see one left behind.
-    let warm = acp_processes_in(&root);
+    let warm = acp_processes_with_home(home.path());
     assert!(!warm.is_empty(), "the warm Gemini CLI was not found");
     client.cancel().await.unwrap();
     // The server is gone: so is every Gemini CLI it started.
     let started = Instant::now();
     loop {
-        let left = acp_processes_in(&root);
+        let left = acp_processes_with_home(home.path());
         if left.is_empty() {
             break;
         }
@@ -694,23 +698,26 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
     }
 }
 
-/// The `gemini --acp` processes working in `root`, as /proc shows them (pid and command line):
-/// the CLI runs as `node …/gemini.js … --acp …`, its working directory the project.
-fn acp_processes_in(root: &std::path::Path) -> Vec<(u32, String)> {
+/// The `gemini --acp` processes run with `home` as their `HOME`, as /proc shows them (pid and
+/// command line): the CLI runs as `node …/gemini.js … --acp …` in its private directory, so its
+/// environment tells a test's own apart.
+fn acp_processes_with_home(home: &std::path::Path) -> Vec<(u32, String)> {
+    let want = format!("HOME={}", home.display()).into_bytes();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if !environ.split(|b| *b == 0).any(|v| v == want.as_slice()) {
             continue;
-        };
+        }
         let argv = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let argv: Vec<String> = argv
             .split(|b| *b == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        if cwd == root && argv.iter().any(|a| a == "--acp") {
+        if argv.iter().any(|a| a == "--acp") {
             found.push((pid, argv.join(" ")));
         }
     }

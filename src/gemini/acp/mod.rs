@@ -476,12 +476,12 @@ impl Pool {
             (Kind::Agent(_), Some(tools)) => vec![tools.entry()],
             _ => Vec::new(),
         };
+        // A session works in the process's private directory, not in the project (see `command`).
+        let cwd = process
+            .files
+            .as_ref()
+            .map_or_else(|| key.root.clone(), |d| d.path().to_path_buf());
         let Kind::Agent(mode) = key.kind else {
-            // A plain session works in the process's private directory, not in the project.
-            let cwd = process
-                .files
-                .as_ref()
-                .map_or_else(|| key.root.clone(), |d| d.path().to_path_buf());
             let created = process
                 .cx
                 .send_request(NewSessionRequest::new(cwd))
@@ -502,7 +502,7 @@ impl Pool {
             if let Some((_, id)) = known
                 && process.load_session
             {
-                let load = LoadSessionRequest::new(SessionId::new(id.clone()), key.root.clone())
+                let load = LoadSessionRequest::new(SessionId::new(id.clone()), cwd.clone())
                     .mcp_servers(servers.clone());
                 match process.cx.send_request(load).block_task().await {
                     Ok(_) => {
@@ -518,7 +518,7 @@ impl Pool {
         }
         let created = process
             .cx
-            .send_request(NewSessionRequest::new(key.root.clone()).mcp_servers(servers))
+            .send_request(NewSessionRequest::new(cwd).mcp_servers(servers))
             .block_task()
             .await
             .map_err(|e| acp_error(&e))?;
@@ -751,8 +751,8 @@ impl Pool {
         })
     }
 
-    /// `gemini --acp` with the model, no extensions and no MCP servers but ours, in the root, no
-    /// relaunch, as the leader of its own process group; its policy, settings and TMPDIR in its
+    /// `gemini --acp` with the model, no extensions and no MCP servers but ours, in its private
+    /// directory (`headless::confine`), no relaunch, as the leader of its own process group; its policy, settings and TMPDIR in its
     /// private directory (the CLI's error reports kept private).
     fn command(&self, key: &Key, dir: &tempfile::TempDir) -> Command {
         let mut cmd = Command::new(&self.settings.program);
@@ -764,18 +764,13 @@ impl Pool {
             // instructions lead its prompt).
             Kind::Plain { .. } => {
                 cmd.env("GEMINI_SYSTEM_MD", dir.path().join("system.md"));
-                super::headless::confine(&mut cmd, dir.path());
                 NO_MCP_SERVER
             }
-            // The agent: only our tools, no workspace tree, in the root.
-            Kind::Agent(_) => {
-                cmd.current_dir(&key.root).env(
-                    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                    dir.path().join("settings.json"),
-                );
-                project_tools::SERVER_NAME
-            }
+            // The agent: only our tools (it reads the project through them).
+            Kind::Agent(_) => project_tools::SERVER_NAME,
         };
+        // Both in the private directory, under our settings: no workspace tree, no context file.
+        super::headless::confine(&mut cmd, dir.path());
         cmd.arg("--acp")
             .arg("-m")
             .arg(&key.model)

@@ -7,9 +7,12 @@
 //! them; they are taken away instead. The agent process gets:
 //! - a policy file that denies every tool (the CLI then leaves them out of the model's
 //!   declarations) except this server's, which it allows;
-//! - system settings from `headless::system_settings` (the plain backends' settings, with no
-//!   tool of the CLI's own); the CLI reads a system settings file only when root owns it and
-//!   every directory above it, which its private temporary directory is not;
+//! - the plain backends' settings (`headless::system_settings`, here with no tool of the CLI's
+//!   own), as the settings of its workspace: the process and its sessions work in its private
+//!   directory (`headless::confine`), not in the project, so no workspace tree and no `GEMINI.md`
+//!   of the project reach Gemini (the CLI reads a system settings file only where root owns
+//!   every directory above it, and reads context files up from its working directory whatever
+//!   its settings say);
 //! - this server, over HTTP on the loopback with a random bearer token, answering `initialize`,
 //!   `tools/list` and `tools/call` from the same `Explorer` that `investigate` uses: one body of
 //!   the rule, in this process.
@@ -58,7 +61,7 @@ pub fn settings() -> String {
 pub async fn agent_files() -> Result<tempfile::TempDir, GeminiError> {
     super::private_dir(vec![
         ("policy.toml", policy()),
-        ("settings.json", settings()),
+        (crate::gemini::headless::SETTINGS, settings()),
     ])
     .await
 }

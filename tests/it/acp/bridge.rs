@@ -249,15 +249,10 @@ async fn the_real_gemini_cli_holds_the_bridges_conversation() {
 
     // `kill -9` of the warm CLI, then a call at once: it runs on a new one and reaches Gemini
     // once, with the conversation.
-    let pids = std::process::Command::new("pgrep")
-        .args(["-f", "--", "--acp -m"])
-        .output()
-        .unwrap();
-    // Ours only: the warm CLI runs in this project.
-    let ours: Vec<i32> = String::from_utf8_lossy(&pids.stdout)
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .filter(|p| std::fs::read_link(format!("/proc/{p}/cwd")).ok().as_deref() == Some(&*root))
+    // Ours only: the warm CLI runs with this test's home.
+    let ours: Vec<i32> = super::acp_processes_with_home(home.path())
+        .into_iter()
+        .map(|(p, _)| p as i32)
         .collect();
     assert_eq!(ours.len(), 1, "one warm Gemini CLI");
     let pid = nix::unistd::Pid::from_raw(ours[0]);

@@ -1,5 +1,5 @@
 //! The `cli` backend with the real Gemini CLI (pinned, from npm) behind the fake Gemini API, over
-//! both transports: the CLI's own context of the project (the workspace tree, the `GEMINI.md`
+//! both transports, and the CLI's agent (`investigate` with `engine: "gemini-cli"`): the CLI's own context of the project (the workspace tree, the `GEMINI.md`
 //! files of the project and its ancestors) never reaches Gemini; only what our collector sends
 //! does. (The user's own `~/.gemini/GEMINI.md` is sent: no setting of the CLI stops it.)
 
@@ -51,11 +51,20 @@ async fn the_cli_backend_sends_gemini_no_workspace_tree_and_no_context_file() {
     )
     .unwrap();
 
-    for transport in ["headless", "acp"] {
+    // The `cli` backend over both transports, then the CLI's agent (`investigate`).
+    for transport in ["headless", "acp", "agent"] {
         let model = FakeGemini::start();
         let vars: Vec<(String, String)> = vec![
             ("GEMINI_BACKEND".into(), "cli".into()),
-            ("GEMINI_CLI_TRANSPORT".into(), transport.into()),
+            (
+                "GEMINI_CLI_TRANSPORT".into(),
+                if transport == "headless" {
+                    "headless"
+                } else {
+                    "acp"
+                }
+                .into(),
+            ),
             ("GEMINI_API_KEY".into(), KEY.into()),
             ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
             ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
@@ -69,7 +78,15 @@ async fn the_cli_backend_sends_gemini_no_workspace_tree_and_no_context_file() {
         let client = mcp::start(&root, &refs).await;
         let r = tokio::time::timeout(
             Duration::from_secs(150),
-            mcp::call(&client, "chat", json!({"prompt": "Is a trie overkill?"})),
+            if transport == "agent" {
+                mcp::call(
+                    &client,
+                    "investigate",
+                    json!({"task": "Is a trie overkill?", "engine": "gemini-cli", "model": "flash"}),
+                )
+            } else {
+                mcp::call(&client, "chat", json!({"prompt": "Is a trie overkill?"}))
+            },
         )
         .await
         .unwrap()
@@ -84,7 +101,19 @@ async fn the_cli_backend_sends_gemini_no_workspace_tree_and_no_context_file() {
             "{transport}: the prompt was not sent"
         );
         for r in &sent {
-            for leak in [PROJECT_CANARY, ANCESTOR_CANARY, SECRET_NAME, ".env"] {
+            // (The agent's system prompt, the CLI's own, names `.env` files in general.)
+            let env = if transport == "agent" {
+                SECRET_NAME
+            } else {
+                ".env"
+            };
+            for leak in [
+                PROJECT_CANARY,
+                ANCESTOR_CANARY,
+                SECRET_NAME,
+                env,
+                "Directory Structure",
+            ] {
                 assert!(
                     !r.raw_body.contains(leak),
                     "{transport}: {leak} reached Gemini: {}",
