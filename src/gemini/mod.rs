@@ -518,6 +518,8 @@ impl Gemini {
                         max_processes: config.acp_max_processes,
                         allowed_modes: Vec::new(),
                         timeout: config.call_timeout,
+                        // A plain process has no project tools.
+                        result_chars: crate::explore::RESULT_CHARS,
                     },
                     config.workdir.clone(),
                     None,

@@ -297,10 +297,8 @@ impl Server {
         let report =
             crate::tools::listmodels::report(self.pipeline.gemini(), self.pipeline.store_kind());
         let models: Vec<String> = report.models.iter().map(|m| m.id.clone()).collect();
-        let allowed = &self.pipeline.config().acp.allowed_modes;
-        let modes: Vec<&str> = crate::gemini::acp::Mode::ALL
-            .iter()
-            .filter(|m| !m.writes() || allowed.contains(m))
+        let modes: Vec<&str> = crate::gemini::acp::usable_modes()
+            .into_iter()
             .map(|m| m.id())
             .collect();
         let current = self.pipeline.agents().and_then(|p| p.current_model());

@@ -332,6 +332,7 @@ impl Pipeline {
                 max_processes: acp.max_processes,
                 allowed_modes: acp.allowed_modes.clone(),
                 timeout: settings.call_timeout,
+                result_chars: self.config.explore.result_chars,
             },
             self.collector.sandbox().roots()[0].clone(),
             Some(self.collector.clone()),

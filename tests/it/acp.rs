@@ -4,6 +4,8 @@
 //! from the stand-in's record; what the client received from the reply.
 
 mod bridge;
+mod context;
+mod result_cap;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -275,7 +277,11 @@ async fn the_agent_investigates_under_the_servers_read_only_policy() {
             .any(|w| w[0] == "-m" && w[1].contains("flash")),
         "{argv:?}"
     );
-    assert_eq!(starts[0]["cwd"], agent.root().display().to_string());
+    // It works in its private directory, not in the project (whose tree and `GEMINI.md` the CLI
+    // would send); it reads the project through our tools.
+    let cwd = starts[0]["cwd"].as_str().unwrap();
+    assert!(cwd.contains("gemini-mcp-acp-"), "{cwd}");
+    assert_ne!(cwd, agent.root().display().to_string());
     let init = &agent.received("initialize")[0]["params"];
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["clientCapabilities"]["fs"]["writeTextFile"], false);
@@ -673,24 +679,49 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
     }
     let progress = recorder.progress.lock().unwrap().len();
     assert!(progress >= 2, "no progress per tool call ({progress})");
+    // The warm agent is found while it lives, so the check below can see one left behind.
+    let warm = acp_processes_with_home(home.path());
+    assert!(!warm.is_empty(), "the warm Gemini CLI was not found");
     client.cancel().await.unwrap();
     // The server is gone: so is every Gemini CLI it started.
     let started = Instant::now();
     loop {
-        let left = std::process::Command::new("pgrep")
-            .args(["-f", &format!("{} --acp", bin.display())])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
+        let left = acp_processes_with_home(home.path());
         if left.is_empty() {
             break;
         }
         assert!(
             started.elapsed() < Duration::from_secs(10),
-            "left behind: {left}"
+            "left behind: {left:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The `gemini --acp` processes run with `home` as their `HOME`, as /proc shows them (pid and
+/// command line): the CLI runs as `node …/gemini.js … --acp …` in its private directory, so its
+/// environment tells a test's own apart.
+fn acp_processes_with_home(home: &std::path::Path) -> Vec<(u32, String)> {
+    let want = format!("HOME={}", home.display()).into_bytes();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let environ = std::fs::read(entry.path().join("environ")).unwrap_or_default();
+        if !environ.split(|b| *b == 0).any(|v| v == want.as_slice()) {
+            continue;
+        }
+        let argv = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let argv: Vec<String> = argv
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if argv.iter().any(|a| a == "--acp") {
+            found.push((pid, argv.join(" ")));
+        }
+    }
+    found
 }
 
 /// The `cli` backend over ACP: every tool's call is a session of one warm process, Gemini as a

@@ -317,9 +317,14 @@ async fn gemini_cli_success_sends_argv_stdin_system_prompt_and_reads_the_answer(
         "{policy}"
     );
     assert!(!policy.contains("google_web_search"), "{policy}");
-    // It ran in the project root, with its TMPDIR in the private directory, without relaunching.
-    assert_eq!(PathBuf::from(s.rec(1, "cwd").trim()), s.root());
+    // It ran in its private directory (not in the project: the CLI reads its context files from
+    // there up), with its TMPDIR there too, without relaunching.
     let system_md = PathBuf::from(s.rec(1, "system_md_path"));
+    assert_eq!(
+        PathBuf::from(s.rec(1, "cwd").trim()),
+        system_md.parent().unwrap()
+    );
+    assert_ne!(PathBuf::from(s.rec(1, "cwd").trim()), s.root());
     assert_eq!(
         PathBuf::from(s.rec(1, "tmpdir")),
         system_md.parent().unwrap()

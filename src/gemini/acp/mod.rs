@@ -70,6 +70,9 @@ pub struct AcpSettings {
     pub allowed_modes: Vec<Mode>,
     /// Deadline of one prompt.
     pub timeout: Duration,
+    /// Longest result of one of the agent's project tools, in characters
+    /// (`GEMINI_MCP_EXPLORE_RESULT_CHARS`).
+    pub result_chars: usize,
 }
 
 /// One tool call of the agent, as the reply shows it.
@@ -176,8 +179,9 @@ struct Process {
     load_session: bool,
     /// Sessions started in this process.
     started: std::sync::atomic::AtomicUsize,
-    /// The plain process's private directory (system prompt, policy, TMPDIR), removed with it.
-    _files: Option<tempfile::TempDir>,
+    /// The process's private directory (policy, settings, TMPDIR; a plain process's system
+    /// prompt and working directory), removed with it.
+    files: Option<tempfile::TempDir>,
 }
 
 impl Process {
@@ -282,16 +286,7 @@ impl Pool {
     /// the CLI's edit and shell tools read files beside the collector (an edit sends the file's
     /// lines back to Gemini, the shell prints any file), so the agent runs read-only.
     pub fn check_mode(&self, mode: Mode) -> Result<(), GeminiError> {
-        if mode.writes() {
-            return Err(cli_error(format!(
-                "approval mode `{}` is refused: the Gemini CLI's own edit and shell tools read files beside \
-                 this server's sandbox and redaction (the shell prints any file, secret files included; an \
-                 edit sends the file's lines back to Gemini), so its agent runs read-only here whatever \
-                 GEMINI_MCP_ACP_ALLOW_MODES lists: use `plan` (the default) or `default`",
-                mode.id()
-            )));
-        }
-        Ok(())
+        check_mode(mode)
     }
 
     /// Sends `prompt` and collects what the agent did until it stopped; each tool call is
@@ -481,10 +476,15 @@ impl Pool {
             (Kind::Agent(_), Some(tools)) => vec![tools.entry()],
             _ => Vec::new(),
         };
+        // A session works in the process's private directory, not in the project (see `command`).
+        let cwd = process
+            .files
+            .as_ref()
+            .map_or_else(|| key.root.clone(), |d| d.path().to_path_buf());
         let Kind::Agent(mode) = key.kind else {
             let created = process
                 .cx
-                .send_request(NewSessionRequest::new(key.root.clone()))
+                .send_request(NewSessionRequest::new(cwd))
                 .block_task()
                 .await
                 .map_err(|e| acp_error(&e))?;
@@ -502,7 +502,7 @@ impl Pool {
             if let Some((_, id)) = known
                 && process.load_session
             {
-                let load = LoadSessionRequest::new(SessionId::new(id.clone()), key.root.clone())
+                let load = LoadSessionRequest::new(SessionId::new(id.clone()), cwd.clone())
                     .mcp_servers(servers.clone());
                 match process.cx.send_request(load).block_task().await {
                     Ok(_) => {
@@ -518,7 +518,7 @@ impl Pool {
         }
         let created = process
             .cx
-            .send_request(NewSessionRequest::new(key.root.clone()).mcp_servers(servers))
+            .send_request(NewSessionRequest::new(cwd).mcp_servers(servers))
             .block_task()
             .await
             .map_err(|e| acp_error(&e))?;
@@ -680,7 +680,10 @@ impl Pool {
         };
         self.tools
             .get_or_try_init(|| async {
-                let explorer = Arc::new(crate::explore::Explorer::new(collector.clone()));
+                let explorer = Arc::new(
+                    crate::explore::Explorer::new(collector.clone())
+                        .with_result_chars(self.settings.result_chars),
+                );
                 project_tools::ProjectTools::start(explorer)
                     .await
                     .map(Arc::new)
@@ -744,12 +747,12 @@ impl Pool {
             closed: closed_rx,
             load_session,
             started: Default::default(),
-            _files: Some(files),
+            files: Some(files),
         })
     }
 
-    /// `gemini --acp` with the model, no extensions and no MCP servers but ours, in the root, no
-    /// relaunch, as the leader of its own process group; its policy, settings and TMPDIR in its
+    /// `gemini --acp` with the model, no extensions and no MCP servers but ours, in its private
+    /// directory (`headless::confine`), no relaunch, as the leader of its own process group; its policy, settings and TMPDIR in its
     /// private directory (the CLI's error reports kept private).
     fn command(&self, key: &Key, dir: &tempfile::TempDir) -> Command {
         let mut cmd = Command::new(&self.settings.program);
@@ -763,15 +766,11 @@ impl Pool {
                 cmd.env("GEMINI_SYSTEM_MD", dir.path().join("system.md"));
                 NO_MCP_SERVER
             }
-            // The agent: only our tools, no workspace tree, no context files.
-            Kind::Agent(_) => {
-                cmd.env(
-                    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
-                    dir.path().join("settings.json"),
-                );
-                project_tools::SERVER_NAME
-            }
+            // The agent: only our tools (it reads the project through them).
+            Kind::Agent(_) => project_tools::SERVER_NAME,
         };
+        // Both in the private directory, under our settings: no workspace tree, no context file.
+        super::headless::confine(&mut cmd, dir.path());
         cmd.arg("--acp")
             .arg("-m")
             .arg(&key.model)
@@ -779,7 +778,6 @@ impl Pool {
             .arg("none")
             .arg("--allowed-mcp-server-names")
             .arg(allowed)
-            .current_dir(&key.root)
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -980,11 +978,39 @@ const PLAIN_SYSTEM: &str = "You answer requests that gemini-mcp-server sends on 
 begins with its instructions under `# Instructions`: follow them exactly, as your system instructions for that request. \
 The conversation to answer follows under `# Conversation`. You have no tools.";
 
-/// The private directory of a plain process: its system prompt and its policy.
+/// Whether the agent may run in `mode`: the modes that write are refused.
+fn check_mode(mode: Mode) -> Result<(), GeminiError> {
+    if mode.writes() {
+        return Err(cli_error(format!(
+            "approval mode `{}` is refused: the Gemini CLI's own edit and shell tools read files beside \
+             this server's sandbox and redaction (the shell prints any file, secret files included; an \
+             edit sends the file's lines back to Gemini), so its agent runs read-only here whatever \
+             GEMINI_MCP_ACP_ALLOW_MODES lists: use `plan` (the default) or `default`",
+            mode.id()
+        )));
+    }
+    Ok(())
+}
+
+/// The approval modes a caller can use: those [`Pool::check_mode`] accepts.
+pub fn usable_modes() -> Vec<Mode> {
+    Mode::ALL
+        .iter()
+        .copied()
+        .filter(|m| check_mode(*m).is_ok())
+        .collect()
+}
+
+/// The private directory of a plain process (its working directory): its system prompt, its
+/// policy and its system settings.
 async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError> {
     private_dir(vec![
         ("system.md", PLAIN_SYSTEM.to_string()),
         ("policy.toml", super::headless::policy(web_search)),
+        (
+            super::headless::SETTINGS,
+            super::headless::system_settings(None),
+        ),
     ])
     .await
 }
@@ -1004,7 +1030,11 @@ async fn private_dir(files: Vec<(&'static str, String)>) -> Result<tempfile::Tem
             .map_err(io)?;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(io)?;
         for (name, text) in files {
-            std::fs::write(dir.path().join(name), text).map_err(io)?;
+            let path = dir.path().join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            std::fs::write(path, text).map_err(io)?;
         }
         Ok(dir)
     })

@@ -7,9 +7,12 @@
 //! them; they are taken away instead. The agent process gets:
 //! - a policy file that denies every tool (the CLI then leaves them out of the model's
 //!   declarations) except this server's, which it allows;
-//! - system settings (they override the user's and the project's) with no workspace tree in the
-//!   session context and a context-file name no project uses, so neither file names nor
-//!   `GEMINI.md` reach the first request;
+//! - the plain backends' settings (`headless::system_settings`, here with no tool of the CLI's
+//!   own), as the settings of its workspace: the process and its sessions work in its private
+//!   directory (`headless::confine`), not in the project, so no workspace tree and no `GEMINI.md`
+//!   of the project reach Gemini (the CLI reads a system settings file only where root owns
+//!   every directory above it, and reads context files up from its working directory whatever
+//!   its settings say);
 //! - this server, over HTTP on the loopback with a random bearer token, answering `initialize`,
 //!   `tools/list` and `tools/call` from the same `Explorer` that `investigate` uses: one body of
 //!   the rule, in this process.
@@ -49,23 +52,16 @@ pub fn policy() -> String {
 
 /// The agent's system settings: none of the CLI's own tools registered (an empty allow-list: a
 /// denied built-in `read_file` would also hide ours, which the CLI matches by its short name), no
-/// workspace tree, no context files.
+/// workspace tree.
 pub fn settings() -> String {
-    json!({
-        "tools": {"core": []},
-        "context": {
-            "includeDirectoryTree": false,
-            "fileName": ["gemini-mcp-server-reads-no-context-file.md"]
-        }
-    })
-    .to_string()
+    crate::gemini::headless::system_settings(Some(&[]))
 }
 
 /// The agent process's private directory: its policy and its system settings.
 pub async fn agent_files() -> Result<tempfile::TempDir, GeminiError> {
     super::private_dir(vec![
         ("policy.toml", policy()),
-        ("settings.json", settings()),
+        (crate::gemini::headless::SETTINGS, settings()),
     ])
     .await
 }

@@ -35,12 +35,13 @@
 //!   The call deadline (`GEMINI_TIMEOUT_SECS`) rules in any case.
 //! - **MCP servers and extensions off** (`--allowed-mcp-server-names <none>`, `-e none`): starting
 //!   the user's MCP servers on every call is slow, and this very server may be one of them.
-//! - **Trust is the user's decision.** We run in PROJECT_ROOT (the first root) but do not set
-//!   `GEMINI_CLI_TRUST_WORKSPACE`: trusting a folder makes the CLI load that folder's
-//!   `.gemini/settings.json`, which can start commands (MCP servers, hooks), and a review tool
-//!   must not run what the reviewed repository configures. If the user trusted the folder in the
-//!   CLI, or set the variable in this server's environment, the CLI runs; otherwise exit 55 is
-//!   turned into an error saying exactly that.
+//! - **Outside the project.** The CLI runs in its private directory, not in PROJECT_ROOT: it
+//!   sends the workspace's file tree and the `GEMINI.md` files of its working directory and
+//!   ancestors with the first request, unredacted, and no setting stops the context files (see
+//!   [`confine`]). A plain model needs nothing of the project; the files it sees come through the
+//!   collector, in the prompt. The private directory is trusted (`GEMINI_CLI_TRUST_WORKSPACE`):
+//!   it is ours, its only settings ours; the project's `.gemini/settings.json`, which can start
+//!   commands, is never loaded.
 //! - **Every documented outcome is parsed** ([`interpret`]): the JSON answer on stdout, or the
 //!   last JSON object on stderr, whatever noise surrounds it; an `error` key means failure even
 //!   with exit 0; exit codes 41/42/44/52/53/54/55 and HTTP statuses mod 256 (144 = 400, 173 = 429)
@@ -69,7 +70,7 @@ mod prompt;
 
 pub(crate) use outcome::cli_error;
 pub use outcome::{RawOutput, interpret, scrub};
-pub use prompt::{policy, render_prompt, system_prompt};
+pub use prompt::{SETTINGS, policy, render_prompt, system_prompt, system_settings};
 
 use group::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
 use outcome::{RetryNotice, Stop, retries_error, signal_of, spawn_error};
@@ -93,6 +94,17 @@ const LINE_CAP: usize = 4 << 10;
 const DETAIL_CAP: usize = 600;
 /// A server name no one uses: the MCP allow-list then admits no configured server.
 const NO_MCP_SERVER: &str = "gemini-mcp-server-allows-none";
+
+/// Runs a CLI process that answers as a plain model in `dir`, its private directory, under our
+/// settings (written there by [`system_settings`], as the workspace's): no workspace tree, and no
+/// context file of the project or its ancestors, since the CLI reads `GEMINI.md` from its working
+/// directory up whatever its settings say. A plain model needs nothing of the project; the
+/// directory is ours, so it is trusted (its settings are then read; the project's trust is not
+/// asked).
+pub(crate) fn confine(cmd: &mut Command, dir: &Path) {
+    cmd.current_dir(dir)
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+}
 
 /// Runs the Gemini CLI for each call. Cheap to share: it holds no process between calls.
 #[derive(Debug, Clone)]
@@ -240,7 +252,6 @@ impl CliBackend {
             .arg("none")
             .arg("--allowed-mcp-server-names")
             .arg(NO_MCP_SERVER)
-            .current_dir(&self.workdir)
             .env("GEMINI_SYSTEM_MD", files.system_path())
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
             .env("TMPDIR", files.dir())
@@ -248,6 +259,7 @@ impl CliBackend {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
+        confine(&mut cmd, files.dir());
         cmd
     }
 
@@ -302,7 +314,7 @@ impl CliBackend {
         tracing::debug!(
             program = %self.program.display(),
             model,
-            cwd = %self.workdir.display(),
+            cwd = %files.dir().display(),
             prompt_bytes = prompt.len(),
             "started the Gemini CLI"
         );

@@ -82,7 +82,25 @@ pub fn policy(web_search: bool) -> String {
     p
 }
 
-/// The call's private directory: `system.md`, `policy.toml`, and the CLI's `TMPDIR`.
+/// Where a private directory holds [`system_settings`]: the settings of the CLI's workspace when
+/// the directory is its working directory. (The CLI reads a system settings file only when root
+/// owns it and every directory above it, which no temporary directory is.)
+pub const SETTINGS: &str = ".gemini/settings.json";
+
+/// Our settings for the CLI: no workspace tree in the session context; `core_tools`, when given,
+/// is the allow-list of the CLI's own tools. No setting stops the CLI's context files
+/// (`context.fileName` adds names and keeps `GEMINI.md`), so a plain process also runs outside
+/// the project, these settings as its workspace's: see [`super::confine`].
+pub fn system_settings(core_tools: Option<&[&str]>) -> String {
+    let mut settings = serde_json::json!({"context": {"includeDirectoryTree": false}});
+    if let Some(core) = core_tools {
+        settings["tools"] = serde_json::json!({ "core": core });
+    }
+    settings.to_string()
+}
+
+/// The call's private directory: `system.md`, `policy.toml`, `settings.json`, the CLI's
+/// `TMPDIR` and its working directory.
 pub(super) struct CallFiles {
     pub(super) dir: Option<tempfile::TempDir>,
     pub(super) path: PathBuf,
@@ -100,7 +118,15 @@ impl CallFiles {
                 .prefix("gemini-mcp-cli-")
                 .permissions(std::fs::Permissions::from_mode(0o700))
                 .tempdir()?;
-            for (name, text) in [("system.md", system), ("policy.toml", policy)] {
+            let settings = system_settings(None);
+            for (name, text) in [
+                ("system.md", system),
+                ("policy.toml", policy),
+                (SETTINGS, settings),
+            ] {
+                if let Some(parent) = dir.path().join(name).parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
                 let mut f = std::fs::OpenOptions::new()
                     .write(true)
                     .create_new(true)

@@ -249,15 +249,10 @@ async fn the_real_gemini_cli_holds_the_bridges_conversation() {
 
     // `kill -9` of the warm CLI, then a call at once: it runs on a new one and reaches Gemini
     // once, with the conversation.
-    let pids = std::process::Command::new("pgrep")
-        .args(["-f", "--", "--acp -m"])
-        .output()
-        .unwrap();
-    // Ours only: the warm CLI runs in this project.
-    let ours: Vec<i32> = String::from_utf8_lossy(&pids.stdout)
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .filter(|p| std::fs::read_link(format!("/proc/{p}/cwd")).ok().as_deref() == Some(&*root))
+    // Ours only: the warm CLI runs with this test's home.
+    let ours: Vec<i32> = super::acp_processes_with_home(home.path())
+        .into_iter()
+        .map(|(p, _)| p as i32)
         .collect();
     assert_eq!(ours.len(), 1, "one warm Gemini CLI");
     let pid = nix::unistd::Pid::from_raw(ours[0]);
@@ -332,5 +327,41 @@ async fn a_call_right_after_the_agent_was_killed_runs_on_a_fresh_one() {
     let prompts = agent.received("session/prompt");
     assert_eq!(prompts.len(), 3, "each question reached the agent once");
     assert!(prompt_text(&prompts[2]).contains("THIRD-QUESTION"));
+    client.cancel().await.unwrap();
+}
+
+/// `list_models` lists only the approval modes a call can use: `autoEdit` and `yolo` are refused
+/// whatever `GEMINI_MCP_ACP_ALLOW_MODES` lists, so they are not offered either.
+#[tokio::test]
+async fn list_models_offers_only_the_modes_a_call_can_use() {
+    let agent = Agent::new(json!([]));
+    let client = start(
+        &agent,
+        &[BRIDGE, ("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit,yolo")],
+    )
+    .await;
+    let models = structured(&bridge(&client, "list_models", json!({})).await);
+    assert_eq!(
+        models["approval_modes"],
+        json!(["plan", "default"]),
+        "{models}"
+    );
+    // What is left out is what a call is refused.
+    let root = agent.root().display().to_string();
+    for mode in ["autoEdit", "yolo"] {
+        let r = bridge(
+            &client,
+            "gemini",
+            json!({"PROMPT": "Fix it.", "cd": root, "approval_mode": mode}),
+        )
+        .await;
+        let s = structured(&r);
+        assert_ne!(s["success"], true, "{mode}: {s}");
+        assert!(
+            text_of(&r).contains("is refused"),
+            "{mode}: {}",
+            text_of(&r)
+        );
+    }
     client.cancel().await.unwrap();
 }
