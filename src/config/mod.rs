@@ -453,6 +453,7 @@ impl Config {
             base_url: self.base_url.clone(),
             gemini_cli: self.gemini_cli.clone(),
             search_path: self.search_path.clone(),
+            state_dir: self.state_dir.clone(),
             workdir: self
                 .roots
                 .first()

@@ -332,6 +332,9 @@ pub struct Settings {
     /// The `PATH` value a bare `gemini_cli` name is looked up in.
     pub search_path: Option<String>,
     /// Where the Gemini CLI runs (the first project root).
+    /// Where the Gemini CLI's working directories are kept (`<state dir>/gemini-cli/<kind>`);
+    /// empty: each run works in its own private temporary directory.
+    pub state_dir: std::path::PathBuf,
     pub workdir: std::path::PathBuf,
     /// Default model (name or alias) when a call names none.
     pub default_model: String,
@@ -520,6 +523,7 @@ impl Gemini {
                         timeout: config.call_timeout,
                         // A plain process has no project tools.
                         result_chars: crate::explore::RESULT_CHARS,
+                        state_dir: config.state_dir.clone(),
                     },
                     config.workdir.clone(),
                     None,

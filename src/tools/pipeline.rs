@@ -333,6 +333,7 @@ impl Pipeline {
                 allowed_modes: acp.allowed_modes.clone(),
                 timeout: settings.call_timeout,
                 result_chars: self.config.explore.result_chars,
+                state_dir: settings.state_dir.clone(),
             },
             self.collector.sandbox().roots()[0].clone(),
             Some(self.collector.clone()),

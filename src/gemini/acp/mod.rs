@@ -73,6 +73,9 @@ pub struct AcpSettings {
     /// Longest result of one of the agent's project tools, in characters
     /// (`GEMINI_MCP_EXPLORE_RESULT_CHARS`).
     pub result_chars: usize,
+    /// Where the CLI's working directories are kept (see `headless::workspace`); empty: the
+    /// process's private directory.
+    pub state_dir: PathBuf,
 }
 
 /// One tool call of the agent, as the reply shows it.
@@ -180,8 +183,11 @@ struct Process {
     /// Sessions started in this process.
     started: std::sync::atomic::AtomicUsize,
     /// The process's private directory (policy, settings, TMPDIR; a plain process's system
-    /// prompt and working directory), removed with it.
-    files: Option<tempfile::TempDir>,
+    /// prompt), removed when the process goes: held, never read.
+    _files: Option<tempfile::TempDir>,
+    /// Where the process and its sessions work: a stable private directory under our settings
+    /// (`headless::workspace`), never the project.
+    cwd: PathBuf,
 }
 
 impl Process {
@@ -477,10 +483,7 @@ impl Pool {
             _ => Vec::new(),
         };
         // A session works in the process's private directory, not in the project (see `command`).
-        let cwd = process
-            .files
-            .as_ref()
-            .map_or_else(|| key.root.clone(), |d| d.path().to_path_buf());
+        let cwd = process.cwd.clone();
         let Kind::Agent(mode) = key.kind else {
             let created = process
                 .cx
@@ -694,14 +697,29 @@ impl Pool {
 
     /// Starts `gemini --acp` for `key` and completes the handshake.
     async fn start(&self, key: &Key) -> Result<Process, GeminiError> {
-        let files = match key.kind {
-            Kind::Plain { web_search } => plain_files(web_search).await?,
+        let (files, kind, settings) = match key.kind {
+            Kind::Plain { web_search } => (
+                plain_files(web_search).await?,
+                "plain",
+                super::headless::system_settings(None),
+            ),
             Kind::Agent(_) => {
                 self.project_tools().await?;
-                project_tools::agent_files().await?
+                (
+                    project_tools::agent_files().await?,
+                    "agent",
+                    project_tools::settings(),
+                )
             }
         };
-        let mut child = self.command(key, &files).spawn().map_err(|e| {
+        let cwd = super::headless::workspace_or(
+            self.settings.state_dir.clone(),
+            kind,
+            settings,
+            files.path().to_path_buf(),
+        )
+        .await?;
+        let mut child = self.command(key, &files, &cwd).spawn().map_err(|e| {
             cli_error(format!(
                 "could not start the Gemini CLI ({}): {e}; set GEMINI_CLI_PATH to its executable",
                 self.settings.program.display()
@@ -747,14 +765,15 @@ impl Pool {
             closed: closed_rx,
             load_session,
             started: Default::default(),
-            files: Some(files),
+            _files: Some(files),
+            cwd,
         })
     }
 
     /// `gemini --acp` with the model, no extensions and no MCP servers but ours, in its private
     /// directory (`headless::confine`), no relaunch, as the leader of its own process group; its policy, settings and TMPDIR in its
     /// private directory (the CLI's error reports kept private).
-    fn command(&self, key: &Key, dir: &tempfile::TempDir) -> Command {
+    fn command(&self, key: &Key, dir: &tempfile::TempDir, cwd: &std::path::Path) -> Command {
         let mut cmd = Command::new(&self.settings.program);
         cmd.arg("--policy")
             .arg(dir.path().join("policy.toml"))
@@ -770,7 +789,7 @@ impl Pool {
             Kind::Agent(_) => project_tools::SERVER_NAME,
         };
         // Both in the private directory, under our settings: no workspace tree, no context file.
-        super::headless::confine(&mut cmd, dir.path());
+        super::headless::confine(&mut cmd, cwd);
         cmd.arg("--acp")
             .arg("-m")
             .arg(&key.model)

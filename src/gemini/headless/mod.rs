@@ -70,7 +70,9 @@ mod prompt;
 
 pub(crate) use outcome::cli_error;
 pub use outcome::{RawOutput, interpret, scrub};
-pub use prompt::{SETTINGS, policy, render_prompt, system_prompt, system_settings};
+pub use prompt::{
+    SETTINGS, policy, render_prompt, system_prompt, system_settings, workspace, workspace_or,
+};
 
 use group::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
 use outcome::{RetryNotice, Stop, retries_error, signal_of, spawn_error};
@@ -111,6 +113,8 @@ pub(crate) fn confine(cmd: &mut Command, dir: &Path) {
 pub struct CliBackend {
     program: PathBuf,
     workdir: PathBuf,
+    /// Where the CLI's working directory is kept ([`workspace`]); empty: each call's own.
+    state_dir: PathBuf,
     timeout: Duration,
     max_attempts: u32,
     kill_grace: Duration,
@@ -136,6 +140,7 @@ impl CliBackend {
         CliBackend {
             program,
             workdir: config.workdir.clone(),
+            state_dir: config.state_dir.clone(),
             timeout: config.call_timeout,
             max_attempts: config.max_attempts.max(1),
             kill_grace: KILL_GRACE,
@@ -231,7 +236,17 @@ impl CliBackend {
         let prompt = render_prompt(&req.contents);
         let files =
             CallFiles::create(system_prompt(req), policy(req.web_search), &self.live).await?;
-        let run = self.run(&req.model.id, prompt, &files, ctx).await;
+        let cwd = workspace_or(
+            self.state_dir.clone(),
+            "plain",
+            system_settings(None),
+            files.dir().to_path_buf(),
+        )
+        .await;
+        let run = match cwd {
+            Ok(cwd) => self.run(&req.model.id, prompt, &files, &cwd, ctx).await,
+            Err(e) => Err(e),
+        };
         files.remove().await;
         let raw = run?;
         interpret(&raw, &self.workdir)
@@ -240,7 +255,7 @@ impl CliBackend {
     /// The command line of one call: JSON output, the model, our policy, no extensions and no
     /// MCP servers, the system prompt file, no relaunch, the call's private TMPDIR, and a process
     /// group of its own.
-    fn command(&self, model: &str, files: &CallFiles) -> Command {
+    fn command(&self, model: &str, files: &CallFiles, cwd: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.arg("-o")
             .arg("json")
@@ -259,7 +274,7 @@ impl CliBackend {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        confine(&mut cmd, files.dir());
+        confine(&mut cmd, cwd);
         cmd
     }
 
@@ -305,10 +320,11 @@ impl CliBackend {
         model: &str,
         prompt: String,
         files: &CallFiles,
+        cwd: &Path,
         ctx: &CallContext,
     ) -> Result<RawOutput, GeminiError> {
         let started = Instant::now();
-        let mut cmd = self.command(model, files);
+        let mut cmd = self.command(model, files, cwd);
         let mut child = cmd.spawn().map_err(|e| spawn_error(&self.program, &e))?;
         let group = GroupGuard::new(&child, &self.live);
         tracing::debug!(

@@ -99,6 +99,65 @@ pub fn system_settings(core_tools: Option<&[&str]>) -> String {
     settings.to_string()
 }
 
+/// The CLI's working directory for runs of one kind (`plain`, `agent`):
+/// `<state>/gemini-cli/<kind>`, private (0700, this user's, not a link), holding only our
+/// `settings` as its workspace's ([`SETTINGS`]). Stable, so the CLI keeps one record of it under
+/// `~/.gemini` (its projects, chats and history are keyed by the working directory) rather than
+/// one per run. The settings are replaced whole on each use: concurrent writers leave one of two
+/// identical files.
+pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = state.join("gemini-cli").join(kind);
+    let dot = dir.join(".gemini");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dot)?;
+    let mut file = tempfile::NamedTempFile::new_in(&dot)?;
+    // The file was just made by this process: its owner is who we run as.
+    let me = file.as_file().metadata()?.uid();
+    for d in [&dir, &dot] {
+        let m = std::fs::symlink_metadata(d)?;
+        if !m.is_dir() || m.uid() != me {
+            return Err(std::io::Error::other(format!(
+                "{} is not a directory of this user",
+                d.display()
+            )));
+        }
+        if m.mode() & 0o077 != 0 {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    std::io::Write::write_all(&mut file, settings.as_bytes())?;
+    file.persist(dir.join(SETTINGS)).map_err(|e| e.error)?;
+    Ok(dir)
+}
+
+/// [`workspace`] off the runtime; `fallback` (a private temporary directory already holding the
+/// settings) when there is no state directory.
+pub async fn workspace_or(
+    state: PathBuf,
+    kind: &'static str,
+    settings: String,
+    fallback: PathBuf,
+) -> Result<PathBuf, GeminiError> {
+    if state.as_os_str().is_empty() {
+        return Ok(fallback);
+    }
+    tokio::task::spawn_blocking(move || workspace(&state, kind, &settings))
+        .await
+        .map_err(|e| cli_error(None, format!("preparing the Gemini CLI's working directory failed: {e}")))?
+        .map_err(|e| {
+            cli_error(
+                None,
+                format!(
+                    "cannot prepare the Gemini CLI's working directory under the state directory \
+                     (GEMINI_MCP_STATE_DIR): {e}"
+                ),
+            )
+        })
+}
+
 /// The call's private directory: `system.md`, `policy.toml`, `settings.json`, the CLI's
 /// `TMPDIR` and its working directory.
 pub(super) struct CallFiles {
