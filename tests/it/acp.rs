@@ -280,7 +280,7 @@ async fn the_agent_investigates_under_the_servers_read_only_policy() {
     // It works in its private directory, not in the project (whose tree and `GEMINI.md` the CLI
     // would send); it reads the project through our tools.
     let cwd = starts[0]["cwd"].as_str().unwrap();
-    assert!(cwd.contains("gemini-mcp-acp-"), "{cwd}");
+    assert!(cwd.ends_with("/gemini-cli/agent"), "{cwd}");
     assert_ne!(cwd, agent.root().display().to_string());
     let init = &agent.received("initialize")[0]["params"];
     assert_eq!(init["protocolVersion"], 1);

@@ -317,14 +317,20 @@ async fn gemini_cli_success_sends_argv_stdin_system_prompt_and_reads_the_answer(
         "{policy}"
     );
     assert!(!policy.contains("google_web_search"), "{policy}");
-    // It ran in its private directory (not in the project: the CLI reads its context files from
-    // there up), with its TMPDIR there too, without relaunching.
+    // It ran in a private directory of ours under the state directory, one for every call (not
+    // in the project: the CLI reads its context files there), whose workspace settings are ours;
+    // its TMPDIR is the call's own, without relaunching.
     let system_md = PathBuf::from(s.rec(1, "system_md_path"));
-    assert_eq!(
-        PathBuf::from(s.rec(1, "cwd").trim()),
-        system_md.parent().unwrap()
+    let cwd = PathBuf::from(s.rec(1, "cwd").trim());
+    assert!(cwd.ends_with("gemini-cli/plain"), "{}", cwd.display());
+    assert_ne!(cwd, s.root());
+    assert!(!cwd.starts_with(s.root()), "{}", cwd.display());
+    let settings = std::fs::read_to_string(cwd.join(".gemini/settings.json")).unwrap();
+    assert!(
+        settings.contains("\"includeDirectoryTree\":false")
+            && settings.contains("\"memoryBoundaryMarkers\":[]"),
+        "{settings}"
     );
-    assert_ne!(PathBuf::from(s.rec(1, "cwd").trim()), s.root());
     assert_eq!(
         PathBuf::from(s.rec(1, "tmpdir")),
         system_md.parent().unwrap()

@@ -87,12 +87,17 @@ pub fn policy(web_search: bool) -> String {
 /// owns it and every directory above it, which no temporary directory is.)
 pub const SETTINGS: &str = ".gemini/settings.json";
 
-/// Our settings for the CLI: no workspace tree in the session context; `core_tools`, when given,
-/// is the allow-list of the CLI's own tools. No setting stops the CLI's context files
-/// (`context.fileName` adds names and keeps `GEMINI.md`), so a plain process also runs outside
-/// the project, these settings as its workspace's: see [`super::confine`].
+/// Our settings for the CLI: no workspace tree in the session context, and no memory boundary
+/// markers (the CLI then looks for context files in its working directory only, not up to a
+/// git root above it and down from there); `core_tools`, when given, is the allow-list of the
+/// CLI's own tools. No setting stops the CLI's context files (`context.fileName` adds names and
+/// keeps `GEMINI.md`), so the CLI also runs outside the project, in a directory of ours holding
+/// none, these settings as its workspace's: see [`super::confine`] and [`workspace`].
 pub fn system_settings(core_tools: Option<&[&str]>) -> String {
-    let mut settings = serde_json::json!({"context": {"includeDirectoryTree": false}});
+    let mut settings = serde_json::json!({"context": {
+        "includeDirectoryTree": false,
+        "memoryBoundaryMarkers": [],
+    }});
     if let Some(core) = core_tools {
         settings["tools"] = serde_json::json!({ "core": core });
     }
@@ -146,7 +151,12 @@ pub async fn workspace_or(
     }
     tokio::task::spawn_blocking(move || workspace(&state, kind, &settings))
         .await
-        .map_err(|e| cli_error(None, format!("preparing the Gemini CLI's working directory failed: {e}")))?
+        .map_err(|e| {
+            cli_error(
+                None,
+                format!("preparing the Gemini CLI's working directory failed: {e}"),
+            )
+        })?
         .map_err(|e| {
             cli_error(
                 None,

@@ -91,6 +91,13 @@ async fn the_cli_backend_sends_gemini_no_workspace_tree_and_no_context_file() {
         .await
         .unwrap()
         .unwrap();
+        if transport == "headless" {
+            // A second call works where the first did: the CLI keeps one record of it.
+            let again = mcp::call(&client, "chat", json!({"prompt": "And a radix tree?"}))
+                .await
+                .unwrap();
+            assert_ne!(again.is_error, Some(true), "{}", mcp::text(&again));
+        }
         let text = mcp::text(&r);
         assert_ne!(r.is_error, Some(true), "{transport}: {text}");
         assert!(text.contains("FAKE-REPLY"), "{transport}: {text}");
@@ -123,4 +130,22 @@ async fn the_cli_backend_sends_gemini_no_workspace_tree_and_no_context_file() {
         }
         client.cancel().await.unwrap();
     }
+    // The CLI keeps a record per working directory in the user's `~/.gemini` (projects, chats,
+    // history): one per kind of run of ours, not one per call.
+    let projects =
+        std::fs::read_to_string(home.path().join(".gemini/projects.json")).unwrap_or_default();
+    let recorded: Vec<&str> = ["gemini-cli/plain", "gemini-cli/agent", "gemini-mcp-"]
+        .into_iter()
+        .filter(|p| projects.contains(p))
+        .collect();
+    assert_eq!(
+        recorded,
+        ["gemini-cli/plain", "gemini-cli/agent"],
+        "{projects}"
+    );
+    assert_eq!(
+        projects.matches("gemini-cli/plain").count(),
+        1,
+        "{projects}"
+    );
 }
