@@ -88,7 +88,8 @@ pub(super) fn render(
         repos: repos.iter().map(|r| r.display.clone()).collect(),
         ..DiffContext::default()
     };
-    let built = diff_blocks(sandbox, found, repos, &mut files, budget, patches, &mut ctx)?;
+    let floor = header_floor(repos, &files, &ctx, budget);
+    let built = diff_blocks(sandbox, found, repos, &mut files, budget, floor, patches, &mut ctx)?;
     let (files, mut blocks) = drop_gone(files, built);
     let listed = list_changes(repos, &files, &mut ctx);
 
@@ -231,15 +232,18 @@ fn body_note(f: &FileChange) -> (Option<String>, Option<SkipReason>) {
 
 /// The diffs, per changed file (`None`: no diff), in priority order: an unbuilt patch is built
 /// (its file read) while the budget may still take it, then redacted and counted. The header is
-/// not known yet and counts as nothing here, so every diff the fit can take is built; once one
-/// did not fit, a file is read only if an upper estimate from its sizes fits what is left, and
-/// a diff is counted only if it surely fits (as in [`fit_diffs`]).
+/// not known yet (binary files get a note): `floor` tokens of it are counted, no more than it
+/// will cost, so every diff the fit can take is built. Once one did not fit, a file is read only
+/// if an upper estimate from its sizes fits what is left, and a diff is counted only if it surely
+/// fits (as in [`fit_diffs`]).
+#[allow(clippy::too_many_arguments)]
 fn diff_blocks(
     sandbox: &Sandbox,
     found: &[Found],
     repos: &[RepoView],
     files: &mut [FileChange],
     budget: u64,
+    floor: u64,
     patches: &Patches<'_>,
     ctx: &mut DiffContext,
 ) -> Result<Vec<Option<Block>>, GitError> {
@@ -248,7 +252,7 @@ fn diff_blocks(
         .collect();
     order.sort_by_key(|&i| (priority(&files[i]), i));
     let mut blocks: Vec<Option<Block>> = (0..files.len()).map(|_| None).collect();
-    let (mut used, mut missed) = (0u64, false);
+    let (mut used, mut missed) = (floor, false);
     for i in order {
         let room = budget.saturating_sub(used);
         if matches!(files[i].body, Body::Unbuilt(_)) {
@@ -325,21 +329,57 @@ fn drop_gone(files: Vec<FileChange>, built: Vec<Option<Block>>) -> (Vec<FileChan
 /// The header (the secret warning and the list of changed files, or a one-line summary when the
 /// list would take more than half the budget) and its tokens.
 fn header(repos: &[RepoView], listed: &[Listed], ctx: &DiffContext, budget: u64) -> (String, u64) {
-    let warning = secret_warning(&ctx.secret_files);
-    let mut header = format!("# Changes to review\n\n{warning}");
-    header.push_str(&list_text(repos, listed));
+    let header = full_header(repos, listed, ctx);
     let used = tokens::count(&header);
     if used <= budget / 2 {
         return (header, used);
     }
-    let header = format!(
-        "# Changes to review\n\n{warning}{} changed file(s) in {} repositories ({}); the list is left out to fit the token budget.\n\n",
+    let header = short_header(repos, listed, ctx);
+    let used = tokens::count(&header);
+    (header, used)
+}
+
+/// The header with the list of changed files.
+fn full_header(repos: &[RepoView], listed: &[Listed], ctx: &DiffContext) -> String {
+    let warning = secret_warning(&ctx.secret_files);
+    let mut header = format!("# Changes to review\n\n{warning}");
+    header.push_str(&list_text(repos, listed));
+    header
+}
+
+/// The header with a one-line summary instead of the list.
+fn short_header(repos: &[RepoView], listed: &[Listed], ctx: &DiffContext) -> String {
+    format!(
+        "# Changes to review\n\n{}{} changed file(s) in {} repositories ({}); the list is left out to fit the token budget.\n\n",
+        secret_warning(&ctx.secret_files),
         listed.len(),
         repos.len(),
         ctx.repos.join(", ")
-    );
-    let used = tokens::count(&header);
-    (header, used)
+    )
+}
+
+/// What the header costs at least, before any patch is built: the unbuilt files listed without
+/// the notes some will get (binary). Those notes only lengthen the list; when even the longest
+/// of them would keep it within half the budget, the list is sent, else the header may be the
+/// summary.
+fn header_floor(repos: &[RepoView], files: &[FileChange], ctx: &DiffContext, budget: u64) -> u64 {
+    let mut probe = DiffContext {
+        repos: ctx.repos.clone(),
+        ..DiffContext::default()
+    };
+    let listed = list_changes(repos, files, &mut probe);
+    let full = tokens::count(&full_header(repos, &listed, &probe));
+    let unbuilt = files
+        .iter()
+        .filter(|f| matches!(f.body, Body::Unbuilt(_)))
+        .count()
+        .min(LIST_MAX * repos.len()) as u64;
+    let note = tokens::count(" — binary (1023.9 KiB → 1023.9 KiB); not shown") + 2;
+    if full.saturating_add(unbuilt.saturating_mul(note)) <= budget / 2 {
+        full
+    } else {
+        full.min(tokens::count(&short_header(repos, &listed, &probe)))
+    }
 }
 
 /// A heading per repository section that has diffs.
