@@ -469,9 +469,14 @@ pub(super) fn size_bound(diffs: &[Diff<'_>], change: &FileChange) -> u64 {
     let sizes = diffs
         .get(p.diff)
         .and_then(|d| d.get_delta(p.delta))
-        .map_or(0, |d| d.old_file().size().saturating_add(d.new_file().size()));
+        .map_or(0, |d| {
+            d.old_file().size().saturating_add(d.new_file().size())
+        });
     let path = (change.path.len() + change.old_path.as_ref().map_or(0, String::len)) as u64;
-    sizes.saturating_mul(4).saturating_add(path * 8).saturating_add(512)
+    sizes
+        .saturating_mul(4)
+        .saturating_add(path * 8)
+        .saturating_add(512)
 }
 
 /// The change's body from its patch: binary files named, not dumped; submodules and mode

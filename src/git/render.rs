@@ -89,7 +89,9 @@ pub(super) fn render(
         ..DiffContext::default()
     };
     let floor = header_floor(repos, &files, &ctx, budget);
-    let built = diff_blocks(sandbox, found, repos, &mut files, budget, floor, patches, &mut ctx)?;
+    let built = diff_blocks(
+        sandbox, found, repos, &mut files, budget, floor, patches, &mut ctx,
+    )?;
     let (files, mut blocks) = drop_gone(files, built);
     let listed = list_changes(repos, &files, &mut ctx);
 

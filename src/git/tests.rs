@@ -1000,8 +1000,15 @@ fn a_hundred_thousand_left_out_files_are_each_listed_once() {
         build: &|_| Ok(()),
         bound: &|_| 0,
     };
-    let ctx = render::render(s.collector.sandbox(), &found, &repos, files, 200_000, &patches)
-        .unwrap();
+    let ctx = render::render(
+        s.collector.sandbox(),
+        &found,
+        &repos,
+        files,
+        200_000,
+        &patches,
+    )
+    .unwrap();
     assert_eq!(ctx.skipped.len(), 100_000);
     assert!(ctx.skipped.iter().all(|k| k.reason == SkipReason::Binary));
     let distinct: std::collections::HashSet<_> = ctx.skipped.iter().map(|k| &k.path).collect();
@@ -1057,6 +1064,12 @@ fn untracked_files_past_the_budget_are_never_opened() {
             opened.push(format!("data/{}", name.to_string_lossy()));
         }
     }
-    let read_anyway: Vec<&String> = opened.iter().filter(|o| over.contains(&o.as_str())).collect();
-    assert!(read_anyway.len() <= 1, "left out, yet opened: {read_anyway:?}");
+    let read_anyway: Vec<&String> = opened
+        .iter()
+        .filter(|o| over.contains(&o.as_str()))
+        .collect();
+    assert!(
+        read_anyway.len() <= 1,
+        "left out, yet opened: {read_anyway:?}"
+    );
 }
