@@ -15,7 +15,7 @@
 //! Building a file's patch loads its content (and looks up its attributes), so it is not done
 //! here: a change that needs one is [`Body::Unbuilt`], and [`build`] makes its patch when the
 //! budget reaches it (`render` takes them in priority order and stops once the budget is full).
-//! Files past the budget are never read.
+//! Files past the budget are never read (but the one whose diff, counted, showed it full).
 
 use std::path::Path;
 
