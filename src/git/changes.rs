@@ -11,6 +11,11 @@
 //! Each changed file becomes one [`FileChange`]: a unified diff, or only its name when its
 //! content must not or cannot be shown (a secret by name: never read; binary; over the size cap;
 //! a merge conflict). Renames and copies are detected (untracked files too), mode changes named.
+//!
+//! Building a file's patch loads its content (and looks up its attributes), so it is not done
+//! here: a change that needs one is [`Body::Unbuilt`], and [`build`] makes its patch when the
+//! budget reaches it (`render` takes them in priority order and stops once the budget is full).
+//! Files past the budget are never read (but the one whose diff, counted, showed it full).
 
 use std::path::Path;
 
@@ -65,6 +70,23 @@ pub(super) enum Body {
     Conflicted,
     /// git could not read it.
     Unreadable,
+    /// Its patch is not built yet (see [`build`]); never read if the budget does not reach it.
+    Unbuilt(Pending),
+    /// Its patch turned out empty (the file is unchanged after all): not reviewed.
+    Gone,
+}
+
+/// Where an unbuilt patch comes from.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Pending {
+    /// Index into the repository's [`RepoChanges::diffs`].
+    diff: usize,
+    /// The delta's index in that diff.
+    delta: usize,
+    status: Delta,
+    submodule: bool,
+    /// The new version is read from the work tree (else from its blob).
+    workdir: bool,
 }
 
 /// Where the new version's full content can be read, for context.
@@ -94,7 +116,7 @@ pub(super) struct FileChange {
 
 /// One repository's changes.
 #[derive(Default)]
-pub(super) struct RepoChanges {
+pub(super) struct RepoChanges<'r> {
     /// Branch and HEAD, as shown.
     pub head: String,
     /// The comparisons made, with their titles, in order.
@@ -103,17 +125,19 @@ pub(super) struct RepoChanges {
     pub files: Vec<FileChange>,
     /// `compare_to` names nothing here; uncommitted work was read instead.
     pub bad_ref: Option<GitError>,
+    /// The diffs the unbuilt patches come from.
+    pub diffs: Vec<Diff<'r>>,
 }
 
 /// Reads one repository. `prefix` is prepended to paths in diff headers when several
 /// repositories are reviewed (e.g. `libs/a/`), so every path Gemini sees is unambiguous.
-pub(super) fn read(
+pub(super) fn read<'r>(
     collector: &Collector,
-    found: &Found,
+    found: &'r Found,
     display: &str,
     prefix: &str,
     req: &DiffRequest,
-) -> Result<RepoChanges, GitError> {
+) -> Result<RepoChanges<'r>, GitError> {
     let repo = &found.repo;
     let err = |e: git2::Error| GitError::git(display, &e);
     let mut out = RepoChanges::default();
@@ -168,14 +192,14 @@ pub(super) fn read(
 }
 
 /// What the comparisons of one repository are made between.
-struct Compare<'a> {
-    repo: &'a Repository,
+struct Compare<'r, 'a> {
+    repo: &'r Repository,
     reader: &'a Reader<'a>,
     index: &'a Index,
     head_tree: Option<&'a git2::Tree<'a>>,
 }
 
-impl Compare<'_> {
+impl<'r> Compare<'r, '_> {
     /// Everything since the merge base `base` of `reference` and HEAD: to the work tree when
     /// unstaged changes are reviewed, else to the index when staged ones are, else to HEAD.
     fn since(
@@ -183,7 +207,7 @@ impl Compare<'_> {
         base: Oid,
         reference: &str,
         req: &DiffRequest,
-        out: &mut RepoChanges,
+        out: &mut RepoChanges<'r>,
     ) -> Result<(), git2::Error> {
         let (repo, reader) = (self.repo, self.reader);
         let base_tree = repo.find_commit(base).and_then(|c| c.tree())?;
@@ -206,12 +230,7 @@ impl Compare<'_> {
             Section::Since,
             format!("Changes since `{reference}` (merge base {short} → {to})"),
         ));
-        let content: fn(Oid) -> Content = if req.include_unstaged {
-            |_| Content::Workdir
-        } else {
-            Content::Blob
-        };
-        reader.collect(&diff, &mut out.files, |_| Some(Section::Since), content)?;
+        reader.collect(diff, out, |_| Some(Section::Since), req.include_unstaged)?;
         if req.include_untracked && !req.include_unstaged {
             untracked_only(repo, reader, self.index, out)?;
         }
@@ -224,7 +243,7 @@ impl Compare<'_> {
         &self,
         has_head: bool,
         req: &DiffRequest,
-        out: &mut RepoChanges,
+        out: &mut RepoChanges<'r>,
     ) -> Result<(), git2::Error> {
         let (repo, reader) = (self.repo, self.reader);
         if req.include_staged {
@@ -235,12 +254,7 @@ impl Compare<'_> {
             let from = if has_head { "HEAD" } else { "no commits yet" };
             out.sections
                 .push((Section::Staged, format!("Staged changes ({from} → index)")));
-            reader.collect(
-                &diff,
-                &mut out.files,
-                |_| Some(Section::Staged),
-                Content::Blob,
-            )?;
+            reader.collect(diff, out, |_| Some(Section::Staged), false)?;
         }
         if req.include_unstaged {
             let mut o = reader.options(req.include_untracked);
@@ -257,13 +271,13 @@ impl Compare<'_> {
                 ));
             }
             reader.collect(
-                &diff,
-                &mut out.files,
+                diff,
+                out,
                 |status| match status {
                     Delta::Untracked => Some(Section::Untracked),
                     _ => Some(Section::Unstaged),
                 },
-                |_| Content::Workdir,
+                true,
             )?;
         } else if req.include_untracked {
             untracked_only(repo, reader, self.index, out)?;
@@ -273,11 +287,11 @@ impl Compare<'_> {
 }
 
 /// Untracked files alone (when unstaged changes are not reviewed).
-fn untracked_only(
-    repo: &Repository,
+fn untracked_only<'r>(
+    repo: &'r Repository,
     reader: &Reader<'_>,
     index: &Index,
-    out: &mut RepoChanges,
+    out: &mut RepoChanges<'r>,
 ) -> Result<(), git2::Error> {
     let mut o = reader.options(true);
     let diff = repo.diff_index_to_workdir(Some(index), Some(&mut o))?;
@@ -286,10 +300,10 @@ fn untracked_only(
         "Untracked files (new, not yet added; shown as additions)".into(),
     ));
     reader.collect(
-        &diff,
-        &mut out.files,
+        diff,
+        out,
         |status| (status == Delta::Untracked).then_some(Section::Untracked),
-        |_| Content::Workdir,
+        true,
     )
 }
 
@@ -322,50 +336,50 @@ impl Reader<'_> {
         o
     }
 
-    /// Turns a diff's deltas into changes. `section` says where a delta belongs (None: not
-    /// wanted); `content` where its new version can be read in full.
-    fn collect(
+    /// Turns a diff's deltas into changes, their patches unbuilt, and keeps the diff for
+    /// [`build`]. `section` says where a delta belongs (None: not wanted); `workdir` whether
+    /// its new version is read from the work tree (else from its blob).
+    fn collect<'r>(
         &self,
-        diff: &Diff<'_>,
-        out: &mut Vec<FileChange>,
+        diff: Diff<'r>,
+        out: &mut RepoChanges<'r>,
         section: impl Fn(Delta) -> Option<Section>,
-        content: impl Fn(Oid) -> Content,
+        workdir: bool,
     ) -> Result<(), git2::Error> {
+        let d = out.diffs.len();
         for i in 0..diff.deltas().len() {
-            if let Some(change) = self.change(diff, i, &section, &content)? {
-                out.push(change);
+            if let Some(change) = self.change(&diff, d, i, &section, workdir) {
+                out.files.push(change);
             }
         }
+        out.diffs.push(diff);
         Ok(())
     }
 
-    /// The `i`th change of `diff`, or `None` for what is not reviewed here (unmodified,
-    /// ignored, a directory such as a nested repository, a section not asked for).
+    /// The `i`th change of `diff` (the repository's `d`th), or `None` for what is not reviewed
+    /// here (unmodified, ignored, a directory such as a nested repository, a section not asked
+    /// for). Nothing of the file is read: what its name, status and size decide is set, the
+    /// rest left [`Body::Unbuilt`].
     fn change(
         &self,
         diff: &Diff<'_>,
+        d: usize,
         i: usize,
         section: &impl Fn(Delta) -> Option<Section>,
-        content: &impl Fn(Oid) -> Content,
-    ) -> Result<Option<FileChange>, git2::Error> {
-        let Some(delta) = diff.get_delta(i) else {
-            return Ok(None);
-        };
+        workdir: bool,
+    ) -> Option<FileChange> {
+        let delta = diff.get_delta(i)?;
         let status = delta.status();
         if matches!(status, Delta::Unmodified | Delta::Ignored) {
-            return Ok(None);
+            return None;
         }
-        let Some(section) = section(status) else {
-            return Ok(None);
-        };
+        let section = section(status)?;
         let (old, new) = (delta.old_file(), delta.new_file());
-        let Some(path) = file_path(&new).or_else(|| file_path(&old)) else {
-            return Ok(None);
-        };
+        let path = file_path(&new).or_else(|| file_path(&old))?;
         // A directory git did not descend into: a nested repository, reviewed on its own
         // when it lies within max_depth.
         if path.ends_with('/') || new.mode() == FileMode::Tree {
-            return Ok(None);
+            return None;
         }
         let old_path = matches!(status, Delta::Renamed | Delta::Copied)
             .then(|| file_path(&old))
@@ -375,7 +389,11 @@ impl Reader<'_> {
         let mut change = FileChange {
             repo: 0,
             section,
-            status: status_name(status),
+            status: if submodule {
+                "submodule"
+            } else {
+                status_name(status)
+            },
             path,
             old_path,
             body: Body::Unreadable,
@@ -389,27 +407,76 @@ impl Reader<'_> {
         if let Some(rule) = secret {
             // Never loaded: its content must not leave the machine.
             change.body = Body::Secret { rule };
-            return Ok(Some(change));
+            return Some(change);
         }
         match status {
             Delta::Conflicted => {
                 change.body = Body::Conflicted;
-                return Ok(Some(change));
+                return Some(change);
             }
-            Delta::Unreadable => return Ok(Some(change)),
+            Delta::Unreadable => return Some(change),
             _ => {}
         }
         let size = old.size().max(new.size());
         if !submodule && size > MAX_FILE_BYTES {
             change.body = Body::TooLarge { size };
-            return Ok(Some(change));
+            return Some(change);
         }
-        let Some(mut patch) = Patch::from_diff(diff, i)? else {
-            return Ok(None);
-        };
-        patch_body(&mut patch, status, submodule, content, &mut change)?;
-        Ok(Some(change))
+        change.body = Body::Unbuilt(Pending {
+            diff: d,
+            delta: i,
+            status,
+            submodule,
+            workdir,
+        });
+        Some(change)
     }
+}
+
+/// Builds an unbuilt change's patch (loading the file's content) from its repository's
+/// `diffs`: its body becomes the patch, a binary note, or [`Body::Gone`]. Other changes are
+/// left as they are.
+pub(super) fn build(diffs: &[Diff<'_>], change: &mut FileChange) -> Result<(), git2::Error> {
+    let Body::Unbuilt(p) = change.body else {
+        return Ok(());
+    };
+    let Some(diff) = diffs.get(p.diff) else {
+        change.body = Body::Unreadable;
+        return Ok(());
+    };
+    let Some(mut patch) = Patch::from_diff(diff, p.delta)? else {
+        change.body = Body::Gone;
+        return Ok(());
+    };
+    let content = |id: Oid| {
+        if p.workdir {
+            Content::Workdir
+        } else {
+            Content::Blob(id)
+        }
+    };
+    patch_body(&mut patch, p.status, p.submodule, &content, change)
+}
+
+/// An upper estimate of the bytes an unbuilt change's diff block takes, from the file's sizes
+/// and path (nothing read): each byte of either version at most four bytes in the patch (an
+/// invalid byte is shown as a three-byte U+FFFD; a line adds its sign), plus headers. A bound on what is worth
+/// reading once the budget is nearly full, never used for the budget itself.
+pub(super) fn size_bound(diffs: &[Diff<'_>], change: &FileChange) -> u64 {
+    let Body::Unbuilt(p) = change.body else {
+        return 0;
+    };
+    let sizes = diffs
+        .get(p.diff)
+        .and_then(|d| d.get_delta(p.delta))
+        .map_or(0, |d| {
+            d.old_file().size().saturating_add(d.new_file().size())
+        });
+    let path = (change.path.len() + change.old_path.as_ref().map_or(0, String::len)) as u64;
+    sizes
+        .saturating_mul(4)
+        .saturating_add(path * 8)
+        .saturating_add(512)
 }
 
 /// The change's body from its patch: binary files named, not dumped; submodules and mode

@@ -172,11 +172,13 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
     // repository's uncommitted work is reviewed instead, and the text says so.
     let mut files = Vec::new();
     let mut bad_refs = Vec::new();
+    let mut diffs = Vec::with_capacity(found.len());
     for (i, f) in found.iter().enumerate() {
         let c = changes::read(collector, f, &repos[i].display, &repos[i].prefix, req)?;
         repos[i].head = c.head;
         repos[i].sections = c.sections;
         repos[i].notes = c.notes;
+        diffs.push(c.diffs);
         bad_refs.extend(c.bad_ref);
         files.extend(c.files.into_iter().map(|mut fc| {
             fc.repo = i;
@@ -200,7 +202,14 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
         };
         repos[0].notes.push(note);
     }
-    let mut ctx = render::render(sandbox, &found, &repos, files, req.budget);
+    // Patches are built as the budget reaches them, never for the files past it.
+    let patches = render::Patches {
+        build: &|f: &mut changes::FileChange| {
+            changes::build(&diffs[f.repo], f).map_err(|e| GitError::git(&repos[f.repo].display, &e))
+        },
+        bound: &|f: &changes::FileChange| changes::size_bound(&diffs[f.repo], f),
+    };
+    let mut ctx = render::render(sandbox, &found, &repos, files, req.budget, &patches)?;
     ctx.skipped
         .extend(discovery.left_out.iter().map(|l| Skipped {
             path: sandbox.display_path(&l.dir),

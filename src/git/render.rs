@@ -10,13 +10,19 @@
 //! order while the budget allows (and at most [`CONTEXT_CAP`] tokens of it), and the text says
 //! which files. Token counting is the bulk of the cost of a large change: once the budget is
 //! nearly full, only what surely fits is counted.
+//!
+//! Patches are built (each file's content loaded) in the same priority order, as the budget
+//! reaches them: once a diff did not fit, a file is read only if an upper estimate of its diff
+//! from its sizes would still fit. So with tens of thousands of untracked files only those the
+//! budget can take are read; the others are listed as left out, unread. When every diff fits,
+//! every patch is built, and the text is what building them all up front would give.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
-use super::{ChangedFile, DiffContext};
+use super::{ChangedFile, DiffContext, GitError};
 use crate::collector::classify::{Class, classify};
 use crate::collector::{Sandbox, SkipReason, Skipped, secrets, tokens};
 use crate::redact::redact;
@@ -53,7 +59,18 @@ struct Listed {
 struct Block {
     file: usize,
     text: String,
-    tokens: u64,
+    /// Counted once it was worth counting.
+    tokens: Option<u64>,
+    /// Its patch was never built: the budget was full before it came to it.
+    unread: bool,
+}
+
+/// How patches are built on demand (over the repositories' diffs, kept by the caller).
+pub(super) struct Patches<'a> {
+    /// Builds a change's patch: loads its file (see `changes::build`).
+    pub build: &'a dyn Fn(&mut FileChange) -> Result<(), GitError>,
+    /// An upper estimate, in bytes, of an unbuilt change's diff block (see `changes::size_bound`).
+    pub bound: &'a dyn Fn(&FileChange) -> u64,
 }
 
 /// The diff text for Gemini within `budget`: the header and list of changed files, then the
@@ -63,15 +80,20 @@ pub(super) fn render(
     sandbox: &Sandbox,
     found: &[Found],
     repos: &[RepoView],
-    files: Vec<FileChange>,
+    mut files: Vec<FileChange>,
     budget: u64,
-) -> DiffContext {
+    patches: &Patches<'_>,
+) -> Result<DiffContext, GitError> {
     let mut ctx = DiffContext {
         repos: repos.iter().map(|r| r.display.clone()).collect(),
         ..DiffContext::default()
     };
+    let floor = header_floor(repos, &files, &ctx, budget);
+    let built = diff_blocks(
+        sandbox, found, repos, &mut files, budget, floor, patches, &mut ctx,
+    )?;
+    let (files, mut blocks) = drop_gone(files, built);
     let listed = list_changes(repos, &files, &mut ctx);
-    let mut blocks = diff_blocks(sandbox, found, repos, &files, &mut ctx);
 
     // The header and the list are always sent (in short form if they would crowd out the
     // diffs), and so are the section headings; then diffs by priority.
@@ -114,7 +136,7 @@ pub(super) fn render(
     dedupe(&mut ctx.skipped);
     ctx.text = text;
     ctx.tokens = used;
-    ctx
+    Ok(ctx)
 }
 
 /// A changed file's path as shown: its repository's prefix, escaped and redacted (the diff text
@@ -205,58 +227,161 @@ fn body_note(f: &FileChange) -> (Option<String>, Option<SkipReason>) {
             Some("git could not read it".into()),
             Some(SkipReason::Unreadable),
         ),
+        // Left out over budget, by the fit.
+        Body::Unbuilt(_) | Body::Gone => (None, None),
     }
 }
 
-/// The diffs, redacted; counted lazily later (counting dominates the cost of a large change).
+/// The diffs, per changed file (`None`: no diff), in priority order: an unbuilt patch is built
+/// (its file read) while the budget may still take it, then redacted and counted. The header is
+/// not known yet (binary files get a note): `floor` tokens of it are counted, no more than it
+/// will cost, so every diff the fit can take is built. Once one did not fit, a file is read only
+/// if an upper estimate from its sizes fits what is left, and a diff is counted only if it surely
+/// fits (as in [`fit_diffs`]).
+#[allow(clippy::too_many_arguments)]
 fn diff_blocks(
     sandbox: &Sandbox,
     found: &[Found],
     repos: &[RepoView],
-    files: &[FileChange],
+    files: &mut [FileChange],
+    budget: u64,
+    floor: u64,
+    patches: &Patches<'_>,
     ctx: &mut DiffContext,
-) -> Vec<Block> {
-    let mut blocks = Vec::new();
-    for (i, f) in files.iter().enumerate() {
-        if let Body::Patch(patch) = &f.body {
-            let path = shown(repos, f);
-            let nl = if patch.ends_with('\n') { "" } else { "\n" };
-            let text = format!(
-                "--- BEGIN DIFF: {path} ({}, {}) ---\n{patch}{nl}--- END DIFF: {path} ---\n\n",
-                f.status,
-                f.section.short()
-            );
-            let (text, keys) = redact_key_lines(sandbox, &found[f.repo], f, &text);
-            let (text, n) = redact(&text);
-            ctx.redactions += keys + n;
-            blocks.push(Block {
-                file: i,
-                text,
-                tokens: 0,
-            });
+) -> Result<Vec<Option<Block>>, GitError> {
+    let mut order: Vec<usize> = (0..files.len())
+        .filter(|&i| matches!(files[i].body, Body::Patch(_) | Body::Unbuilt(_)))
+        .collect();
+    order.sort_by_key(|&i| (priority(&files[i]), i));
+    let mut blocks: Vec<Option<Block>> = (0..files.len()).map(|_| None).collect();
+    let (mut used, mut missed) = (floor, false);
+    for i in order {
+        let room = budget.saturating_sub(used);
+        if matches!(files[i].body, Body::Unbuilt(_)) {
+            if missed && upper_bound_len((patches.bound)(&files[i])) > room {
+                blocks[i] = Some(Block {
+                    file: i,
+                    text: String::new(),
+                    tokens: None,
+                    unread: true,
+                });
+                continue;
+            }
+            (patches.build)(&mut files[i])?;
         }
+        let Body::Patch(patch) = &files[i].body else {
+            continue;
+        };
+        let text = block_text(sandbox, &found[files[i].repo], repos, &files[i], patch, ctx);
+        let tokens = (!missed || upper_bound(&text) <= room).then(|| tokens::count(&text));
+        match tokens {
+            Some(t) if t <= room => used += t,
+            _ => missed = true,
+        }
+        blocks[i] = Some(Block {
+            file: i,
+            text,
+            tokens,
+            unread: false,
+        });
     }
-    blocks
+    Ok(blocks)
+}
+
+/// A diff between its markers, redacted (`ctx` counts the redactions).
+fn block_text(
+    sandbox: &Sandbox,
+    found: &Found,
+    repos: &[RepoView],
+    f: &FileChange,
+    patch: &str,
+    ctx: &mut DiffContext,
+) -> String {
+    let path = shown(repos, f);
+    let nl = if patch.ends_with('\n') { "" } else { "\n" };
+    let text = format!(
+        "--- BEGIN DIFF: {path} ({}, {}) ---\n{patch}{nl}--- END DIFF: {path} ---\n\n",
+        f.status,
+        f.section.short()
+    );
+    let (text, keys) = redact_key_lines(sandbox, found, f, &text);
+    let (text, n) = redact(&text);
+    ctx.redactions += keys + n;
+    text
+}
+
+/// The changes without those whose patch came out empty (unchanged after all), and the diff
+/// blocks of the others, in file order.
+fn drop_gone(files: Vec<FileChange>, built: Vec<Option<Block>>) -> (Vec<FileChange>, Vec<Block>) {
+    let mut kept = Vec::with_capacity(files.len());
+    let mut blocks = Vec::new();
+    for (f, block) in files.into_iter().zip(built) {
+        if matches!(f.body, Body::Gone) {
+            continue;
+        }
+        if let Some(mut block) = block {
+            block.file = kept.len();
+            blocks.push(block);
+        }
+        kept.push(f);
+    }
+    (kept, blocks)
 }
 
 /// The header (the secret warning and the list of changed files, or a one-line summary when the
 /// list would take more than half the budget) and its tokens.
 fn header(repos: &[RepoView], listed: &[Listed], ctx: &DiffContext, budget: u64) -> (String, u64) {
-    let warning = secret_warning(&ctx.secret_files);
-    let mut header = format!("# Changes to review\n\n{warning}");
-    header.push_str(&list_text(repos, listed));
+    let header = full_header(repos, listed, ctx);
     let used = tokens::count(&header);
     if used <= budget / 2 {
         return (header, used);
     }
-    let header = format!(
-        "# Changes to review\n\n{warning}{} changed file(s) in {} repositories ({}); the list is left out to fit the token budget.\n\n",
+    let header = short_header(repos, listed, ctx);
+    let used = tokens::count(&header);
+    (header, used)
+}
+
+/// The header with the list of changed files.
+fn full_header(repos: &[RepoView], listed: &[Listed], ctx: &DiffContext) -> String {
+    let warning = secret_warning(&ctx.secret_files);
+    let mut header = format!("# Changes to review\n\n{warning}");
+    header.push_str(&list_text(repos, listed));
+    header
+}
+
+/// The header with a one-line summary instead of the list.
+fn short_header(repos: &[RepoView], listed: &[Listed], ctx: &DiffContext) -> String {
+    format!(
+        "# Changes to review\n\n{}{} changed file(s) in {} repositories ({}); the list is left out to fit the token budget.\n\n",
+        secret_warning(&ctx.secret_files),
         listed.len(),
         repos.len(),
         ctx.repos.join(", ")
-    );
-    let used = tokens::count(&header);
-    (header, used)
+    )
+}
+
+/// What the header costs at least, before any patch is built: the unbuilt files listed without
+/// the notes some will get (binary). Those notes only lengthen the list; when even the longest
+/// of them would keep it within half the budget, the list is sent, else the header may be the
+/// summary.
+fn header_floor(repos: &[RepoView], files: &[FileChange], ctx: &DiffContext, budget: u64) -> u64 {
+    let mut probe = DiffContext {
+        repos: ctx.repos.clone(),
+        ..DiffContext::default()
+    };
+    let listed = list_changes(repos, files, &mut probe);
+    let full = tokens::count(&full_header(repos, &listed, &probe));
+    let unbuilt = files
+        .iter()
+        .filter(|f| matches!(f.body, Body::Unbuilt(_)))
+        .count()
+        .min(LIST_MAX * repos.len()) as u64;
+    let note = tokens::count(" — binary (1023.9 KiB → 1023.9 KiB); not shown") + 2;
+    if full.saturating_add(unbuilt.saturating_mul(note)) <= budget / 2 {
+        full
+    } else {
+        full.min(tokens::count(&short_header(repos, &listed, &probe)))
+    }
 }
 
 /// A heading per repository section that has diffs.
@@ -301,14 +426,15 @@ fn fit_diffs(
         // Once a diff did not fit, the budget is nearly full: only diffs that surely fit (by
         // an upper bound) are counted, so the tail of a huge change costs nothing.
         let room = budget.saturating_sub(*used);
-        let fits = if left_out && upper_bound(&blocks[b].text) > room {
-            false
+        let block = &mut blocks[b];
+        let fits = if block.unread || (left_out && upper_bound(&block.text) > room) {
+            None
         } else {
-            blocks[b].tokens = tokens::count(&blocks[b].text);
-            blocks[b].tokens <= room
+            let text = &block.text;
+            Some(*block.tokens.get_or_insert_with(|| tokens::count(text))).filter(|&t| t <= room)
         };
-        if fits {
-            *used += blocks[b].tokens;
+        if let Some(t) = fits {
+            *used += t;
             included[b] = true;
         } else {
             left_out = true;
@@ -434,7 +560,12 @@ impl Context<'_> {
 /// calibration adds well under half). It only decides what is not worth counting once the
 /// budget is nearly full; nothing relies on it for the budget itself.
 fn upper_bound(text: &str) -> u64 {
-    (text.len() as u64).saturating_mul(3) / 2 + 1
+    upper_bound_len(text.len() as u64)
+}
+
+/// [`upper_bound`] of a text of `len` bytes.
+fn upper_bound_len(len: u64) -> u64 {
+    len.saturating_mul(3) / 2 + 1
 }
 
 fn push_skipped(skipped: &mut Vec<Skipped>, path: String, reason: SkipReason) {

@@ -995,9 +995,81 @@ fn a_hundred_thousand_left_out_files_are_each_listed_once() {
             shown_lines: Vec::new(),
         })
         .collect();
-    let ctx = render::render(s.collector.sandbox(), &found, &repos, files, 200_000);
+    // Nothing to build: every body is known.
+    let patches = render::Patches {
+        build: &|_| Ok(()),
+        bound: &|_| 0,
+    };
+    let ctx = render::render(
+        s.collector.sandbox(),
+        &found,
+        &repos,
+        files,
+        200_000,
+        &patches,
+    )
+    .unwrap();
     assert_eq!(ctx.skipped.len(), 100_000);
     assert!(ctx.skipped.iter().all(|k| k.reason == SkipReason::Binary));
     let distinct: std::collections::HashSet<_> = ctx.skipped.iter().map(|k| &k.path).collect();
     assert_eq!(distinct.len(), 100_000);
+}
+
+/// Untracked files past the budget are never read: their patches are built only as the budget
+/// reaches them, in priority order. Here source files come first and most of 80 data files are
+/// left out; inotify reports every open of a file in the data folder (a stat or a directory listing
+/// opens nothing). Of the left-out files only the first is opened: its diff, counted, showed the
+/// budget full (same-sized files after it cannot fit, by their sizes).
+#[test]
+fn untracked_files_past_the_budget_are_never_opened() {
+    use rustix::fs::inotify;
+
+    let s = scratch();
+    let repo = init(&s.root);
+    let source = (0..40)
+        .map(|i| format!("pub fn f{i}() -> u32 {{ {i} }}\n"))
+        .collect::<String>();
+    for i in 0..5 {
+        write(&repo, &format!("src/m{i}.rs"), &source);
+    }
+    let data = (0..60)
+        .map(|i| format!("row {i}, with a few words in it\n"))
+        .collect::<String>();
+    for i in 0..80 {
+        write(&repo, &format!("data/t{i:02}.csv"), &data);
+    }
+    let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).unwrap();
+    inotify::add_watch(&fd, s.root.join("data"), inotify::WatchFlags::OPEN).unwrap();
+
+    let mut req = request(".");
+    req.budget = 10_000;
+    let d = read(&s, &req);
+    assert_eq!(d.changed.len(), 85);
+    assert!(d.tokens <= req.budget, "{} > {}", d.tokens, req.budget);
+    assert!(d.text.contains("pub fn f39()"), "{}", d.text);
+    let over: Vec<&str> = d
+        .skipped
+        .iter()
+        .filter(|k| k.reason == SkipReason::OverBudget)
+        .map(|k| k.path.as_str())
+        .collect();
+    assert!(over.len() >= 50, "{over:?}");
+    assert!(over.iter().all(|p| p.starts_with("data/")), "{over:?}");
+
+    let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); 64 * 1024];
+    let mut events = inotify::Reader::new(&fd, &mut buf);
+    let mut opened = Vec::new();
+    while let Ok(event) = events.next() {
+        if let Some(name) = event.file_name() {
+            opened.push(format!("data/{}", name.to_string_lossy()));
+        }
+    }
+    let read_anyway: Vec<&String> = opened
+        .iter()
+        .filter(|o| over.contains(&o.as_str()))
+        .collect();
+    assert!(
+        read_anyway.len() <= 1,
+        "left out, yet opened: {read_anyway:?}"
+    );
 }
