@@ -151,15 +151,7 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
     };
     let (_dir, root) = project();
     let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
-    let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                          "privacy": {"usageStatisticsEnabled": false},
-                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
-    std::fs::write(
-        home.path().join(".gemini/settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    crate::clients::gemini_cli_home(home.path());
 
     let model = FakeGemini::start();
     let (cli, ours) = (cli_calls(&root), our_calls());

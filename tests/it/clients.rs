@@ -265,11 +265,7 @@ tool_timeout_sec = 100
                 None => Script::text(FINAL_TEXT),
             })
         });
-        std::fs::create_dir_all(home.join(".gemini")).unwrap();
-        let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                          "privacy": {"usageStatisticsEnabled": false},
-                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
-        std::fs::write(home.join(".gemini/settings.json"), user.to_string()).unwrap();
+        gemini_cli_home(&home);
         let project_settings = self.root().join(".gemini");
         std::fs::create_dir_all(&project_settings).unwrap();
         let servers = json!({"mcpServers": {"gemini": {
@@ -811,6 +807,18 @@ fn the_inspector_lists_and_renders_prompts_and_reads_resources() {
 
 /// The Gemini CLI turns our prompts into slash commands: `/review-code src/lib.rs` sends its
 /// model the message our prompt renders (which tool to call, with which arguments).
+
+/// A home for the real Gemini CLI run offline against a stand-in Gemini: API-key auth (the
+/// stand-in's base URL comes from the environment), no usage statistics, one attempt, no
+/// auto-update.
+pub fn gemini_cli_home(home: &Path) {
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                      "privacy": {"usageStatisticsEnabled": false},
+                      "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
+    std::fs::write(home.join(".gemini/settings.json"), user.to_string()).unwrap();
+}
+
 #[test]
 fn gemini_cli_runs_our_prompt_as_a_slash_command() {
     let Some((bin, path)) = locate(Client::GeminiCli) else {
@@ -819,11 +827,7 @@ fn gemini_cli_runs_our_prompt_as_a_slash_command() {
     let project = Project::new();
     let model = FakeGemini::start();
     let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
-    let user = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                      "privacy": {"usageStatisticsEnabled": false},
-                      "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
-    std::fs::write(home.path().join(".gemini/settings.json"), user.to_string()).unwrap();
+    gemini_cli_home(home.path());
     let settings = project.root().join(".gemini");
     std::fs::create_dir_all(&settings).unwrap();
     let servers = json!({"mcpServers": {"gemini": {

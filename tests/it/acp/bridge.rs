@@ -197,15 +197,7 @@ async fn the_real_gemini_cli_holds_the_bridges_conversation() {
     )
     .unwrap();
     let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
-    let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                          "privacy": {"usageStatisticsEnabled": false},
-                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
-    std::fs::write(
-        home.path().join(".gemini/settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    crate::clients::gemini_cli_home(home.path());
     let model = FakeGemini::start();
     model.respond_with(|req: &Recorded| {
         if !req.is_stream() || !req.raw_body.contains("QUESTION") {

@@ -36,15 +36,7 @@ async fn the_cli_backend_sends_gemini_no_workspace_tree_and_no_context_file() {
     std::fs::write(root.join("src/lib.rs"), "pub fn one() -> i32 { 1 }\n").unwrap();
     // The user's home: the CLI's settings and a global `GEMINI.md`.
     let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
-    let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                          "privacy": {"usageStatisticsEnabled": false},
-                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
-    std::fs::write(
-        home.path().join(".gemini/settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    crate::clients::gemini_cli_home(home.path());
     std::fs::write(
         home.path().join(".gemini/GEMINI.md"),
         format!("{GLOBAL_CANARY}\n"),

@@ -25,15 +25,7 @@ async fn the_agents_project_tools_cap_a_result_at_the_configured_size() {
         .collect();
     std::fs::write(root.join("src/big.rs"), big).unwrap();
     let home = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
-    let settings = json!({"security": {"auth": {"selectedType": "gemini-api-key"}},
-                          "privacy": {"usageStatisticsEnabled": false},
-                          "general": {"maxAttempts": 1, "disableAutoUpdate": true}});
-    std::fs::write(
-        home.path().join(".gemini/settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    crate::clients::gemini_cli_home(home.path());
 
     let model = FakeGemini::start();
     model.respond_with(move |req: &Recorded| {
