@@ -265,7 +265,7 @@ tool_timeout_sec = 100
                 None => Script::text(FINAL_TEXT),
             })
         });
-        gemini_cli_home(&home);
+        gemini_cli_home(home);
         let project_settings = self.root().join(".gemini");
         std::fs::create_dir_all(&project_settings).unwrap();
         let servers = json!({"mcpServers": {"gemini": {
@@ -805,9 +805,6 @@ fn the_inspector_lists_and_renders_prompts_and_reads_resources() {
     );
 }
 
-/// The Gemini CLI turns our prompts into slash commands: `/review-code src/lib.rs` sends its
-/// model the message our prompt renders (which tool to call, with which arguments).
-
 /// A home for the real Gemini CLI run offline against a stand-in Gemini: API-key auth (the
 /// stand-in's base URL comes from the environment), no usage statistics, one attempt, no
 /// auto-update.
@@ -819,6 +816,8 @@ pub fn gemini_cli_home(home: &Path) {
     std::fs::write(home.join(".gemini/settings.json"), user.to_string()).unwrap();
 }
 
+/// The Gemini CLI turns our prompts into slash commands: `/review-code src/lib.rs` sends its
+/// model the message our prompt renders (which tool to call, with which arguments).
 #[test]
 fn gemini_cli_runs_our_prompt_as_a_slash_command() {
     let Some((bin, path)) = locate(Client::GeminiCli) else {
