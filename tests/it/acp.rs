@@ -609,15 +609,8 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
             _ => Script::text("REAL-CLI-ANSWER: add subtracts (src/lib.rs:2)."),
         })
     });
-    let vars: Vec<(String, String)> = vec![
-        ("GEMINI_API_KEY".into(), KEY.into()),
-        ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
-        ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
-        ("PATH".into(), path),
-        ("HOME".into(), home.path().display().to_string()),
-        ("GOOGLE_GEMINI_BASE_URL".into(), model.base_url()),
-        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
-    ];
+    let vars =
+        crate::clients::gemini_cli_server_env(&bin, &path, home.path(), &model.base_url(), &[]);
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (client, recorder) = mcp::start_recording(&root, &refs).await;
     for mode in ["plan", "default"] {

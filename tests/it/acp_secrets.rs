@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::clients::{Client, locate};
 use crate::support::fake_gemini::{FakeGemini, Recorded, Script};
-use crate::support::mcp::{self, KEY};
+use crate::support::mcp;
 
 /// The secret values: none may appear in a request to Gemini.
 const ENV_KEY: &str = "sk-live-Zq8vR2mN5xT1wY7uK3pL9dF4hJ6gB0cV";
@@ -168,16 +168,13 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
             Script::calls(&cli, "c2lnLW9uZQ==", [100, 5, 5])
         })
     });
-    let vars: Vec<(String, String)> = vec![
-        ("GEMINI_API_KEY".into(), KEY.into()),
-        ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
-        ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
-        ("PATH".into(), path),
-        ("HOME".into(), home.path().display().to_string()),
-        ("GOOGLE_GEMINI_BASE_URL".into(), model.base_url()),
-        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
-        ("GEMINI_MCP_ACP_ALLOW_MODES".into(), "autoEdit,yolo".into()),
-    ];
+    let vars = crate::clients::gemini_cli_server_env(
+        &bin,
+        &path,
+        home.path(),
+        &model.base_url(),
+        &[("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit,yolo")],
+    );
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (client, _recorder) = mcp::start_recording(&root, &refs).await;
     let mut failures = Vec::new();

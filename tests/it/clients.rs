@@ -816,6 +816,29 @@ pub fn gemini_cli_home(home: &Path) {
     std::fs::write(home.join(".gemini/settings.json"), user.to_string()).unwrap();
 }
 
+/// The server's environment for a test of the real Gemini CLI behind it: the server finds the
+/// CLI at `bin` (with `path`), the CLI reaches the stand-in Gemini at `model_url` from `home`
+/// (see [`gemini_cli_home`]) in a trusted workspace; `extra` adds the test's own settings.
+pub fn gemini_cli_server_env(
+    bin: &Path,
+    path: &str,
+    home: &Path,
+    model_url: &str,
+    extra: &[(&str, &str)],
+) -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> = vec![
+        ("GEMINI_API_KEY".into(), mcp::KEY.into()),
+        ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
+        ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
+        ("PATH".into(), path.into()),
+        ("HOME".into(), home.display().to_string()),
+        ("GOOGLE_GEMINI_BASE_URL".into(), model_url.into()),
+        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
+    ];
+    vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    vars
+}
+
 /// The Gemini CLI turns our prompts into slash commands: `/review-code src/lib.rs` sends its
 /// model the message our prompt renders (which tool to call, with which arguments).
 #[test]

@@ -564,16 +564,22 @@ impl Reply {
             r.render();
             r.size() <= budget
         };
-        let (mut lo, mut hi) = (0, all.len());
+        self.keep_largest(all.len(), try_keep);
+    }
+
+    /// Leaves the reply as `keep(self, k)` makes it for the largest `k` in `0..=n` that fits
+    /// (`keep` renders and says whether it fits; fitting shrinks as `k` grows), or for 0.
+    fn keep_largest(&mut self, n: usize, mut keep: impl FnMut(&mut Reply, usize) -> bool) {
+        let (mut lo, mut hi) = (0, n);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if try_keep(self, mid) {
+            if keep(self, mid) {
                 lo = mid;
             } else {
                 hi = mid - 1;
             }
         }
-        try_keep(self, lo);
+        keep(self, lo);
     }
 
     /// Keeps the most severe findings that fit (they are sorted most severe first) and says how
@@ -591,17 +597,8 @@ impl Reply {
             r.render();
             r.size() <= budget
         };
-        // The largest k that fits; 0 is kept even when it does not (the summary is cut next).
-        let (mut lo, mut hi) = (0, all.len());
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if try_keep(self, mid) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        try_keep(self, lo);
+        // 0 is kept even when it does not fit (the summary is cut next).
+        self.keep_largest(all.len(), try_keep);
     }
 
     /// The longest prefix of `full` (cut on a line boundary) with which the result fits, with the

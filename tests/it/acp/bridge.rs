@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{Agent, call, chunk, start, structured, text_of};
 use crate::support::http::{HttpServer, Style};
-use crate::support::mcp::{self, KEY};
+use crate::support::mcp;
 
 const BRIDGE: (&str, &str) = ("GEMINI_MCP_COMPAT", "acp-bridge");
 
@@ -209,16 +209,13 @@ async fn the_real_gemini_cli_holds_the_bridges_conversation() {
             Script::text("FIRST-ANSWER-7d1c")
         })
     });
-    let vars: Vec<(String, String)> = vec![
-        ("GEMINI_API_KEY".into(), KEY.into()),
-        ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
-        ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
-        ("PATH".into(), path),
-        ("HOME".into(), home.path().display().to_string()),
-        ("GOOGLE_GEMINI_BASE_URL".into(), model.base_url()),
-        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
-        ("GEMINI_MCP_COMPAT".into(), "acp-bridge".into()),
-    ];
+    let vars = crate::clients::gemini_cli_server_env(
+        &bin,
+        &path,
+        home.path(),
+        &model.base_url(),
+        &[("GEMINI_MCP_COMPAT", "acp-bridge")],
+    );
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (client, _) = mcp::start_recording(&root, &refs).await;
     let cd = root.display().to_string();

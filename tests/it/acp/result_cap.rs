@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{call, structured, text_of};
-use crate::support::mcp::{self, KEY};
+use crate::support::mcp;
 
 #[tokio::test]
 async fn the_agents_project_tools_cap_a_result_at_the_configured_size() {
@@ -41,16 +41,13 @@ async fn the_agents_project_tools_cap_a_result_at_the_configured_size() {
             _ => Script::text("CAP-ANSWER"),
         })
     });
-    let vars: Vec<(String, String)> = vec![
-        ("GEMINI_API_KEY".into(), KEY.into()),
-        ("GEMINI_BASE_URL".into(), "http://127.0.0.1:9".into()),
-        ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
-        ("PATH".into(), path),
-        ("HOME".into(), home.path().display().to_string()),
-        ("GOOGLE_GEMINI_BASE_URL".into(), model.base_url()),
-        ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
-        ("GEMINI_MCP_EXPLORE_RESULT_CHARS".into(), "2000".into()),
-    ];
+    let vars = crate::clients::gemini_cli_server_env(
+        &bin,
+        &path,
+        home.path(),
+        &model.base_url(),
+        &[("GEMINI_MCP_EXPLORE_RESULT_CHARS", "2000")],
+    );
     let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let (client, _) = mcp::start_recording(&root, &refs).await;
     let r = call(
