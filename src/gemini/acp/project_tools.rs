@@ -166,7 +166,10 @@ async fn handle(State(s): State<Arc<Served>>, headers: HeaderMap, body: Bytes) -
         "ping" => Ok(json!({})),
         "tools/list" => Ok(json!({ "tools": tools() })),
         "tools/call" => call(&s.explorer, params).await,
-        other => Err((-32601, format!("method `{other}` not found"))),
+        other => Err((
+            -32601,
+            format!("method `{}` not found", crate::echo::echo(other)),
+        )),
     };
     reply(id, result)
 }
