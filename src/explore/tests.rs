@@ -570,3 +570,11 @@ fn revisions_and_pathspecs_cannot_reach_past_the_root() {
         o.text
     );
 }
+
+/// What Gemini is told about the functions, byte for byte (key order included): a change to a
+/// name, a description or a parameter shows here in review.
+#[test]
+fn the_declarations_sent_to_gemini() {
+    let sent = serde_json::to_string_pretty(&Explorer::declarations()).unwrap();
+    insta::assert_snapshot!("declarations", sent);
+}
