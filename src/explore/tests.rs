@@ -187,7 +187,7 @@ fn bad_calls_are_results_that_say_how_to_call_again() {
     let o = t.explorer.execute("write_file", &json!({"path": "x"}));
     assert!(
         o.text
-            .contains("list_files, read_file, search_text, git_log, git_diff and git_blame"),
+            .contains("list_files, read_file, git_log, git_diff, git_blame and search_text"),
         "{}",
         o.text
     );

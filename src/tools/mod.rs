@@ -18,11 +18,14 @@ pub mod precommit;
 pub mod prompt;
 pub mod reply;
 pub mod review;
-pub mod schema;
 pub mod spend;
 pub mod thinkdeep;
 pub mod threads;
 pub mod workflows;
+
+/// The portable JSON Schemas live in a part (`crate::schema`: explore's function declarations
+/// are made with them too); tool definitions reach them here as before.
+pub use crate::schema;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
