@@ -169,6 +169,22 @@ pub enum ConfigError {
     Derived(String),
 }
 
+/// The Gemini API's service tiers, as `GEMINI_SERVICE_TIER` and `--tier` take them.
+pub const SERVICE_TIERS: [&str; 3] = ["standard", "flex", "priority"];
+
+/// `raw` as a service tier (trimmed, lowercase), or what is wrong with it.
+pub fn service_tier(raw: &str) -> Result<String, String> {
+    let tier = raw.trim().to_ascii_lowercase();
+    if SERVICE_TIERS.contains(&tier.as_str()) {
+        return Ok(tier);
+    }
+    let [a, b, c] = SERVICE_TIERS;
+    Err(format!(
+        "`{}` is not a tier; use {a}, {b} or {c}",
+        raw.trim()
+    ))
+}
+
 pub(crate) fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         name,

@@ -204,17 +204,10 @@ pub const SETTINGS: &[Setting] = &[
         doc: "The Gemini API service tier to ask for: `standard`, `flex` (lower price, longer latency target; good for the git hook and CI) or `priority` (where the account has it). The reply's `usage.tier` says which tier served the call when the API reports it. `--tier` on the command line overrides it.",
         also_reads: &[],
         read: |src, c| {
-            c.service_tier = match src
-                .get("GEMINI_SERVICE_TIER")
-                .map(|t| t.trim().to_ascii_lowercase())
-            {
+            c.service_tier = match src.get("GEMINI_SERVICE_TIER") {
                 None => None,
-                Some(t) if ["standard", "flex", "priority"].contains(&t.as_str()) => Some(t),
                 Some(t) => {
-                    return Err(invalid(
-                        "GEMINI_SERVICE_TIER",
-                        format!("`{t}` is not a tier; use standard, flex or priority"),
-                    ));
+                    Some(super::service_tier(&t).map_err(|e| invalid("GEMINI_SERVICE_TIER", e))?)
                 }
             };
             Ok(())
