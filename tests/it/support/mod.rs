@@ -2,6 +2,7 @@
 
 pub mod anthropic_api;
 pub mod fake_gemini;
+pub mod gemma_ref;
 pub mod http;
 pub mod mcp;
 pub mod redis;
