@@ -1,4 +1,4 @@
-//! The six tools and the one pipeline they share.
+//! The eight tools and the one pipeline they share.
 //!
 //! Each tool file holds its parameters, a pure `plan()` that turns them into a [`Plan`], and its
 //! MCP adapter. [`pipeline::Pipeline::run`] does the rest for every tool: thread → files or git
