@@ -59,6 +59,8 @@ pub struct Args {
     pub command: Option<Command>,
 }
 
+// Parsed once per process: the size of the tool variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over stdio (the default), or over Streamable HTTP with --http.

@@ -119,18 +119,3 @@ impl Server {
         Ok(result)
     }
 }
-
-#[cfg(test)]
-mod tmp_tests {
-    #[test]
-    fn tmp_instructions_unchanged() {
-        const OLD: &str = "Gemini as a second opinion. Use `codereview` for findings on files (severity, file:line, fix); \
-`precommit` before committing, on the pending git changes; `debug` for root-cause analysis of an error; `analyze` to \
-answer a question about files or directories; `thinkdeep` to extend and challenge your own analysis of a hard problem; \
-`investigate` when Gemini should find the relevant files itself (it reads and searches the project, read-only); \
-`chat` for anything else. Pass paths in `files` (directories are expanded, .gitignore respected). Every reply carries a \
-`continuation_id`: pass it back (to any tool) to continue the same conversation without resending context. \
-`listmodels` shows the models and aliases.";
-        assert_eq!(super::super::instructions(), OLD);
-    }
-}
