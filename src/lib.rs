@@ -31,5 +31,4 @@ pub mod shutdown;
 pub mod stdio;
 pub mod term;
 pub mod threads;
-pub mod tool;
 pub mod tools;
