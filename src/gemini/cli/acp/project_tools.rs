@@ -7,9 +7,9 @@
 //! them; they are taken away instead. The agent process gets:
 //! - a policy file that denies every tool (the CLI then leaves them out of the model's
 //!   declarations) except this server's, which it allows;
-//! - the plain backends' settings (`headless::system_settings`, here with no tool of the CLI's
+//! - the plain backends' settings (`cli::system_settings`, here with no tool of the CLI's
 //!   own), as the settings of its workspace: the process and its sessions work in its private
-//!   directory (`headless::confine`), not in the project, so no workspace tree and no `GEMINI.md`
+//!   directory (`cli::confine`), not in the project, so no workspace tree and no `GEMINI.md`
 //!   of the project reach Gemini (the CLI reads a system settings file only where root owns
 //!   every directory above it, and reads context files up from its working directory whatever
 //!   its settings say);
