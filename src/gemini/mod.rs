@@ -70,8 +70,10 @@ pub struct Gemini {
     /// The warm `gemini --acp` processes, made on first use: the CLI backend's plain model, and
     /// the agent of `investigate`'s `engine: "gemini-cli"`.
     agents: OnceLock<Arc<acp::Pool>>,
-    /// What the agents' pool is made from.
-    settings: Settings,
+    /// The agents' settings, their `program` as configured (`GEMINI_CLI_PATH`), not yet located.
+    agent_settings: acp::AcpSettings,
+    /// Where the agents run without a collector (the first project root).
+    workdir: std::path::PathBuf,
     /// The `PATH` value a bare Gemini CLI name is looked up in.
     path: Option<std::ffi::OsString>,
     /// The roots and secrets the agents read through; `None`: they read nothing.
@@ -163,7 +165,16 @@ impl Gemini {
             backend,
             warm,
             agents: OnceLock::new(),
-            settings: config.clone(),
+            agent_settings: acp::AcpSettings {
+                program: config.gemini_cli.clone(),
+                idle: config.acp_idle,
+                max_processes: config.acp_max_processes,
+                allowed_modes: config.acp_allowed_modes.clone(),
+                timeout: config.call_timeout,
+                result_chars: config.explore_result_chars,
+                state_dir: config.state_dir.clone(),
+            },
+            workdir: config.workdir.clone(),
             path: path.map(std::ffi::OsStr::to_os_string),
             collector: None,
             catalogue: Catalogue::builtin(&config.default_model),
@@ -184,35 +195,23 @@ impl Gemini {
         if let Some(pool) = self.agents.get() {
             return Ok(pool.clone());
         }
-        let s = &self.settings;
-        let program = match &self.backend {
+        let mut settings = self.agent_settings.clone();
+        settings.program = match &self.backend {
             Backend::Cli(cli) => cli.program().to_path_buf(),
-            _ => cli::locate(&s.gemini_cli, self.path.as_deref()).ok_or_else(|| {
+            _ => cli::locate(&settings.program, self.path.as_deref()).ok_or_else(|| {
                 cli_error(format!(
                     "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
                      (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
                      out `engine` to investigate with the API backend",
-                    s.gemini_cli.display()
+                    settings.program.display()
                 ))
             })?,
         };
         let root = match &self.collector {
             Some(c) => c.sandbox().roots()[0].clone(),
-            None => s.workdir.clone(),
+            None => self.workdir.clone(),
         };
-        let pool = acp::Pool::new(
-            acp::AcpSettings {
-                program,
-                idle: s.acp_idle,
-                max_processes: s.acp_max_processes,
-                allowed_modes: s.acp_allowed_modes.clone(),
-                timeout: s.call_timeout,
-                result_chars: s.explore_result_chars,
-                state_dir: s.state_dir.clone(),
-            },
-            root,
-            self.collector.clone(),
-        );
+        let pool = acp::Pool::new(settings, root, self.collector.clone());
         Ok(self.agents.get_or_init(|| pool).clone())
     }
 
