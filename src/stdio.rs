@@ -89,8 +89,7 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
             "stopping: abandoning the calls still in flight"
         );
         // A Gemini CLI subprocess leads its own process group: the signal did not reach it.
-        pipeline.gemini().abort_running();
-        pipeline.shutdown_agents();
+        pipeline.gemini().abort();
         return ExitCode::SUCCESS;
     }
     // Every call has finished: let rmcp write the answers still queued, then stop.

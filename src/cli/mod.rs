@@ -246,8 +246,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         // The call was dropped with the select; a Gemini CLI subprocess runs in its own process
         // group, out of reach of the terminal's signal: end it too.
         cancel.cancel();
-        pipeline.gemini().abort_running();
-        pipeline.shutdown_agents();
+        pipeline.gemini().abort();
         say!("gemini-mcp {name}: interrupted");
         return output::COULD_NOT_RUN;
     };

@@ -342,8 +342,7 @@ impl Running {
                 "grace period over: cancelling what is still in flight"
             );
             self.stop.cancel();
-            self.pipeline.gemini().abort_running();
-            self.pipeline.shutdown_agents();
+            self.pipeline.gemini().abort();
             let _ = tokio::time::timeout(CANCEL_GRACE, &mut self.serving).await;
         }
         self.stop.cancel();

@@ -43,8 +43,6 @@ pub struct Pipeline {
     collector: Arc<Collector>,
     gemini: Arc<Gemini>,
     store: Arc<dyn ThreadStore>,
-    /// The warm Gemini CLI agents, started on the first `engine: "gemini-cli"` call.
-    acp: std::sync::OnceLock<Arc<crate::gemini::acp::Pool>>,
     /// The daily caps' holds of the calls in flight.
     holds: Arc<super::spend::Holds>,
 }
@@ -69,7 +67,6 @@ impl Pipeline {
             collector,
             gemini,
             store,
-            acp: std::sync::OnceLock::new(),
             holds: Arc::default(),
         }
     }
@@ -79,7 +76,8 @@ impl Pipeline {
         let collector =
             Arc::new(Collector::new(&config.collector()).map_err(|e| StartError(e.to_string()))?);
         let gemini =
-            Arc::new(Gemini::from_config(&config.gemini()).map_err(|e| StartError(e.to_string()))?);
+            Gemini::from_config(&config.gemini()).map_err(|e| StartError(e.to_string()))?;
+        let gemini = Arc::new(gemini.with_collector(collector.clone()));
         let store = crate::threads::open(&config.threads())
             .await
             .map_err(|e| StartError(e.to_string()))?;
@@ -269,7 +267,7 @@ impl Pipeline {
         meter: &Meter,
         ctx: &CallContext,
     ) -> Result<(GenerateResponse, crate::gemini::acp::AgentRun), ToolError> {
-        let pool = self.acp_pool()?;
+        let pool = self.gemini.agents()?;
         pool.check_mode(mode)?;
         let last = request
             .contents
@@ -306,51 +304,9 @@ impl Pipeline {
         Ok((answer, run))
     }
 
-    /// The pool of warm Gemini CLI agents, made on first use.
-    fn acp_pool(&self) -> Result<Arc<crate::gemini::acp::Pool>, ToolError> {
-        if let Some(pool) = self.acp.get() {
-            return Ok(pool.clone());
-        }
-        let settings = self.config.gemini();
-        let program = crate::gemini::headless::locate(
-            &settings.gemini_cli,
-            settings.search_path.as_deref().map(std::ffi::OsStr::new),
-        )
-        .ok_or_else(|| {
-            ToolError::Gemini(crate::gemini::cli_error(format!(
-                    "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
-                     (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
-                     out `engine` to investigate with the API backend",
-                    settings.gemini_cli.display()
-                )))
-        })?;
-        let acp = &self.config.acp;
-        let pool = crate::gemini::acp::Pool::new(
-            crate::gemini::acp::AcpSettings {
-                program,
-                idle: acp.idle,
-                max_processes: acp.max_processes,
-                allowed_modes: acp.allowed_modes.clone(),
-                timeout: settings.call_timeout,
-                result_chars: self.config.explore.result_chars,
-                state_dir: settings.state_dir.clone(),
-            },
-            self.collector.sandbox().roots()[0].clone(),
-            Some(self.collector.clone()),
-        );
-        Ok(self.acp.get_or_init(|| pool).clone())
-    }
-
     /// The Gemini CLI agent pool, if it was started.
     pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
-        self.acp.get()
-    }
-
-    /// Stops the warm Gemini CLI agents (shutdown).
-    pub fn shutdown_agents(&self) {
-        if let Some(pool) = self.acp.get() {
-            pool.shutdown();
-        }
+        self.gemini.started_agents()
     }
 
     /// The daily caps' meter for a call of `owner` in this project.
@@ -526,12 +482,7 @@ impl Pipeline {
                 .collect(),
             response: answer.text.clone(),
             model: model_used.to_string(),
-            usage: crate::threads::Usage {
-                input: answer.usage.input,
-                output: answer.usage.output,
-                thinking: answer.usage.thinking,
-                cached: answer.usage.cached,
-            },
+            usage: answer.usage.into(),
             at_ms: now_ms(),
         };
         match self
@@ -865,13 +816,7 @@ fn thread_cost(thread: Option<&Thread>) -> f64 {
         t.turns
             .iter()
             .filter_map(|turn| {
-                let u = crate::gemini::Usage {
-                    input: turn.usage.input,
-                    output: turn.usage.output,
-                    thinking: turn.usage.thinking,
-                    cached: turn.usage.cached,
-                };
-                crate::gemini::prices::estimate(&turn.model, &u, today)
+                crate::gemini::prices::estimate(&turn.model, &turn.usage.into(), today)
             })
             .sum()
     })
