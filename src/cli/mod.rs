@@ -312,7 +312,9 @@ async fn tool(
         return output::COULD_NOT_RUN;
     };
     match outcome {
-        Ok(mut reply) => {
+        Ok(reply) => {
+            // Whole: the command line prints it all.
+            let mut reply = reply.finish(None);
             locations::check(&mut reply, &base, pipeline.collector().sandbox());
             print(&reply, printed, name, &base)
         }
@@ -321,7 +323,12 @@ async fn tool(
 }
 
 /// Prints a reply; a failure to write is exit 2.
-fn print(reply: &crate::tools::Reply, printed: Printed, name: &str, base: &std::path::Path) -> u8 {
+fn print(
+    reply: &crate::tools::reply::Finished,
+    printed: Printed,
+    name: &str,
+    base: &std::path::Path,
+) -> u8 {
     match output::print(reply, printed, name, base) {
         Ok(code) => code,
         Err(e) => {

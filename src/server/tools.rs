@@ -22,7 +22,7 @@ impl Server {
         description = "Ask Gemini for a second opinion, to brainstorm, or to check an idea; pass files for context.",
         annotations(title = "Chat with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<ChatParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
+        output_schema = crate::tools::reply::output_schema(crate::tools::reply::ReplyKind::Answer { web_search: true })
     )]
     async fn chat(
         &self,
@@ -37,7 +37,7 @@ impl Server {
         description = "Give Gemini your analysis of a hard problem (design, architecture, a tricky bug) to extend and challenge; thinks longer than chat.",
         annotations(title = "Think deeper with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<ThinkDeepParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
+        output_schema = crate::tools::reply::output_schema(crate::tools::reply::ReplyKind::Answer { web_search: true })
     )]
     async fn thinkdeep(
         &self,
@@ -51,7 +51,7 @@ impl Server {
         description = "Have Gemini read files or directories and answer a question about them: architecture, performance, security, quality.",
         annotations(title = "Analyze code with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<AnalyzeParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files", "sources"])
+        output_schema = crate::tools::reply::output_schema(crate::tools::reply::ReplyKind::Answer { web_search: false })
     )]
     async fn analyze(
         &self,
@@ -65,7 +65,7 @@ impl Server {
         description = "Gemini reviews files and returns findings (severity, file:line, fix) as structured data.",
         annotations(title = "Code review by Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<CodeReviewParams>(),
-        output_schema = crate::tools::reply::output_schema(&["changed_files", "verdict", "sources"])
+        output_schema = crate::tools::reply::output_schema(crate::tools::reply::ReplyKind::Review { changes: false })
     )]
     async fn codereview(
         &self,
@@ -79,7 +79,7 @@ impl Server {
         description = "Root-cause a bug: give the error, stack trace, likely files and what you tried; Gemini ranks hypotheses with evidence and fixes.",
         annotations(title = "Debug with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<DebugParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
+        output_schema = crate::tools::reply::output_schema(crate::tools::reply::ReplyKind::Answer { web_search: true })
     )]
     async fn debug(
         &self,
@@ -93,7 +93,7 @@ impl Server {
         description = "Review pending git changes (staged, unstaged, untracked, or since a ref) before committing: findings and a verdict.",
         annotations(title = "Pre-commit review by Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<PrecommitParams>(),
-        output_schema = crate::tools::reply::output_schema(&["sources"])
+        output_schema = crate::tools::reply::output_schema(crate::tools::reply::ReplyKind::Review { changes: true })
     )]
     async fn precommit(
         &self,
@@ -107,7 +107,7 @@ impl Server {
         description = "Gemini explores the project itself (lists, searches, reads files and git history; read-only) and answers with file:line citations.",
         annotations(title = "Investigate the project with Gemini", read_only_hint = true, open_world_hint = true),
         input_schema = crate::tools::schema::input_schema::<InvestigateParams>(),
-        output_schema = crate::tools::reply::investigate_output_schema()
+        output_schema = crate::tools::reply::output_schema(crate::tools::reply::ReplyKind::Investigation)
     )]
     async fn investigate(
         &self,
