@@ -242,8 +242,8 @@ pub fn parse_args<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError>
 fn resend_prompt(field: &str, chars: usize, limit: usize) -> Reply {
     Reply::resend_prompt(format!(
         "`{field}` is {chars} characters, more than the {limit} this transport carries reliably. Save the text to a file \
-             inside the project (for example `prompt.md`), then call again with that path in `files` and a short `{field}` \
-             that refers to it."
+         inside the project (for example `prompt.md`), then call again with that path in `files` and a short `{field}` \
+         that refers to it."
     ))
 }
 
