@@ -8,13 +8,13 @@
 //!
 //! A [`Reply`] is made of typed parts: its [`Body`] (an answer, a review, a request for
 //! clarification, or what to do instead), its [`Meta`] (model, usage, files, sources…), the
-//! [`SavedTurn`] (how to continue the thread), and what an investigation did ([`Exploration`]). It has no text
-//! until [`Reply::finish`] consumes it: that is where the notices are gathered, the Markdown is
-//! rendered, and the whole result (both parts counted) is fitted once under the size cap — the
-//! least severe findings go first, then an investigation's steps, then the answer is cut on a
-//! line boundary, and either way the reply says so and how to get the rest. The [`Finished`]
-//! reply is what the edges print or send; its JSON is written in one place (`wire.rs`), and
-//! each tool's `outputSchema` comes from its [`ReplyKind`] (`kind.rs`).
+//! [`SavedTurn`] (how to continue the thread), and what an investigation did ([`Exploration`]).
+//! It has no text until [`Reply::finish`] consumes it: that is where the notices are gathered,
+//! the Markdown is rendered, and the whole result (both parts counted) is fitted once under the
+//! size cap — the least severe findings go first, then an investigation's steps, then the answer
+//! is cut on a line boundary, and either way the reply says so and how to get the rest. The
+//! [`Finished`] reply is what the edges print or send; its JSON is written in one place
+//! (`wire.rs`), and each tool's `outputSchema` comes from its [`ReplyKind`] (`kind.rs`).
 
 use schemars::JsonSchema;
 use serde::Serialize;
