@@ -30,5 +30,4 @@ pub mod shutdown;
 pub mod stdio;
 pub mod term;
 pub mod threads;
-pub mod tool;
 pub mod tools;

@@ -137,7 +137,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let rates = config
         .rate_limits
         .clone()
-        .unwrap_or_else(RateLimits::http_default);
+        .unwrap_or_else(crate::tools::spec::default_rate_limits);
     let gate = Arc::new(Gate::new(&rates, Some(config.http.client_concurrency)));
     let server = Server::new(pipeline.clone()).with_gate(gate.clone());
 

@@ -1,5 +1,5 @@
 //! The hosts' own surfaces beside the tools: prompts (slash commands), resources (the project's
-//! threads and the model catalogue) and completions. The content comes from `tools::workflows`
+//! threads and the model catalogue) and completions. The content comes from `workflows`
 //! and `tools::threads`; this file only speaks MCP.
 
 use std::collections::BTreeMap;
@@ -12,8 +12,9 @@ use rmcp::model::{
 };
 
 use super::Server;
+use super::workflows;
 use crate::threads::Owner;
-use crate::tools::{ToolError, threads, workflows};
+use crate::tools::{ToolError, threads};
 
 const THREADS: &str = "gemini-mcp://threads";
 const THREAD_TEMPLATE: &str = "gemini-mcp://threads/{id}";

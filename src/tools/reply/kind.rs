@@ -9,12 +9,14 @@ use super::wire::Wire;
 /// The kind of reply a tool gives: its body, and the parts only some tools send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReplyKind {
-    /// A free-text answer (chat, thinkdeep, analyze, debug); `web_search`: it may cite web
-    /// sources.
-    Answer { web_search: bool },
-    /// A review's summary and findings (codereview); `changes`: a review of pending changes
-    /// (precommit), with a verdict and the changed files.
-    Review { changes: bool },
+    /// A free-text answer (chat, thinkdeep, analyze, debug); with the web sources it cites when
+    /// `sources`.
+    Answer { sources: bool },
+    /// A review's summary and findings (codereview).
+    Review,
+    /// A review of pending changes (precommit): findings, a summary, a verdict and the changed
+    /// files.
+    ChangeReview,
     /// An investigation's answer, with its steps, the files read, why it stopped and the usage
     /// summed over its requests (investigate).
     Investigation,
@@ -45,8 +47,8 @@ const SOURCES: &str = "sources";
 const INVESTIGATION: &[&str] = &["steps", "files_read", "stop_reason", "agent"];
 
 impl ReplyKind {
-    /// The `outputSchema` of a tool whose replies are of this kind: the answer, the status and
-    /// what to act on.
+    /// The `outputSchema` of a tool whose replies are of this kind (the tools' table reads it):
+    /// the answer, the status and what to act on.
     pub fn output_schema(self) -> Arc<serde_json::Map<String, serde_json::Value>> {
         crate::tools::schema::output_schema::<Wire<'static>>(&self.undeclared())
     }
@@ -56,8 +58,9 @@ impl ReplyKind {
     fn undeclared(self) -> Vec<&'static str> {
         let mut skip: Vec<&str> = BOOKKEEPING.to_vec();
         let (review, changes, sources, investigation) = match self {
-            ReplyKind::Answer { web_search } => (false, false, web_search, false),
-            ReplyKind::Review { changes } => (true, changes, false, false),
+            ReplyKind::Answer { sources } => (false, false, sources, false),
+            ReplyKind::Review => (true, false, false, false),
+            ReplyKind::ChangeReview => (true, true, false, false),
             ReplyKind::Investigation => (false, false, false, true),
         };
         if !review {
@@ -77,11 +80,6 @@ impl ReplyKind {
         }
         skip
     }
-}
-
-/// The `outputSchema` of a tool whose replies are of `kind` (for the tool table).
-pub fn output_schema(kind: ReplyKind) -> Arc<serde_json::Map<String, serde_json::Value>> {
-    kind.output_schema()
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ mod lists;
 mod parts;
 mod wire;
 pub use finish::Finished;
-pub use kind::{ReplyKind, output_schema};
+pub use kind::ReplyKind;
 pub use lists::NotListed;
 pub use parts::{
     AgentView, ChangedFileView, FallbackView, LeftOut, LeftOutReason, StepView, UsageView,
