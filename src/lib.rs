@@ -24,6 +24,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod limits;
 pub mod redact;
+pub mod schema;
 pub mod secret;
 pub mod server;
 pub mod shutdown;

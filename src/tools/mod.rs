@@ -1,4 +1,4 @@
-//! The six tools and the one pipeline they share.
+//! The eight tools and the one pipeline they share.
 //!
 //! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]; the
 //! tool's other facts (name, descriptions, reply kind, prompt, defaults) are its row of the
@@ -19,11 +19,14 @@ pub mod precommit;
 pub mod prompt;
 pub mod reply;
 pub mod review;
-pub mod schema;
 pub mod spec;
 pub mod spend;
 pub mod thinkdeep;
 pub mod threads;
+
+/// The portable JSON Schemas live in a part (`crate::schema`: explore's function declarations
+/// are made with them too); tool definitions reach them here as before.
+pub use crate::schema;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
