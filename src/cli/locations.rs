@@ -8,7 +8,7 @@
 use std::path::{Component, Path};
 
 use crate::collector::sandbox::{Sandbox, SandboxError};
-use crate::tools::Reply;
+use crate::tools::reply::Finished;
 
 /// A finding's location after the check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,10 +76,12 @@ pub(super) fn has_scheme(s: &str) -> bool {
 
 /// Checks every finding of `reply`: its `file`/`line` become the checked ones (empty file: no
 /// location), and the Markdown text cites the checked location instead of the given one.
-pub fn check(reply: &mut Reply, base: &Path, sandbox: &Sandbox) {
-    let Some(findings) = reply.findings.as_mut() else {
+pub fn check(reply: &mut Finished, base: &Path, sandbox: &Sandbox) {
+    let Some(findings) = reply.findings_mut() else {
         return;
     };
+    // The text's citations, replaced in the findings' order once the findings are checked.
+    let mut moved: Vec<(String, String)> = Vec::new();
     for f in findings {
         let (file, line) = match place(&f.file, f.line, base, sandbox) {
             Place::At { file, line } => (file, line),
@@ -97,9 +99,12 @@ pub fn check(reply: &mut Reply, base: &Path, sandbox: &Sandbox) {
         } else {
             cited(&file, line)
         };
-        reply.text = reply.text.replacen(&cited(&f.file, f.line), &shown, 1);
+        moved.push((cited(&f.file, f.line), shown));
         f.file = file;
         f.line = line;
+    }
+    for (from, to) in moved {
+        reply.text = reply.text.replacen(&from, &to, 1);
     }
 }
 

@@ -251,7 +251,9 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         return output::COULD_NOT_RUN;
     };
     match outcome {
-        Ok(mut reply) => {
+        Ok(reply) => {
+            // Whole: the command line prints it all.
+            let mut reply = reply.finish(None);
             locations::check(&mut reply, &base, pipeline.collector().sandbox());
             print(&reply, printed, name, &base)
         }
@@ -260,7 +262,12 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
 }
 
 /// Prints a reply; a failure to write is exit 2.
-fn print(reply: &crate::tools::Reply, printed: Printed, name: &str, base: &std::path::Path) -> u8 {
+fn print(
+    reply: &crate::tools::reply::Finished,
+    printed: Printed,
+    name: &str,
+    base: &std::path::Path,
+) -> u8 {
     match output::print(reply, printed, name, base) {
         Ok(code) => code,
         Err(e) => {

@@ -18,8 +18,7 @@ use serde_json::Value;
 use super::flags::{FailOn, Format, ReviewFormat};
 use super::sarif;
 use crate::term::{self, Sink};
-use crate::tools::Reply;
-use crate::tools::reply::Status;
+use crate::tools::reply::{Finished, Status};
 use crate::tools::review::{Severity, Verdict};
 
 pub const PASS: u8 = 0;
@@ -39,13 +38,11 @@ pub enum Printed {
 }
 
 /// Findings at or above the threshold.
-pub fn failing(reply: &Reply, fail_on: FailOn) -> usize {
+pub fn failing(reply: &Finished, fail_on: FailOn) -> usize {
     match fail_on.threshold() {
         None => 0,
         Some(min) => reply
-            .findings
-            .as_deref()
-            .unwrap_or_default()
+            .findings()
             .iter()
             .filter(|f| f.severity >= min)
             .count(),
@@ -54,15 +51,15 @@ pub fn failing(reply: &Reply, fail_on: FailOn) -> usize {
 
 /// Gemini's verdict is `do_not_commit` while no finding at or above the threshold says why (its
 /// findings were filtered, or it gave none): a gate honours the verdict.
-pub fn blocked_by_verdict(reply: &Reply, fail_on: FailOn) -> bool {
+pub fn blocked_by_verdict(reply: &Finished, fail_on: FailOn) -> bool {
     fail_on.threshold().is_some()
-        && reply.verdict == Some(Verdict::DoNotCommit)
+        && reply.verdict() == Some(Verdict::DoNotCommit)
         && failing(reply, fail_on) == 0
 }
 
 /// The exit code of a reply.
-pub fn exit_code(reply: &Reply, printed: Printed) -> u8 {
-    match reply.status {
+pub fn exit_code(reply: &Finished, printed: Printed) -> u8 {
+    match reply.status() {
         Status::RequiresClarification | Status::ResendPrompt => COULD_NOT_RUN,
         Status::NothingToReview => PASS,
         Status::Success => match printed {
@@ -77,7 +74,7 @@ pub fn exit_code(reply: &Reply, printed: Printed) -> u8 {
 }
 
 /// Prints the reply on stdout and returns the exit code.
-pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::io::Result<u8> {
+pub fn print(reply: &Finished, printed: Printed, tool: &str, root: &Path) -> std::io::Result<u8> {
     let code = exit_code(reply, printed);
     let mut out = term::stdout();
     match printed {
@@ -102,7 +99,7 @@ pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::i
             fail_on,
         } => {
             text(&mut out, &reply.text)?;
-            if reply.status == Status::Success
+            if reply.status() == Status::Success
                 && let Some(min) = fail_on.threshold()
             {
                 out.line("")?;
@@ -147,7 +144,7 @@ pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::i
     }
     out.flush()?;
     drop(out);
-    if reply.status == Status::RequiresClarification {
+    if reply.status() == Status::RequiresClarification {
         term::say!(
             "gemini-mcp {tool}: Gemini needs more material before it can answer (see above); run again with --continuation-id and the files it asks for."
         );
@@ -156,7 +153,7 @@ pub fn print(reply: &Reply, printed: Printed, tool: &str, root: &Path) -> std::i
 }
 
 /// The structured reply plus its Markdown text.
-fn json(reply: &Reply) -> std::io::Result<Value> {
+fn json(reply: &Finished) -> std::io::Result<Value> {
     let mut v = serde_json::to_value(reply)?;
     v["text"] = Value::from(reply.text.as_str());
     Ok(v)
@@ -236,15 +233,13 @@ fn finding_line(line: &str) -> Option<(&str, (&str, &str))> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::review::Finding;
+    use crate::tools::reply::{Reply, ReviewBody};
+    use crate::tools::review::{Clarification, Finding};
 
-    fn reply(severities: &[Severity]) -> Reply {
-        let mut r = Reply::new(
-            Status::Success,
-            "**Verdict: needs_changes**\n\n1. **[HIGH]** `a.rs:1` t\n".into(),
-        );
-        r.findings = Some(
-            severities
+    fn verdict(severities: &[Severity], verdict: Option<Verdict>) -> Finished {
+        Reply::review(ReviewBody {
+            summary: String::new(),
+            findings: severities
                 .iter()
                 .map(|&severity| Finding {
                     severity,
@@ -255,8 +250,15 @@ mod tests {
                     fix: None,
                 })
                 .collect(),
-        );
-        r
+            verdict,
+            filtered_out: 0,
+            min: Severity::Low,
+        })
+        .finish(None)
+    }
+
+    fn reply(severities: &[Severity]) -> Finished {
+        verdict(severities, None)
     }
 
     fn review(fail_on: FailOn) -> Printed {
@@ -279,18 +281,22 @@ mod tests {
             assert_eq!(exit_code(&r, review(fail_on)), want, "{fail_on:?}");
         }
         assert_eq!(exit_code(&reply(&[]), review(FailOn::Low)), PASS);
-        let mut nothing = reply(&[]);
-        nothing.status = Status::NothingToReview;
+        let nothing = Reply::nothing_to_review("Nothing to review.".into()).finish(None);
         assert_eq!(exit_code(&nothing, review(FailOn::Low)), PASS);
-        let mut asks = reply(&[]);
-        asks.status = Status::RequiresClarification;
+        let asks = Reply::clarification(
+            "Gemini needs more before it can answer: Which DB?".into(),
+            Clarification {
+                question: "Which DB?".into(),
+                files_needed: Vec::new(),
+            },
+        )
+        .finish(None);
         assert_eq!(exit_code(&asks, review(FailOn::None)), COULD_NOT_RUN);
         // A do_not_commit verdict fails a gate even without a finding to show for it.
-        let mut blocked = reply(&[Severity::Low]);
-        blocked.verdict = Some(Verdict::DoNotCommit);
+        let blocked = verdict(&[Severity::Low], Some(Verdict::DoNotCommit));
         assert_eq!(exit_code(&blocked, review(FailOn::High)), FINDINGS);
         assert_eq!(exit_code(&blocked, review(FailOn::None)), PASS);
-        blocked.verdict = Some(Verdict::NeedsChanges);
+        let blocked = verdict(&[Severity::Low], Some(Verdict::NeedsChanges));
         assert_eq!(exit_code(&blocked, review(FailOn::High)), PASS);
         // Answers never fail on findings.
         let r = reply(&[Severity::Critical]);

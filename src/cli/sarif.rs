@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::tools::Reply;
+use crate::tools::reply::Finished;
 use crate::tools::review::{Finding, Severity};
 
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
@@ -35,7 +35,7 @@ fn rule_id(tool: &str, s: Severity) -> String {
 }
 
 /// The SARIF log of one review. `root` is the project root paths are relative to.
-pub fn log(reply: &Reply, tool: &str, root: &Path) -> Value {
+pub fn log(reply: &Finished, tool: &str, root: &Path) -> Value {
     let rules: Vec<Value> = SEVERITIES
         .iter()
         .map(|&s| {
@@ -50,21 +50,19 @@ pub fn log(reply: &Reply, tool: &str, root: &Path) -> Value {
         })
         .collect();
     let results: Vec<Value> = reply
-        .findings
-        .as_deref()
-        .unwrap_or_default()
+        .findings()
         .iter()
         .map(|f| result(f, tool, root))
         .collect();
     let mut properties = serde_json::Map::new();
-    properties.insert("status".into(), json!(reply.status));
-    if let Some(v) = reply.verdict {
+    properties.insert("status".into(), json!(reply.status()));
+    if let Some(v) = reply.verdict() {
         properties.insert("verdict".into(), json!(v.as_str()));
     }
-    if let Some(id) = &reply.continuation_id {
+    if let Some(id) = reply.continuation_id() {
         properties.insert("continuation_id".into(), json!(id));
     }
-    if let Some(m) = &reply.model {
+    if let Some(m) = reply.model() {
         properties.insert("model".into(), json!(m));
     }
     json!({
@@ -197,7 +195,7 @@ fn capitalise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::reply::Status;
+    use crate::tools::reply::{Reply, ReviewBody};
 
     fn finding(severity: Severity, file: &str, line: Option<u32>) -> Finding {
         Finding {
@@ -212,15 +210,21 @@ mod tests {
 
     #[test]
     fn results_carry_rule_level_message_and_location() {
-        let mut reply = Reply::new(Status::Success, String::new());
-        reply.findings = Some(vec![
-            finding(Severity::High, "src/my file.rs", Some(12)),
-            finding(Severity::Low, "/proj/lib/x.rs", None),
-            finding(Severity::Medium, "", None),
-            finding(Severity::High, "/etc/shadow", Some(1)),
-            finding(Severity::High, "file:///etc/shadow", Some(1)),
-            finding(Severity::High, "../../etc/passwd", Some(1)),
-        ]);
+        let reply = Reply::review(ReviewBody {
+            summary: String::new(),
+            findings: vec![
+                finding(Severity::High, "src/my file.rs", Some(12)),
+                finding(Severity::Low, "/proj/lib/x.rs", None),
+                finding(Severity::Medium, "", None),
+                finding(Severity::High, "/etc/shadow", Some(1)),
+                finding(Severity::High, "file:///etc/shadow", Some(1)),
+                finding(Severity::High, "../../etc/passwd", Some(1)),
+            ],
+            verdict: None,
+            filtered_out: 0,
+            min: Severity::Low,
+        })
+        .finish(None);
         let log = log(&reply, "precommit", Path::new("/proj"));
         assert_eq!(log["version"], "2.1.0");
         let run = &log["runs"][0];

@@ -256,18 +256,19 @@ impl Server {
         let started = std::time::Instant::now();
         match self.run(plan, &ctx).await {
             Ok(reply) => {
-                if let (Some(pool), Some(thread)) = (self.pipeline.agents(), &reply.continuation_id)
+                if let (Some(pool), Some(thread)) =
+                    (self.pipeline.agents(), reply.continuation_id())
                 {
                     pool.workspaces().set(owner.as_str(), &workspace, thread);
                 }
-                let agent = reply.agent.clone();
+                let agent = reply.agent();
                 let mut out = json!({
                     "success": true,
-                    "SESSION_ID": reply.continuation_id,
-                    "agent_messages": reply.answer,
-                    "stop_reason": reply.stop_reason,
+                    "SESSION_ID": reply.continuation_id(),
+                    "agent_messages": reply.answer_text(),
+                    "stop_reason": reply.stop_reason(),
                     "duration_ms": started.elapsed().as_millis() as u64,
-                    "model_used": reply.model,
+                    "model_used": reply.meta.model,
                 });
                 if let Some(a) = agent {
                     if !a.thought.is_empty() {

@@ -24,7 +24,6 @@ use serde_json::{Value, json};
 use crate::gemini::{CallContext, Progress};
 use crate::limits::{Admission, ClientId, Gate, Refusal};
 use crate::threads::Owner;
-use crate::tools::reply::Status;
 use crate::tools::{Pipeline, Plan, Reply, ToolError};
 
 /// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Invariants: errors).
@@ -251,24 +250,22 @@ pub fn parse_args<P: DeserializeOwned>(args: JsonObject) -> Result<P, ToolError>
 }
 
 fn resend_prompt(field: &str, chars: usize, limit: usize) -> Reply {
-    Reply::new(
-        Status::ResendPrompt,
-        format!(
-            "`{field}` is {chars} characters, more than the {limit} this transport carries reliably. Save the text to a file \
-             inside the project (for example `prompt.md`), then call again with that path in `files` and a short `{field}` \
-             that refers to it."
-        ),
-    )
+    Reply::resend_prompt(format!(
+        "`{field}` is {chars} characters, more than the {limit} this transport carries reliably. Save the text to a file \
+         inside the project (for example `prompt.md`), then call again with that path in `files` and a short `{field}` \
+         that refers to it."
+    ))
 }
 
 /// A reply as an MCP result: Markdown text, structured content, and `_meta` with the thread id,
-/// fitted to `cap` characters over the whole result (both parts carry the answer).
-pub fn to_result(mut reply: Reply, cap: usize) -> CallToolResult {
-    reply.fit(cap);
-    let structured = serde_json::to_value(&reply).unwrap_or(Value::Null);
-    let mut result = CallToolResult::success(vec![ContentBlock::text(reply.text)]);
+/// finished within `cap` characters over the whole result (both parts carry the answer).
+pub fn to_result(reply: Reply, cap: usize) -> CallToolResult {
+    let finished = reply.finish(Some(cap));
+    let structured = serde_json::to_value(&finished).unwrap_or(Value::Null);
+    let id = finished.continuation_id().map(str::to_string);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(finished.text)]);
     result.structured_content = Some(structured);
-    if let Some(id) = reply.continuation_id {
+    if let Some(id) = id {
         let mut meta = JsonObject::new();
         meta.insert("continuation_id".into(), Value::String(id.clone()));
         meta.insert("sessionId".into(), Value::String(id));

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use super::reply::{IncludedFile, Reply, ReviewView, Status};
+use super::reply::{IncludedFile, Reply, ReviewBody, SavedTurn};
 use super::review;
 use super::spend::{Estimate, IMAGE_TOKENS, Meter};
 use super::{Continuation, Output, Plan, ToolError};
@@ -203,7 +203,7 @@ impl Pipeline {
             crate::gemini::prices::today(),
         );
         finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
-        if let Some(usage) = reply.usage.as_mut() {
+        if let Some(usage) = reply.meta.usage.as_mut() {
             usage.cost_usd = cost;
             usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
             usage.tier = answer.service_tier.clone();
@@ -213,9 +213,9 @@ impl Pipeline {
             Some(Explored::Agent(run, mode)) => reply.set_agent(&run, mode),
             None => {}
         }
-        reply.redactions += text_redactions;
-        // Whole here (the command line prints it all); the MCP edge fits it to the client's cap.
-        reply.render();
+        reply.meta.redactions += text_redactions;
+        // Not rendered here: the edge finishes it, whole (the command line) or fitted to the
+        // client's cap (MCP).
         Ok(reply)
     }
 
@@ -491,13 +491,15 @@ impl Pipeline {
             .await
         {
             Ok(count) => {
-                reply.continuation_id = Some(id.to_string());
-                reply.remaining_turns = Some(self.config.max_turns.saturating_sub(count));
+                reply.saved = Some(SavedTurn {
+                    continuation_id: id.to_string(),
+                    remaining_turns: self.config.max_turns.saturating_sub(count),
+                });
             }
             Err(e) => {
                 // The answer is not lost: it is returned, with why it could not be kept.
                 tracing::warn!(error = %e, "could not save the turn");
-                reply.notes.push(format!(
+                reply.note(format!(
                     "This answer could not be saved to the conversation: {e}"
                 ));
             }
@@ -572,15 +574,10 @@ enum Gathered {
 }
 
 fn nothing_to_review(path: &str, d: &DiffContext) -> Reply {
-    let mut r = Reply::new(
-        Status::NothingToReview,
-        format!(
-            "Nothing to review: no pending changes in {path} (repositories: {}).",
-            d.repos.join(", ")
-        ),
-    );
-    r.changed_files = Some(Vec::new());
-    r
+    Reply::nothing_to_review(format!(
+        "Nothing to review: no pending changes in {path} (repositories: {}).",
+        d.repos.join(", ")
+    ))
 }
 
 /// The request to Gemini, and the turn's text after its files (what the thread keeps: history
@@ -635,18 +632,12 @@ fn build_request(
 /// reviews) the parsed findings — secret files in the diff made critical findings, the severity
 /// filter applied by us, the verdict kept where the tool gives one.
 fn read_answer(plan: &Plan, text: &str, diff: Option<&DiffContext>) -> Result<Reply, ToolError> {
-    let mut reply = Reply::new(Status::Success, String::new());
     let (min_severity, verdict) = match plan.output {
         Output::Text => {
-            match review::clarification_in_text(text) {
-                Some(c) => {
-                    reply.status = Status::RequiresClarification;
-                    reply.answer = clarification_text(&c);
-                    reply.clarification = Some(c);
-                }
-                None => reply.answer = text.to_string(),
-            }
-            return Ok(reply);
+            return Ok(match review::clarification_in_text(text) {
+                Some(c) => Reply::clarification(clarification_text(&c), c),
+                None => Reply::answer(text.to_string()),
+            });
         }
         Output::Review {
             min_severity,
@@ -663,25 +654,19 @@ fn read_answer(plan: &Plan, text: &str, diff: Option<&DiffContext>) -> Result<Re
         .take()
         .filter(|_| parsed.findings.is_empty())
     {
-        reply.status = Status::RequiresClarification;
-        reply.answer = clarification_text(&c);
-        reply.clarification = Some(c);
-        return Ok(reply);
+        return Ok(Reply::clarification(clarification_text(&c), c));
     }
     if let Some(d) = diff {
         secret_findings(&mut parsed, &d.secret_files);
     }
     let filtered = review::filter(&mut parsed, min_severity);
-    reply.review = Some(ReviewView {
+    Ok(Reply::review(ReviewBody {
+        summary: parsed.summary,
+        findings: parsed.findings,
+        verdict: parsed.verdict.filter(|_| verdict),
         filtered_out: filtered,
         min: min_severity,
-    });
-    reply.summary = Some(parsed.summary);
-    reply.findings = Some(parsed.findings);
-    if verdict {
-        reply.verdict = parsed.verdict;
-    }
-    Ok(reply)
+    }))
 }
 
 /// What the reply says besides the answer: the model, usage, fallback and sources, redactions,
@@ -694,12 +679,13 @@ fn finish_reply(
     omitted_turns: usize,
 ) {
     let diff = material.diff.as_ref();
-    reply.model = Some(model_used);
-    reply.usage = Some(answer.usage.into());
-    reply.fallback = answer.fallback.clone().map(Into::into);
-    reply.sources = answer.sources.iter().cloned().map(Into::into).collect();
-    reply.redactions = material.collected.redactions + diff.map_or(0, |d| d.redactions);
-    reply.files.included = material
+    let meta = &mut reply.meta;
+    meta.model = Some(model_used);
+    meta.usage = Some(answer.usage.into());
+    meta.fallback = answer.fallback.clone().map(Into::into);
+    meta.sources = answer.sources.iter().cloned().map(Into::into).collect();
+    meta.redactions = material.collected.redactions + diff.map_or(0, |d| d.redactions);
+    meta.files.included = material
         .collected
         .files
         .iter()
@@ -709,18 +695,17 @@ fn finish_reply(
         })
         .collect();
     if let Some(d) = diff {
-        reply.changed_files = Some(d.changed.iter().cloned().map(Into::into).collect());
-        reply
-            .files
+        meta.changed_files = Some(d.changed.iter().cloned().map(Into::into).collect());
+        meta.files
             .included
             .extend(d.context_files.iter().map(|(path, tokens)| IncludedFile {
                 path: path.clone(),
                 tokens: *tokens,
             }));
     }
-    reply.files.skipped = material.skipped.iter().cloned().map(Into::into).collect();
+    meta.files.skipped = material.skipped.iter().cloned().map(Into::into).collect();
     if omitted_turns > 0 {
-        reply.notes.push(format!(
+        reply.note(format!(
             "{omitted_turns} earlier turn(s) were left out of the context to fit the budget."
         ));
     }

@@ -7,9 +7,6 @@
 //! tool names it is given as written, and [`check_settings`] checks them against this table.
 
 use std::num::NonZeroU32;
-use std::sync::Arc;
-
-use serde_json::{Map, Value};
 
 use crate::config::{Config, ConfigError};
 use crate::gemini::ThinkingMode;
@@ -28,40 +25,7 @@ pub enum Tool {
 }
 
 /// What a tool's reply carries, hence its `outputSchema`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReplyKind {
-    /// An answer; with the web sources it cites when `sources`.
-    Answer { sources: bool },
-    /// Findings and a summary.
-    Review,
-    /// Findings, a summary, a verdict and the changed files: a review of pending changes.
-    ChangeReview,
-    /// An answer with the investigation's steps, the files read and why it stopped.
-    Investigation,
-}
-
-impl ReplyKind {
-    /// The `outputSchema` of a reply of this kind.
-    pub fn output_schema(self) -> Arc<Map<String, Value>> {
-        use super::reply::{investigate_output_schema, output_schema};
-        const NO_REVIEW: [&str; 5] = [
-            "findings",
-            "findings_left_out",
-            "summary",
-            "verdict",
-            "changed_files",
-        ];
-        match self {
-            ReplyKind::Answer { sources: true } => output_schema(&NO_REVIEW),
-            ReplyKind::Answer { sources: false } => {
-                output_schema(&[NO_REVIEW.as_slice(), &["sources"]].concat())
-            }
-            ReplyKind::Review => output_schema(&["changed_files", "verdict", "sources"]),
-            ReplyKind::ChangeReview => output_schema(&["sources"]),
-            ReplyKind::Investigation => investigate_output_schema(),
-        }
-    }
-}
+pub use super::reply::ReplyKind;
 
 /// One tool's facts. Every tool is read-only; those of this table ask Gemini, so they reach out
 /// of the machine (MCP's open-world hint).
