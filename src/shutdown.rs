@@ -27,8 +27,9 @@ impl Shutdown {
         (Trigger(tx), Shutdown(rx))
     }
 
-    /// One request per signal received from now on (Ctrl-C, or SIGINT/SIGTERM on Unix). The
-    /// listeners are made once, here, so a second signal close behind the first is counted too.
+    /// One request per signal received from now on (Ctrl-C, or SIGINT/SIGTERM on Unix, Ctrl-Break
+    /// and the console closing on Windows). The listeners are made once, here, so a second signal
+    /// close behind the first is counted too.
     /// Must be called inside the runtime.
     pub fn on_signals() -> Shutdown {
         let (trigger, shutdown) = Shutdown::manual();
@@ -60,7 +61,33 @@ impl Shutdown {
                 }
             }
         }
-        #[cfg(not(unix))]
+        #[cfg(windows)]
+        {
+            use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+            match (ctrl_c(), ctrl_break(), ctrl_close()) {
+                (Ok(mut int), Ok(mut brk), Ok(mut close)) => {
+                    tokio::spawn(async move {
+                        loop {
+                            tokio::select! {
+                                _ = int.recv() => {}
+                                _ = brk.recv() => {}
+                                _ = close.recv() => {}
+                            }
+                            trigger.request();
+                        }
+                    });
+                }
+                _ => {
+                    tokio::spawn(async move {
+                        loop {
+                            signal_fallback().await;
+                            trigger.request();
+                        }
+                    });
+                }
+            }
+        }
+        #[cfg(not(any(unix, windows)))]
         tokio::spawn(async move {
             loop {
                 signal_fallback().await;
@@ -78,12 +105,25 @@ impl Shutdown {
     }
 }
 
-/// Ctrl-C through the portable listener, for platforms (or failures) without Unix signals.
+/// Ctrl-C through the portable listener, for platforms (or failures) without Unix signals; on
+/// Windows also Ctrl-Break and the console closing (the console's ways of asking a program to end).
 async fn signal_fallback() {
+    #[cfg(windows)]
+    {
+        use tokio::signal::windows::{ctrl_break, ctrl_close};
+        if let (Ok(mut brk), Ok(mut close)) = (ctrl_break(), ctrl_close()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = brk.recv() => {}
+                _ = close.recv() => {}
+            }
+            return;
+        }
+    }
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// The next Ctrl-C, or SIGTERM on Unix.
+/// The next Ctrl-C, or SIGTERM on Unix, or Ctrl-Break or the console closing on Windows.
 pub async fn signal() {
     #[cfg(unix)]
     {
@@ -101,9 +141,7 @@ pub async fn signal() {
         }
     }
     #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    signal_fallback().await;
 }
 
 #[cfg(test)]

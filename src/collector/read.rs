@@ -50,9 +50,13 @@ struct Stamp {
 }
 
 fn stamp(m: &std::fs::Metadata) -> Stamp {
-    use std::os::unix::fs::MetadataExt;
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(m);
+    // The file index is not in stable std on Windows, where the sandbox opens nothing yet.
+    #[cfg(windows)]
+    let ino = 0;
     Stamp {
-        ino: m.ino(),
+        ino,
         len: m.len(),
         modified: m.modified().ok(),
     }
@@ -127,14 +131,25 @@ impl Opened {
     }
 }
 
-/// Opens `p`: it must (still) be a regular file of at most `max` bytes. Nothing is read yet.
-pub fn open(p: &SandboxedPath, max: u64) -> Result<Opened, Unread> {
-    let file = sandbox::open(p).map_err(|e| match e.raw_os_error() {
+/// What an error of [`sandbox::open`] means for the file.
+#[cfg(unix)]
+fn opening_failed(e: &std::io::Error) -> Unread {
+    match e.raw_os_error() {
         // A symlink where the canonical path had none: the path changed under us.
         Some(code) if code == rustix::io::Errno::LOOP.raw_os_error() => Unread::Changed,
         Some(code) if code == rustix::io::Errno::NXIO.raw_os_error() => Unread::NotRegular,
         _ => Unread::Unreadable,
-    })?;
+    }
+}
+
+#[cfg(windows)]
+fn opening_failed(_: &std::io::Error) -> Unread {
+    Unread::Unreadable
+}
+
+/// Opens `p`: it must (still) be a regular file of at most `max` bytes. Nothing is read yet.
+pub fn open(p: &SandboxedPath, max: u64) -> Result<Opened, Unread> {
+    let file = sandbox::open(p).map_err(|e| opening_failed(&e))?;
     let meta = file.metadata().map_err(|_| Unread::Unreadable)?;
     if !meta.file_type().is_file() {
         return Err(Unread::NotRegular);

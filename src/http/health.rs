@@ -92,6 +92,12 @@ async fn backend_check(pipeline: &Pipeline) -> Result<(), String> {
 }
 
 fn is_executable(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    // Windows has no executable bit.
+    #[cfg(windows)]
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }

@@ -1,7 +1,6 @@
 //! The Gemini CLI's surroundings, shared by both CLI backends: the policy file that denies its
 //! tools, our settings for it, and the private working directory it runs in (never the project).
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
@@ -62,8 +61,9 @@ pub fn system_settings(core_tools: Option<&[&str]>) -> String {
 /// `~/.gemini` (its projects, chats and history are keyed by the working directory) rather than
 /// one per run. The settings are replaced whole on each use: concurrent writers leave one of two
 /// identical files.
+#[cfg(unix)]
 pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let dir = state.join("gemini-cli").join(kind);
     let dot = dir.join(".gemini");
     std::fs::DirBuilder::new()
@@ -88,6 +88,19 @@ pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<Pa
     std::io::Write::write_all(&mut file, settings.as_bytes())?;
     file.persist(dir.join(SETTINGS)).map_err(|e| e.error)?;
     Ok(dir)
+}
+
+/// Refuses on Windows, where whose a directory is and who may read it are not checked yet (and
+/// no Gemini CLI process is started: [`super::process_group`]).
+#[cfg(windows)]
+pub fn workspace(state: &Path, kind: &str, _settings: &str) -> std::io::Result<PathBuf> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        format!(
+            "{} was not made: the Gemini CLI's private directory is not supported on Windows yet",
+            state.join("gemini-cli").join(kind).display()
+        ),
+    ))
 }
 
 /// [`workspace`] off the runtime; `fallback` (a private temporary directory already holding the

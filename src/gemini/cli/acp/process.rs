@@ -197,12 +197,16 @@ pub(super) async fn private_dir(
         ))
     };
     tokio::task::spawn_blocking(move || {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix("gemini-mcp-acp-")
             .tempdir()
             .map_err(io)?;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+                .map_err(io)?;
+        }
         for (name, text) in files {
             let path = dir.path().join(name);
             if let Some(parent) = path.parent() {

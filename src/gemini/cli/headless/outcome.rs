@@ -113,8 +113,17 @@ pub struct RawOutput {
 }
 
 pub(super) fn signal_of(status: &ExitStatus) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt;
-    status.signal()
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal()
+    }
+    // Windows ends processes with exit codes only.
+    #[cfg(windows)]
+    {
+        let _ = status;
+        None
+    }
 }
 
 /// The `-o json` document (`packages/core/src/output/types.ts`).

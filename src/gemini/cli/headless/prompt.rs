@@ -1,6 +1,5 @@
 //! The prompt, the system prompt file and the tool policy of one call, in its private directory.
 
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -83,10 +82,14 @@ impl CallFiles {
         registry: &Arc<Mutex<Live>>,
     ) -> Result<CallFiles, GeminiError> {
         let made = tokio::task::spawn_blocking(move || -> std::io::Result<tempfile::TempDir> {
-            let dir = tempfile::Builder::new()
-                .prefix("gemini-mcp-cli-")
-                .permissions(std::fs::Permissions::from_mode(0o700))
-                .tempdir()?;
+            let mut builder = tempfile::Builder::new();
+            builder.prefix("gemini-mcp-cli-");
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                builder.permissions(std::fs::Permissions::from_mode(0o700));
+            }
+            let dir = builder.tempdir()?;
             let settings = system_settings(None);
             for (name, text) in [
                 ("system.md", system),
@@ -96,11 +99,11 @@ impl CallFiles {
                 if let Some(parent) = dir.path().join(name).parent() {
                     std::fs::create_dir_all(parent)?;
                 }
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(dir.path().join(name))?;
+                let mut options = std::fs::OpenOptions::new();
+                options.write(true).create_new(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                let mut f = options.open(dir.path().join(name))?;
                 std::io::Write::write_all(&mut f, text.as_bytes())?;
             }
             Ok(dir)
