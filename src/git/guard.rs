@@ -16,7 +16,6 @@
 //! A file swapped for a FIFO between the check and libgit2's read is not covered.
 
 use std::fs::FileType;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use git2::Repository;
@@ -101,21 +100,13 @@ impl From<String> for Refusal {
 /// On Windows the checks would have to be made on opened handles (reparse points, alternate
 /// data streams, device names), which is not written yet: every repository is refused there.
 pub(super) fn check_git(area: &Area<'_>, dir: &Path) -> Result<(), Refusal> {
-    #[cfg(windows)]
-    {
-        let _ = area;
+    if cfg!(windows) {
         return Err(Refusal::from(format!(
             "{}: git repositories are not read on Windows yet (what libgit2 would open cannot be \
              checked there)",
             show(dir)
         )));
     }
-    #[cfg(unix)]
-    check_git_unix(area, dir)
-}
-
-#[cfg(unix)]
-fn check_git_unix(area: &Area<'_>, dir: &Path) -> Result<(), Refusal> {
     let dotgit = dir.join(".git");
     let meta = std::fs::symlink_metadata(&dotgit)
         .map_err(|e| Refusal::from(format!("{}: {e}", show(&dotgit))))?;
@@ -380,6 +371,7 @@ fn read_small(path: &Path) -> Result<String, Refusal> {
 #[cfg(unix)]
 fn read_small_capped(path: &Path, cap: u64) -> Result<String, Refusal> {
     use rustix::fs::{Mode, OFlags};
+    use std::io::Read;
     let err = |e: std::io::Error| format!("{}: {e}", show(path));
     // Canonical, so no symlink is left to follow; non-blocking, so a FIFO cannot hang the open.
     let canonical = std::fs::canonicalize(path).map_err(err)?;
