@@ -3,10 +3,10 @@
 //! the setup.
 //!
 //! The subcommand is matched in one place ([`run`]). A tool subcommand builds the tool's own
-//! params struct, plans it with the tool's `plan()` and runs it through the same
-//! [`Pipeline`] as the MCP server; only printing and exit codes are the CLI's own
-//! ([`output`]). Configuration and the working directory are read here, once, at the top.
-//! stdout carries only the command's output; errors, progress and logs go to stderr.
+//! params struct, plans it with the tool's `plan()` and runs it through the same [`App`] as the
+//! MCP server (on a signal, the app's `abort` ends what still runs); only printing and exit codes
+//! are the CLI's own ([`output`]). Configuration and the working directory are read here, once,
+//! at the top. stdout carries only the command's output; errors, progress and logs go to stderr.
 
 mod agent_hook;
 mod commands;
@@ -32,7 +32,8 @@ use crate::gemini::CallContext;
 use crate::git::GitError;
 use crate::shutdown::Shutdown;
 use crate::term::say;
-use crate::tools::{Pipeline, Plan, ToolError};
+use crate::app::App;
+use crate::tools::{Plan, ToolError};
 pub use commands::{
     AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs, ThinkDeepArgs,
 };
@@ -282,15 +283,15 @@ async fn tool(
         Err(e) => return fail(name, flag, e),
     };
     let base = sarif_base(config, &plan);
-    let pipeline = match Pipeline::start(config.clone()).await {
-        Ok(p) => p,
+    let app = match App::start(config.clone()).await {
+        Ok(app) => app,
         Err(e) => {
             say!("gemini-mcp {name}: {e}");
             return output::COULD_NOT_RUN;
         }
     };
     // A command collects at once: load the tokenizer beside the walk.
-    pipeline.collector().warm_up();
+    app.collector().warm_up();
     let (progress, spinner) = progress::start();
     let cancel = CancellationToken::new();
     let ctx = CallContext {
@@ -298,7 +299,7 @@ async fn tool(
         progress,
     };
     let outcome = tokio::select! {
-        r = pipeline.run(plan, &ctx) => Some(r),
+        r = app.run(plan, &ctx) => Some(r),
         _ = crate::shutdown::signal() => None,
     };
     spinner.stop().await;
@@ -306,14 +307,13 @@ async fn tool(
         // The call was dropped with the select; a Gemini CLI subprocess runs in its own process
         // group, out of reach of the terminal's signal: end it too.
         cancel.cancel();
-        pipeline.gemini().abort_running();
-        pipeline.shutdown_agents();
+        app.abort();
         say!("gemini-mcp {name}: interrupted");
         return output::COULD_NOT_RUN;
     };
     match outcome {
         Ok(mut reply) => {
-            locations::check(&mut reply, &base, pipeline.collector().sandbox());
+            locations::check(&mut reply, &base, app.collector().sandbox());
             print(&reply, printed, name, &base)
         }
         Err(e) => fail(name, flag, e),

@@ -1,27 +1,22 @@
-//! The six tools and the one pipeline they share.
+//! The tools: what each one takes and what it asks of the pipeline.
 //!
-//! Each tool file holds its parameters, a pure `plan()` that turns them into a [`Plan`], and its
-//! MCP adapter. [`pipeline::Pipeline::run`] does the rest for every tool: thread → files or git
-//! diff → budget → prompt → Gemini → thread → [`reply::Reply`]. Nothing here knows MCP; the
-//! server and the command line both call the pipeline.
+//! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]. The
+//! pipeline (`crate::pipeline::run`, through `app::App::run`) does the rest for every tool:
+//! thread → files or git diff → budget → prompt → Gemini → thread → [`reply::Reply`]. Nothing
+//! here knows MCP or the pipeline; the server and the command line both call the app.
 
 pub mod analyze;
 pub mod chat;
 pub mod codereview;
 pub mod debug;
-pub mod history;
 pub mod investigate;
 pub mod investigation;
 pub mod listmodels;
-pub mod pipeline;
 pub mod precommit;
-pub mod prompt;
 pub mod reply;
 pub mod review;
 pub mod schema;
-pub mod spend;
 pub mod thinkdeep;
-pub mod threads;
 pub mod workflows;
 
 use schemars::JsonSchema;
@@ -32,7 +27,6 @@ use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::{DiffRequest, GitError};
 use crate::threads::{Owner, ThreadError, ThreadId};
 pub use crate::tool::{TOOL_NAMES, Tool};
-pub use pipeline::Pipeline;
 pub use reply::Reply;
 
 /// The longest text field the transport carries reliably; larger inputs get `resend_prompt`.
@@ -221,6 +215,14 @@ impl ToolError {
             ToolError::Git(GitError::BadRef { .. }) => Some("compare_to"),
             ToolError::Collect(CollectError::Image { .. }) => Some("images"),
             _ => None,
+        }
+    }
+}
+
+impl From<crate::spend::SpendError> for ToolError {
+    fn from(e: crate::spend::SpendError) -> Self {
+        match e {
+            crate::spend::SpendError::Cap(message) => ToolError::SpendingCap(message),
         }
     }
 }
