@@ -486,10 +486,7 @@ mod tests {
             SpendKey::Project("/work/a\n/work/b".into()).stored(),
             "project\n/work/a\n/work/b"
         );
-        assert_eq!(
-            SpendKey::Client("3f2a9c".into()).stored(),
-            "client\n3f2a9c"
-        );
+        assert_eq!(SpendKey::Client("3f2a9c".into()).stored(), "client\n3f2a9c");
         // `YYYY-MM-DD` of the UTC day, as the date part of the threads' `iso` times was.
         assert_eq!(Day::of_ms(0).to_string(), "1970-01-01");
         assert_eq!(

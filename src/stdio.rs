@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 
+use crate::app::App;
 use crate::config::Config;
 use crate::server::Server;
 use crate::shutdown::Shutdown;
-use crate::app::App;
 
 /// How long a tool call in flight may take to finish once the stdio server is told to stop.
 /// Claude Code sends SIGINT, then SIGTERM 100 ms later and SIGKILL at 500 ms: a call that

@@ -5,18 +5,14 @@
 use serde_json::{Value, json};
 
 use super::App;
-use crate::tools::ToolError;
 use crate::threads::{Owner, Thread, ThreadError, ThreadId, ThreadSummary};
+use crate::tools::ToolError;
 
 /// Most threads in a listing.
 pub const LIST_LIMIT: usize = 100;
 
 /// The caller's threads of this project, newest first.
-pub async fn list(
-    app: &App,
-    owner: &Owner,
-    limit: usize,
-) -> Result<Vec<ThreadSummary>, ToolError> {
+pub async fn list(app: &App, owner: &Owner, limit: usize) -> Result<Vec<ThreadSummary>, ToolError> {
     Ok(app
         .store()
         .list(&app.project(), owner, limit.min(LIST_LIMIT))

@@ -27,12 +27,12 @@ use clap::{CommandFactory, Parser, Subcommand};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::app::App;
 use crate::config::Config;
 use crate::gemini::CallContext;
 use crate::git::GitError;
 use crate::shutdown::Shutdown;
 use crate::term::say;
-use crate::app::App;
 use crate::tools::{Plan, ToolError};
 pub use commands::{
     AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs, ThinkDeepArgs,

@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use crate::app::{App, threads};
 use crate::config::Config;
 use crate::term::{self, say};
 use crate::threads::Owner;
-use crate::app::{App, threads};
 
 use super::output;
 

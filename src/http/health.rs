@@ -18,8 +18,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::gemini::Backend;
 use crate::app::App;
+use crate::gemini::Backend;
 
 /// Longest wait for one readiness check.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(3);

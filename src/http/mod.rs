@@ -44,12 +44,12 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use crate::app::App;
 use crate::config::Config;
 use crate::jsonrpc::Screened;
 use crate::limits::RateLimits;
 use crate::server::Server;
 use crate::shutdown::Shutdown;
-use crate::app::App;
 use auth::Tokens;
 
 /// The legacy session header.
@@ -152,7 +152,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         sessions: session_owners,
         draining: draining.clone(),
     };
-    let app = Router::new()
+    let routes = Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn_with_state(guard, guard_mcp))
         .merge(
@@ -166,7 +166,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
 
     let serving = axum::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+        routes.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(draining.clone().cancelled_owned());
     let serving = tokio::spawn(serving.into_future());

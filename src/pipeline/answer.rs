@@ -11,7 +11,11 @@ use crate::tools::{Output, Plan, ToolError, review};
 /// The reply's body from Gemini's answer: the text, or a request for clarification, or (for
 /// reviews) the parsed findings — secret files in the diff made critical findings, the severity
 /// filter applied by us, the verdict kept where the tool gives one.
-pub(super) fn read_answer(plan: &Plan, text: &str, diff: Option<&DiffContext>) -> Result<Reply, ToolError> {
+pub(super) fn read_answer(
+    plan: &Plan,
+    text: &str,
+    diff: Option<&DiffContext>,
+) -> Result<Reply, ToolError> {
     let mut reply = Reply::new(Status::Success, String::new());
     let (min_severity, verdict) = match plan.output {
         Output::Text => {

@@ -23,7 +23,8 @@ pub(super) fn model_for(services: &Services, plan: &Plan) -> Result<ModelInfo, T
         .model
         .clone()
         .unwrap_or_else(|| services.gemini.catalogue().default_name().to_string());
-    services.gemini
+    services
+        .gemini
         .catalogue()
         .resolve(&name)
         .map_err(|e| ToolError::invalid("model", e.to_string()))

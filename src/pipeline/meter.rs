@@ -9,8 +9,12 @@
 
 use std::sync::Arc;
 
-use crate::gemini::{CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage, prices};
-use crate::spend::{Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes};
+use crate::gemini::{
+    CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage, prices,
+};
+use crate::spend::{
+    Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
+};
 use crate::threads::{Owner, ThreadStore};
 use crate::tools::ToolError;
 

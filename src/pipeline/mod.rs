@@ -171,7 +171,11 @@ impl Services {
 /// Runs one tool call end to end: the call's text redacted, the model, the thread, the
 /// budget and history, the material (diff, files, images), the request, Gemini, the answer
 /// read, the turn saved, the reply.
-pub async fn run(services: &Services, mut plan: Plan, ctx: &CallContext) -> Result<Reply, ToolError> {
+pub async fn run(
+    services: &Services,
+    mut plan: Plan,
+    ctx: &CallContext,
+) -> Result<Reply, ToolError> {
     let text_redactions = redact_plan_text(&mut plan).await?;
     services.refresh_models(false).await;
     // The tokenizer loads on the first call, beside the work (an idle server stays small).
@@ -191,8 +195,13 @@ pub async fn run(services: &Services, mut plan: Plan, ctx: &CallContext) -> Resu
     ctx.report("reading files");
     let earlier_cost = thread_cost(thread.as_ref());
     let (total, history) = budget(services, &plan, &model, &system, thread).await?;
-    let material = match gather(services, &plan, total.saturating_sub(history.tokens), &history)
-        .await?
+    let material = match gather(
+        services,
+        &plan,
+        total.saturating_sub(history.tokens),
+        &history,
+    )
+    .await?
     {
         Gathered::Material(m) => m,
         Gathered::NothingToReview(reply) => return Ok(reply),
@@ -214,8 +223,7 @@ pub async fn run(services: &Services, mut plan: Plan, ctx: &CallContext) -> Resu
         .saturating_sub(material.tokens());
     let model_id = request.model.id.clone();
     let thread_key = id.to_string();
-    let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx)
-        .await?;
+    let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
     let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
     let tail = match &explored {
@@ -225,13 +233,19 @@ pub async fn run(services: &Services, mut plan: Plan, ctx: &CallContext) -> Resu
         Some(Explored::Agent(run, _)) => format!("{tail}\n\n{}", agent_note(run)),
         None => tail,
     };
-    save_turn(services, id, &plan, tail, &material, &answer, &model_used, &mut reply)
-        .await?;
-    let cost = crate::gemini::prices::estimate(
+    save_turn(
+        services,
+        id,
+        &plan,
+        tail,
+        &material,
+        &answer,
         &model_used,
-        &answer.usage,
-        crate::gemini::prices::today(),
-    );
+        &mut reply,
+    )
+    .await?;
+    let cost =
+        crate::gemini::prices::estimate(&model_used, &answer.usage, crate::gemini::prices::today());
     finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
     if let Some(usage) = reply.usage.as_mut() {
         usage.cost_usd = cost;

@@ -20,9 +20,9 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 
 use super::{Server, owner_of, to_mcp};
+use crate::app::threads;
 use crate::config::Compat;
 use crate::threads::Owner;
-use crate::app::threads;
 use crate::tools::{ToolError, chat, investigate};
 
 fn schema(v: Value) -> Arc<JsonObject> {
@@ -257,8 +257,7 @@ impl Server {
         let started = std::time::Instant::now();
         match self.run(plan, &ctx).await {
             Ok(reply) => {
-                if let (Some(pool), Some(thread)) = (self.app.agents(), &reply.continuation_id)
-                {
+                if let (Some(pool), Some(thread)) = (self.app.agents(), &reply.continuation_id) {
                     pool.workspaces().set(owner.as_str(), &workspace, thread);
                 }
                 let agent = reply.agent.clone();
@@ -295,8 +294,7 @@ impl Server {
         input_schema = empty_schema()
     )]
     async fn bridge_list_models(&self) -> Result<CallToolResult, ErrorData> {
-        let report =
-            crate::tools::listmodels::report(self.app.gemini(), self.app.store_kind());
+        let report = crate::tools::listmodels::report(self.app.gemini(), self.app.store_kind());
         let models: Vec<String> = report.models.iter().map(|m| m.id.clone()).collect();
         let modes: Vec<&str> = crate::gemini::acp::usable_modes()
             .into_iter()

@@ -12,8 +12,8 @@ use rmcp::model::{
 };
 
 use super::Server;
-use crate::threads::Owner;
 use crate::app::threads;
+use crate::threads::Owner;
 use crate::tools::{ToolError, workflows};
 
 const THREADS: &str = "gemini-mcp://threads";
@@ -134,10 +134,7 @@ pub async fn read_resource(
         return Ok(json(threads::list_json(&list)));
     }
     if uri == MODELS {
-        let report = crate::tools::listmodels::report(
-            server.app.gemini(),
-            server.app.store_kind(),
-        );
+        let report = crate::tools::listmodels::report(server.app.gemini(), server.app.store_kind());
         return Ok(json(serde_json::to_value(report).unwrap_or_default()));
     }
     if let Some(id) = uri.strip_prefix(&format!("{THREADS}/")) {
@@ -182,10 +179,8 @@ pub async fn complete(
             ids
         }
         _ if argument.name == "model" => {
-            let report = crate::tools::listmodels::report(
-                server.app.gemini(),
-                server.app.store_kind(),
-            );
+            let report =
+                crate::tools::listmodels::report(server.app.gemini(), server.app.store_kind());
             let mut names: Vec<String> = Vec::new();
             for m in &report.models {
                 names.extend(m.aliases.iter().cloned());

@@ -20,11 +20,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::app::App;
 use crate::gemini::{CallContext, Progress};
 use crate::limits::{Admission, ClientId, Refusal};
 use crate::threads::Owner;
 use crate::tools::reply::Status;
-use crate::app::App;
 use crate::tools::{Plan, Reply, ToolError};
 
 /// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Invariants: errors).
@@ -114,11 +114,7 @@ impl Server {
     }
 
     /// Passes the call through the app's gate; the admission is held until the call ends.
-    fn admit(
-        &self,
-        plan: &Plan,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<Admission, Refusal> {
+    fn admit(&self, plan: &Plan, ctx: &RequestContext<RoleServer>) -> Result<Admission, Refusal> {
         self.app.admit(plan.tool, &client_of(ctx))
     }
 

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn,
-    now_ms, title_of,
+    LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
+    title_of,
 };
 use crate::spend::{Day, SpendKey, Spent};
 
@@ -642,7 +642,13 @@ mod tests {
             micro_usd: 1,
         };
         let total = store.add_spend(&key, day, added).await.unwrap();
-        assert_eq!(total, Spent { tokens: 6, micro_usd: 8 });
+        assert_eq!(
+            total,
+            Spent {
+                tokens: 6,
+                micro_usd: 8
+            }
+        );
         let client = SpendKey::Client("5f1d".into());
         assert_eq!(store.spent(&client, day).await.unwrap(), Spent::default());
     }

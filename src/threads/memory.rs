@@ -142,9 +142,7 @@ impl ThreadStore for MemoryStore {
 
     async fn spent(&self, key: &SpendKey, day: Day) -> Result<Spent, ThreadError> {
         let g = self.spend.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(g.get(&(key.clone(), day))
-            .copied()
-            .unwrap_or_default())
+        Ok(g.get(&(key.clone(), day)).copied().unwrap_or_default())
     }
 
     async fn ping(&self) -> Result<(), ThreadError> {

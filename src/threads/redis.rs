@@ -31,9 +31,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script, Value};
 use sha2::{Digest, Sha256};
 
-use super::{
-    Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
-};
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms};
 use crate::secret::Secret;
 use crate::spend::{Day, SpendKey, Spent};
 

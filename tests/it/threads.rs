@@ -852,8 +852,8 @@ fn sent_turn(
 #[test]
 fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
     use gemini_mcp_server::collector::Collector;
-    use gemini_mcp_server::threads::Thread;
     use gemini_mcp_server::pipeline::history;
+    use gemini_mcp_server::threads::Thread;
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
