@@ -19,8 +19,8 @@ use crate::gemini::{CallContext, Gemini};
 use crate::limits::{Admission, ClientId, Gate, RateLimits, Refusal};
 use crate::pipeline::Services;
 use crate::threads::ThreadStore;
-use crate::tool::Tool;
-use crate::tools::{Plan, Reply, ToolError};
+
+use crate::tools::{Plan, Reply, Tool, ToolError};
 
 /// The server cannot start; the message says what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -140,5 +140,35 @@ impl App {
     pub fn abort(&self) {
         self.services.gemini.abort_running();
         self.services.shutdown_agents();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `drain` refuses new calls at once and waits for those in flight, up to the grace.
+    #[tokio::test]
+    async fn drain_stops_admitting_and_waits_for_the_calls_in_flight() {
+        let tmp = tempfile::tempdir().unwrap();
+        let app = App::start(Arc::new(Config::for_tests(tmp.path())))
+            .await
+            .expect("the app starts");
+        let client = ClientId("stdio".into());
+        let call = app.admit(Tool::Chat, &client).expect("admitted");
+        assert_eq!(app.in_flight(), 1);
+        assert!(
+            !app.drain(Duration::from_millis(20)).await,
+            "a call is still in flight"
+        );
+        assert!(matches!(
+            app.admit(Tool::Chat, &client),
+            Err(Refusal::ShuttingDown)
+        ));
+        drop(call);
+        assert!(app.drain(Duration::from_millis(20)).await);
+        // Nothing runs any more: ending what is left is a no-op, and may be done twice.
+        app.abort();
+        app.abort();
     }
 }

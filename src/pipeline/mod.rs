@@ -297,7 +297,7 @@ async fn load_thread(
 /// The tool's system prompt, with what the project tools are for when the call may explore.
 fn tool_prompt(plan: &Plan) -> String {
     let base = plan.tool.system_prompt();
-    if plan.explore.is_some() && plan.tool != crate::tool::Tool::Investigate {
+    if plan.explore.is_some() && plan.tool != crate::tools::Tool::Investigate {
         format!("{}\n\n{}", base.trim_end(), prompt::EXPLORE.trim_end())
     } else {
         base.to_string()
