@@ -33,5 +33,4 @@ pub mod spend;
 pub mod stdio;
 pub mod term;
 pub mod threads;
-pub mod tool;
 pub mod tools;

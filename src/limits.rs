@@ -22,20 +22,6 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use tokio_util::task::TaskTracker;
 use tokio_util::task::task_tracker::TaskTrackerToken;
 
-use crate::tool::Tool;
-
-/// The text of [`DEFAULT_RATE_LIMITS`], a literal so that the settings table's documented
-/// default is built from it (`concat!`) rather than copied.
-macro_rules! default_rate_limits {
-    () => {
-        "chat=10/min,analyze=5/min,thinkdeep=3/min,codereview=5/min,debug=5/min,precommit=3/min,investigate=3/min"
-    };
-}
-pub(crate) use default_rate_limits;
-
-/// The rate limits HTTP applies when `GEMINI_MCP_RATE_LIMITS` is not set.
-pub const DEFAULT_RATE_LIMITS: &str = default_rate_limits!();
-
 /// Who is calling, for the per-client limits: a token's label when the transport authenticates
 /// (never the token itself), else the peer address; `stdio` for the one stdio client.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -90,24 +76,19 @@ impl fmt::Display for Rate {
     }
 }
 
-/// Per-tool rate limits; a tool not named has none. Empty = off.
+/// Per-tool rate limits, by tool name; a tool not named has none. Empty = off. The names are
+/// taken as written: which names are tools is the tools' table's to say (`tools::spec`, which
+/// also holds the defaults).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RateLimits(pub Vec<(Tool, Rate)>);
+pub struct RateLimits(pub Vec<(String, Rate)>);
 
 impl RateLimits {
-    /// The built-in table ([`DEFAULT_RATE_LIMITS`]).
-    pub fn http_default() -> RateLimits {
-        DEFAULT_RATE_LIMITS
-            .parse()
-            .expect("the built-in rate limits parse")
-    }
-
     pub fn is_off(&self) -> bool {
         self.0.is_empty()
     }
 
-    pub fn get(&self, tool: Tool) -> Option<Rate> {
-        self.0.iter().find(|(t, _)| *t == tool).map(|(_, r)| *r)
+    pub fn get(&self, tool: &str) -> Option<Rate> {
+        self.0.iter().find(|(t, _)| t == tool).map(|(_, r)| *r)
     }
 }
 
@@ -121,17 +102,12 @@ impl std::str::FromStr for RateLimits {
         if s.eq_ignore_ascii_case("off") || s.eq_ignore_ascii_case("none") {
             return Ok(RateLimits::default());
         }
-        let mut out: Vec<(Tool, Rate)> = Vec::new();
+        let mut out: Vec<(String, Rate)> = Vec::new();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             let (name, rate) = item
                 .split_once('=')
                 .ok_or_else(|| format!("`{item}` is not `tool=N/unit` (e.g. chat=10/min)"))?;
-            let tool = Tool::from_name(name.trim()).ok_or_else(|| {
-                format!(
-                    "`{}` is not a tool with a rate limit; use chat, thinkdeep, analyze, codereview, debug, precommit, investigate",
-                    name.trim()
-                )
-            })?;
+            let tool = name.trim().to_string();
             let (count, unit) = rate
                 .trim()
                 .split_once('/')
@@ -152,7 +128,7 @@ impl std::str::FromStr for RateLimits {
                 }
             };
             if out.iter().any(|(t, _)| *t == tool) {
-                return Err(format!("`{}` is named twice", tool.name()));
+                return Err(format!("`{tool}` is named twice"));
             }
             out.push((tool, Rate { count, per }));
         }
@@ -172,7 +148,7 @@ impl fmt::Display for RateLimits {
             if i > 0 {
                 f.write_str(",")?;
             }
-            write!(f, "{}={rate}", tool.name())?;
+            write!(f, "{tool}={rate}")?;
         }
         Ok(())
     }
@@ -187,7 +163,7 @@ pub enum Refusal {
         retry_after.as_secs_f64().ceil().max(1.0) as u64
     )]
     Rate {
-        tool: &'static str,
+        tool: String,
         rate: u32,
         per: &'static str,
         retry_after: Duration,
@@ -214,7 +190,7 @@ impl Refusal {
 
 /// The admission gate. Cheap to share (`Arc`).
 pub struct Gate {
-    rates: Vec<(Tool, Rate, DefaultKeyedRateLimiter<ClientId>)>,
+    rates: Vec<(String, Rate, DefaultKeyedRateLimiter<ClientId>)>,
     /// Calls in flight per client, and the limit (`None`: unlimited).
     concurrency: Option<usize>,
     in_flight: Arc<Mutex<HashMap<ClientId, usize>>>,
@@ -250,7 +226,7 @@ impl Gate {
             rates: rates
                 .0
                 .iter()
-                .map(|(tool, rate)| (*tool, *rate, RateLimiter::keyed(rate.quota())))
+                .map(|(tool, rate)| (tool.clone(), *rate, RateLimiter::keyed(rate.quota())))
                 .collect(),
             concurrency,
             in_flight: Arc::new(Mutex::new(HashMap::new())),
@@ -260,7 +236,7 @@ impl Gate {
 
     /// Admits one call of `tool` from `client`, or says why not. The call counts as in flight
     /// until the returned [`Admission`] is dropped.
-    pub fn admit(&self, tool: Tool, client: &ClientId) -> Result<Admission, Refusal> {
+    pub fn admit(&self, tool: &str, client: &ClientId) -> Result<Admission, Refusal> {
         if self.tracker.is_closed() {
             return Err(Refusal::ShuttingDown);
         }
@@ -282,12 +258,12 @@ impl Gate {
             client: client.clone(),
             in_flight,
         };
-        if let Some((_, rate, limiter)) = self.rates.iter().find(|(t, _, _)| *t == tool)
+        if let Some((_, rate, limiter)) = self.rates.iter().find(|(t, _, _)| t == tool)
             && let Err(not_until) = limiter.check_key(client)
         {
             // `admission` drops here and gives the concurrency slot back.
             return Err(Refusal::Rate {
-                tool: tool.name(),
+                tool: tool.to_string(),
                 rate: rate.count.get(),
                 per: rate.per.word(),
                 retry_after: not_until.wait_time_from(DefaultClock::default().now()),
@@ -331,20 +307,20 @@ mod tests {
 
     #[test]
     fn parses_and_prints_rate_limits() {
-        let r = RateLimits::http_default();
-        assert_eq!(r.to_string(), DEFAULT_RATE_LIMITS);
-        assert_eq!(r.get(Tool::Chat).map(|r| r.count.get()), Some(10));
+        let text = "chat=10/min,analyze=5/min,investigate=3/min";
+        let r: RateLimits = text.parse().unwrap();
+        assert_eq!(r.to_string(), text);
+        assert_eq!(r.get("chat").map(|r| r.count.get()), Some(10));
         assert!("off".parse::<RateLimits>().unwrap().is_off());
         let r: RateLimits = " chat = 2/s , precommit=1/hour".parse().unwrap();
         assert_eq!(r.to_string(), "chat=2/s,precommit=1/h");
-        assert_eq!(r.get(Tool::Debug), None);
+        assert_eq!(r.get("debug"), None);
     }
 
     #[test]
     fn bad_rate_limits_say_what_is_wrong() {
         for (text, needle) in [
             ("chat", "not `tool=N/unit`"),
-            ("chatty=1/min", "not a tool"),
             ("chat=ten/min", "not a whole number"),
             ("chat=0/min", "a rate of 0"),
             ("chat=1/day", "unit `day`"),
@@ -360,12 +336,9 @@ mod tests {
     fn rate_limit_is_per_client_and_per_tool_and_says_when_to_retry() {
         let gate = Gate::new(&"chat=2/min".parse().unwrap(), None);
         let a = client("a");
-        assert!(gate.admit(Tool::Chat, &a).is_ok());
-        assert!(gate.admit(Tool::Chat, &a).is_ok());
-        let refused = gate
-            .admit(Tool::Chat, &a)
-            .err()
-            .expect("third call refused");
+        assert!(gate.admit("chat", &a).is_ok());
+        assert!(gate.admit("chat", &a).is_ok());
+        let refused = gate.admit("chat", &a).err().expect("third call refused");
         let Refusal::Rate { retry_after, .. } = &refused else {
             panic!("{refused:?}")
         };
@@ -374,24 +347,24 @@ mod tests {
         assert!(text.contains("`chat` allows 2 calls per minute"), "{text}");
         assert!(text.contains("retry in "), "{text}");
         // Another client, and another tool, are not affected.
-        assert!(gate.admit(Tool::Chat, &client("b")).is_ok());
-        assert!(gate.admit(Tool::Debug, &a).is_ok());
+        assert!(gate.admit("chat", &client("b")).is_ok());
+        assert!(gate.admit("debug", &a).is_ok());
     }
 
     #[test]
     fn concurrency_is_per_client_and_released_on_drop() {
         let gate = Gate::new(&RateLimits::default(), Some(2));
         let a = client("a");
-        let first = gate.admit(Tool::Chat, &a).unwrap();
-        let _second = gate.admit(Tool::Chat, &a).unwrap();
+        let first = gate.admit("chat", &a).unwrap();
+        let _second = gate.admit("chat", &a).unwrap();
         assert_eq!(
-            gate.admit(Tool::Chat, &a).err(),
+            gate.admit("chat", &a).err(),
             Some(Refusal::Concurrency { limit: 2 })
         );
-        assert!(gate.admit(Tool::Chat, &client("b")).is_ok());
+        assert!(gate.admit("chat", &client("b")).is_ok());
         assert_eq!(gate.in_flight(), 2);
         drop(first);
-        let _third = gate.admit(Tool::Chat, &a).unwrap();
+        let _third = gate.admit("chat", &a).unwrap();
         assert_eq!(gate.in_flight(), 2);
     }
 
@@ -399,22 +372,22 @@ mod tests {
     fn a_call_refused_for_concurrency_spends_no_rate_quota() {
         let gate = Gate::new(&"chat=1/min".parse().unwrap(), Some(1));
         let a = client("a");
-        let held = gate.admit(Tool::Debug, &a).unwrap();
+        let held = gate.admit("debug", &a).unwrap();
         assert!(matches!(
-            gate.admit(Tool::Chat, &a),
+            gate.admit("chat", &a),
             Err(Refusal::Concurrency { .. })
         ));
         drop(held);
-        assert!(gate.admit(Tool::Chat, &a).is_ok());
+        assert!(gate.admit("chat", &a).is_ok());
     }
 
     #[tokio::test]
     async fn closing_refuses_new_calls_and_drains_the_admitted_ones() {
         let gate = Arc::new(Gate::new(&RateLimits::default(), None));
-        let call = gate.admit(Tool::Chat, &client("a")).unwrap();
+        let call = gate.admit("chat", &client("a")).unwrap();
         gate.close();
         assert_eq!(
-            gate.admit(Tool::Chat, &client("a")).err(),
+            gate.admit("chat", &client("a")).err(),
             Some(Refusal::ShuttingDown)
         );
         let waiter = tokio::spawn({

@@ -106,7 +106,7 @@ impl App {
     /// Admits one call of `tool` from `client`, or says why not; the call counts as in flight
     /// until the returned [`Admission`] is dropped.
     pub fn admit(&self, tool: Tool, client: &ClientId) -> Result<Admission, Refusal> {
-        self.gate.admit(tool, client)
+        self.gate.admit(tool.name(), client)
     }
 
     /// Runs one tool call through the pipeline.

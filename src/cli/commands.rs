@@ -1,8 +1,14 @@
 //! The tool subcommands: one arguments struct each, turned into the tool's own params struct and
 //! planned by the tool's `plan()`, exactly as the MCP server does; the pipeline does the rest.
 //! Paths are taken from the working directory, as a shell user expects.
+//!
+//! Each arguments struct says what the command line needs of it through [`ToolArgs`]; the
+//! subcommands are matched once ([`with_args!`]), and running one is written once
+//! (`cli::tool`). A subcommand's name and one-line help are its tool's (`tools::spec`).
 
 use std::path::{Path, PathBuf};
+
+use clap::Subcommand;
 
 use crate::tools::analyze::AnalyzeParams;
 use crate::tools::chat::ChatParams;
@@ -11,12 +17,74 @@ use crate::tools::debug::DebugParams;
 use crate::tools::investigate::InvestigateParams;
 use crate::tools::precommit::PrecommitParams;
 use crate::tools::thinkdeep::ThinkDeepParams;
-use crate::tools::{Plan, ToolError};
+use crate::tools::{Plan, Tool, ToolError};
 
 use super::flags::{
     ANALYSIS_TYPES, ANALYZE_OUTPUTS, CommonArgs, FailOn, Format, REVIEW_TYPES, ReviewFormat,
     SEVERITY_FILTERS, absolute, choice,
 };
+use super::output::Printed;
+
+/// The subcommands that run a tool, in the order `--help` lists them.
+#[derive(Debug, Subcommand)]
+pub enum ToolCommand {
+    #[command(about = Tool::Precommit.spec().about)]
+    Precommit(PrecommitArgs),
+    #[command(about = Tool::CodeReview.spec().about)]
+    Codereview(CodeReviewArgs),
+    #[command(about = Tool::Chat.spec().about)]
+    Chat(ChatArgs),
+    #[command(about = Tool::Analyze.spec().about)]
+    Analyze(AnalyzeArgs),
+    #[command(about = Tool::Debug.spec().about)]
+    Debug(DebugArgs),
+    #[command(about = Tool::Investigate.spec().about)]
+    Investigate(InvestigateArgs),
+    #[command(about = Tool::ThinkDeep.spec().about)]
+    Thinkdeep(ThinkDeepArgs),
+}
+
+/// `$body` for whichever tool subcommand `$command` is, with `$args` bound to its arguments (a
+/// [`ToolArgs`] of the tool's own type): the one match over the tool subcommands.
+macro_rules! with_args {
+    ($command:expr, $args:ident => $body:expr) => {
+        match $command {
+            $crate::cli::commands::ToolCommand::Precommit($args) => $body,
+            $crate::cli::commands::ToolCommand::Codereview($args) => $body,
+            $crate::cli::commands::ToolCommand::Chat($args) => $body,
+            $crate::cli::commands::ToolCommand::Analyze($args) => $body,
+            $crate::cli::commands::ToolCommand::Debug($args) => $body,
+            $crate::cli::commands::ToolCommand::Investigate($args) => $body,
+            $crate::cli::commands::ToolCommand::Thinkdeep($args) => $body,
+        }
+    };
+}
+pub(crate) use with_args;
+
+impl ToolCommand {
+    /// `--tier` given after the subcommand.
+    pub fn tier(&self) -> Option<&String> {
+        with_args!(self, a => a.common().tier.as_ref())
+    }
+}
+
+/// What the command line needs of a tool subcommand's arguments.
+pub trait ToolArgs: Sized {
+    /// The tool the subcommand runs.
+    const TOOL: Tool;
+    /// The flags every tool subcommand takes.
+    fn common(&self) -> &CommonArgs;
+    /// How the reply is printed.
+    fn printed(&self) -> Printed;
+    /// The positional text, which `-` reads from stdin; `None` when the subcommand has none.
+    fn text(&self) -> Option<&str> {
+        None
+    }
+    /// The tool's params, planned by the tool's `plan()`; `stdin`, when read, is the text.
+    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError>;
+    /// The flag (or positional argument) that sets a params field, for usage errors.
+    fn flag(field: &str) -> String;
+}
 
 /// `gemini-mcp precommit`: review pending git changes like a linter.
 #[derive(Debug, Clone, clap::Args)]
@@ -59,8 +127,21 @@ pub struct PrecommitArgs {
     pub common: CommonArgs,
 }
 
-impl PrecommitArgs {
-    pub fn plan(self, cwd: &Path) -> Result<Plan, ToolError> {
+impl ToolArgs for PrecommitArgs {
+    const TOOL: Tool = Tool::Precommit;
+
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn printed(&self) -> Printed {
+        Printed::Review {
+            format: self.format,
+            fail_on: self.fail_on,
+        }
+    }
+
+    fn plan(self, cwd: &Path, _stdin: Option<String>) -> Result<Plan, ToolError> {
         let params = PrecommitParams {
             path: absolute(cwd, vec![self.path]).remove(0),
             include_staged: Some(true),
@@ -85,7 +166,7 @@ impl PrecommitArgs {
         Ok(plan)
     }
 
-    pub fn flag(field: &str) -> String {
+    fn flag(field: &str) -> String {
         match field {
             "files" => "--file".into(),
             "images" => "--image".into(),
@@ -128,8 +209,21 @@ pub struct CodeReviewArgs {
     pub common: CommonArgs,
 }
 
-impl CodeReviewArgs {
-    pub fn plan(self, cwd: &Path) -> Result<Plan, ToolError> {
+impl ToolArgs for CodeReviewArgs {
+    const TOOL: Tool = Tool::CodeReview;
+
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn printed(&self) -> Printed {
+        Printed::Review {
+            format: self.format,
+            fail_on: self.fail_on,
+        }
+    }
+
+    fn plan(self, cwd: &Path, _stdin: Option<String>) -> Result<Plan, ToolError> {
         crate::tools::codereview::plan(CodeReviewParams {
             files: absolute(cwd, self.files),
             context: self.context,
@@ -142,7 +236,7 @@ impl CodeReviewArgs {
         })
     }
 
-    pub fn flag(field: &str) -> String {
+    fn flag(field: &str) -> String {
         match field {
             f if f == "files" || f.starts_with("files[") => "FILES".into(),
             f => PrecommitArgs::flag(f),
@@ -172,8 +266,24 @@ pub struct ChatArgs {
     pub common: CommonArgs,
 }
 
-impl ChatArgs {
-    pub fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
+impl ToolArgs for ChatArgs {
+    const TOOL: Tool = Tool::Chat;
+
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn printed(&self) -> Printed {
+        Printed::Answer {
+            format: self.format,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        Some(&self.prompt)
+    }
+
+    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
         crate::tools::chat::plan(ChatParams {
             prompt: stdin.unwrap_or(self.prompt),
             files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
@@ -183,7 +293,7 @@ impl ChatArgs {
         })
     }
 
-    pub fn flag(field: &str) -> String {
+    fn flag(field: &str) -> String {
         match field {
             "prompt" => "PROMPT".into(),
             "use_websearch" => "--web-search".into(),
@@ -217,8 +327,20 @@ pub struct AnalyzeArgs {
     pub common: CommonArgs,
 }
 
-impl AnalyzeArgs {
-    pub fn plan(self, cwd: &Path) -> Result<Plan, ToolError> {
+impl ToolArgs for AnalyzeArgs {
+    const TOOL: Tool = Tool::Analyze;
+
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn printed(&self) -> Printed {
+        Printed::Answer {
+            format: self.format,
+        }
+    }
+
+    fn plan(self, cwd: &Path, _stdin: Option<String>) -> Result<Plan, ToolError> {
         crate::tools::analyze::plan(AnalyzeParams {
             files: absolute(cwd, self.files),
             question: self.question,
@@ -229,7 +351,7 @@ impl AnalyzeArgs {
         })
     }
 
-    pub fn flag(field: &str) -> String {
+    fn flag(field: &str) -> String {
         CodeReviewArgs::flag(field)
     }
 }
@@ -265,8 +387,24 @@ pub struct DebugArgs {
     pub common: CommonArgs,
 }
 
-impl DebugArgs {
-    pub fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
+impl ToolArgs for DebugArgs {
+    const TOOL: Tool = Tool::Debug;
+
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn printed(&self) -> Printed {
+        Printed::Answer {
+            format: self.format,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        Some(&self.error_description)
+    }
+
+    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
         crate::tools::debug::plan(DebugParams {
             error_description: stdin.unwrap_or(self.error_description),
             error_context: self.error_context,
@@ -279,7 +417,7 @@ impl DebugArgs {
         })
     }
 
-    pub fn flag(field: &str) -> String {
+    fn flag(field: &str) -> String {
         match field {
             "error_description" => "DESCRIPTION".into(),
             f => ChatArgs::flag(f),
@@ -314,8 +452,24 @@ pub struct InvestigateArgs {
     pub common: CommonArgs,
 }
 
-impl InvestigateArgs {
-    pub fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
+impl ToolArgs for InvestigateArgs {
+    const TOOL: Tool = Tool::Investigate;
+
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn printed(&self) -> Printed {
+        Printed::Answer {
+            format: self.format,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        Some(&self.task)
+    }
+
+    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
         crate::tools::investigate::plan(InvestigateParams {
             task: stdin.unwrap_or(self.task),
             files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
@@ -326,7 +480,7 @@ impl InvestigateArgs {
         })
     }
 
-    pub fn flag(field: &str) -> String {
+    fn flag(field: &str) -> String {
         match field {
             "task" => "TASK".into(),
             f => ChatArgs::flag(f),
@@ -360,8 +514,24 @@ pub struct ThinkDeepArgs {
     pub common: CommonArgs,
 }
 
-impl ThinkDeepArgs {
-    pub fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
+impl ToolArgs for ThinkDeepArgs {
+    const TOOL: Tool = Tool::ThinkDeep;
+
+    fn common(&self) -> &CommonArgs {
+        &self.common
+    }
+
+    fn printed(&self) -> Printed {
+        Printed::Answer {
+            format: self.format,
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        Some(&self.current_analysis)
+    }
+
+    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
         crate::tools::thinkdeep::plan(ThinkDeepParams {
             current_analysis: stdin.unwrap_or(self.current_analysis),
             problem_context: self.problem_context,
@@ -372,7 +542,7 @@ impl ThinkDeepArgs {
         })
     }
 
-    pub fn flag(field: &str) -> String {
+    fn flag(field: &str) -> String {
         match field {
             "current_analysis" => "ANALYSIS".into(),
             f if f == "focus_areas" || f.starts_with("focus_areas[") => "--focus-area".into(),
@@ -400,13 +570,28 @@ mod tests {
     }
 
     #[test]
+    fn every_tool_has_its_subcommand() {
+        use clap::CommandFactory;
+        let cmd = Args::command();
+        for spec in &crate::tools::spec::SPECS {
+            let sub = cmd
+                .find_subcommand(spec.name)
+                .unwrap_or_else(|| panic!("no subcommand {}", spec.name));
+            assert_eq!(
+                sub.get_about().map(ToString::to_string).as_deref(),
+                Some(spec.about)
+            );
+        }
+    }
+
+    #[test]
     fn precommit_defaults_review_everything_and_fail_on_high() {
-        let Command::Precommit(a) = parse(&["precommit"]).unwrap() else {
+        let Command::Tool(ToolCommand::Precommit(a)) = parse(&["precommit"]).unwrap() else {
             panic!("not precommit")
         };
         assert_eq!(a.fail_on, FailOn::High);
         assert_eq!(a.format, ReviewFormat::Text);
-        let plan = a.plan(&cwd()).unwrap();
+        let plan = a.plan(&cwd(), None).unwrap();
         assert_eq!(plan.tool, Tool::Precommit);
         let git = plan.git.unwrap();
         assert_eq!(git.path, "/work/proj");
@@ -418,7 +603,7 @@ mod tests {
 
     #[test]
     fn precommit_flags() {
-        let Command::Precommit(a) = parse(&[
+        let Command::Tool(ToolCommand::Precommit(a)) = parse(&[
             "precommit",
             "--path",
             "sub",
@@ -445,7 +630,7 @@ mod tests {
         };
         assert_eq!(a.format, ReviewFormat::Sarif);
         assert_eq!(a.fail_on, FailOn::Medium);
-        let plan = a.plan(&cwd()).unwrap();
+        let plan = a.plan(&cwd(), None).unwrap();
         let git = plan.git.clone().unwrap();
         assert_eq!(git.path, "/work/proj/sub");
         assert!(git.include_staged && !git.include_unstaged && !git.include_untracked);
@@ -506,7 +691,7 @@ mod tests {
 
     #[test]
     fn tool_subcommands_build_their_tools_plans() {
-        let Command::Codereview(a) = parse(&[
+        let Command::Tool(ToolCommand::Codereview(a)) = parse(&[
             "codereview",
             "src/db.rs",
             "src/pool.rs",
@@ -523,7 +708,7 @@ mod tests {
             panic!()
         };
         assert_eq!(a.fail_on, FailOn::High);
-        let plan = a.plan(&cwd()).unwrap();
+        let plan = a.plan(&cwd(), None).unwrap();
         assert_eq!(plan.tool, Tool::CodeReview);
         assert_eq!(
             plan.files,
@@ -537,7 +722,7 @@ mod tests {
             }
         ));
 
-        let Command::Chat(a) = parse(&[
+        let Command::Tool(ToolCommand::Chat(a)) = parse(&[
             "chat",
             "Is a trie overkill?",
             "-f",
@@ -553,7 +738,7 @@ mod tests {
         assert!(plan.web_search);
         assert_eq!(plan.files, vec!["/work/proj/src/router.rs"]);
 
-        let Command::Analyze(a) = parse(&[
+        let Command::Tool(ToolCommand::Analyze(a)) = parse(&[
             "analyze",
             "src",
             "-q",
@@ -566,9 +751,11 @@ mod tests {
         .unwrap() else {
             panic!()
         };
-        assert_eq!(a.plan(&cwd()).unwrap().tool, Tool::Analyze);
+        assert_eq!(a.plan(&cwd(), None).unwrap().tool, Tool::Analyze);
 
-        let Command::Debug(a) = parse(&["debug", "-", "--error-context", "trace"]).unwrap() else {
+        let Command::Tool(ToolCommand::Debug(a)) =
+            parse(&["debug", "-", "--error-context", "trace"]).unwrap()
+        else {
             panic!()
         };
         let plan = a
@@ -577,7 +764,7 @@ mod tests {
         assert_eq!(plan.tool, Tool::Debug);
         assert!(plan.request.contains("Panics on empty input"));
 
-        let Command::Thinkdeep(a) = parse(&[
+        let Command::Tool(ToolCommand::Thinkdeep(a)) = parse(&[
             "thinkdeep",
             "The deadlock comes from…",
             "--focus-area",
@@ -596,7 +783,7 @@ mod tests {
 
     #[test]
     fn plan_errors_name_the_flag() {
-        let Command::Chat(a) = parse(&["chat", "   "]).unwrap() else {
+        let Command::Tool(ToolCommand::Chat(a)) = parse(&["chat", "   "]).unwrap() else {
             panic!()
         };
         let ToolError::InvalidArgument { field, .. } = a.plan(&cwd(), None).unwrap_err() else {
@@ -606,10 +793,12 @@ mod tests {
         assert_eq!(PrecommitArgs::flag("compare_to"), "--compare-to");
         assert_eq!(CodeReviewArgs::flag("files[0]"), "FILES");
         assert_eq!(ThinkDeepArgs::flag("focus_areas[1]"), "--focus-area");
-        let Command::Precommit(a) = parse(&["precommit", "--compare-to=-x"]).unwrap() else {
+        let Command::Tool(ToolCommand::Precommit(a)) =
+            parse(&["precommit", "--compare-to=-x"]).unwrap()
+        else {
             panic!()
         };
-        let ToolError::InvalidArgument { field, .. } = a.plan(&cwd()).unwrap_err() else {
+        let ToolError::InvalidArgument { field, .. } = a.plan(&cwd(), None).unwrap_err() else {
             panic!()
         };
         assert_eq!(PrecommitArgs::flag(&field), "--compare-to");

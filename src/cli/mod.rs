@@ -2,11 +2,13 @@
 //! HTTP, run the tools from a terminal, a git hook or CI, manage the pre-commit hook, and check
 //! the setup.
 //!
-//! The subcommand is matched in one place ([`run`]). A tool subcommand builds the tool's own
-//! params struct, plans it with the tool's `plan()` and runs it through the same [`App`] as the
-//! MCP server (on a signal, the app's `abort` ends what still runs); only printing and exit codes
-//! are the CLI's own ([`output`]). Configuration and the working directory are read here, once,
-//! at the top. stdout carries only the command's output; errors, progress and logs go to stderr.
+//! The subcommand is matched in one place ([`run`]); the tool subcommands once more among
+//! themselves (`commands`). A tool subcommand builds the tool's own params struct, plans it with
+//! the tool's `plan()` and runs it ([`tool`], written once for every tool) through the same
+//! [`App`] as the MCP server (on a signal, the app's `abort` ends what still runs); only printing
+//! and exit codes are the CLI's own ([`output`]). Configuration and the working directory are
+//! read here, once, at the top, and the settings that name tools are checked against the tools'
+//! table. stdout carries only the command's output; errors, progress and logs go to stderr.
 
 mod agent_hook;
 mod commands;
@@ -19,7 +21,7 @@ mod progress;
 mod sarif;
 mod threads;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -28,14 +30,16 @@ use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::gemini::CallContext;
 use crate::git::GitError;
 use crate::shutdown::Shutdown;
 use crate::term::say;
 use crate::tools::{Plan, ToolError};
+use commands::ToolArgs;
 pub use commands::{
-    AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs, ThinkDeepArgs,
+    AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs,
+    ThinkDeepArgs, ToolCommand,
 };
 use output::Printed;
 
@@ -56,6 +60,8 @@ pub struct Args {
     pub command: Option<Command>,
 }
 
+// Parsed once per process: the size of the tool variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over stdio (the default), or over Streamable HTTP with --http.
@@ -68,21 +74,8 @@ pub enum Command {
         #[arg(long, value_name = "TIER")]
         tier: Option<String>,
     },
-    /// Review the pending git changes (staged, unstaged, untracked; nested repositories too).
-    Precommit(PrecommitArgs),
-    /// Review files: findings with severity, file:line and a fix.
-    Codereview(CodeReviewArgs),
-    /// Ask Gemini for a second opinion.
-    Chat(ChatArgs),
-    /// Ask a question about files or directories.
-    Analyze(AnalyzeArgs),
-    /// Root-cause analysis of a bug.
-    Debug(DebugArgs),
-    /// Gemini investigates the project itself (lists, searches, reads files and git history,
-    /// read-only) and answers with file:line citations; the steps show on stderr.
-    Investigate(InvestigateArgs),
-    /// Extend and challenge your own analysis of a hard problem.
-    Thinkdeep(ThinkDeepArgs),
+    #[command(flatten)]
+    Tool(ToolCommand),
     /// List, show, export or delete this project's conversation threads.
     Threads {
         #[command(subcommand)]
@@ -103,13 +96,7 @@ impl Command {
     fn tier(&self) -> Option<&String> {
         match self {
             Command::Serve { tier, .. } => tier.as_ref(),
-            Command::Precommit(a) => a.common.tier.as_ref(),
-            Command::Codereview(a) => a.common.tier.as_ref(),
-            Command::Chat(a) => a.common.tier.as_ref(),
-            Command::Analyze(a) => a.common.tier.as_ref(),
-            Command::Debug(a) => a.common.tier.as_ref(),
-            Command::Investigate(a) => a.common.tier.as_ref(),
-            Command::Thinkdeep(a) => a.common.tier.as_ref(),
+            Command::Tool(t) => t.tier(),
             Command::Threads { .. } | Command::Hook { .. } | Command::Doctor(_) => None,
         }
     }
@@ -126,10 +113,10 @@ pub async fn run(args: Args) -> ExitCode {
     // These two need no working configuration: they are how a broken one gets fixed.
     let command = match command {
         Command::Hook { action } => return ExitCode::from(hook::run(action)),
-        Command::Doctor(a) => return ExitCode::from(doctor::run(Config::from_env(), a).await),
+        Command::Doctor(a) => return ExitCode::from(doctor::run(read_config(), a).await),
         other => other,
     };
-    let config = match Config::from_env().and_then(|mut c| {
+    let config = match read_config().and_then(|mut c| {
         if let Some(tier) = &args_tier {
             let t = tier.trim().to_ascii_lowercase();
             if !["standard", "flex", "priority"].contains(&t.as_str()) {
@@ -164,68 +151,17 @@ pub async fn run(args: Args) -> ExitCode {
         } => {
             return crate::http::serve(config, &addr, Shutdown::on_signals()).await;
         }
-        Command::Precommit(a) => {
-            let printed = Printed::Review {
-                format: a.format,
-                fail_on: a.fail_on,
-            };
-            let plan = a.plan(&cwd);
-            tool(&config, "precommit", plan, printed, PrecommitArgs::flag).await
-        }
-        Command::Codereview(a) => {
-            let printed = Printed::Review {
-                format: a.format,
-                fail_on: a.fail_on,
-            };
-            let plan = a.plan(&cwd);
-            tool(&config, "codereview", plan, printed, CodeReviewArgs::flag).await
-        }
-        Command::Analyze(a) => {
-            let printed = Printed::Answer { format: a.format };
-            let plan = a.plan(&cwd);
-            tool(&config, "analyze", plan, printed, AnalyzeArgs::flag).await
-        }
-        Command::Chat(a) => {
-            let printed = Printed::Answer { format: a.format };
-            let stdin = match dash_stdin(&a.prompt).await {
-                Ok(s) => s,
-                Err(code) => return ExitCode::from(code),
-            };
-            let plan = a.plan(&cwd, stdin);
-            tool(&config, "chat", plan, printed, ChatArgs::flag).await
-        }
-        Command::Debug(a) => {
-            let printed = Printed::Answer { format: a.format };
-            let stdin = match dash_stdin(&a.error_description).await {
-                Ok(s) => s,
-                Err(code) => return ExitCode::from(code),
-            };
-            let plan = a.plan(&cwd, stdin);
-            tool(&config, "debug", plan, printed, DebugArgs::flag).await
-        }
-        Command::Thinkdeep(a) => {
-            let printed = Printed::Answer { format: a.format };
-            let stdin = match dash_stdin(&a.current_analysis).await {
-                Ok(s) => s,
-                Err(code) => return ExitCode::from(code),
-            };
-            let plan = a.plan(&cwd, stdin);
-            tool(&config, "thinkdeep", plan, printed, ThinkDeepArgs::flag).await
-        }
-        Command::Investigate(a) => {
-            let printed = Printed::Answer { format: a.format };
-            let stdin = match dash_stdin(&a.task).await {
-                Ok(s) => s,
-                Err(code) => return ExitCode::from(code),
-            };
-            let plan = a.plan(&cwd, stdin);
-            tool(&config, "investigate", plan, printed, InvestigateArgs::flag).await
-        }
+        Command::Tool(command) => commands::with_args!(command, a => tool(&config, &cwd, a).await),
         Command::Threads { action } => threads::run(&config, action).await,
         // Handled above, before the configuration is read.
         Command::Hook { .. } | Command::Doctor(_) => output::COULD_NOT_RUN,
     };
     ExitCode::from(code)
+}
+
+/// The configuration from the environment, its tool names checked against the tools' table.
+fn read_config() -> Result<Config, ConfigError> {
+    Config::from_env().and_then(|c| crate::tools::spec::check_settings(&c).map(|()| c))
 }
 
 /// The `--tier` of this run: given after the command, else before it. `None` (said on stderr)
@@ -270,15 +206,20 @@ async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
     }
 }
 
-/// Runs one tool call through the shared pipeline and prints it.
-async fn tool(
-    config: &Arc<Config>,
-    name: &'static str,
-    plan: Result<Plan, ToolError>,
-    printed: Printed,
-    flag: fn(&str) -> String,
-) -> u8 {
-    let plan = match plan {
+/// Runs one tool subcommand: its text from stdin when it is `-`, its plan, the call through the
+/// shared pipeline, and the printed reply.
+async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
+    let name = A::TOOL.name();
+    let flag = A::flag;
+    let printed = args.printed();
+    let stdin = match args.text() {
+        Some(text) => match dash_stdin(text).await {
+            Ok(s) => s,
+            Err(code) => return code,
+        },
+        None => None,
+    };
+    let plan = match args.plan(cwd, stdin) {
         Ok(p) => p,
         Err(e) => return fail(name, flag, e),
     };

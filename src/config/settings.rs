@@ -11,7 +11,6 @@ use super::{
     default_state_dir, invalid, tokens,
 };
 use crate::limits::RateLimits;
-use crate::tool::TOOL_NAMES;
 
 /// One setting.
 pub struct Setting {
@@ -691,16 +690,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Comma-separated tools to hide, e.g. `thinkdeep,debug`.",
         also_reads: &[],
+        // Kept as written: the edge checks the names against the tools' table
+        // (`tools::spec::check_settings`).
         read: |src, c| {
             c.disabled_tools = src.list("DISABLED_TOOLS");
-            for t in &c.disabled_tools {
-                if !TOOL_NAMES.contains(&t.as_str()) {
-                    return Err(invalid(
-                        "DISABLED_TOOLS",
-                        format!("`{t}` is not a tool; tools are {}", TOOL_NAMES.join(", ")),
-                    ));
-                }
-            }
             Ok(())
         },
     },
@@ -856,11 +849,8 @@ pub const SETTINGS: &[Setting] = &[
     },
     Setting {
         name: "GEMINI_MCP_RATE_LIMITS",
-        default: concat!(
-            "HTTP: `",
-            crate::limits::default_rate_limits!(),
-            "`; stdio: `off`"
-        ),
+        // The tools' table's own rates (`tools::spec`, whose test checks this text).
+        default: "HTTP: `codereview=5/min,precommit=3/min,debug=5/min,analyze=5/min,thinkdeep=3/min,investigate=3/min,chat=10/min`; stdio: `off`",
         doc: "Per-tool rate limits per client and instance: `tool=N/unit` items (unit `s`, `min` or `h`), comma-separated, replacing the default; or `off`.",
         also_reads: &[],
         read: |src, c| {

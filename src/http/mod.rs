@@ -119,7 +119,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let rates = config
         .rate_limits
         .clone()
-        .unwrap_or_else(RateLimits::http_default);
+        .unwrap_or_else(crate::tools::spec::default_rate_limits);
     let app = match App::start(config.clone()).await {
         Ok(app) => Arc::new(app.with_limits(&rates, Some(config.http.client_concurrency))),
         Err(e) => {

@@ -1,5 +1,5 @@
 //! The hosts' own surfaces beside the tools: prompts (slash commands), resources (the project's
-//! threads and the model catalogue) and completions. The content comes from `tools::workflows`
+//! threads and the model catalogue) and completions. The content comes from `workflows`
 //! and `app::threads`; this file only speaks MCP.
 
 use std::collections::BTreeMap;
@@ -12,9 +12,10 @@ use rmcp::model::{
 };
 
 use super::Server;
+use super::workflows;
 use crate::app::threads;
 use crate::threads::Owner;
-use crate::tools::{ToolError, workflows};
+use crate::tools::ToolError;
 
 const THREADS: &str = "gemini-mcp://threads";
 const THREAD_TEMPLATE: &str = "gemini-mcp://threads/{id}";

@@ -5,6 +5,7 @@
 mod compat;
 mod host;
 mod tools;
+mod workflows;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,13 +38,22 @@ pub const MAX_RESULT_SIZE_CHARS: usize = 500_000;
 /// How often a waiting call tells the client it is still alive.
 const HEARTBEAT: Duration = Duration::from_secs(10);
 
-const INSTRUCTIONS: &str = "Gemini as a second opinion. Use `codereview` for findings on files (severity, file:line, fix); \
-`precommit` before committing, on the pending git changes; `debug` for root-cause analysis of an error; `analyze` to \
-answer a question about files or directories; `thinkdeep` to extend and challenge your own analysis of a hard problem; \
-`investigate` when Gemini should find the relevant files itself (it reads and searches the project, read-only); \
-`chat` for anything else. Pass paths in `files` (directories are expanded, .gitignore respected). Every reply carries a \
-`continuation_id`: pass it back (to any tool) to continue the same conversation without resending context. \
-`listmodels` shows the models and aliases.";
+/// The server's instructions to the calling model: when to use which tool (the tools' table says),
+/// and how files and threads work.
+fn instructions() -> String {
+    use crate::tools::spec::{LISTMODELS, SPECS};
+    let when: Vec<String> = SPECS
+        .iter()
+        .map(|s| format!("`{}` {}", s.name, s.use_when))
+        .collect();
+    format!(
+        "Gemini as a second opinion. Use {}. Pass paths in `files` (directories are expanded, .gitignore \
+         respected). Every reply carries a `continuation_id`: pass it back (to any tool) to continue the same \
+         conversation without resending context. `{}` shows the models and aliases.",
+        when.join("; "),
+        LISTMODELS.name
+    )
+}
 
 #[derive(Clone)]
 pub struct Server {
@@ -341,7 +351,7 @@ impl ServerHandler for Server {
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
         ))
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(instructions())
     }
 
     async fn list_prompts(

@@ -1,127 +1,109 @@
-//! The tool adapters: one MCP tool per tool of `tools/`, each a description, annotations, the
-//! input and output schemas, and one call into the shared pipeline (`Server::call_tool_with`).
+//! The tools' routes, built from the tools' table (`tools::spec`): one per row — the row's
+//! description, title and reply schema, the input schema of the tool's params, and one call into
+//! the shared pipeline (`Server::call_tool_with`) with the tool's `plan()` — and `listmodels`.
+//! The tool's params and `plan()` are named in one match ([`route`]).
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
-use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use futures::future::BoxFuture;
+use rmcp::ErrorData;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 
 use super::Server;
-use crate::tools::analyze::{self, AnalyzeParams};
-use crate::tools::chat::{self, ChatParams};
-use crate::tools::codereview::{self, CodeReviewParams};
-use crate::tools::debug::{self, DebugParams};
-use crate::tools::investigate::{self, InvestigateParams};
-use crate::tools::listmodels;
-use crate::tools::precommit::{self, PrecommitParams};
-use crate::tools::thinkdeep::{self, ThinkDeepParams};
+use crate::tools::spec::{LISTMODELS, SPECS, Spec};
+use crate::tools::{
+    Plan, Tool, ToolError, analyze, chat, codereview, debug, investigate, listmodels, precommit,
+    thinkdeep,
+};
 
-#[tool_router(router = tools_router, vis = "pub(crate)")]
+/// What a route does to the arguments before they are parsed (`chat`'s compatibility names).
+type ArgsHook = fn(&Server, &mut JsonObject) -> Result<(), ErrorData>;
+
 impl Server {
-    #[tool(
-        description = "Ask Gemini for a second opinion, to brainstorm, or to check an idea; pass files for context.",
-        annotations(title = "Chat with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = crate::tools::schema::input_schema::<ChatParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
-    )]
-    async fn chat(
-        &self,
-        Parameters(mut args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.cli_wrapper_args(&mut args)?;
-        self.call_tool_with(args, chat::plan, ctx).await
+    /// Every tool of this server, the table's and `listmodels`.
+    pub(crate) fn tools_router() -> ToolRouter<Server> {
+        let mut router = ToolRouter::new();
+        for spec in &SPECS {
+            router.add_route(route(spec));
+        }
+        router.add_route(listmodels_route());
+        router
     }
+}
 
-    #[tool(
-        description = "Give Gemini your analysis of a hard problem (design, architecture, a tricky bug) to extend and challenge; thinks longer than chat.",
-        annotations(title = "Think deeper with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = crate::tools::schema::input_schema::<ThinkDeepParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
-    )]
-    async fn thinkdeep(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, thinkdeep::plan, ctx).await
+/// A row's route: its tool's params and `plan()`.
+fn route(spec: &'static Spec) -> ToolRoute<Server> {
+    match spec.tool {
+        Tool::CodeReview => planned(spec, codereview::plan, None),
+        Tool::Precommit => planned(spec, precommit::plan, None),
+        Tool::Debug => planned(spec, debug::plan, None),
+        Tool::Analyze => planned(spec, analyze::plan, None),
+        Tool::ThinkDeep => planned(spec, thinkdeep::plan, None),
+        Tool::Investigate => planned(spec, investigate::plan, None),
+        Tool::Chat => planned(spec, chat::plan, Some(Server::cli_wrapper_args)),
     }
+}
 
-    #[tool(
-        description = "Have Gemini read files or directories and answer a question about them: architecture, performance, security, quality.",
-        annotations(title = "Analyze code with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = crate::tools::schema::input_schema::<AnalyzeParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files", "sources"])
-    )]
-    async fn analyze(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, analyze::plan, ctx).await
-    }
+/// The route of a tool that plans params `P` and runs the pipeline.
+fn planned<P>(
+    spec: &'static Spec,
+    plan: fn(P) -> Result<Plan, ToolError>,
+    hook: Option<ArgsHook>,
+) -> ToolRoute<Server>
+where
+    P: DeserializeOwned + JsonSchema + Send + 'static,
+{
+    let attr = rmcp::model::Tool::new_with_raw(
+        spec.name,
+        Some(spec.description.into()),
+        crate::tools::schema::input_schema::<P>(),
+    )
+    .with_raw_output_schema(spec.reply.output_schema())
+    .with_annotations(annotations(spec.title, true));
+    ToolRoute::new_dyn(
+        attr,
+        move |ctx: ToolCallContext<'_, Server>| -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+            Box::pin(async move {
+                let server = ctx.service;
+                let mut args = ctx.arguments.unwrap_or_default();
+                if let Some(hook) = hook {
+                    hook(server, &mut args)?;
+                }
+                server
+                    .call_tool_with(args, plan, ctx.request_context)
+                    .await
+                    .map(Into::into)
+            })
+        },
+    )
+}
 
-    #[tool(
-        description = "Gemini reviews files and returns findings (severity, file:line, fix) as structured data.",
-        annotations(title = "Code review by Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = crate::tools::schema::input_schema::<CodeReviewParams>(),
-        output_schema = crate::tools::reply::output_schema(&["changed_files", "verdict", "sources"])
-    )]
-    async fn codereview(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, codereview::plan, ctx).await
-    }
+/// Every tool is read-only; those that ask Gemini reach out of the machine.
+fn annotations(title: &str, open_world: bool) -> ToolAnnotations {
+    ToolAnnotations::from_raw(Some(title.into()), Some(true), None, None, Some(open_world))
+}
 
-    #[tool(
-        description = "Root-cause a bug: give the error, stack trace, likely files and what you tried; Gemini ranks hypotheses with evidence and fixes.",
-        annotations(title = "Debug with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = crate::tools::schema::input_schema::<DebugParams>(),
-        output_schema = crate::tools::reply::output_schema(&["findings", "findings_left_out", "summary", "verdict", "changed_files"])
-    )]
-    async fn debug(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, debug::plan, ctx).await
-    }
+fn listmodels_route() -> ToolRoute<Server> {
+    let attr = rmcp::model::Tool::new_with_raw(
+        LISTMODELS.name,
+        Some(LISTMODELS.description.into()),
+        rmcp::handler::server::common::schema_for_empty_input(),
+    )
+    .with_raw_output_schema(crate::tools::schema::output_schema::<
+        listmodels::ModelsReport,
+    >(&[]))
+    .with_annotations(annotations(LISTMODELS.title, false));
+    ToolRoute::new_dyn(
+        attr,
+        |ctx: ToolCallContext<'_, Server>| -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
+            Box::pin(async move { ctx.service.listmodels().await.map(Into::into) })
+        },
+    )
+}
 
-    #[tool(
-        description = "Review pending git changes (staged, unstaged, untracked, or since a ref) before committing: findings and a verdict.",
-        annotations(title = "Pre-commit review by Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = crate::tools::schema::input_schema::<PrecommitParams>(),
-        output_schema = crate::tools::reply::output_schema(&["sources"])
-    )]
-    async fn precommit(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, precommit::plan, ctx).await
-    }
-
-    #[tool(
-        description = "Gemini explores the project itself (lists, searches, reads files and git history; read-only) and answers with file:line citations.",
-        annotations(title = "Investigate the project with Gemini", read_only_hint = true, open_world_hint = true),
-        input_schema = crate::tools::schema::input_schema::<InvestigateParams>(),
-        output_schema = crate::tools::reply::investigate_output_schema()
-    )]
-    async fn investigate(
-        &self,
-        Parameters(args): Parameters<JsonObject>,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.call_tool_with(args, investigate::plan, ctx).await
-    }
-
-    #[tool(
-        description = "The Gemini models this server can use (limits, aliases, default), its backend and thread store.",
-        annotations(title = "List Gemini models", read_only_hint = true, open_world_hint = false),
-        output_schema = crate::tools::schema::output_schema::<listmodels::ModelsReport>(&[])
-    )]
+impl Server {
     async fn listmodels(&self) -> Result<CallToolResult, ErrorData> {
         // The live list when the endpoint answers in time; the built-in one otherwise.
         let _ = tokio::time::timeout(

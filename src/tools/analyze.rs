@@ -4,7 +4,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
-use crate::gemini::ThinkingMode;
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -41,7 +40,7 @@ pub struct AnalyzeParams {
 }
 
 pub fn plan(p: AnalyzeParams) -> Result<Plan, ToolError> {
-    let mut plan = Plan::new(Tool::Analyze, p.common, ThinkingMode::Medium)?;
+    let mut plan = Plan::new(Tool::Analyze, p.common)?;
     plan.files = paths("files", Some(p.files))?;
     if plan.files.is_empty() {
         return Err(ToolError::invalid(

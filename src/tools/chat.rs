@@ -4,7 +4,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, optional_text, paths, required_text, section};
-use crate::gemini::ThinkingMode;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ChatParams {
@@ -21,7 +20,7 @@ pub struct ChatParams {
 }
 
 pub fn plan(p: ChatParams) -> Result<Plan, ToolError> {
-    let mut plan = Plan::new(Tool::Chat, p.common, ThinkingMode::Medium)?;
+    let mut plan = Plan::new(Tool::Chat, p.common)?;
     let prompt = required_text("prompt", p.prompt)?;
     section(&mut plan.request, "Request", Some(&prompt));
     plan.files = paths("files", p.files)?;

@@ -5,7 +5,6 @@ use serde::Deserialize;
 
 use super::review::SeverityFilter;
 use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
-use crate::gemini::ThinkingMode;
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -56,7 +55,7 @@ pub struct CodeReviewParams {
 }
 
 pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {
-    let mut plan = Plan::new(Tool::CodeReview, p.common, ThinkingMode::Medium)?;
+    let mut plan = Plan::new(Tool::CodeReview, p.common)?;
     plan.files = paths("files", Some(p.files))?;
     if plan.files.is_empty() {
         return Err(ToolError::invalid(

@@ -4,7 +4,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, optional_text, paths, required_text, section};
-use crate::gemini::ThinkingMode;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct DebugParams {
@@ -27,7 +26,7 @@ pub struct DebugParams {
 }
 
 pub fn plan(p: DebugParams) -> Result<Plan, ToolError> {
-    let mut plan = Plan::new(Tool::Debug, p.common, ThinkingMode::Medium)?;
+    let mut plan = Plan::new(Tool::Debug, p.common)?;
     let description = required_text("error_description", p.error_description)?;
     section(&mut plan.request, "Problem", Some(&description));
     section(

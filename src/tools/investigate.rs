@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
-use crate::gemini::ThinkingMode;
 use crate::gemini::acp::Mode;
 
 /// Steps (function calls) an investigation takes when the call names no `max_steps`.
@@ -28,7 +27,7 @@ pub struct InvestigateParams {
 }
 
 pub fn plan(p: InvestigateParams) -> Result<Plan, ToolError> {
-    let mut plan = Plan::new(Tool::Investigate, p.common, ThinkingMode::Medium)?;
+    let mut plan = Plan::new(Tool::Investigate, p.common)?;
     let task = required_text("task", p.task)?;
     section(&mut plan.request, "Task", Some(&task));
     plan.files = paths("files", p.files)?;

@@ -1,9 +1,11 @@
 //! The tools: what each one takes and what it asks of the pipeline.
 //!
-//! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]. The
-//! pipeline (`crate::pipeline::run`, through `app::App::run`) does the rest for every tool:
-//! thread → files or git diff → budget → prompt → Gemini → thread → [`reply::Reply`]. Nothing
-//! here knows MCP or the pipeline; the server and the command line both call the app.
+//! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]; the
+//! tool's other facts (name, descriptions, reply kind, prompt, defaults) are its row of the
+//! table in [`spec`]. The pipeline (`crate::pipeline::run`, through `app::App::run`) does the
+//! rest for every tool: thread → files or git diff → budget → prompt → Gemini → thread →
+//! [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the command line
+//! both call the app.
 
 pub mod analyze;
 pub mod chat;
@@ -16,8 +18,8 @@ pub mod precommit;
 pub mod reply;
 pub mod review;
 pub mod schema;
+pub mod spec;
 pub mod thinkdeep;
-pub mod workflows;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -26,8 +28,8 @@ use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::{DiffRequest, GitError};
 use crate::threads::{Owner, ThreadError, ThreadId};
-pub use crate::tool::{TOOL_NAMES, Tool};
 pub use reply::Reply;
+pub use spec::Tool;
 
 /// The longest text field the transport carries reliably; larger inputs get `resend_prompt`.
 pub const MAX_TEXT_FIELD_CHARS: usize = 50_000;
@@ -120,12 +122,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// A plan with the common parameters applied and the rest empty.
-    pub fn new(
-        tool: Tool,
-        common: Common,
-        default_thinking: ThinkingMode,
-    ) -> Result<Plan, ToolError> {
+    /// A plan with the common parameters applied (the tool's own defaults where they are unset)
+    /// and the rest empty.
+    pub fn new(tool: Tool, common: Common) -> Result<Plan, ToolError> {
         let temperature = match common.temperature {
             None => None,
             Some(t) if (0.0..=1.0).contains(&t) => Some(t as f32),
@@ -148,7 +147,7 @@ impl Plan {
             images: paths("images", common.images)?,
             git: None,
             model,
-            thinking: common.thinking_mode.unwrap_or(default_thinking),
+            thinking: common.thinking_mode.unwrap_or(tool.spec().thinking),
             temperature,
             continuation,
             system_extra: None,

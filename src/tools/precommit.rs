@@ -6,7 +6,6 @@ use serde::Deserialize;
 use super::codereview::ReviewType;
 use super::review::SeverityFilter;
 use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
-use crate::gemini::ThinkingMode;
 use crate::git::DiffRequest;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -36,7 +35,7 @@ pub struct PrecommitParams {
 }
 
 pub fn plan(p: PrecommitParams) -> Result<Plan, ToolError> {
-    let mut plan = Plan::new(Tool::Precommit, p.common, ThinkingMode::Medium)?;
+    let mut plan = Plan::new(Tool::Precommit, p.common)?;
     let path = required_text("path", p.path)?;
     let compare_to = optional_text("compare_to", p.compare_to)?.map(|r| r.trim().to_string());
     if let Some(r) = &compare_to

@@ -4,7 +4,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::{Common, Plan, Tool, ToolError, optional_text, paths, required_text, section};
-use crate::gemini::ThinkingMode;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct ThinkDeepParams {
@@ -23,7 +22,7 @@ pub struct ThinkDeepParams {
 }
 
 pub fn plan(p: ThinkDeepParams) -> Result<Plan, ToolError> {
-    let mut plan = Plan::new(Tool::ThinkDeep, p.common, ThinkingMode::High)?;
+    let mut plan = Plan::new(Tool::ThinkDeep, p.common)?;
     let analysis = required_text("current_analysis", p.current_analysis)?;
     let context = optional_text("problem_context", p.problem_context)?;
     let focus = p

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::ToolError;
+use crate::tools::ToolError;
 
 /// One argument of a workflow.
 #[derive(Debug, Clone, Copy)]
