@@ -11,7 +11,7 @@
 //! (`collector::o200k`) equals tiktoken-rs's `encode_ordinary` on every file, raw and rendered,
 //! and times both.
 
-#[path = "../src/collector/gemma_ref.rs"]
+#[path = "../tests/it/support/gemma_ref.rs"]
 mod gemma_ref;
 
 use std::collections::BTreeMap;

@@ -26,6 +26,7 @@ pub mod jsonrpc;
 pub mod limits;
 pub mod pipeline;
 pub mod redact;
+pub mod schema;
 pub mod secret;
 pub mod server;
 pub mod shutdown;

@@ -118,14 +118,13 @@ pub async fn run(args: Args) -> ExitCode {
     };
     let config = match read_config().and_then(|mut c| {
         if let Some(tier) = &args_tier {
-            let t = tier.trim().to_ascii_lowercase();
-            if !["standard", "flex", "priority"].contains(&t.as_str()) {
-                return Err(crate::config::ConfigError::Invalid {
+            let tier = crate::config::service_tier(tier).map_err(|message| {
+                crate::config::ConfigError::Invalid {
                     name: "--tier",
-                    message: format!("`{tier}` is not a tier; use standard, flex or priority"),
-                });
-            }
-            c.service_tier = Some(t);
+                    message,
+                }
+            })?;
+            c.service_tier = Some(tier);
         }
         Ok(c)
     }) {

@@ -16,8 +16,6 @@
 pub mod bpe;
 pub mod classify;
 mod fill;
-#[cfg(test)]
-pub mod gemma_ref;
 pub mod ignores;
 mod images;
 pub mod o200k;

@@ -169,6 +169,22 @@ pub enum ConfigError {
     Derived(String),
 }
 
+/// The Gemini API's service tiers, as `GEMINI_SERVICE_TIER` and `--tier` take them.
+pub const SERVICE_TIERS: [&str; 3] = ["standard", "flex", "priority"];
+
+/// `raw` as a service tier (trimmed, lowercase), or what is wrong with it.
+pub fn service_tier(raw: &str) -> Result<String, String> {
+    let tier = raw.trim().to_ascii_lowercase();
+    if SERVICE_TIERS.contains(&tier.as_str()) {
+        return Ok(tier);
+    }
+    let [a, b, c] = SERVICE_TIERS;
+    Err(format!(
+        "`{}` is not a tier; use {a}, {b} or {c}",
+        raw.trim()
+    ))
+}
+
 pub(crate) fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         name,
@@ -214,47 +230,79 @@ impl<'a> Source<'a> {
         self.read.borrow_mut().insert(name.to_string());
         (self.env)(name).filter(|v| !v.trim().is_empty())
     }
+}
 
-    pub(crate) fn parse<T: std::str::FromStr>(
-        &self,
-        name: &'static str,
-        default: T,
-    ) -> Result<T, ConfigError>
+/// One setting as its `read` sees it: its value, and errors that name it. Each item of the table
+/// is handed its own, so none writes its name twice.
+pub(crate) struct Var<'a> {
+    /// The setting's name.
+    pub(crate) name: &'static str,
+    src: &'a Source<'a>,
+}
+
+impl<'a> Var<'a> {
+    /// The value (the environment, else the file); blank is unset.
+    pub(crate) fn get(&self) -> Option<String> {
+        self.src.get(self.name)
+    }
+
+    /// The value from the environment alone, for a setting the file cannot set (another program
+    /// reads it from the environment too).
+    pub(crate) fn env(&self) -> Option<String> {
+        self.src.os(self.name)
+    }
+
+    /// Another variable of the environment this setting reads (its `also_reads`).
+    pub(crate) fn os(&self, name: &str) -> Option<String> {
+        self.src.os(name)
+    }
+
+    /// The working directory: the default root, and what relative paths are relative to.
+    pub(crate) fn cwd(&self) -> &'a Path {
+        self.src.cwd
+    }
+
+    /// The setting is wrong: `message` says how.
+    pub(crate) fn invalid(&self, message: impl Into<String>) -> ConfigError {
+        invalid(self.name, message)
+    }
+
+    /// The value parsed, or `default` when unset.
+    pub(crate) fn parse<T: std::str::FromStr>(&self, default: T) -> Result<T, ConfigError>
     where
         T::Err: fmt::Display,
     {
-        match self.get(name) {
+        match self.get() {
             None => Ok(default),
             Some(raw) => raw
                 .trim()
                 .parse()
-                .map_err(|e| invalid(name, format!("`{raw}` is not valid: {e}"))),
+                .map_err(|e| self.invalid(format!("`{raw}` is not valid: {e}"))),
         }
     }
 
     /// A switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (unset: off).
-    pub(crate) fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
-        match self.get(name).map(|v| v.trim().to_ascii_lowercase()) {
+    pub(crate) fn flag(&self) -> Result<bool, ConfigError> {
+        match self.get().map(|v| v.trim().to_ascii_lowercase()) {
             None => Ok(false),
             Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
             Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
-            Some(v) => Err(invalid(
-                name,
-                format!("`{v}` is not a switch; use 1 (on) or 0 (off)"),
-            )),
+            Some(v) => Err(self.invalid(format!("`{v}` is not a switch; use 1 (on) or 0 (off)"))),
         }
     }
 
-    pub(crate) fn secs(&self, name: &'static str, default: u64) -> Result<Duration, ConfigError> {
-        let v: f64 = self.parse(name, default as f64)?;
+    /// A positive number of seconds, `default` when unset.
+    pub(crate) fn secs(&self, default: u64) -> Result<Duration, ConfigError> {
+        let v: f64 = self.parse(default as f64)?;
         if !(v.is_finite() && v > 0.0) {
-            return Err(invalid(name, "must be a positive number of seconds"));
+            return Err(self.invalid("must be a positive number of seconds"));
         }
         Ok(Duration::from_secs_f64(v))
     }
 
-    pub(crate) fn list(&self, name: &str) -> Vec<String> {
-        self.get(name)
+    /// A comma-separated list (blank items dropped); unset: empty.
+    pub(crate) fn list(&self) -> Vec<String> {
+        self.get()
             .map(|v| {
                 v.split(',')
                     .map(str::trim)
@@ -371,7 +419,11 @@ impl Config {
     fn read(src: &Source<'_>) -> Result<Config, ConfigError> {
         let mut config = Config::unset(src.cwd);
         for setting in SETTINGS {
-            (setting.read)(src, &mut config)?;
+            let var = Var {
+                name: setting.name,
+                src,
+            };
+            (setting.read)(&var, &mut config)?;
         }
         // Not a setting: where a bare GEMINI_CLI_PATH is looked up.
         config.search_path = src.os("PATH");
@@ -558,7 +610,7 @@ pub(crate) fn canonical_root(name: &'static str, path: &Path) -> Result<PathBuf,
     Ok(canon)
 }
 
-pub(crate) fn default_state_dir(src: &Source<'_>) -> Option<PathBuf> {
+pub(crate) fn default_state_dir(src: &Var<'_>) -> Option<PathBuf> {
     if let Some(x) = src.os("XDG_STATE_HOME").filter(|v| v.starts_with('/')) {
         return Some(PathBuf::from(x).join("gemini-mcp"));
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{
-    BackendChoice, Config, ConfigError, Secret, Source, StoreChoice, canonical_root,
+    BackendChoice, Config, ConfigError, Secret, StoreChoice, Var, canonical_root,
     default_state_dir, invalid, tokens,
 };
 use crate::limits::RateLimits;
@@ -22,7 +22,7 @@ pub struct Setting {
     /// defaults), each named in `doc` or implied by the default.
     pub also_reads: &'static [&'static str],
     /// Reads the setting into the configuration, or says what is wrong with it.
-    pub(super) read: fn(&Source<'_>, &mut Config) -> Result<(), ConfigError>,
+    pub(super) read: fn(&Var<'_>, &mut Config) -> Result<(), ConfigError>,
 }
 
 /// `default` when unset; trimmed.
@@ -31,8 +31,8 @@ fn trimmed(value: Option<String>, default: &str) -> String {
 }
 
 /// A comma-separated list, or `None` when it holds `*` (anything goes).
-fn any_or_list(src: &Source<'_>, name: &str) -> Option<Vec<String>> {
-    let list = src.list(name);
+fn any_or_list(var: &Var<'_>) -> Option<Vec<String>> {
+    let list = var.list();
     (!list.iter().any(|h| h == "*")).then_some(list)
 }
 
@@ -44,16 +44,16 @@ pub const SETTINGS: &[Setting] = &[
         default: "working directory",
         doc: "Sandbox roots, separated by `:`; only files inside them are read.",
         also_reads: &[],
-        read: |src, c| {
-            c.roots = match src.get("PROJECT_ROOT") {
-                None => vec![canonical_root("PROJECT_ROOT", src.cwd)?],
+        read: |var, c| {
+            c.roots = match var.get() {
+                None => vec![canonical_root(var.name, var.cwd())?],
                 Some(list) => {
                     let mut roots = Vec::new();
                     for part in std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()) {
-                        roots.push(canonical_root("PROJECT_ROOT", &src.cwd.join(part))?);
+                        roots.push(canonical_root(var.name, &var.cwd().join(part))?);
                     }
                     if roots.is_empty() {
-                        return Err(invalid("PROJECT_ROOT", "names no directory"));
+                        return Err(var.invalid("names no directory"));
                     }
                     roots
                 }
@@ -66,10 +66,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Key for the Gemini REST API (`GOOGLE_API_KEY` also accepted).",
         also_reads: &["GOOGLE_API_KEY"],
-        read: |src, c| {
-            c.api_key = src
-                .get("GEMINI_API_KEY")
-                .or_else(|| src.os("GOOGLE_API_KEY"))
+        read: |var, c| {
+            c.api_key = var
+                .get()
+                .or_else(|| var.os("GOOGLE_API_KEY"))
                 .map(|k| Secret::new(k.trim()));
             Ok(())
         },
@@ -79,22 +79,16 @@ pub const SETTINGS: &[Setting] = &[
         default: "https://generativelanguage.googleapis.com",
         doc: "API base URL (scheme, host, optional path prefix; no `/v1beta`).",
         also_reads: &[],
-        read: |src, c| {
-            let url = src
-                .get("GEMINI_BASE_URL")
+        read: |var, c| {
+            let url = var
+                .get()
                 .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into());
             let url = url.trim().trim_end_matches('/').to_string();
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(invalid(
-                    "GEMINI_BASE_URL",
-                    format!("`{url}` must start with http:// or https://"),
-                ));
+                return Err(var.invalid(format!("`{url}` must start with http:// or https://")));
             }
             if url.ends_with("/v1beta") {
-                return Err(invalid(
-                    "GEMINI_BASE_URL",
-                    "leave out `/v1beta`: the server adds it",
-                ));
+                return Err(var.invalid("leave out `/v1beta`: the server adds it"));
             }
             c.base_url = url;
             Ok(())
@@ -105,16 +99,14 @@ pub const SETTINGS: &[Setting] = &[
         default: "false",
         doc: "`true`: reach Gemini through Vertex AI (as Google's SDKs and the Gemini CLI do), with `GOOGLE_CLOUD_PROJECT` and Application Default Credentials, or with `GOOGLE_API_KEY` alone (express mode).",
         also_reads: &[],
-        read: |src, c| {
-            c.vertex =
-                src.flag("GOOGLE_GENAI_USE_VERTEXAI")?
-                    .then(|| crate::gemini::VertexSettings {
-                        project: None,
-                        location: "global".into(),
-                        base_url: None,
-                        api_key: None,
-                        labels: Vec::new(),
-                    });
+        read: |var, c| {
+            c.vertex = var.flag()?.then(|| crate::gemini::VertexSettings {
+                project: None,
+                location: "global".into(),
+                base_url: None,
+                api_key: None,
+                labels: Vec::new(),
+            });
             Ok(())
         },
     },
@@ -123,10 +115,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "The Google Cloud project Vertex AI bills and authorises (with `GOOGLE_GENAI_USE_VERTEXAI=true`).",
         also_reads: &[],
-        read: |src, c| {
-            let project = src
-                .get("GOOGLE_CLOUD_PROJECT")
-                .map(|p| p.trim().to_string());
+        read: |var, c| {
+            let project = var.get().map(|p| p.trim().to_string());
             if let Some(v) = c.vertex.as_mut() {
                 v.project = project;
             }
@@ -138,18 +128,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "global",
         doc: "The Vertex AI location (`global`, or a region such as `europe-west4`).",
         also_reads: &[],
-        read: |src, c| {
-            let location = src
-                .get("GOOGLE_CLOUD_LOCATION")
-                .map(|l| l.trim().to_string());
+        read: |var, c| {
+            let location = var.get().map(|l| l.trim().to_string());
             if let (Some(v), Some(l)) = (c.vertex.as_mut(), location) {
                 if !l.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-') {
-                    return Err(invalid(
-                        "GOOGLE_CLOUD_LOCATION",
-                        format!(
-                            "`{l}` is not a location; use global or a region such as us-central1"
-                        ),
-                    ));
+                    return Err(var.invalid(format!(
+                        "`{l}` is not a location; use global or a region such as us-central1"
+                    )));
                 }
                 v.location = l;
             }
@@ -161,16 +146,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Vertex AI endpoint override (scheme and host), for proxies and tests; by default Google's endpoint for the location.",
         also_reads: &[],
-        read: |src, c| {
-            let base = src
-                .get("GOOGLE_VERTEX_BASE_URL")
+        read: |var, c| {
+            let base = var
+                .get()
                 .map(|b| b.trim().trim_end_matches('/').to_string());
             if let (Some(v), Some(b)) = (c.vertex.as_mut(), base) {
                 if !(b.starts_with("http://") || b.starts_with("https://")) {
-                    return Err(invalid(
-                        "GOOGLE_VERTEX_BASE_URL",
-                        "must start with http:// or https://",
-                    ));
+                    return Err(var.invalid("must start with http:// or https://"));
                 }
                 v.base_url = Some(b);
             }
@@ -182,15 +164,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Vertex AI's Application Default Credentials: a service-account key, gcloud authorized-user or external-account (workload identity federation) file; else gcloud's `application-default login` file, else the metadata server. Read by Google's auth library; `doctor` names the source.",
         also_reads: &["CLOUDSDK_CONFIG", "HOME"],
-        read: |src, c| {
-            c.google_application_credentials = src
-                .os("GOOGLE_APPLICATION_CREDENTIALS")
-                .map(std::path::PathBuf::from);
-            c.gcloud_adc_file = src
+        read: |var, c| {
+            c.google_application_credentials = var.env().map(std::path::PathBuf::from);
+            c.gcloud_adc_file = var
                 .os("CLOUDSDK_CONFIG")
                 .map(std::path::PathBuf::from)
                 .or_else(|| {
-                    src.os("HOME")
+                    var.os("HOME")
                         .map(|h| std::path::PathBuf::from(h).join(".config/gcloud"))
                 })
                 .map(|d| d.join("application_default_credentials.json"));
@@ -202,19 +182,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "The Gemini API service tier to ask for: `standard`, `flex` (lower price, longer latency target; good for the git hook and CI) or `priority` (where the account has it). The reply's `usage.tier` says which tier served the call when the API reports it. `--tier` on the command line overrides it.",
         also_reads: &[],
-        read: |src, c| {
-            c.service_tier = match src
-                .get("GEMINI_SERVICE_TIER")
-                .map(|t| t.trim().to_ascii_lowercase())
-            {
+        read: |var, c| {
+            c.service_tier = match var.get() {
                 None => None,
-                Some(t) if ["standard", "flex", "priority"].contains(&t.as_str()) => Some(t),
-                Some(t) => {
-                    return Err(invalid(
-                        "GEMINI_SERVICE_TIER",
-                        format!("`{t}` is not a tier; use standard, flex or priority"),
-                    ));
-                }
+                Some(t) => Some(super::service_tier(&t).map_err(|e| var.invalid(e))?),
             };
             Ok(())
         },
@@ -224,10 +195,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Daily cap (UTC) on the tokens (input, output and thinking) Gemini calls may use, per project and, over HTTP, per client; counted in the thread store, so every instance on one Redis shares it. A request whose estimated input would pass it is refused before Gemini is called.",
         also_reads: &[],
-        read: |src, c| {
-            c.daily_tokens = match src.get("GEMINI_MCP_DAILY_TOKENS") {
+        read: |var, c| {
+            c.daily_tokens = match var.get() {
                 None => None,
-                Some(_) => Some(src.parse("GEMINI_MCP_DAILY_TOKENS", 0u64)?).filter(|n| *n > 0),
+                Some(_) => Some(var.parse(0u64)?).filter(|n| *n > 0),
             };
             Ok(())
         },
@@ -237,16 +208,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Daily cap (UTC) on the estimated cost in USD, per project and, over HTTP, per client, like `GEMINI_MCP_DAILY_TOKENS` (calls of models without a known price count nothing).",
         also_reads: &[],
-        read: |src, c| {
-            c.daily_usd = match src.get("GEMINI_MCP_DAILY_USD") {
+        read: |var, c| {
+            c.daily_usd = match var.get() {
                 None => None,
                 Some(_) => {
-                    let v: f64 = src.parse("GEMINI_MCP_DAILY_USD", 0.0)?;
+                    let v: f64 = var.parse(0.0)?;
                     if !(v.is_finite() && v > 0.0) {
-                        return Err(invalid(
-                            "GEMINI_MCP_DAILY_USD",
-                            "must be a positive amount of dollars",
-                        ));
+                        return Err(var.invalid("must be a positive amount of dollars"));
                     }
                     Some(v)
                 }
@@ -259,14 +227,11 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Labels sent with each Vertex AI request for cost attribution, e.g. `team=payments,env=ci`.",
         also_reads: &[],
-        read: |src, c| {
+        read: |var, c| {
             let mut labels = Vec::new();
-            for item in src.list("GEMINI_MCP_VERTEX_LABELS") {
+            for item in var.list() {
                 let Some((k, v)) = item.split_once('=') else {
-                    return Err(invalid(
-                        "GEMINI_MCP_VERTEX_LABELS",
-                        format!("`{item}` is not key=value"),
-                    ));
+                    return Err(var.invalid(format!("`{item}` is not key=value")));
                 };
                 let ok = |s: &str| {
                     !s.is_empty()
@@ -276,9 +241,7 @@ pub const SETTINGS: &[Setting] = &[
                         })
                 };
                 if !ok(k.trim()) || !(v.trim().is_empty() || ok(v.trim())) {
-                    return Err(invalid(
-                        "GEMINI_MCP_VERTEX_LABELS",
-                        format!(
+                    return Err(var.invalid(format!(
                             "`{item}`: keys and values are lowercase letters, digits, - and _ (at most 63)"
                         ),
                     ));
@@ -296,16 +259,13 @@ pub const SETTINGS: &[Setting] = &[
         default: "auto",
         doc: "`api`, `cli` or `auto` (API when a key is set, else the Gemini CLI when found on PATH).",
         also_reads: &[],
-        read: |src, c| {
-            c.backend = match src.get("GEMINI_BACKEND").as_deref().map(str::trim) {
+        read: |var, c| {
+            c.backend = match var.get().as_deref().map(str::trim) {
                 None | Some("auto") => BackendChoice::Auto,
                 Some("api") => BackendChoice::Api,
                 Some("cli") => BackendChoice::Cli,
                 Some(other) => {
-                    return Err(invalid(
-                        "GEMINI_BACKEND",
-                        format!("`{other}` is not one of api, cli, auto"),
-                    ));
+                    return Err(var.invalid(format!("`{other}` is not one of api, cli, auto")));
                 }
             };
             Ok(())
@@ -316,11 +276,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "gemini",
         doc: "The Gemini CLI executable for the `cli` backend.",
         also_reads: &[],
-        read: |src, c| {
-            c.gemini_cli = PathBuf::from(
-                src.get("GEMINI_CLI_PATH")
-                    .unwrap_or_else(|| "gemini".into()),
-            );
+        read: |var, c| {
+            c.gemini_cli = PathBuf::from(var.get().unwrap_or_else(|| "gemini".into()));
             Ok(())
         },
     },
@@ -329,8 +286,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "pro",
         doc: "Default model, by name or alias (`pro`, `flash`, `flash-lite`).",
         also_reads: &[],
-        read: |src, c| {
-            c.default_model = trimmed(src.get("GEMINI_MODEL"), "pro");
+        read: |var, c| {
+            c.default_model = trimmed(var.get(), "pro");
             Ok(())
         },
     },
@@ -339,8 +296,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "flash",
         doc: "Model used after capacity errors (429 quota, 503 overloaded).",
         also_reads: &[],
-        read: |src, c| {
-            c.fallback_model = trimmed(src.get("GEMINI_FALLBACK_MODEL"), "flash");
+        read: |var, c| {
+            c.fallback_model = trimmed(var.get(), "flash");
             Ok(())
         },
     },
@@ -349,8 +306,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "540",
         doc: "Deadline for one Gemini call, retries included.",
         also_reads: &[],
-        read: |src, c| {
-            c.call_timeout = src.secs("GEMINI_TIMEOUT_SECS", 540)?;
+        read: |var, c| {
+            c.call_timeout = var.secs(540)?;
             Ok(())
         },
     },
@@ -359,8 +316,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "10",
         doc: "TCP/TLS connect timeout.",
         also_reads: &[],
-        read: |src, c| {
-            c.connect_timeout = src.secs("GEMINI_CONNECT_TIMEOUT_SECS", 10)?;
+        read: |var, c| {
+            c.connect_timeout = var.secs(10)?;
             Ok(())
         },
     },
@@ -369,8 +326,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "180",
         doc: "Longest silence between two chunks once Gemini has begun answering.",
         also_reads: &[],
-        read: |src, c| {
-            c.idle_timeout = src.secs("GEMINI_IDLE_TIMEOUT_SECS", 180)?;
+        read: |var, c| {
+            c.idle_timeout = var.secs(180)?;
             Ok(())
         },
     },
@@ -379,10 +336,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "5",
         doc: "Attempts per call on 408/429/5xx, the first included (also bounds the Gemini CLI's own retries).",
         also_reads: &[],
-        read: |src, c| {
-            c.max_attempts = src.parse("GEMINI_MAX_ATTEMPTS", 5)?;
+        read: |var, c| {
+            c.max_attempts = var.parse(5)?;
             if c.max_attempts == 0 {
-                return Err(invalid("GEMINI_MAX_ATTEMPTS", "must be at least 1"));
+                return Err(var.invalid("must be at least 1"));
             }
             Ok(())
         },
@@ -392,9 +349,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "2000",
         doc: "First retry delay; doubled per attempt (full jitter).",
         also_reads: &[],
-        read: |src, c| {
-            c.retry_initial_delay =
-                Duration::from_millis(src.parse("GEMINI_RETRY_INITIAL_MS", 2000)?);
+        read: |var, c| {
+            c.retry_initial_delay = Duration::from_millis(var.parse(2000)?);
             Ok(())
         },
     },
@@ -403,8 +359,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "30000",
         doc: "Cap on one retry delay.",
         also_reads: &[],
-        read: |src, c| {
-            c.retry_max_delay = Duration::from_millis(src.parse("GEMINI_RETRY_MAX_MS", 30_000)?);
+        read: |var, c| {
+            c.retry_max_delay = Duration::from_millis(var.parse(30_000)?);
             Ok(())
         },
     },
@@ -413,16 +369,15 @@ pub const SETTINGS: &[Setting] = &[
         default: "model window",
         doc: "Cap on the tokens of context (files, diff, history) sent per call.",
         also_reads: &[],
-        read: |src, c| {
-            c.max_context_tokens = match src.get("MAX_CONTEXT_TOKENS") {
+        read: |var, c| {
+            c.max_context_tokens = match var.get() {
                 None => None,
                 Some(raw) => match raw.trim().parse::<u64>() {
                     Ok(n) if n >= 1_000 => Some(n),
                     _ => {
-                        return Err(invalid(
-                            "MAX_CONTEXT_TOKENS",
-                            format!("`{raw}` must be a whole number of tokens, at least 1000"),
-                        ));
+                        return Err(var.invalid(format!(
+                            "`{raw}` must be a whole number of tokens, at least 1000"
+                        )));
                     }
                 },
             };
@@ -434,13 +389,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "50",
         doc: "Most tool calls one investigation may make (`investigate`'s `max_steps` defaults to 25 and is capped here).",
         also_reads: &[],
-        read: |src, c| {
-            c.explore.max_steps = src.parse("GEMINI_MCP_EXPLORE_MAX_STEPS", 50)?;
+        read: |var, c| {
+            c.explore.max_steps = var.parse(50)?;
             if c.explore.max_steps == 0 {
-                return Err(invalid(
-                    "GEMINI_MCP_EXPLORE_MAX_STEPS",
-                    "must be at least 1",
-                ));
+                return Err(var.invalid("must be at least 1"));
             }
             Ok(())
         },
@@ -450,13 +402,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "200000",
         doc: "Tokens of tool results one investigation may send to Gemini (also capped by the model's window); never passed: the result that would cross it is cut to fit (or withheld), saying so, and Gemini is asked for its answer.",
         also_reads: &[],
-        read: |src, c| {
-            c.explore.token_budget = src.parse("GEMINI_MCP_EXPLORE_TOKENS", 200_000)?;
+        read: |var, c| {
+            c.explore.token_budget = var.parse(200_000)?;
             if c.explore.token_budget < 1_000 {
-                return Err(invalid(
-                    "GEMINI_MCP_EXPLORE_TOKENS",
-                    "must be at least 1000",
-                ));
+                return Err(var.invalid("must be at least 1000"));
             }
             Ok(())
         },
@@ -466,13 +415,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "32000",
         doc: "Longest result of one investigation tool call, in characters; a longer one is cut on a line, saying which lines to ask for next.",
         also_reads: &[],
-        read: |src, c| {
-            c.explore.result_chars = src.parse("GEMINI_MCP_EXPLORE_RESULT_CHARS", 32_000)?;
+        read: |var, c| {
+            c.explore.result_chars = var.parse(32_000)?;
             if c.explore.result_chars < 1_000 {
-                return Err(invalid(
-                    "GEMINI_MCP_EXPLORE_RESULT_CHARS",
-                    "must be at least 1000",
-                ));
+                return Err(var.invalid("must be at least 1000"));
             }
             Ok(())
         },
@@ -482,13 +428,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "600",
         doc: "Time after which an investigation starts no new step and Gemini is asked for its answer.",
         also_reads: &[],
-        read: |src, c| {
-            let secs: f64 = src.parse("GEMINI_MCP_EXPLORE_TIMEOUT_SECS", 600.0)?;
+        read: |var, c| {
+            let secs: f64 = var.parse(600.0)?;
             if !(secs.is_finite() && secs > 0.0) {
-                return Err(invalid(
-                    "GEMINI_MCP_EXPLORE_TIMEOUT_SECS",
-                    "must be a positive number of seconds",
-                ));
+                return Err(var.invalid("must be a positive number of seconds"));
             }
             c.explore.deadline = Duration::from_secs_f64(secs);
             Ok(())
@@ -499,15 +442,14 @@ pub const SETTINGS: &[Setting] = &[
         default: "acp",
         doc: "How the `cli` backend runs the Gemini CLI: `acp` (a warm `gemini --acp` process, one session per call; one process per call where ACP is unavailable, said in the log) or `headless` (`gemini -o json` for every call).",
         also_reads: &[],
-        read: |src, c| {
-            c.cli_transport = match src.get("GEMINI_CLI_TRANSPORT").as_deref().map(str::trim) {
+        read: |var, c| {
+            c.cli_transport = match var.get().as_deref().map(str::trim) {
                 None | Some("") | Some("acp") => crate::gemini::CliTransport::Acp,
                 Some("headless") => crate::gemini::CliTransport::Headless,
                 Some(other) => {
-                    return Err(invalid(
-                        "GEMINI_CLI_TRANSPORT",
-                        format!("`{other}` is not a transport; use acp or headless"),
-                    ));
+                    return Err(
+                        var.invalid(format!("`{other}` is not a transport; use acp or headless"))
+                    );
                 }
             };
             Ok(())
@@ -518,13 +460,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "600",
         doc: "A warm Gemini CLI process (the `cli` backend over ACP, or `investigate` with `engine: \"gemini-cli\"`) with no call for this long exits; the next call starts it again.",
         also_reads: &[],
-        read: |src, c| {
-            let secs: f64 = src.parse("GEMINI_MCP_ACP_IDLE_SECS", 600.0)?;
+        read: |var, c| {
+            let secs: f64 = var.parse(600.0)?;
             if !(secs.is_finite() && secs > 0.0) {
-                return Err(invalid(
-                    "GEMINI_MCP_ACP_IDLE_SECS",
-                    "must be a positive number of seconds",
-                ));
+                return Err(var.invalid("must be a positive number of seconds"));
             }
             c.acp.idle = Duration::from_secs_f64(secs);
             Ok(())
@@ -535,13 +474,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "4",
         doc: "Most warm Gemini CLI agents alive at once (one per project root, approval mode and model); past it the least recently used one is stopped.",
         also_reads: &[],
-        read: |src, c| {
-            c.acp.max_processes = src.parse("GEMINI_MCP_ACP_MAX_PROCESSES", 4)?;
+        read: |var, c| {
+            c.acp.max_processes = var.parse(4)?;
             if c.acp.max_processes == 0 {
-                return Err(invalid(
-                    "GEMINI_MCP_ACP_MAX_PROCESSES",
-                    "must be at least 1",
-                ));
+                return Err(var.invalid("must be at least 1"));
             }
             Ok(())
         },
@@ -551,17 +487,16 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Approval modes of the Gemini CLI agent that change files or run commands: `autoEdit`, `yolo` (comma-separated). Both are refused for now, whatever it lists (the CLI's edit and shell tools read beside the sandbox): only `plan` (read-only, the default) and `default` run.",
         also_reads: &[],
-        read: |src, c| {
-            let raw = src.get("GEMINI_MCP_ACP_ALLOW_MODES").unwrap_or_default();
+        read: |var, c| {
+            let raw = var.get().unwrap_or_default();
             c.acp.allowed_modes = Vec::new();
             for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 match crate::gemini::acp::Mode::parse(item) {
                     Some(m) => c.acp.allowed_modes.push(m),
                     None => {
-                        return Err(invalid(
-                            "GEMINI_MCP_ACP_ALLOW_MODES",
-                            format!("`{item}` is not an approval mode; use autoEdit and/or yolo"),
-                        ));
+                        return Err(var.invalid(format!(
+                            "`{item}` is not an approval mode; use autoEdit and/or yolo"
+                        )));
                     }
                 }
             }
@@ -573,8 +508,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "48000",
         doc: "Cap on a whole MCP tool result, text and structured content together (at most 500000; also declared to Claude Code); past it the least severe findings are left out, then the answer is cut, saying so.",
         also_reads: &[],
-        read: |src, c| {
-            c.max_reply_chars = src.parse("MAX_REPLY_CHARS", 48_000)?;
+        read: |var, c| {
+            c.max_reply_chars = var.parse(48_000)?;
             Ok(())
         },
     },
@@ -583,17 +518,16 @@ pub const SETTINGS: &[Setting] = &[
         default: "auto",
         doc: "Thread store: `auto` (Redis if `REDIS_URL`, else embedded), `redis`, `embedded`, `memory`.",
         also_reads: &[],
-        read: |src, c| {
-            c.store = match src.get("GEMINI_MCP_STORE").as_deref().map(str::trim) {
+        read: |var, c| {
+            c.store = match var.get().as_deref().map(str::trim) {
                 None | Some("auto") => StoreChoice::Auto,
                 Some("redis") => StoreChoice::Redis,
                 Some("embedded") => StoreChoice::Embedded,
                 Some("memory") => StoreChoice::Memory,
                 Some(other) => {
-                    return Err(invalid(
-                        "GEMINI_MCP_STORE",
-                        format!("`{other}` is not one of auto, redis, embedded, memory"),
-                    ));
+                    return Err(var.invalid(format!(
+                        "`{other}` is not one of auto, redis, embedded, memory"
+                    )));
                 }
             };
             Ok(())
@@ -604,14 +538,14 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Redis for threads shared across instances, e.g. `redis://127.0.0.1:6379/0`.",
         also_reads: &[],
-        read: |src, c| {
+        read: |var, c| {
             // After GEMINI_MCP_STORE in the table: `redis` needs a URL.
-            c.redis_url = src.get("REDIS_URL").map(|u| Secret::new(u.trim()));
+            c.redis_url = var.get().map(|u| Secret::new(u.trim()));
             if c.store == StoreChoice::Redis && c.redis_url.is_none() {
-                return Err(invalid(
-                    "REDIS_URL",
-                    "GEMINI_MCP_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379/0)",
-                ));
+                return Err(var.invalid(format!(
+                    "GEMINI_MCP_STORE=redis needs {} (e.g. redis://127.0.0.1:6379/0)",
+                    var.name
+                )));
             }
             Ok(())
         },
@@ -621,8 +555,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "gemini-mcp",
         doc: "Prefix of every Redis key, one per deployment.",
         also_reads: &[],
-        read: |src, c| {
-            c.key_prefix = trimmed(src.get("GEMINI_MCP_KEY_PREFIX"), "gemini-mcp");
+        read: |var, c| {
+            c.key_prefix = trimmed(var.get(), "gemini-mcp");
             Ok(())
         },
     },
@@ -631,14 +565,14 @@ pub const SETTINGS: &[Setting] = &[
         default: "$XDG_STATE_HOME/gemini-mcp",
         doc: "Directory of the embedded thread store.",
         also_reads: &["XDG_STATE_HOME", "HOME"],
-        read: |src, c| {
-            c.state_dir = match src.get("GEMINI_MCP_STATE_DIR") {
-                Some(dir) => src.cwd.join(dir),
-                None => default_state_dir(src).ok_or_else(|| {
-                    invalid(
-                        "GEMINI_MCP_STATE_DIR",
-                        "no state or home directory is known; set GEMINI_MCP_STATE_DIR",
-                    )
+        read: |var, c| {
+            c.state_dir = match var.get() {
+                Some(dir) => var.cwd().join(dir),
+                None => default_state_dir(var).ok_or_else(|| {
+                    var.invalid(format!(
+                        "no state or home directory is known; set {}",
+                        var.name
+                    ))
                 })?,
             };
             Ok(())
@@ -649,13 +583,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "3",
         doc: "Thread lifetime after its last turn.",
         also_reads: &[],
-        read: |src, c| {
-            let hours: f64 = src.parse("CONVERSATION_TIMEOUT_HOURS", 3.0)?;
+        read: |var, c| {
+            let hours: f64 = var.parse(3.0)?;
             if !(hours.is_finite() && hours > 0.0) {
-                return Err(invalid(
-                    "CONVERSATION_TIMEOUT_HOURS",
-                    "must be a positive number of hours",
-                ));
+                return Err(var.invalid("must be a positive number of hours"));
             }
             c.thread_ttl = Duration::from_secs_f64(hours * 3600.0);
             Ok(())
@@ -666,10 +597,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "20",
         doc: "Turns (calls) per thread.",
         also_reads: &[],
-        read: |src, c| {
-            c.max_turns = src.parse("MAX_CONVERSATION_TURNS", 20)?;
+        read: |var, c| {
+            c.max_turns = var.parse(20)?;
             if c.max_turns == 0 {
-                return Err(invalid("MAX_CONVERSATION_TURNS", "must be at least 1"));
+                return Err(var.invalid("must be at least 1"));
             }
             Ok(())
         },
@@ -679,9 +610,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "0",
         doc: "`1`: a thread started under other roots (`PROJECT_ROOT`) may be continued here; by default it is refused, naming its project.",
         also_reads: &[],
-        read: |src, c| {
-            c.share_threads_across_projects =
-                src.flag("GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS")?;
+        read: |var, c| {
+            c.share_threads_across_projects = var.flag()?;
             Ok(())
         },
     },
@@ -692,8 +622,8 @@ pub const SETTINGS: &[Setting] = &[
         also_reads: &[],
         // Kept as written: the edge checks the names against the tools' table
         // (`tools::spec::check_settings`).
-        read: |src, c| {
-            c.disabled_tools = src.list("DISABLED_TOOLS");
+        read: |var, c| {
+            c.disabled_tools = var.list();
             Ok(())
         },
     },
@@ -702,19 +632,16 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Compatibility profiles, comma-separated: `cli-wrapper` (the Gemini CLI wrapper's `chat` with `systemPrompt` and `cwd`, and `chat-reply` with `sessionId`) and `acp-bridge` (the ACP bridge's `gemini`, `list_models`, `list_sessions`, `reset_session`). Off: `tools/list` holds only this server's tools.",
         also_reads: &[],
-        read: |src, c| {
+        read: |var, c| {
             c.compat = Vec::new();
-            for p in src.list("GEMINI_MCP_COMPAT") {
+            for p in var.list() {
                 let profile = match p.as_str() {
                     "cli-wrapper" => super::Compat::CliWrapper,
                     "acp-bridge" => super::Compat::AcpBridge,
                     other => {
-                        return Err(invalid(
-                            "GEMINI_MCP_COMPAT",
-                            format!(
-                                "`{other}` is not a profile; use cli-wrapper and/or acp-bridge"
-                            ),
-                        ));
+                        return Err(var.invalid(format!(
+                            "`{other}` is not a profile; use cli-wrapper and/or acp-bridge"
+                        )));
                     }
                 };
                 if !c.compat.contains(&profile) {
@@ -729,8 +656,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Extra comma-separated globs (file name, or path below the root) of secret files: never read, in walks, requests and git changes.",
         also_reads: &[],
-        read: |src, c| {
-            c.secret_globs = src.list("GEMINI_MCP_SECRET_FILES");
+        read: |var, c| {
+            c.secret_globs = var.list();
             Ok(())
         },
     },
@@ -739,8 +666,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Comma-separated globs; directory walks keep only matching files.",
         also_reads: &[],
-        read: |src, c| {
-            c.include_globs = src.list("GEMINI_MCP_INCLUDE");
+        read: |var, c| {
+            c.include_globs = var.list();
             Ok(())
         },
     },
@@ -749,8 +676,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Comma-separated globs skipped in directory walks.",
         also_reads: &[],
-        read: |src, c| {
-            c.exclude_globs = src.list("GEMINI_MCP_EXCLUDE");
+        read: |var, c| {
+            c.exclude_globs = var.list();
             Ok(())
         },
     },
@@ -759,10 +686,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Bearer token for the HTTP transport, required unless it listens on loopback; several (one per client) separated by commas. Or `GEMINI_MCP_HTTP_TOKEN_FILE`: a file with one per line.",
         also_reads: &["GEMINI_MCP_HTTP_TOKEN_FILE"],
-        read: |src, c| {
-            c.http_tokens = match src.get("GEMINI_MCP_HTTP_TOKEN") {
-                Some(t) => tokens("GEMINI_MCP_HTTP_TOKEN", &t, ',')?,
-                None => match src.os("GEMINI_MCP_HTTP_TOKEN_FILE") {
+        read: |var, c| {
+            c.http_tokens = match var.get() {
+                Some(t) => tokens(var.name, &t, ',')?,
+                None => match var.os("GEMINI_MCP_HTTP_TOKEN_FILE") {
                     Some(path) => {
                         let t = std::fs::read_to_string(&path).map_err(|e| {
                             invalid(
@@ -783,8 +710,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Public host names (or `host:port`) accepted in the `Host` header besides `localhost`, `127.0.0.1`, `::1`; `*` accepts any.",
         also_reads: &[],
-        read: |src, c| {
-            c.http.allowed_hosts = any_or_list(src, "GEMINI_MCP_HTTP_ALLOWED_HOSTS");
+        read: |var, c| {
+            c.http.allowed_hosts = any_or_list(var);
             Ok(())
         },
     },
@@ -793,8 +720,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "—",
         doc: "Browser origins (e.g. `https://app.example.com:443`) accepted besides loopback ones; requests without `Origin` pass; `*` accepts any.",
         also_reads: &[],
-        read: |src, c| {
-            c.http.allowed_origins = any_or_list(src, "GEMINI_MCP_HTTP_ALLOWED_ORIGINS");
+        read: |var, c| {
+            c.http.allowed_origins = any_or_list(var);
             Ok(())
         },
     },
@@ -803,13 +730,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "4194304",
         doc: "Largest HTTP request body; larger ones get 413.",
         also_reads: &[],
-        read: |src, c| {
-            c.http.max_body_bytes = src.parse("GEMINI_MCP_HTTP_MAX_BODY_BYTES", 4 * 1024 * 1024)?;
+        read: |var, c| {
+            c.http.max_body_bytes = var.parse(4 * 1024 * 1024)?;
             if c.http.max_body_bytes < 1024 {
-                return Err(invalid(
-                    "GEMINI_MCP_HTTP_MAX_BODY_BYTES",
-                    "must be at least 1024 bytes",
-                ));
+                return Err(var.invalid("must be at least 1024 bytes"));
             }
             Ok(())
         },
@@ -819,13 +743,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "16",
         doc: "Tool calls in flight at once per client (per token, or per peer address without a token).",
         also_reads: &[],
-        read: |src, c| {
-            c.http.client_concurrency = src.parse("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", 16)?;
+        read: |var, c| {
+            c.http.client_concurrency = var.parse(16)?;
             if c.http.client_concurrency == 0 {
-                return Err(invalid(
-                    "GEMINI_MCP_HTTP_CLIENT_CONCURRENCY",
-                    "must be at least 1",
-                ));
+                return Err(var.invalid("must be at least 1"));
             }
             Ok(())
         },
@@ -835,14 +756,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "32",
         doc: "Live legacy (`Mcp-Session-Id`) sessions per client and instance; opening one more closes the client's least recently used idle one, or is refused (429) when all are answering calls.",
         also_reads: &[],
-        read: |src, c| {
-            c.http.max_sessions_per_client =
-                src.parse("GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT", 32)?;
+        read: |var, c| {
+            c.http.max_sessions_per_client = var.parse(32)?;
             if c.http.max_sessions_per_client == 0 {
-                return Err(invalid(
-                    "GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT",
-                    "must be at least 1",
-                ));
+                return Err(var.invalid("must be at least 1"));
             }
             Ok(())
         },
@@ -853,13 +770,10 @@ pub const SETTINGS: &[Setting] = &[
         default: "HTTP: `codereview=5/min,precommit=3/min,debug=5/min,analyze=5/min,thinkdeep=3/min,investigate=3/min,chat=10/min`; stdio: `off`",
         doc: "Per-tool rate limits per client and instance: `tool=N/unit` items (unit `s`, `min` or `h`), comma-separated, replacing the default; or `off`.",
         also_reads: &[],
-        read: |src, c| {
-            c.rate_limits = match src.get("GEMINI_MCP_RATE_LIMITS") {
+        read: |var, c| {
+            c.rate_limits = match var.get() {
                 None => None,
-                Some(raw) => Some(
-                    raw.parse::<RateLimits>()
-                        .map_err(|e| invalid("GEMINI_MCP_RATE_LIMITS", e))?,
-                ),
+                Some(raw) => Some(raw.parse::<RateLimits>().map_err(|e| var.invalid(e))?),
             };
             Ok(())
         },
@@ -869,8 +783,8 @@ pub const SETTINGS: &[Setting] = &[
         default: "30",
         doc: "On SIGTERM/SIGINT, how long calls in flight may take to finish before the server exits.",
         also_reads: &[],
-        read: |src, c| {
-            c.http.shutdown_grace = src.secs("GEMINI_MCP_HTTP_SHUTDOWN_SECS", 30)?;
+        read: |var, c| {
+            c.http.shutdown_grace = var.secs(30)?;
             Ok(())
         },
     },

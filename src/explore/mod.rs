@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use grep_matcher::Matcher;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -102,53 +103,187 @@ pub struct Explorer {
     result_chars: usize,
 }
 
-#[derive(Deserialize)]
+/// The functions Gemini may call, each with its arguments: the one place a function is named.
+/// A variant's doc comment is the function's description (its lines joined into one), its
+/// argument struct's fields and their doc comments the parameters; [`Explorer::declarations`] is
+/// derived from this, and a call is parsed into it by name.
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "name", content = "args", rename_all = "snake_case")]
+enum Function {
+    /// List the project's files under a directory (ignore files respected; secret files, special
+    /// files and vendored folders left out), most relevant first; binary files are listed but
+    /// cannot be read.
+    ListFiles(ListArgs),
+    /// Read a file, or a range of its lines, numbered as `N│ text` so you can cite path:line.
+    ReadFile(ReadArgs),
+    /// The commits that touched a file or directory, newest first: short id, date, author,
+    /// subject.
+    GitLog(LogArgs),
+    /// What one commit changed (`commit`), or the changes between two revisions (`from`, `to`;
+    /// `to` left out: the work tree as it is now), as a unified patch, limited to `path`.
+    GitDiff(DiffArgs),
+    /// Who last changed each line of a file range, and in which commit: `line id date author │
+    /// text`.
+    GitBlame(BlameArgs),
+    /// Search the project's files for text (or a regular expression); hits as `path:line: text`.
+    SearchText(SearchArgs),
+}
+
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ListArgs {
+    /// Directory or file, relative to the project root (default: the root).
     path: Option<String>,
+    /// Keep only paths matching this glob, e.g. `**/*.rs`.
     glob: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReadArgs {
+    /// File, relative to the project root.
     path: String,
+    /// First line to read (1-based, default 1).
     start_line: Option<usize>,
+    /// Last line to read (inclusive; at most 2000 lines per call).
     end_line: Option<usize>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct LogArgs {
+    /// File or directory inside a git repository, relative to the project root.
     path: String,
+    /// Most commits to show (default 20, at most 100).
     max_count: Option<usize>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct DiffArgs {
+    /// File or directory to limit the patch to (default: the project root).
     path: Option<String>,
+    /// A commit (id, branch, tag, HEAD~2…): show what it changed.
     commit: Option<String>,
+    /// The older revision (instead of `commit`).
     from: Option<String>,
+    /// The newer revision (default: the work tree).
     to: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct BlameArgs {
+    /// File, relative to the project root.
     path: String,
+    /// First line (default 1).
     start_line: Option<usize>,
+    /// Last line (default start_line + 99).
     end_line: Option<usize>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
+    /// Text to find, or a regular expression when `regex` is true.
     pattern: String,
+    /// Directory or file to search (default: the project root).
     path: Option<String>,
+    /// Search only paths matching this glob, e.g. `**/*.py`.
     glob: Option<String>,
+    /// Treat `pattern` as a regular expression (default false).
     regex: Option<bool>,
+    /// Match case (default true).
     case_sensitive: Option<bool>,
+}
+
+/// One function as Gemini is told of it.
+#[derive(Debug, Clone)]
+pub struct Declaration {
+    pub name: String,
+    pub description: String,
+    /// The arguments' JSON Schema (portable: no `null` types, formats or `$ref`s).
+    pub parameters: Value,
+}
+
+impl Function {
+    /// Gemini's call of `name` with `args`, or a result saying what was wrong: an unknown
+    /// function, or which argument is wrong.
+    fn parse(name: &str, args: &Value) -> Result<Function, Outcome> {
+        if !DECLARATIONS.iter().any(|d| d.name == name) {
+            let names: Vec<&str> = DECLARATIONS.iter().map(|d| d.name.as_str()).collect();
+            let (last, first) = names.split_last().unwrap_or((&"", &[]));
+            return Err(Outcome::refused(
+                format!("unknown function `{name}`"),
+                format!(
+                    "There is no function `{name}`. The functions are {} and {last}.",
+                    first.join(", ")
+                ),
+            ));
+        }
+        // The name first, so the arguments are read straight into their struct and a bad one is
+        // named as serde names it.
+        let call = [
+            ("name", Value::String(name.to_string())),
+            ("args", args.clone()),
+        ];
+        let fields =
+            serde::de::value::MapDeserializer::<_, serde_json::Error>::new(call.into_iter());
+        Function::deserialize(fields).map_err(|e| {
+            Outcome::refused(
+                format!("{name} — bad arguments"),
+                format!(
+                    "The arguments of {name} are wrong: {e}. See its declaration and call again."
+                ),
+            )
+        })
+    }
+}
+
+/// The declarations, made once from [`Function`]'s schema.
+static DECLARATIONS: std::sync::LazyLock<Vec<Declaration>> = std::sync::LazyLock::new(declare);
+
+/// Each variant of [`Function`]'s schema as a declaration: the tag's value its name, its doc
+/// comment its description, its arguments' schema (without `additionalProperties`, which
+/// Gemini's schema subset lacks) its parameters.
+fn declare() -> Vec<Declaration> {
+    let schema = crate::schema::input_schema::<Function>();
+    let variants = schema.get("oneOf").and_then(Value::as_array);
+    variants
+        .into_iter()
+        .flatten()
+        .map(|v| {
+            let tag = &v["properties"]["name"];
+            let name = tag["const"]
+                .as_str()
+                .or_else(|| tag["enum"][0].as_str())
+                .unwrap_or_default();
+            let mut parameters = v["properties"]["args"].clone();
+            if let Some(p) = parameters.as_object_mut() {
+                p.remove("additionalProperties");
+            }
+            // Each parameter's type before its description, as Gemini has always been sent them.
+            if let Some(Value::Object(props)) = parameters.get_mut("properties") {
+                for schema in props.values_mut() {
+                    if let Value::Object(fields) = schema
+                        && let Some(kind) = fields.remove("type")
+                    {
+                        let rest = std::mem::take(fields);
+                        fields.insert("type".into(), kind);
+                        fields.extend(rest);
+                    }
+                }
+            }
+            Declaration {
+                name: name.to_string(),
+                description: v["description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .replace('\n', " "),
+                parameters,
+            }
+        })
+        .collect()
 }
 
 impl Explorer {
@@ -166,87 +301,23 @@ impl Explorer {
         self
     }
 
+    /// The functions, as Gemini is told of them.
+    pub fn functions() -> &'static [Declaration] {
+        &DECLARATIONS
+    }
+
     /// The function declarations, in the Gemini API's `functionDeclarations` form.
     pub fn declarations() -> Value {
-        json!([
-            {
-                "name": "list_files",
-                "description": "List the project's files under a directory (ignore files respected; secret files, special files and vendored folders left out), most relevant first; binary files are listed but cannot be read.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "Directory or file, relative to the project root (default: the root)."},
-                        "glob": {"type": "string", "description": "Keep only paths matching this glob, e.g. `**/*.rs`."}
-                    }
-                }
-            },
-            {
-                "name": "read_file",
-                "description": "Read a file, or a range of its lines, numbered as `N│ text` so you can cite path:line.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File, relative to the project root."},
-                        "start_line": {"type": "integer", "description": "First line to read (1-based, default 1)."},
-                        "end_line": {"type": "integer", "description": "Last line to read (inclusive; at most 2000 lines per call)."}
-                    },
-                    "required": ["path"]
-                }
-            },
-            {
-                "name": "git_log",
-                "description": "The commits that touched a file or directory, newest first: short id, date, author, subject.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File or directory inside a git repository, relative to the project root."},
-                        "max_count": {"type": "integer", "description": "Most commits to show (default 20, at most 100)."}
-                    },
-                    "required": ["path"]
-                }
-            },
-            {
-                "name": "git_diff",
-                "description": "What one commit changed (`commit`), or the changes between two revisions (`from`, `to`; `to` left out: the work tree as it is now), as a unified patch, limited to `path`.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File or directory to limit the patch to (default: the project root)."},
-                        "commit": {"type": "string", "description": "A commit (id, branch, tag, HEAD~2…): show what it changed."},
-                        "from": {"type": "string", "description": "The older revision (instead of `commit`)."},
-                        "to": {"type": "string", "description": "The newer revision (default: the work tree)."}
-                    }
-                }
-            },
-            {
-                "name": "git_blame",
-                "description": "Who last changed each line of a file range, and in which commit: `line id date author │ text`.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "path": {"type": "string", "description": "File, relative to the project root."},
-                        "start_line": {"type": "integer", "description": "First line (default 1)."},
-                        "end_line": {"type": "integer", "description": "Last line (default start_line + 99)."}
-                    },
-                    "required": ["path"]
-                }
-            },
-            {
-                "name": "search_text",
-                "description": "Search the project's files for text (or a regular expression); hits as `path:line: text`.",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "pattern": {"type": "string", "description": "Text to find, or a regular expression when `regex` is true."},
-                        "path": {"type": "string", "description": "Directory or file to search (default: the project root)."},
-                        "glob": {"type": "string", "description": "Search only paths matching this glob, e.g. `**/*.py`."},
-                        "regex": {"type": "boolean", "description": "Treat `pattern` as a regular expression (default false)."},
-                        "case_sensitive": {"type": "boolean", "description": "Match case (default true)."}
-                    },
-                    "required": ["pattern"]
-                }
-            }
-        ])
+        DECLARATIONS
+            .iter()
+            .map(|d| {
+                json!({
+                    "name": d.name,
+                    "description": d.description,
+                    "parameters": d.parameters,
+                })
+            })
+            .collect()
     }
 
     /// Runs one function call. Blocking (it reads files): run it off the async runtime.
@@ -258,37 +329,14 @@ impl Explorer {
     /// line that fits, saying where to read on; other results on a line, saying how to narrow
     /// the call). Blocking.
     pub fn execute_within(&self, name: &str, args: &Value, cap: usize) -> Outcome {
-        match name {
-            "list_files" => match parse::<ListArgs>(name, args) {
-                Ok(a) => self.list(a).capped(cap),
-                Err(o) => o,
-            },
-            "read_file" => match parse::<ReadArgs>(name, args) {
-                Ok(a) => self.read(a, cap),
-                Err(o) => o,
-            },
-            "search_text" => match parse::<SearchArgs>(name, args) {
-                Ok(a) => self.search(a).capped(cap),
-                Err(o) => o,
-            },
-            "git_log" => match parse::<LogArgs>(name, args) {
-                Ok(a) => self.log(a).capped(cap),
-                Err(o) => o,
-            },
-            "git_diff" => match parse::<DiffArgs>(name, args) {
-                Ok(a) => self.diff(a).capped(cap),
-                Err(o) => o,
-            },
-            "git_blame" => match parse::<BlameArgs>(name, args) {
-                Ok(a) => self.blame(a).capped(cap),
-                Err(o) => o,
-            },
-            other => Outcome::refused(
-                format!("unknown function `{other}`"),
-                format!(
-                    "There is no function `{other}`. The functions are list_files, read_file, search_text, git_log, git_diff and git_blame."
-                ),
-            ),
+        match Function::parse(name, args) {
+            Ok(Function::ListFiles(a)) => self.list(a).capped(cap),
+            Ok(Function::ReadFile(a)) => self.read(a, cap),
+            Ok(Function::SearchText(a)) => self.search(a).capped(cap),
+            Ok(Function::GitLog(a)) => self.log(a).capped(cap),
+            Ok(Function::GitDiff(a)) => self.diff(a).capped(cap),
+            Ok(Function::GitBlame(a)) => self.blame(a).capped(cap),
+            Err(refused) => refused,
         }
     }
 
@@ -641,16 +689,6 @@ fn hits_in(matcher: &grep_regex::RegexMatcher, bytes: &[u8], keep: usize) -> Hit
         }),
     );
     hits
-}
-
-/// Gemini's arguments as `T`, or a result saying which argument is wrong.
-fn parse<T: for<'de> Deserialize<'de>>(name: &str, args: &Value) -> Result<T, Outcome> {
-    serde_json::from_value(args.clone()).map_err(|e| {
-        Outcome::refused(
-            format!("{name} — bad arguments"),
-            format!("The arguments of {name} are wrong: {e}. See its declaration and call again."),
-        )
-    })
 }
 
 fn compile_glob(glob: Option<&str>) -> Result<Option<globset::GlobMatcher>, Outcome> {

@@ -187,7 +187,7 @@ fn bad_calls_are_results_that_say_how_to_call_again() {
     let o = t.explorer.execute("write_file", &json!({"path": "x"}));
     assert!(
         o.text
-            .contains("list_files, read_file, search_text, git_log, git_diff and git_blame"),
+            .contains("list_files, read_file, git_log, git_diff, git_blame and search_text"),
         "{}",
         o.text
     );
@@ -569,4 +569,12 @@ fn revisions_and_pathspecs_cannot_reach_past_the_root() {
         "{}",
         o.text
     );
+}
+
+/// What Gemini is told about the functions, byte for byte (key order included): a change to a
+/// name, a description or a parameter shows here in review.
+#[test]
+fn the_declarations_sent_to_gemini() {
+    let sent = serde_json::to_string_pretty(&Explorer::declarations()).unwrap();
+    insta::assert_snapshot!("declarations", sent);
 }

@@ -16,30 +16,8 @@ const SCAN_CAP: usize = 5_000;
 /// The commits that touched `path` (a file or directory inside the roots), newest first, at
 /// most `max`: one line each, `short-id date author: subject`, redacted.
 pub fn log(collector: &Collector, path: &str, max: usize) -> Result<String, GitError> {
-    let sandbox = collector.sandbox();
-    let target = sandbox.resolve(path)?;
-    let start = if target.as_path().is_dir() {
-        target.as_path().to_path_buf()
-    } else {
-        target
-            .as_path()
-            .parent()
-            .unwrap_or(target.as_path())
-            .to_path_buf()
-    };
-    let Some(found) = discover::find(sandbox, &start, 0)?.found.into_iter().next() else {
-        return Err(GitError::NotARepository {
-            path: path.to_string(),
-            max_depth: 0,
-        });
-    };
-    let shown = sandbox.display(&target);
+    let (found, scope, shown) = open_scoped(collector, path)?;
     let err = |e: git2::Error| GitError::git(&shown, &e);
-    let scope = target
-        .as_path()
-        .strip_prefix(&found.workdir)
-        .unwrap_or(Path::new(""))
-        .to_path_buf();
     let repo = &found.repo;
     let mut walk = repo.revwalk().map_err(err)?;
     if walk.push_head().is_err() {
@@ -84,9 +62,10 @@ pub fn log(collector: &Collector, path: &str, max: usize) -> Result<String, GitE
 /// Longest patch text of one file shown by [`diff`], in characters.
 const FILE_PATCH_CHARS: usize = 20_000;
 
-/// The repository holding `path` (inside the roots), found through discover and the guard, and
-/// `path` relative to its work tree (the scope every answer is limited to: a repository whose
-/// work tree reaches above the roots shows nothing outside them).
+/// The repository holding `path` (inside the roots), found through discover and the guard,
+/// `path` relative to its work tree (the scope every answer here — log, diff, blame — is limited
+/// to: a repository whose work tree reaches above the roots shows nothing outside them), and
+/// `path` as shown.
 fn open_scoped(
     collector: &Collector,
     path: &str,

@@ -1,4 +1,4 @@
-//! The tools: what each one takes and what it asks of the pipeline.
+//! The eight tools: what each one takes and what it asks of the pipeline.
 //!
 //! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]; the
 //! tool's other facts (name, descriptions, reply kind, prompt, defaults) are its row of the
@@ -17,9 +17,12 @@ pub mod listmodels;
 pub mod precommit;
 pub mod reply;
 pub mod review;
-pub mod schema;
 pub mod spec;
 pub mod thinkdeep;
+
+/// The portable JSON Schemas live in a part (`crate::schema`: explore's function declarations
+/// are made with them too); tool definitions reach them here as before.
+pub use crate::schema;
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -27,15 +27,10 @@ impl Agent {
     /// A project (with a `.env`) and a stand-in agent that plays `prompts`.
     fn new(prompts: Value) -> Agent {
         let dir = tempfile::tempdir().unwrap();
-        let project = tempfile::tempdir().unwrap();
-        let p = project.path();
-        std::fs::create_dir_all(p.join("src")).unwrap();
-        std::fs::write(
-            p.join("src/lib.rs"),
-            "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
-        )
-        .unwrap();
-        std::fs::write(p.join(".env"), "TOKEN=x\n").unwrap();
+        let project = crate::support::project::with(&[
+            crate::support::project::BUGGY_ADD,
+            (".env", "TOKEN=x\n"),
+        ]);
         let agent = Agent { dir, project };
         let bin = agent.bin();
         std::fs::write(&bin, STAND_IN).unwrap();
@@ -572,14 +567,8 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
     let Some((bin, path)) = locate(Client::GeminiCli) else {
         return;
     };
-    let project = tempfile::tempdir().unwrap();
+    let project = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
     let root = std::fs::canonicalize(project.path()).unwrap();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(
-        root.join("src/lib.rs"),
-        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
-    )
-    .unwrap();
     let home = tempfile::tempdir().unwrap();
     crate::clients::gemini_cli_home(home.path());
 

@@ -25,11 +25,7 @@ const TASK: &str = "SECRETS-TASK: why does add(2, 2) return 0?";
 fn project() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
-    let w = |p: &str, text: &str| {
-        let path = root.join(p);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    };
+    let w = |p: &str, text: &str| crate::support::project::write(&root, p, text);
     w(
         "src/lib.rs",
         &format!("// {ORDINARY}\npub fn add(a: i32, b: i32) -> i32 {{\n    a - b\n}}\n"),

@@ -91,15 +91,8 @@ struct Project {
 
 impl Project {
     fn new() -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        std::fs::write(
-            dir.path().join("src/lib.rs"),
-            "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
-        )
-        .unwrap();
         Project {
-            dir,
+            dir: crate::support::project::with(&[crate::support::project::BUGGY_ADD]),
             gemini: FakeGemini::start(),
         }
     }

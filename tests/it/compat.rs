@@ -16,9 +16,7 @@ const COMPAT_TOOLS: &[&str] = &[
 ];
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
-    dir
+    crate::support::project::with(&[crate::support::project::MAIN_RS])
 }
 
 #[tokio::test]

@@ -1240,8 +1240,7 @@ async fn the_fake_answers_non_streaming_generate_content() {
 #[tokio::test]
 async fn the_server_answers_through_the_api_and_refreshes_models_in_the_background() {
     let fake = FakeGemini::start();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
     let base = fake.base_url();
     let client = crate::support::mcp::start(
         dir.path(),

@@ -11,10 +11,7 @@ use crate::support::fake_gemini::{FakeGemini, Script};
 use crate::support::mcp::{self, KEY};
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("src")).unwrap();
-    std::fs::write(dir.path().join("src/lib.rs"), "pub fn add() {}\n").unwrap();
-    dir
+    crate::support::project::with(&[crate::support::project::STUB_LIB])
 }
 
 fn text_of(r: &rmcp::model::ReadResourceResult) -> String {

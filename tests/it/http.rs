@@ -21,10 +21,8 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
         Env {
-            dir,
+            dir: crate::support::project::with(&[crate::support::project::MAIN_RS]),
             fake: FakeGemini::start(),
         }
     }

@@ -23,26 +23,19 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
-        let w = |p: &str, text: &str| {
-            let path = dir.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
-        w(
-            "src/lib.rs",
-            "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
-        );
-        w(
-            "src/main.rs",
-            "fn main() {\n    println!(\"{}\", add(2, 2));\n}\n",
-        );
-        w(".env", &format!("ANTHROPIC_API_KEY={CANARY}\n"));
         let big: String = (1..=3000)
             .map(|n| format!("line {n} of a long file\n"))
             .collect();
-        w("docs/big.txt", &big);
+        let dir = crate::support::project::with(&[
+            crate::support::project::BUGGY_ADD,
+            (
+                "src/main.rs",
+                "fn main() {\n    println!(\"{}\", add(2, 2));\n}\n",
+            ),
+            (".env", format!("ANTHROPIC_API_KEY={CANARY}\n").as_str()),
+            ("docs/big.txt", big.as_str()),
+        ]);
         std::fs::write(outside.path().join("secret.rs"), format!("// {CANARY}\n")).unwrap();
         Env {
             dir,

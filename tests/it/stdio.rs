@@ -6,9 +6,7 @@ use serde_json::{Value, json};
 use crate::support::mcp::{self, call, text};
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
-    dir
+    crate::support::project::with(&[crate::support::project::MAIN_RS])
 }
 
 #[tokio::test]

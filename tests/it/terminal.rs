@@ -97,10 +97,8 @@ fn raw_controls(out: &str) -> Vec<String> {
 
 #[test]
 fn what_came_from_outside_cannot_drive_the_terminal() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = crate::support::project::with(&[crate::support::project::STUB_LIB]);
     let root = std::fs::canonicalize(dir.path()).unwrap();
-    std::fs::create_dir_all(root.join("src")).unwrap();
-    std::fs::write(root.join("src/lib.rs"), "pub fn add() {}\n").unwrap();
     let fake = FakeGemini::start();
     fake.require_key(KEY);
 

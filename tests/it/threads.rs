@@ -1153,8 +1153,8 @@ mod e2e {
         let dir = tempfile::tempdir().unwrap();
         let (one, two) = (dir.path().join("one"), dir.path().join("two"));
         for root in [&one, &two] {
-            std::fs::create_dir_all(root).unwrap();
-            std::fs::write(root.join("main.rs"), "fn main() {}\n").unwrap();
+            let (rel, content) = crate::support::project::MAIN_RS;
+            crate::support::project::write(root, rel, content);
         }
         let state = dir.path().join("state");
         let (base, state) = (fake.base_url(), state.display().to_string());
@@ -1270,8 +1270,7 @@ async fn the_daily_cap_is_shared_by_instances_on_one_redis() {
     use crate::support::mcp::{self, KEY};
     use serde_json::json;
     let redis = RedisServer::start();
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
     let fake = FakeGemini::start();
     let url = fake.base_url();
     let redis_url = redis.url();

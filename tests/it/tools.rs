@@ -17,15 +17,8 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        std::fs::write(
-            dir.path().join("src/lib.rs"),
-            "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n",
-        )
-        .unwrap();
         Env {
-            dir,
+            dir: crate::support::project::with(&[crate::support::project::BUGGY_ADD]),
             fake: FakeGemini::start(),
         }
     }

@@ -112,9 +112,7 @@ async fn token_endpoint() -> (SocketAddr, Arc<Mutex<Vec<String>>>) {
 }
 
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("main.rs"), "fn main() {}\n").unwrap();
-    dir
+    crate::support::project::with(&[crate::support::project::MAIN_RS])
 }
 
 fn structured(r: &rmcp::model::CallToolResult) -> Value {

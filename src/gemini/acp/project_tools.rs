@@ -38,9 +38,9 @@ pub const SERVER_NAME: &str = "project";
 /// whole (`mcp_project_list_files`, …): the CLI checks an MCP call a second time with the server
 /// named `mcp_project`, which a rule by server name would not match.
 pub fn policy() -> String {
-    let ours: Vec<String> = tools()
+    let ours: Vec<String> = Explorer::functions()
         .iter()
-        .map(|t| format!("\"mcp_{SERVER_NAME}_{}\"", t["name"].as_str().unwrap_or("")))
+        .map(|f| format!("\"mcp_{SERVER_NAME}_{}\"", served_name(&f.name)))
         .collect();
     format!(
         "# Written by gemini-mcp-server: the agent reads the project only through `{SERVER_NAME}`.\n\
@@ -205,22 +205,17 @@ fn function_name(served: &str) -> &str {
 
 /// The explore functions as MCP tools, each marked read-only.
 fn tools() -> Vec<Value> {
-    let declarations = Explorer::declarations();
-    declarations
-        .as_array()
-        .map(|all| {
-            all.iter()
-                .map(|d| {
-                    json!({
-                        "name": served_name(d["name"].as_str().unwrap_or("")),
-                        "description": d["description"],
-                        "inputSchema": d["parameters"],
-                        "annotations": {"readOnlyHint": true},
-                    })
-                })
-                .collect()
+    Explorer::functions()
+        .iter()
+        .map(|f| {
+            json!({
+                "name": served_name(&f.name),
+                "description": f.description,
+                "inputSchema": f.parameters,
+                "annotations": {"readOnlyHint": true},
+            })
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 /// Runs one function off the runtime; a refused call is a tool error the model can read.

@@ -2,8 +2,10 @@
 
 pub mod anthropic_api;
 pub mod fake_gemini;
+pub mod gemma_ref;
 pub mod http;
 pub mod mcp;
+pub mod project;
 pub mod redis;
 pub mod responses_api;
 pub mod scripted_model;

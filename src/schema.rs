@@ -1,4 +1,5 @@
-//! Portable JSON Schemas for tool inputs and outputs.
+//! Portable JSON Schemas: the tools' inputs and outputs in `tools/list`, and the parameters of
+//! explore's functions declared to Gemini.
 //!
 //! schemars emits `$schema`, `["string","null"]` type arrays, `anyOf` with null for `Option`s of
 //! enums, and formats such as `uint32`. Several clients reject or mangle those (Claude Code

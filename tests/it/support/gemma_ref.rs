@@ -1,6 +1,7 @@
-//! The reference Gemini tokenizer for tests, benchmarks and the calibration example: Gemma-3's
-//! SentencePiece model (the tokenizer of gemini-2.x and gemini-3-*-preview) loaded with the
-//! pure-Rust `kitoken`. Never part of the shipped binary.
+//! The reference Gemini tokenizer for the budget test and the calibration example
+//! (`examples/calibrate.rs` includes this file): Gemma-3's SentencePiece model (the tokenizer of
+//! gemini-2.x and gemini-3-*-preview) loaded with the pure-Rust `kitoken`. Test code: never part
+//! of the library or the shipped binary.
 //!
 //! The model file (4,689,074 bytes) is not in this repository. It is found at
 //! `$GEMMA3_TOKENIZER_MODEL`, else in the cargo registry where the `gemini-tokenizer` crate
