@@ -83,7 +83,7 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
     // Measured before the per-call block, and the warm process stopped before it: two CLI
     // processes on one home were seen to hold each other up for ~13 s.
     let rss = warm_rss_kib(cli);
-    warm.abort_running();
+    warm.abort();
     tokio::time::sleep(Duration::from_millis(500)).await;
     for _ in 0..calls {
         let t = Instant::now();
@@ -127,7 +127,7 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
             eprintln!("{at:>9.0} ms {} {}", r.method, r.path);
         }
     }
-    warm.abort_running();
+    warm.abort();
     Ok(())
 }
 

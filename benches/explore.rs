@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use gemini_mcp_server::collector::Collector;
 use gemini_mcp_server::config::Config;
 use gemini_mcp_server::explore::Explorer;
-use gemini_mcp_server::gemini::wire::build_request;
+use gemini_mcp_server::gemini::api::wire::build_request;
 use gemini_mcp_server::gemini::{
     Catalogue, Functions, GenerateRequest, Message, Part, Role, ThinkingMode,
 };

@@ -41,7 +41,8 @@ impl App {
         let collector =
             Arc::new(Collector::new(&config.collector()).map_err(|e| StartError(e.to_string()))?);
         let gemini =
-            Arc::new(Gemini::from_config(&config.gemini()).map_err(|e| StartError(e.to_string()))?);
+            Gemini::from_config(&config.gemini()).map_err(|e| StartError(e.to_string()))?;
+        let gemini = Arc::new(gemini.with_collector(collector.clone()));
         let store = crate::threads::open(&config.threads())
             .await
             .map_err(|e| StartError(e.to_string()))?;
@@ -138,8 +139,7 @@ impl App {
     /// Ends what still runs: the Gemini calls in flight and the Gemini CLI's processes (each
     /// leads its own process group, out of reach of the signal that stopped us).
     pub fn abort(&self) {
-        self.services.gemini.abort_running();
-        self.services.shutdown_agents();
+        self.services.gemini.abort();
     }
 }
 

@@ -524,6 +524,8 @@ impl Config {
             service_tier: self.service_tier.clone(),
             acp_idle: self.acp.idle,
             acp_max_processes: self.acp.max_processes,
+            acp_allowed_modes: self.acp.allowed_modes.clone(),
+            explore_result_chars: self.explore.result_chars,
         }
     }
 

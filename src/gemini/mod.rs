@@ -1,304 +1,36 @@
 //! The Gemini executor: one request/response model for the pipeline, answered by the REST API
-//! (`api`) or the Gemini CLI as a subprocess (`cli`), with the model catalogue (`models`).
+//! (`api`: the Gemini API or Vertex AI) or the Gemini CLI (`cli`: headless, one process per call,
+//! or a warm agent over ACP), with the model catalogue (`models`) and prices (`prices`).
+//!
+//! This file is the facade: [`Gemini`] picks the backend from the [`Settings`], adds the capacity
+//! fallback, and owns the one pool of Gemini CLI agents ([`Gemini::agents`]). What a call is made
+//! of (the request, the answer, the errors) is the `vocabulary`, re-exported here; the backends
+//! import it from there, never from this file.
 //!
 //! The pipeline builds a [`GenerateRequest`] from our own types; each backend turns it into its
 //! wire format. Failures are [`GeminiError`]s whose `Display` says what happened and what to do;
 //! the key never appears in them.
 
-pub mod acp;
 pub mod api;
-pub mod headless;
+pub mod cli;
 pub mod models;
 pub mod prices;
-pub mod wire;
+mod settings;
+mod vocabulary;
 
-mod retry;
-mod sse;
+use std::sync::{Arc, OnceLock};
 
-use std::sync::Arc;
-use std::time::Duration;
+use crate::collector::Collector;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use tokio_util::sync::CancellationToken;
-
+pub use api::VertexSettings;
+pub use cli::{acp, headless};
 pub use models::{Catalogue, ModelInfo, ThinkingStyle};
-
-/// How hard the model should think, from the tool's `thinking_mode` parameter.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ThinkingMode {
-    Minimal,
-    Low,
-    Medium,
-    High,
-    Max,
-}
-
-impl ThinkingMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThinkingMode::Minimal => "minimal",
-            ThinkingMode::Low => "low",
-            ThinkingMode::Medium => "medium",
-            ThinkingMode::High => "high",
-            ThinkingMode::Max => "max",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    User,
-    Model,
-}
-
-/// One piece of a message.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Part {
-    Text(String),
-    /// Raw bytes; the API backend base64-encodes them as `inlineData`.
-    Image {
-        mime: String,
-        data: Arc<Vec<u8>>,
-    },
-    /// A part of a model turn exactly as Gemini sent it (a function call, a text delta, a thought
-    /// signature), replayed unchanged: Gemini 3 rejects a function call whose signature is lost.
-    Recorded(serde_json::Value),
-    /// What one function call returned, in the user turn after the model's calls.
-    FunctionResponse {
-        /// The call's `id`, when Gemini gave one.
-        id: Option<String>,
-        name: String,
-        /// `{"output": …}` or `{"error": …}`.
-        response: serde_json::Value,
-    },
-}
-
-/// A function Gemini asked us to call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FunctionCall {
-    pub id: Option<String>,
-    pub name: String,
-    /// The arguments as Gemini sent them (an object, or `null` when absent).
-    pub args: serde_json::Value,
-}
-
-/// The functions Gemini may call in a request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Functions {
-    /// `functionDeclarations`, in the API's form.
-    pub declarations: serde_json::Value,
-    /// `false`: the declarations stay (the request keeps its prefix) but calling is off
-    /// (`functionCallingConfig.mode: NONE`), so the answer is text.
-    pub allow: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    pub role: Role,
-    pub parts: Vec<Part>,
-}
-
-impl Message {
-    pub fn user(text: impl Into<String>) -> Message {
-        Message {
-            role: Role::User,
-            parts: vec![Part::Text(text.into())],
-        }
-    }
-    pub fn model(text: impl Into<String>) -> Message {
-        Message {
-            role: Role::Model,
-            parts: vec![Part::Text(text.into())],
-        }
-    }
-}
-
-/// Everything a backend needs for one answer.
-#[derive(Debug, Clone)]
-pub struct GenerateRequest {
-    /// The resolved model (alias already expanded).
-    pub model: ModelInfo,
-    pub system_instruction: String,
-    /// Oldest first; the last message is the user's new request.
-    pub contents: Vec<Message>,
-    pub thinking: ThinkingMode,
-    /// Only sent when the user asked for one (3.x models misbehave below their default).
-    pub temperature: Option<f32>,
-    /// JSON mode: the answer must match this JSON Schema (`responseJsonSchema`).
-    pub response_schema: Option<serde_json::Value>,
-    /// Turn on Google Search grounding (API backend only).
-    pub web_search: bool,
-    /// Functions Gemini may call (API backend only); `None`: none.
-    pub functions: Option<Functions>,
-}
-
-/// Token usage as the API reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens, cached ones included.
-    pub input: u64,
-    /// Answer tokens, thinking excluded.
-    pub output: u64,
-    /// Thinking tokens.
-    pub thinking: u64,
-    /// Prompt tokens served from Gemini's cache.
-    pub cached: u64,
-}
-
-/// A web source Gemini cited (Google Search grounding).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Source {
-    /// Page title.
-    pub title: String,
-    /// Page address.
-    pub uri: String,
-}
-
-/// The answer was produced by the fallback model after capacity errors on the requested one.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fallback {
-    /// The model that was requested.
-    pub from: String,
-    /// The model that answered.
-    pub to: String,
-    /// Why the requested model was given up.
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct GenerateResponse {
-    /// The answer's text (thought parts excluded).
-    pub text: String,
-    /// The model that actually served the request (`modelVersion`), when reported.
-    pub model_version: Option<String>,
-    pub usage: Usage,
-    pub finish_reason: Option<String>,
-    pub sources: Vec<Source>,
-    pub fallback: Option<Fallback>,
-    /// The functions Gemini asked to call, in order (empty for a text answer).
-    pub calls: Vec<FunctionCall>,
-    /// The model's turn as received, to replay before the function responses.
-    pub turn: Vec<Part>,
-    /// The service tier that served the call, when the API reported it.
-    pub service_tier: Option<String>,
-}
-
-/// A progress update while waiting on Gemini.
-#[derive(Debug, Clone)]
-pub struct Progress {
-    pub message: String,
-    /// A finished step of an investigation (a terminal keeps these lines; other progress
-    /// replaces the last message).
-    pub step: bool,
-}
-
-pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
-
-/// Per-call context: cancellation and an optional progress sink.
-#[derive(Clone, Default)]
-pub struct CallContext {
-    pub cancel: CancellationToken,
-    pub progress: Option<ProgressFn>,
-}
-
-impl CallContext {
-    pub fn report(&self, message: impl Into<String>) {
-        if let Some(p) = &self.progress {
-            p(Progress {
-                message: message.into(),
-                step: false,
-            });
-        }
-    }
-
-    /// Reports a finished step of an investigation.
-    pub fn step(&self, message: impl Into<String>) {
-        if let Some(p) = &self.progress {
-            p(Progress {
-                message: message.into(),
-                step: true,
-            });
-        }
-    }
-}
-
-/// Why a call to Gemini failed. `Display` gives the status, Gemini's message and what to do.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum GeminiError {
-    /// An HTTP error answer from the API (after retries where they apply).
-    #[error("{status} {code}: {message}. {hint}")]
-    Api {
-        status: u16,
-        /// Google's status string, e.g. `RESOURCE_EXHAUSTED`.
-        code: String,
-        message: String,
-        hint: String,
-    },
-    #[error(
-        "the prompt was blocked by Gemini ({reason}). Rephrase the request or leave out the files that triggered it."
-    )]
-    Blocked { reason: String },
-    #[error(
-        "the answer was cut off by the output limit (MAX_TOKENS) before any text: thinking used the whole budget. Lower `thinking_mode` or ask a narrower question."
-    )]
-    MaxTokens,
-    #[error(
-        "Gemini returned an empty answer (finish reason {finish_reason}). Retry, or rephrase the request."
-    )]
-    Empty { finish_reason: String },
-    #[error(
-        "no answer within {after:?}. Retry with a narrower request or lower `thinking_mode`, or raise GEMINI_TIMEOUT_SECS."
-    )]
-    Timeout { after: Duration },
-    /// The stream went silent for longer than `GEMINI_IDLE_TIMEOUT_SECS`.
-    #[error(
-        "Gemini sent nothing for {after:?} while answering. Retry; for very long thinking raise GEMINI_IDLE_TIMEOUT_SECS."
-    )]
-    Stalled { after: Duration },
-    /// The candidate stopped without text for a reason other than `STOP`/`MAX_TOKENS`
-    /// (`SAFETY`, `RECITATION`, …); `hint` says what to do about that reason.
-    #[error("Gemini stopped without an answer (finish reason {finish_reason}): {hint}")]
-    Withheld { finish_reason: String, hint: String },
-    #[error("the call was cancelled")]
-    Cancelled,
-    #[error("cannot reach Gemini: {message}. Check the network and GEMINI_BASE_URL.")]
-    Transport { message: String },
-    #[error("Gemini's answer could not be read: {message}. Retry; if it persists, report it.")]
-    Malformed { message: String },
-    #[error("{message}")]
-    NotConfigured { message: String },
-    #[error("unknown model `{}`. {hint}", crate::echo::echo(.name))]
-    UnknownModel { name: String, hint: String },
-    /// A failure of the Gemini CLI backend, already phrased with what to do.
-    #[error("{message}")]
-    Cli {
-        exit_code: Option<i32>,
-        message: String,
-    },
-}
-
-/// A failure of the Gemini CLI with no exit code, phrased with what to do.
-pub(crate) fn cli_error(message: impl Into<String>) -> GeminiError {
-    headless::cli_error(None, message)
-}
-
-impl GeminiError {
-    /// Capacity errors after retries: the fallback model may answer instead.
-    pub fn is_capacity(&self) -> bool {
-        matches!(
-            self,
-            GeminiError::Api {
-                status: 429 | 503,
-                ..
-            }
-        )
-    }
-}
+pub use settings::{BackendChoice, CliTransport, Settings};
+pub(crate) use vocabulary::cli_error;
+pub use vocabulary::{
+    CallContext, Fallback, FunctionCall, Functions, GeminiError, GenerateRequest, GenerateResponse,
+    Message, Part, Progress, ProgressFn, Role, Source, ThinkingMode, Usage,
+};
 
 /// The configured backend.
 pub enum Backend {
@@ -308,107 +40,6 @@ pub enum Backend {
     /// No backend could be set up; every call fails with this message (the server still starts,
     /// so clients can list the tools and the user can read what to fix).
     Unconfigured(String),
-}
-
-/// Which Gemini executor answers the calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendChoice {
-    /// The REST API when a key is set, else the Gemini CLI when it is on PATH.
-    Auto,
-    Api,
-    Cli,
-}
-
-/// What the executor is configured with: the backend and its key or executable, the models,
-/// and the deadlines and retries of a call.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub backend: BackendChoice,
-    pub api_key: Option<crate::secret::Secret>,
-    /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash.
-    pub base_url: String,
-    /// The Gemini CLI executable for the CLI backend.
-    pub gemini_cli: std::path::PathBuf,
-    /// The `PATH` value a bare `gemini_cli` name is looked up in.
-    pub search_path: Option<String>,
-    /// Where the Gemini CLI runs (the first project root).
-    /// Where the Gemini CLI's working directories are kept (`<state dir>/gemini-cli/<kind>`);
-    /// empty: each run works in its own private temporary directory.
-    pub state_dir: std::path::PathBuf,
-    pub workdir: std::path::PathBuf,
-    /// Default model (name or alias) when a call names none.
-    pub default_model: String,
-    /// The faster model used after capacity errors.
-    pub fallback_model: String,
-    /// Deadline for one whole call, retries included.
-    pub call_timeout: Duration,
-    pub connect_timeout: Duration,
-    /// Longest silence allowed between two chunks of a streamed answer.
-    pub idle_timeout: Duration,
-    /// Attempts per call, the first included.
-    pub max_attempts: u32,
-    /// First backoff delay; doubled per attempt, capped at `retry_max_delay`.
-    pub retry_initial_delay: Duration,
-    pub retry_max_delay: Duration,
-    /// How the CLI backend reaches the Gemini CLI: a warm `gemini --acp`, or one process per call.
-    pub cli_transport: CliTransport,
-    /// Vertex AI instead of the Gemini API (`GOOGLE_GENAI_USE_VERTEXAI=true`).
-    pub vertex: Option<VertexSettings>,
-    /// The service tier asked for (`GEMINI_SERVICE_TIER`): `standard`, `flex` or `priority`.
-    pub service_tier: Option<String>,
-    /// A warm CLI process with no call for this long exits.
-    pub acp_idle: Duration,
-    /// Most warm CLI processes alive at once.
-    pub acp_max_processes: usize,
-}
-
-/// Where and how Vertex AI is reached.
-#[derive(Debug, Clone)]
-pub struct VertexSettings {
-    /// `GOOGLE_CLOUD_PROJECT`; `None` only in express mode (an API key).
-    pub project: Option<String>,
-    /// `GOOGLE_CLOUD_LOCATION`, default `global`.
-    pub location: String,
-    /// `GOOGLE_VERTEX_BASE_URL`: scheme and host (for proxies and tests); else Google's endpoint
-    /// for the location.
-    pub base_url: Option<String>,
-    /// `GOOGLE_API_KEY`: Vertex AI express mode (no project, no Application Default Credentials).
-    pub api_key: Option<crate::secret::Secret>,
-    /// Labels sent with each request, for cost attribution.
-    pub labels: Vec<(String, String)>,
-}
-
-impl VertexSettings {
-    /// The endpoint: the base URL override, the global endpoint, or the location's.
-    pub fn endpoint(&self) -> String {
-        match &self.base_url {
-            Some(b) => b.trim_end_matches('/').to_string(),
-            None if self.location == "global" => "https://aiplatform.googleapis.com".into(),
-            None => format!("https://{}-aiplatform.googleapis.com", self.location),
-        }
-    }
-
-    /// The prefix every model path follows: `…/publishers/google`.
-    pub fn publisher_base(&self) -> String {
-        match &self.project {
-            Some(p) if self.api_key.is_none() => format!(
-                "{}/v1/projects/{p}/locations/{}/publishers/google",
-                self.endpoint(),
-                self.location
-            ),
-            _ => format!("{}/v1/publishers/google", self.endpoint()),
-        }
-    }
-}
-
-/// How the CLI backend runs the Gemini CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CliTransport {
-    /// A warm `gemini --acp` process, one session per call; one process per call where ACP is
-    /// unavailable.
-    Acp,
-    /// `gemini -o json` for every call.
-    Headless,
 }
 
 /// The backend chosen, as `doctor` reports it.
@@ -430,18 +61,29 @@ pub enum BackendInfo {
     Unconfigured(String),
 }
 
-/// The executor the pipeline calls: a backend, the model catalogue and the fallback policy.
+/// The executor the pipeline calls: a backend, the model catalogue and the fallback policy, and
+/// the one pool of Gemini CLI agents.
 pub struct Gemini {
     backend: Backend,
-    /// The CLI backend's warm `gemini --acp` processes (`GEMINI_CLI_TRANSPORT=acp`).
+    /// The CLI backend over ACP (`GEMINI_CLI_TRANSPORT=acp`): its calls go to the agents' pool.
     warm: Option<Warm>,
+    /// The warm `gemini --acp` processes, made on first use: the CLI backend's plain model, and
+    /// the agent of `investigate`'s `engine: "gemini-cli"`.
+    agents: OnceLock<Arc<acp::Pool>>,
+    /// The agents' settings, their `program` as configured (`GEMINI_CLI_PATH`), not yet located.
+    agent_settings: acp::AcpSettings,
+    /// Where the agents run without a collector (the first project root).
+    workdir: std::path::PathBuf,
+    /// The `PATH` value a bare Gemini CLI name is looked up in.
+    path: Option<std::ffi::OsString>,
+    /// The roots and secrets the agents read through; `None`: they read nothing.
+    collector: Option<Arc<Collector>>,
     catalogue: Catalogue,
     fallback_model: String,
 }
 
 /// The CLI backend over ACP, with the per-call CLI as its fallback.
 struct Warm {
-    pool: std::sync::Arc<acp::Pool>,
     /// Set once ACP could not be started: every later call runs the CLI per call.
     unavailable: std::sync::atomic::AtomicBool,
 }
@@ -450,6 +92,7 @@ impl Warm {
     async fn generate(
         &self,
         cli: &headless::CliBackend,
+        pool: &Arc<acp::Pool>,
         req: &GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
@@ -462,7 +105,7 @@ impl Warm {
         if self.unavailable.load(Ordering::Relaxed) || has_images || req.functions.is_some() {
             return cli.generate(req, ctx).await;
         }
-        match self.pool.answer(req, ctx).await {
+        match pool.answer(req, ctx).await {
             Ok(answer) => Ok(answer),
             Err(acp::Failure::Failed(e)) => Err(e),
             Err(acp::Failure::Unavailable(e)) => {
@@ -513,21 +156,7 @@ impl Gemini {
             None => Gemini::choose(config, path)?,
         };
         let warm = match (&backend, config.cli_transport) {
-            (Backend::Cli(cli), CliTransport::Acp) => Some(Warm {
-                pool: acp::Pool::new(
-                    acp::AcpSettings {
-                        program: cli.program().to_path_buf(),
-                        idle: config.acp_idle,
-                        max_processes: config.acp_max_processes,
-                        allowed_modes: Vec::new(),
-                        timeout: config.call_timeout,
-                        // A plain process has no project tools.
-                        result_chars: crate::explore::RESULT_CHARS,
-                        state_dir: config.state_dir.clone(),
-                    },
-                    config.workdir.clone(),
-                    None,
-                ),
+            (Backend::Cli(_), CliTransport::Acp) => Some(Warm {
                 unavailable: std::sync::atomic::AtomicBool::new(false),
             }),
             _ => None,
@@ -535,9 +164,60 @@ impl Gemini {
         Ok(Gemini {
             backend,
             warm,
+            agents: OnceLock::new(),
+            agent_settings: acp::AcpSettings {
+                program: config.gemini_cli.clone(),
+                idle: config.acp_idle,
+                max_processes: config.acp_max_processes,
+                allowed_modes: config.acp_allowed_modes.clone(),
+                timeout: config.call_timeout,
+                result_chars: config.explore_result_chars,
+                state_dir: config.state_dir.clone(),
+            },
+            workdir: config.workdir.clone(),
+            path: path.map(std::ffi::OsStr::to_os_string),
+            collector: None,
             catalogue: Catalogue::builtin(&config.default_model),
             fallback_model: config.fallback_model.clone(),
         })
+    }
+
+    /// Lets the Gemini CLI's agents read the project through `collector` (its roots and secret
+    /// names also judge their permission requests); without it they read nothing.
+    pub fn with_collector(mut self, collector: Arc<Collector>) -> Gemini {
+        self.collector = Some(collector);
+        self
+    }
+
+    /// The pool of warm Gemini CLI agents, made on first use; fails when the Gemini CLI cannot be
+    /// found.
+    pub fn agents(&self) -> Result<Arc<acp::Pool>, GeminiError> {
+        if let Some(pool) = self.agents.get() {
+            return Ok(pool.clone());
+        }
+        let mut settings = self.agent_settings.clone();
+        settings.program = match &self.backend {
+            Backend::Cli(cli) => cli.program().to_path_buf(),
+            _ => cli::locate(&settings.program, self.path.as_deref()).ok_or_else(|| {
+                cli_error(format!(
+                    "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
+                     (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
+                     out `engine` to investigate with the API backend",
+                    settings.program.display()
+                ))
+            })?,
+        };
+        let root = match &self.collector {
+            Some(c) => c.sandbox().roots()[0].clone(),
+            None => self.workdir.clone(),
+        };
+        let pool = acp::Pool::new(settings, root, self.collector.clone());
+        Ok(self.agents.get_or_init(|| pool).clone())
+    }
+
+    /// The pool of Gemini CLI agents, if it was made.
+    pub fn started_agents(&self) -> Option<&Arc<acp::Pool>> {
+        self.agents.get()
     }
 
     /// The Gemini API with a key, or the Gemini CLI, as `GEMINI_BACKEND` and the key say.
@@ -621,14 +301,16 @@ impl Gemini {
         }
     }
 
-    /// Kills every Gemini CLI call in flight, synchronously (for a SIGINT/SIGTERM handler before
-    /// exiting; see [`headless::CliBackend::abort_all`]). Nothing to do for the other backends.
-    pub fn abort_running(&self) {
+    /// Kills every Gemini CLI call in flight and stops the agents, synchronously (for a
+    /// SIGINT/SIGTERM handler before exiting, or a grace period that ran out; see
+    /// [`headless::CliBackend::abort_all`]). Nothing to do for the REST API's calls: they end
+    /// with the process.
+    pub fn abort(&self) {
         if let Backend::Cli(c) = &self.backend {
             c.abort_all();
         }
-        if let Some(warm) = &self.warm {
-            warm.pool.shutdown();
+        if let Some(pool) = self.agents.get() {
+            pool.shutdown();
         }
     }
 
@@ -674,7 +356,7 @@ impl Gemini {
         match &self.backend {
             Backend::Api(c) => c.generate(req, ctx).await,
             Backend::Cli(c) => match &self.warm {
-                Some(warm) => warm.generate(c, req, ctx).await,
+                Some(warm) => warm.generate(c, &self.agents()?, req, ctx).await,
                 None => c.generate(req, ctx).await,
             },
             Backend::Unconfigured(message) => Err(GeminiError::NotConfigured {

@@ -9,7 +9,7 @@ use std::sync::RwLock;
 
 use serde::Serialize;
 
-use super::{GeminiError, ThinkingMode};
+use super::vocabulary::{GeminiError, ThinkingMode};
 
 /// The `thinkingLevel` values of Gemini 3 and later.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

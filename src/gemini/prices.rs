@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::Usage;
+use super::vocabulary::Usage;
 
 /// When the prices below were last checked against ai.google.dev/gemini-api/docs/pricing.
 pub const CHECKED: &str = "2026-11-23";

@@ -117,7 +117,7 @@ async fn ask_agent(
     meter: &Meter,
     ctx: &CallContext,
 ) -> Result<(GenerateResponse, crate::gemini::acp::AgentRun), ToolError> {
-    let pool = services.acp_pool()?;
+    let pool = services.gemini.agents()?;
     pool.check_mode(mode)?;
     let last = request
         .contents

@@ -50,8 +50,6 @@ pub struct Services {
     holds: Arc<Holds>,
     /// Set once the model list has been asked for (on the first call, never at startup).
     refresh: tokio::sync::OnceCell<()>,
-    /// The warm Gemini CLI agents, started on the first `engine: "gemini-cli"` call.
-    acp: std::sync::OnceLock<Arc<crate::gemini::acp::Pool>>,
 }
 
 impl Services {
@@ -68,7 +66,6 @@ impl Services {
             store,
             holds: Arc::default(),
             refresh: tokio::sync::OnceCell::new(),
-            acp: std::sync::OnceLock::new(),
         }
     }
 
@@ -105,51 +102,9 @@ impl Services {
         }
     }
 
-    /// The pool of warm Gemini CLI agents, made on first use.
-    fn acp_pool(&self) -> Result<Arc<crate::gemini::acp::Pool>, ToolError> {
-        if let Some(pool) = self.acp.get() {
-            return Ok(pool.clone());
-        }
-        let settings = self.config.gemini();
-        let program = crate::gemini::headless::locate(
-            &settings.gemini_cli,
-            settings.search_path.as_deref().map(std::ffi::OsStr::new),
-        )
-        .ok_or_else(|| {
-            ToolError::Gemini(crate::gemini::cli_error(format!(
-                    "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
-                     (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
-                     out `engine` to investigate with the API backend",
-                    settings.gemini_cli.display()
-                )))
-        })?;
-        let acp = &self.config.acp;
-        let pool = crate::gemini::acp::Pool::new(
-            crate::gemini::acp::AcpSettings {
-                program,
-                idle: acp.idle,
-                max_processes: acp.max_processes,
-                allowed_modes: acp.allowed_modes.clone(),
-                timeout: settings.call_timeout,
-                result_chars: self.config.explore.result_chars,
-                state_dir: settings.state_dir.clone(),
-            },
-            self.collector.sandbox().roots()[0].clone(),
-            Some(self.collector.clone()),
-        );
-        Ok(self.acp.get_or_init(|| pool).clone())
-    }
-
     /// The Gemini CLI agent pool, if it was started.
     pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
-        self.acp.get()
-    }
-
-    /// Stops the warm Gemini CLI agents (shutdown).
-    pub fn shutdown_agents(&self) {
-        if let Some(pool) = self.acp.get() {
-            pool.shutdown();
-        }
+        self.gemini.started_agents()
     }
 
     /// The daily caps' meter for a call of `owner` in this project.
@@ -347,13 +302,7 @@ fn thread_cost(thread: Option<&Thread>) -> f64 {
         t.turns
             .iter()
             .filter_map(|turn| {
-                let u = crate::gemini::Usage {
-                    input: turn.usage.input,
-                    output: turn.usage.output,
-                    thinking: turn.usage.thinking,
-                    cached: turn.usage.cached,
-                };
-                crate::gemini::prices::estimate(&turn.model, &u, today)
+                crate::gemini::prices::estimate(&turn.model, &turn.usage.into(), today)
             })
             .sum()
     })

@@ -49,12 +49,7 @@ pub(super) async fn save_turn(
             .collect(),
         response: answer.text.clone(),
         model: model_used.to_string(),
-        usage: crate::threads::Usage {
-            input: answer.usage.input,
-            output: answer.usage.output,
-            thinking: answer.usage.thinking,
-            cached: answer.usage.cached,
-        },
+        usage: answer.usage.into(),
         at_ms: now_ms(),
     };
     match services

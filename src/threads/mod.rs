@@ -131,6 +131,29 @@ pub struct Usage {
     pub cached: u64,
 }
 
+impl From<crate::gemini::Usage> for Usage {
+    fn from(u: crate::gemini::Usage) -> Usage {
+        Usage {
+            input: u.input,
+            output: u.output,
+            thinking: u.thinking,
+            cached: u.cached,
+        }
+    }
+}
+
+/// Back to Gemini's, for pricing a stored turn.
+impl From<Usage> for crate::gemini::Usage {
+    fn from(u: Usage) -> crate::gemini::Usage {
+        crate::gemini::Usage {
+            input: u.input,
+            output: u.output,
+            thinking: u.thinking,
+            cached: u.cached,
+        }
+    }
+}
+
 /// One call in a thread: the request and Gemini's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {

@@ -3,7 +3,7 @@
 //!
 //! These tests use real time with the short retry delays of `Config::for_tests` (10–50 ms): a
 //! paused tokio clock auto-advances into the client's timeouts while a real socket is waiting, so
-//! the backoff schedule itself is tested with a paused clock in `gemini::retry`'s unit tests.
+//! the backoff schedule itself is tested with a paused clock in `gemini::api::retry`'s unit tests.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -10,7 +10,7 @@
 //! (our `ApiClient` has three): while a paused runtime waits on a real socket it auto-advances its
 //! clock to the next timer, so every call ends at once in `Timeout`. Use real time and the short
 //! retry delays of `Config::for_tests`; the retry schedule itself is tested with a paused clock in
-//! `gemini::retry`.
+//! `gemini::api::retry`.
 //!
 //! # Using it
 //!

@@ -1,4 +1,4 @@
-//! The REST API backend: one `reqwest` client (rustls, pooled connections) speaking the wire
+//! The REST API backend, Gemini API and Vertex AI (`vertex`): one `reqwest` client (rustls, pooled connections) speaking the wire
 //! format of `wire` to `generativelanguage.googleapis.com` or `GEMINI_BASE_URL`.
 //!
 //! It owns the transport concerns of a Gemini call: the key (only ever in the `x-goog-api-key`
@@ -24,11 +24,21 @@ use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use super::models::ModelInfo;
-use super::retry::{self, Failure, RetryPolicy, Retryable};
-use super::sse::SseSplitter;
-use super::wire::{self, ErrorBody, FinishReason, GenerateContentResponse, UsageMetadata};
-use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Source};
+mod answer;
+mod retry;
+mod sse;
+mod vertex;
+pub mod wire;
+
+use answer::{Answer, strip_hint};
+use retry::{Failure, RetryPolicy, Retryable};
+use sse::SseSplitter;
+pub use vertex::VertexSettings;
+use wire::{ErrorBody, GenerateContentResponse};
+
+use crate::gemini::models::ModelInfo;
+use crate::gemini::settings::Settings;
+use crate::gemini::vocabulary::{CallContext, GeminiError, GenerateRequest, GenerateResponse};
 use crate::secret::Secret;
 
 /// A `RetryInfo` delay longer than this is not waited for (gemini-cli's rule).
@@ -50,7 +60,7 @@ pub struct ApiClient {
     /// `<GEMINI_BASE_URL>/v1beta`, or Vertex AI's `…/publishers/google`.
     base: String,
     /// Vertex AI: the project and location, and the labels sent with each request.
-    vertex: Option<super::VertexSettings>,
+    vertex: Option<VertexSettings>,
     /// The service tier asked for (Gemini API).
     service_tier: Option<String>,
     policy: RetryPolicy,
@@ -69,12 +79,9 @@ enum Auth {
     Adc(google_cloud_auth::credentials::Credentials),
 }
 
-/// The OAuth scope Vertex AI accepts.
-const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
-
 impl ApiClient {
     /// Vertex AI's settings, when this client reaches Vertex AI.
-    pub fn vertex_settings(&self) -> Option<&super::VertexSettings> {
+    pub fn vertex_settings(&self) -> Option<&VertexSettings> {
         self.vertex.as_ref()
     }
 
@@ -84,48 +91,16 @@ impl ApiClient {
     }
 
     /// Builds the HTTP client once; every call shares its connection pool.
-    pub fn new(config: &super::Settings, key: Secret) -> Result<ApiClient, GeminiError> {
+    pub fn new(config: &Settings, key: Secret) -> Result<ApiClient, GeminiError> {
         let base = format!("{}/v1beta", config.base_url);
         ApiClient::build(config, Auth::Key(key), base, None)
     }
 
-    /// A client of Vertex AI: with the project and Application Default Credentials, or in
-    /// express mode with an API key and no project.
-    pub fn vertex(
-        config: &super::Settings,
-        vertex: &super::VertexSettings,
-    ) -> Result<ApiClient, GeminiError> {
-        let auth = match (&vertex.api_key, &vertex.project) {
-            (Some(key), _) => Auth::Key(key.clone()),
-            (None, Some(_)) => {
-                let creds = google_cloud_auth::credentials::Builder::default()
-                    .with_scopes([CLOUD_PLATFORM])
-                    .build()
-                    .map_err(|e| GeminiError::NotConfigured {
-                        message: format!(
-                            "Vertex AI needs Application Default Credentials, and none could be loaded ({e}): set \
-                             GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run `gcloud auth \
-                             application-default login`, or run on Google Cloud with a service account"
-                        ),
-                    })?;
-                Auth::Adc(creds)
-            }
-            (None, None) => {
-                return Err(GeminiError::NotConfigured {
-                    message: "GOOGLE_GENAI_USE_VERTEXAI=true needs GOOGLE_CLOUD_PROJECT (with Application Default \
-                              Credentials), or GOOGLE_API_KEY alone for Vertex AI express mode"
-                        .into(),
-                });
-            }
-        };
-        ApiClient::build(config, auth, vertex.publisher_base(), Some(vertex.clone()))
-    }
-
     fn build(
-        config: &super::Settings,
+        config: &Settings,
         auth: Auth,
         base: String,
-        vertex: Option<super::VertexSettings>,
+        vertex: Option<VertexSettings>,
     ) -> Result<ApiClient, GeminiError> {
         let mut headers = HeaderMap::new();
         if let Auth::Key(key) = &auth {
@@ -617,78 +592,6 @@ impl ApiClient {
             text.to_string()
         }
     }
-
-    /// What to do about a refusal by Vertex AI: the API not enabled, a missing IAM role, a
-    /// refused token or key.
-    fn vertex_denied(&self, status: u16, parsed: &ErrorBody, lower: &str) -> String {
-        let project = self
-            .vertex
-            .as_ref()
-            .and_then(|v| v.project.clone())
-            .unwrap_or_else(|| "(express mode)".into());
-        if parsed.reason().as_deref() == Some("SERVICE_DISABLED")
-            || lower.contains("has not been used in project")
-            || lower.contains("is disabled")
-        {
-            return format!(
-                "The Vertex AI API is not enabled for project {project}: enable it (`gcloud services enable \
-                 aiplatform.googleapis.com --project {project}`), wait a minute, and retry."
-            );
-        }
-        if status == 401 {
-            return "Vertex AI refused the credentials: check GOOGLE_APPLICATION_CREDENTIALS or run `gcloud auth \
-                    application-default login` again (with GOOGLE_API_KEY, check the key)."
-                .into();
-        }
-        format!(
-            "The credentials lack permission on project {project}: grant their principal the Vertex AI User \
-             role (roles/aiplatform.user), or set GOOGLE_CLOUD_PROJECT to a project where they have it."
-        )
-    }
-
-    /// Adds the bearer token (Application Default Credentials); a key is already in the
-    /// client's default headers. A token never reaches a message: a failure says where the
-    /// credentials came from and what to do.
-    async fn authorize(
-        &self,
-        request: reqwest::RequestBuilder,
-    ) -> Result<reqwest::RequestBuilder, Failure> {
-        let Auth::Adc(creds) = &self.auth else {
-            return Ok(request);
-        };
-        match creds.headers(axum::http::Extensions::new()).await {
-            Ok(google_cloud_auth::credentials::CacheableResource::New { data, .. }) => {
-                Ok(request.headers(data))
-            }
-            Ok(google_cloud_auth::credentials::CacheableResource::NotModified) => Ok(request),
-            Err(e) => {
-                // The library's own text ends in a retry verdict of its own ("… might succeed. but
-                // future attempts may succeed"): say ours once, with the innermost cause.
-                let mut cause: &dyn std::error::Error = &e;
-                while let Some(inner) = cause.source() {
-                    cause = inner;
-                }
-                let verdict = if e.is_transient() {
-                    "could not be fetched; a later call may succeed"
-                } else {
-                    "was refused"
-                };
-                let failure = GeminiError::NotConfigured {
-                    message: format!(
-                        "Vertex AI: no access token from Application Default Credentials: the token {verdict} \
-                         ({}). Check GOOGLE_APPLICATION_CREDENTIALS (a readable key file), `gcloud auth \
-                         application-default login`, or the service account of the machine",
-                        excerpt(cause.to_string().trim_end_matches('.'), 400)
-                    ),
-                };
-                Err(if e.is_transient() {
-                    Failure::transient(failure)
-                } else {
-                    Failure::fatal(failure)
-                })
-            }
-        }
-    }
 }
 
 /// 429: wait for `RetryInfo` unless the quota cannot come back soon (gemini-cli's rules): a
@@ -772,222 +675,5 @@ fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
-/// What the chunks of one stream add up to.
-#[derive(Debug, Default)]
-struct Answer {
-    text: String,
-    usage: Option<UsageMetadata>,
-    model_version: Option<String>,
-    finish: Option<FinishReason>,
-    block_reason: Option<String>,
-    sources: Vec<Source>,
-    calls: Vec<super::FunctionCall>,
-    /// Every part worth replaying, as received.
-    turn: Vec<super::Part>,
-    /// The service tier the API reported serving the call with.
-    tier: Option<String>,
-}
-
-impl Answer {
-    fn take(&mut self, chunk: GenerateContentResponse) {
-        // Where the API reports the tier that served the call (a flex request may be served
-        // otherwise): at the top level, or in the usage.
-        let tier = chunk
-            .extra
-            .get("serviceTier")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .or_else(|| {
-                chunk
-                    .usage_metadata
-                    .as_ref()
-                    .and_then(|u| u.service_tier.clone())
-            });
-        if tier.is_some() {
-            self.tier = tier;
-        }
-        if let Some(u) = chunk.usage_metadata {
-            self.usage = Some(u);
-        }
-        if let Some(v) = chunk.model_version.filter(|v| !v.is_empty()) {
-            self.model_version = Some(v);
-        }
-        if let Some(reason) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
-            self.block_reason = Some(reason);
-        }
-        // We ask for one candidate; any others are ignored.
-        let Some(candidate) = chunk.candidates.and_then(|c| c.into_iter().next()) else {
-            return;
-        };
-        for part in candidate
-            .content
-            .and_then(|c| c.parts)
-            .into_iter()
-            .flatten()
-        {
-            if part.is_thought() {
-                continue;
-            }
-            if let Some(call) = part.function_call() {
-                self.calls.push(call);
-            }
-            if part.worth_replaying()
-                && let Ok(raw) = serde_json::to_value(&part)
-            {
-                self.turn.push(super::Part::Recorded(raw));
-            }
-            if let Some(t) = part.text {
-                self.text.push_str(&t);
-            }
-        }
-        if let Some(g) = candidate.grounding_metadata {
-            for s in g.sources() {
-                if !self.sources.iter().any(|o| o.uri == s.uri) {
-                    self.sources.push(s);
-                }
-            }
-        }
-        if let Some(f) = candidate.finish_reason {
-            self.finish = Some(f);
-        }
-    }
-
-    fn output_tokens(&self) -> u64 {
-        self.usage
-            .as_ref()
-            .and_then(|u| u.candidates_token_count)
-            .unwrap_or(self.text.len() as u64 / 4)
-    }
-
-    /// The stream failed: worth retrying while no answer text has arrived; after that, the
-    /// partial answer is not passed off as a whole one.
-    fn broken(&self, error: GeminiError) -> Failure {
-        if self.text.is_empty() {
-            // Function calls received so far were not run: asking again loses nothing.
-            return Failure::transient(error);
-        }
-        let error = match error {
-            e @ GeminiError::Stalled { .. } => e,
-            other => GeminiError::Malformed {
-                message: format!(
-                    "the answer broke off after {} characters: {}",
-                    self.text.chars().count(),
-                    strip_hint(&other)
-                ),
-            },
-        };
-        Failure::fatal(error)
-    }
-
-    fn finish(self) -> Result<GenerateResponse, Failure> {
-        if self.text.is_empty()
-            && let Some(reason) = self.block_reason
-        {
-            return Err(Failure::fatal(GeminiError::Blocked { reason }));
-        }
-        let Some(finish) = self.finish.clone() else {
-            return Err(self.broken(GeminiError::Malformed {
-                message: "the stream ended before Gemini finished the answer (no finishReason)"
-                    .into(),
-            }));
-        };
-        if self.text.is_empty() && self.calls.is_empty() {
-            return Err(match finish {
-                FinishReason::MaxTokens => Failure::fatal(GeminiError::MaxTokens),
-                FinishReason::Stop => Failure {
-                    error: GeminiError::Empty {
-                        finish_reason: "STOP".into(),
-                    },
-                    retry: Retryable::Once,
-                },
-                other => Failure::fatal(GeminiError::Withheld {
-                    finish_reason: other.as_str().to_string(),
-                    hint: other.hint().to_string(),
-                }),
-            });
-        }
-        Ok(GenerateResponse {
-            text: self.text,
-            model_version: self.model_version,
-            service_tier: self.tier,
-            usage: self.usage.map(UsageMetadata::to_usage).unwrap_or_default(),
-            finish_reason: Some(finish.as_str().to_string()),
-            sources: self.sources,
-            fallback: None,
-            calls: self.calls,
-            turn: self.turn,
-        })
-    }
-}
-
-/// The part of an error's message without the advice, for wrapping in another error.
-fn strip_hint(e: &GeminiError) -> String {
-    match e {
-        GeminiError::Api {
-            status,
-            code,
-            message,
-            ..
-        } => format!("{status} {code}: {message}"),
-        GeminiError::Transport { message } | GeminiError::Malformed { message } => message.clone(),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chunk(v: serde_json::Value) -> GenerateContentResponse {
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn a_turn_of_function_calls_is_an_answer_and_is_kept_for_replay() {
-        let mut a = Answer::default();
-        a.take(chunk(serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Looking."}]}}]})));
-        a.take(chunk(serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [
-            {"functionCall": {"name": "list_files", "args": {}, "id": "c1"}, "thoughtSignature": "U0lH"},
-            {"functionCall": {"name": "read_file", "args": {"path": "a.rs"}}},
-            {"text": "", "thought": true},
-            {"text": ""}
-        ]}, "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 3}})));
-        let r = a.finish().unwrap();
-        assert_eq!(r.text, "Looking.");
-        let calls: Vec<(Option<&str>, &str)> = r
-            .calls
-            .iter()
-            .map(|c| (c.id.as_deref(), c.name.as_str()))
-            .collect();
-        assert_eq!(calls, [(Some("c1"), "list_files"), (None, "read_file")]);
-        assert_eq!(r.calls[1].args, serde_json::json!({"path": "a.rs"}));
-        // Empty text parts without a signature and thought summaries are not replayed.
-        let turn: Vec<serde_json::Value> = r
-            .turn
-            .iter()
-            .map(|p| match p {
-                super::super::Part::Recorded(v) => v.clone(),
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(turn.len(), 3);
-        assert_eq!(turn[1]["thoughtSignature"], "U0lH");
-
-        // Calls alone (no text) are an answer, not an empty one.
-        let mut a = Answer::default();
-        a.take(chunk(
-            serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [
-            {"functionCall": {"name": "list_files", "args": {}}}
-        ]}, "finishReason": "STOP"}]}),
-        ));
-        let r = a.finish().unwrap();
-        assert!(r.text.is_empty() && r.calls.len() == 1);
-        // Neither text nor calls: still the empty-answer failure.
-        let mut a = Answer::default();
-        a.take(chunk(serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]})));
-        assert!(matches!(
-            a.finish().unwrap_err().error,
-            GeminiError::Empty { .. }
-        ));
-    }
-}
+mod tests;

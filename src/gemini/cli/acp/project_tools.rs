@@ -7,9 +7,9 @@
 //! them; they are taken away instead. The agent process gets:
 //! - a policy file that denies every tool (the CLI then leaves them out of the model's
 //!   declarations) except this server's, which it allows;
-//! - the plain backends' settings (`headless::system_settings`, here with no tool of the CLI's
+//! - the plain backends' settings (`cli::system_settings`, here with no tool of the CLI's
 //!   own), as the settings of its workspace: the process and its sessions work in its private
-//!   directory (`headless::confine`), not in the project, so no workspace tree and no `GEMINI.md`
+//!   directory (`cli::confine`), not in the project, so no workspace tree and no `GEMINI.md`
 //!   of the project reach Gemini (the CLI reads a system settings file only where root owns
 //!   every directory above it, and reads context files up from its working directory whatever
 //!   its settings say);
@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::explore::Explorer;
-use crate::gemini::{GeminiError, cli_error};
+use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// The MCP server's name as the agent sees it: its tools are `mcp_project_<function>`.
 pub const SERVER_NAME: &str = "project";
@@ -54,14 +54,14 @@ pub fn policy() -> String {
 /// denied built-in `read_file` would also hide ours, which the CLI matches by its short name), no
 /// workspace tree.
 pub fn settings() -> String {
-    crate::gemini::headless::system_settings(Some(&[]))
+    crate::gemini::cli::system_settings(Some(&[]))
 }
 
 /// The agent process's private directory: its policy and its system settings.
 pub async fn agent_files() -> Result<tempfile::TempDir, GeminiError> {
     super::private_dir(vec![
         ("policy.toml", policy()),
-        (crate::gemini::headless::SETTINGS, settings()),
+        (crate::gemini::cli::SETTINGS, settings()),
     ])
     .await
 }

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{CallContext, GeminiError};
+use crate::gemini::vocabulary::{CallContext, GeminiError};
 
 /// When to try again: from `Config` (`GEMINI_MAX_ATTEMPTS`, `GEMINI_RETRY_INITIAL_MS`,
 /// `GEMINI_RETRY_MAX_MS`).

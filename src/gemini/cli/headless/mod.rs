@@ -20,7 +20,7 @@
 //!   dropped (the MCP server drops it on `notifications/cancelled`).
 //! - **Process groups.** The CLI is a Node program; it may relaunch itself as a child process and
 //!   may start helpers. Killing only the direct child orphans them, so the CLI is started as the
-//!   leader of a new process group (`process_group(0)`); a timeout or a cancellation sends SIGTERM
+//!   leader of a new process group ([`ProcessGroup`]); a timeout or a cancellation sends SIGTERM
 //!   to the whole group, waits a grace period, then SIGKILL. After a normal exit the group is swept
 //!   with SIGKILL too, and a drop guard does the same if the future is dropped mid-call;
 //!   [`CliBackend::abort_all`] serves a signal handler (a terminal's Ctrl-C does not reach the
@@ -52,33 +52,32 @@
 //! tolerant of fences and text around the object.
 
 use std::ffi::OsStr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-mod group;
 mod outcome;
+mod pipes;
 mod prompt;
 
-pub(crate) use outcome::cli_error;
+use outcome::cli_error;
 pub use outcome::{RawOutput, interpret, scrub};
-pub use prompt::{
-    SETTINGS, policy, render_prompt, system_prompt, system_settings, workspace, workspace_or,
-};
+pub use prompt::{render_prompt, system_prompt};
 
-use group::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
 use outcome::{RetryNotice, Stop, retries_error, signal_of, spawn_error};
+use pipes::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
 use prompt::CallFiles;
 
-use super::{CallContext, GeminiError, GenerateRequest, GenerateResponse, Part};
+use super::{NO_MCP_SERVER, ProcessGroup, confine, locate, policy, system_settings, workspace_or};
+use crate::gemini::settings::Settings;
+use crate::gemini::vocabulary::{
+    CallContext, GeminiError, GenerateRequest, GenerateResponse, Part,
+};
 
 /// How long a terminated CLI gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -94,19 +93,6 @@ const STDERR_CAP: usize = 64 << 10;
 const LINE_CAP: usize = 4 << 10;
 /// Longest excerpt of CLI output quoted in an error message.
 const DETAIL_CAP: usize = 600;
-/// A server name no one uses: the MCP allow-list then admits no configured server.
-const NO_MCP_SERVER: &str = "gemini-mcp-server-allows-none";
-
-/// Runs a CLI process that answers as a plain model in `dir`, its private directory, under our
-/// settings (written there by [`system_settings`], as the workspace's): no workspace tree, and no
-/// context file of the project or its ancestors, since the CLI reads `GEMINI.md` from its working
-/// directory up whatever its settings say. A plain model needs nothing of the project; the
-/// directory is ours, so it is trusted (its settings are then read; the project's trust is not
-/// asked).
-pub(crate) fn confine(cmd: &mut Command, dir: &Path) {
-    cmd.current_dir(dir)
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
-}
 
 /// Runs the Gemini CLI for each call. Cheap to share: it holds no process between calls.
 #[derive(Debug, Clone)]
@@ -125,7 +111,7 @@ pub struct CliBackend {
 /// The process groups and private directories of the calls in flight, for [`CliBackend::abort_all`].
 #[derive(Debug, Default)]
 struct Live {
-    groups: Vec<Pid>,
+    groups: Vec<ProcessGroup>,
     dirs: Vec<PathBuf>,
 }
 
@@ -136,7 +122,7 @@ fn live(registry: &Mutex<Live>) -> std::sync::MutexGuard<'_, Live> {
 impl CliBackend {
     /// A backend running `program` (already located, see [`locate`]) with the configured deadline,
     /// attempts and working directory (the first project root).
-    pub fn new(program: PathBuf, config: &crate::gemini::Settings) -> CliBackend {
+    pub fn new(program: PathBuf, config: &Settings) -> CliBackend {
         CliBackend {
             program,
             workdir: config.workdir.clone(),
@@ -156,8 +142,8 @@ impl CliBackend {
     /// error (the CLI killed by a signal).
     pub fn abort_all(&self) {
         let Live { groups, dirs } = std::mem::take(&mut *live(&self.live));
-        for pgid in groups {
-            let _ = killpg(pgid, Signal::SIGKILL);
+        for group in groups {
+            group.kill();
         }
         for dir in dirs {
             let _ = std::fs::remove_dir_all(dir);
@@ -166,10 +152,7 @@ impl CliBackend {
 
     /// Locates `config.gemini_cli` (a bare name is looked up in `path_var`, the `PATH` value) and
     /// builds the backend, or says how to install or name the CLI.
-    pub fn from_config(
-        config: &crate::gemini::Settings,
-        path_var: Option<&OsStr>,
-    ) -> Result<CliBackend, String> {
+    pub fn from_config(config: &Settings, path_var: Option<&OsStr>) -> Result<CliBackend, String> {
         match locate(&config.gemini_cli, path_var) {
             Some(program) => Ok(CliBackend::new(program, config)),
             None => Err(format!(
@@ -272,8 +255,7 @@ impl CliBackend {
             .env("TMPDIR", files.dir())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+            .stderr(Stdio::piped());
         confine(&mut cmd, cwd);
         cmd
     }
@@ -325,8 +307,9 @@ impl CliBackend {
     ) -> Result<RawOutput, GeminiError> {
         let started = Instant::now();
         let mut cmd = self.command(model, files, cwd);
-        let mut child = cmd.spawn().map_err(|e| spawn_error(&self.program, &e))?;
-        let group = GroupGuard::new(&child, &self.live);
+        let (mut child, group) =
+            ProcessGroup::spawn(&mut cmd).map_err(|e| spawn_error(&self.program, &e))?;
+        let group = GroupGuard::new(group, &self.live);
         tracing::debug!(
             program = %self.program.display(),
             model,
@@ -395,24 +378,4 @@ impl CliBackend {
             stderr,
         })
     }
-}
-
-/// Finds the CLI: a path with a directory part is taken as is (made absolute), a bare name is
-/// looked up in the `PATH` value. Only executable regular files (symlinks followed) count.
-pub fn locate(program: &Path, path_var: Option<&OsStr>) -> Option<PathBuf> {
-    if program.as_os_str().is_empty() {
-        return None;
-    }
-    if program.components().count() > 1 {
-        return is_executable(program)
-            .then(|| std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf()));
-    }
-    std::env::split_paths(path_var?)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(program))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -186,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_recorded_stream_splits_into_its_chunks() {
-        let input = include_bytes!("../../fixtures/gemini/stream-gemini-2.5-flash.sse");
+        let input = include_bytes!("../../../fixtures/gemini/stream-gemini-2.5-flash.sse");
         assert!(
             input.windows(4).any(|w| w == b"\r\n\r\n"),
             "fixture lost its CRLF"

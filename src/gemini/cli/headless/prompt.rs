@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use super::outcome::cli_error;
 use super::{Live, live};
 
-use crate::gemini::{GeminiError, GenerateRequest, Message, Part, Role};
+use crate::gemini::cli::{SETTINGS, system_settings};
+use crate::gemini::vocabulary::{GeminiError, GenerateRequest, Message, Part, Role};
 
 /// The conversation as one prompt text. A single message is sent as it is; a longer
 /// conversation is framed with one marker line per message, so the model can tell the turns
@@ -65,107 +66,6 @@ pub fn system_prompt(req: &GenerateRequest) -> String {
         s.push('\n');
     }
     s
-}
-
-/// The CLI policy for one call: every tool denied (denied tools are not even declared to the
-/// model), except Google Search when the request asked for web search.
-pub fn policy(web_search: bool) -> String {
-    let mut p = String::from(
-        "# Written by gemini-mcp-server for one call: Gemini answers as a plain model, without tools.\n\
-         [[rule]]\ntoolName = \"*\"\ndecision = \"deny\"\npriority = 998\n",
-    );
-    if web_search {
-        p.push_str(
-            "\n[[rule]]\ntoolName = \"google_web_search\"\ndecision = \"allow\"\npriority = 999\n",
-        );
-    }
-    p
-}
-
-/// Where a private directory holds [`system_settings`]: the settings of the CLI's workspace when
-/// the directory is its working directory. (The CLI reads a system settings file only when root
-/// owns it and every directory above it, which no temporary directory is.)
-pub const SETTINGS: &str = ".gemini/settings.json";
-
-/// Our settings for the CLI: no workspace tree in the session context, and no memory boundary
-/// markers (the CLI then looks for context files in its working directory only, not up to a
-/// git root above it and down from there); `core_tools`, when given, is the allow-list of the
-/// CLI's own tools. No setting stops the CLI's context files (`context.fileName` adds names and
-/// keeps `GEMINI.md`), so the CLI also runs outside the project, in a directory of ours holding
-/// none, these settings as its workspace's: see [`super::confine`] and [`workspace`].
-pub fn system_settings(core_tools: Option<&[&str]>) -> String {
-    let mut settings = serde_json::json!({"context": {
-        "includeDirectoryTree": false,
-        "memoryBoundaryMarkers": [],
-    }});
-    if let Some(core) = core_tools {
-        settings["tools"] = serde_json::json!({ "core": core });
-    }
-    settings.to_string()
-}
-
-/// The CLI's working directory for runs of one kind (`plain`, `agent`):
-/// `<state>/gemini-cli/<kind>`, private (0700, this user's, not a link), holding only our
-/// `settings` as its workspace's ([`SETTINGS`]). Stable, so the CLI keeps one record of it under
-/// `~/.gemini` (its projects, chats and history are keyed by the working directory) rather than
-/// one per run. The settings are replaced whole on each use: concurrent writers leave one of two
-/// identical files.
-pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let dir = state.join("gemini-cli").join(kind);
-    let dot = dir.join(".gemini");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dot)?;
-    let mut file = tempfile::NamedTempFile::new_in(&dot)?;
-    // The file was just made by this process: its owner is who we run as.
-    let me = file.as_file().metadata()?.uid();
-    for d in [&dir, &dot] {
-        let m = std::fs::symlink_metadata(d)?;
-        if !m.is_dir() || m.uid() != me {
-            return Err(std::io::Error::other(format!(
-                "{} is not a directory of this user",
-                d.display()
-            )));
-        }
-        if m.mode() & 0o077 != 0 {
-            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;
-        }
-    }
-    std::io::Write::write_all(&mut file, settings.as_bytes())?;
-    file.persist(dir.join(SETTINGS)).map_err(|e| e.error)?;
-    Ok(dir)
-}
-
-/// [`workspace`] off the runtime; `fallback` (a private temporary directory already holding the
-/// settings) when there is no state directory.
-pub async fn workspace_or(
-    state: PathBuf,
-    kind: &'static str,
-    settings: String,
-    fallback: PathBuf,
-) -> Result<PathBuf, GeminiError> {
-    if state.as_os_str().is_empty() {
-        return Ok(fallback);
-    }
-    tokio::task::spawn_blocking(move || workspace(&state, kind, &settings))
-        .await
-        .map_err(|e| {
-            cli_error(
-                None,
-                format!("preparing the Gemini CLI's working directory failed: {e}"),
-            )
-        })?
-        .map_err(|e| {
-            cli_error(
-                None,
-                format!(
-                    "cannot prepare the Gemini CLI's working directory under the state directory \
-                     (GEMINI_MCP_STATE_DIR): {e}"
-                ),
-            )
-        })
 }
 
 /// The call's private directory: `system.md`, `policy.toml`, `settings.json`, the CLI's

@@ -1,12 +1,12 @@
-//! The CLI's process group and pipes: killed whole, read with caps.
+//! A call's process group, kept in the backend's registry of calls in flight while it runs, and
+//! its pipes, read with caps.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::outcome::{RetryNotice, retry_notice};
 use super::{DRAIN_GRACE, LINE_CAP, Live, STDERR_CAP, live};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use crate::gemini::cli::ProcessGroup;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
 use tokio::sync::mpsc;
@@ -15,39 +15,28 @@ use tokio::task::JoinHandle;
 /// Kills the CLI's whole process group when dropped: after a normal exit (helpers the CLI left
 /// behind), and when the call is abandoned mid-way (its future dropped).
 pub(super) struct GroupGuard {
-    pub(super) pgid: Option<Pid>,
+    pub(super) group: Option<ProcessGroup>,
     pub(super) live: Arc<Mutex<Live>>,
 }
 
 impl GroupGuard {
-    pub(super) fn new(child: &Child, registry: &Arc<Mutex<Live>>) -> GroupGuard {
-        // `process_group(0)` made the child the leader: its pid is the group id.
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
-        if let Some(p) = pgid {
-            live(registry).groups.push(p);
+    /// Guards `group`, registered as in flight until the guard drops.
+    pub(super) fn new(group: Option<ProcessGroup>, registry: &Arc<Mutex<Live>>) -> GroupGuard {
+        if let Some(g) = group {
+            live(registry).groups.push(g);
         }
         GroupGuard {
-            pgid,
+            group,
             live: registry.clone(),
-        }
-    }
-
-    pub(super) fn signal(&self, signal: Signal) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH: the group is already gone.
-            let _ = killpg(pgid, signal);
         }
     }
 }
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            let _ = killpg(pgid, Signal::SIGKILL);
-            live(&self.live).groups.retain(|p| *p != pgid);
+        if let Some(group) = self.group.take() {
+            group.kill();
+            live(&self.live).groups.retain(|g| *g != group);
         }
     }
 }
@@ -56,7 +45,9 @@ impl Drop for GroupGuard {
 /// ignored SIGTERM or outlived the leader; the group id stays reserved while any member lives),
 /// then the leader reaped.
 pub(super) async fn terminate(child: &mut Child, group: GroupGuard, grace: Duration) {
-    group.signal(Signal::SIGTERM);
+    if let Some(g) = group.group {
+        g.terminate();
+    }
     let _ = tokio::time::timeout(grace, child.wait()).await;
     drop(group);
     let _ = tokio::time::timeout(grace.max(Duration::from_secs(1)), child.wait()).await;

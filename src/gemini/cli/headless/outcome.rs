@@ -9,7 +9,7 @@ use super::DETAIL_CAP;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::gemini::{GeminiError, GenerateResponse, Usage};
+use crate::gemini::vocabulary::{GeminiError, GenerateResponse, Usage};
 
 /// One failed attempt the CLI is about to retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,7 +252,7 @@ pub(super) fn json_error(err: &JsonError, raw: &RawOutput, workdir: &Path) -> Ge
         return if message.to_ascii_lowercase().contains("safety") {
             GeminiError::Withheld {
                 finish_reason: "SAFETY".into(),
-                hint: crate::gemini::wire::FinishReason::Safety.hint().into(),
+                hint: crate::gemini::api::wire::FinishReason::Safety.hint().into(),
             }
         } else {
             GeminiError::Empty {
@@ -421,12 +421,9 @@ pub(super) fn api_error(status: u16, google: Option<String>, message: &str) -> G
     }
 }
 
-pub(crate) fn cli_error(exit_code: Option<i32>, message: impl Into<String>) -> GeminiError {
-    let mut message = message.into();
-    if !message.ends_with('.') {
-        message.push('.');
-    }
-    GeminiError::Cli { exit_code, message }
+/// A failure of the Gemini CLI, phrased with what to do.
+pub(super) fn cli_error(exit_code: Option<i32>, message: impl Into<String>) -> GeminiError {
+    GeminiError::cli(exit_code, message)
 }
 
 pub(super) fn spawn_error(program: &Path, e: &std::io::Error) -> GeminiError {

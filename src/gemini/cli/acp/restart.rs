@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::{Key, Kind, Pool, Process, lock};
-use crate::gemini::{GeminiError, cli_error};
+use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// How long a failed request may take to show that the process behind it is gone.
 const NOTICE: Duration = Duration::from_secs(1);

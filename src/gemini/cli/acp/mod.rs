@@ -1,0 +1,144 @@
+//! The Gemini CLI as a warm agent over the Agent Client Protocol (`gemini --acp`).
+//!
+//! One long-lived process per (project root, mode, model), a few at most, each serving many
+//! sessions; the JSON-RPC is the `agent-client-protocol` crate's. What is ours:
+//!
+//! - **The policy.** Every `session/request_permission` is answered by [`policy::answer`] from
+//!   the mode the server allowed, never by the caller alone.
+//! - **Reads through the collector only.** The agent's own file, search, shell and fetch tools
+//!   are denied; it reads through our explore functions, served to its sessions as an MCP server
+//!   ([`project_tools`]); modes that change files or run commands are refused.
+//! - **Process hygiene, as for the headless CLI.** The process is the leader of its own group,
+//!   killed whole when it idles past its time, when the pool shuts down, or when a cancelled
+//!   prompt does not stop after `session/cancel`; a crash fails the prompts in flight with an
+//!   error saying so and the next call starts a new process (logged); a process found dead
+//!   before a call reached it is replaced for that call (`restart.rs`).
+//! - **Sessions are a cache.** A session maps to one of our threads; continuing reuses the live
+//!   session, or loads it (`session/load`) in a new process.
+//!
+//! The parts: the [`Pool`] of processes (`pool.rs`), one process and how it starts
+//! (`process.rs`), the ACP connection over its pipes (`connection.rs`), and the folding of a
+//! prompt's session updates into an [`AgentRun`] (`run.rs`).
+
+mod connection;
+pub mod policy;
+mod pool;
+mod process;
+pub mod project_tools;
+mod restart;
+mod run;
+mod workspaces;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::gemini::vocabulary::{GeminiError, cli_error};
+pub use policy::{Decision, Mode};
+pub use pool::Pool;
+use process::Process;
+use process::private_dir;
+pub use run::{AgentRun, AgentToolCall, PlanItem};
+pub use workspaces::Workspaces;
+
+/// How the pool runs the CLI.
+#[derive(Debug, Clone)]
+pub struct AcpSettings {
+    /// The `gemini` executable, already located.
+    pub program: PathBuf,
+    /// A process with no prompt for this long exits.
+    pub idle: Duration,
+    /// Most processes alive at once (the least recently used one is stopped past it).
+    pub max_processes: usize,
+    /// Modes that change files or run commands the configuration allows (`plan` and `default`
+    /// always are).
+    pub allowed_modes: Vec<Mode>,
+    /// Deadline of one prompt.
+    pub timeout: Duration,
+    /// Longest result of one of the agent's project tools, in characters
+    /// (`GEMINI_MCP_EXPLORE_RESULT_CHARS`).
+    pub result_chars: usize,
+    /// Where the CLI's working directories are kept (see `cli::workspace`); empty: the
+    /// process's private directory.
+    pub state_dir: PathBuf,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Which process serves a call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    root: PathBuf,
+    model: String,
+    kind: Kind,
+}
+
+/// What a process is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    /// The CLI's own agent and tools, under this approval mode.
+    Agent(Mode),
+    /// The CLI backend: Gemini answers as a plain model, every CLI tool denied (Google Search
+    /// allowed when asked for).
+    Plain { web_search: bool },
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Agent(m) => m.id(),
+            Kind::Plain { .. } => "plain",
+        }
+    }
+}
+
+/// Sessions a plain process serves before it is replaced (the CLI keeps every session's
+/// history in memory).
+const PLAIN_SESSIONS: usize = 64;
+
+/// Why a plain call failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// No process could be started or greeted (the CLI lacks ACP, or exits at once): the
+    /// caller may answer another way.
+    Unavailable(GeminiError),
+    /// The call failed in a working process.
+    Failed(GeminiError),
+}
+
+/// What to ask the agent.
+pub struct Prompt {
+    /// The new request, for a session that already holds the conversation.
+    pub text: String,
+    /// The whole conversation, for a new session of a thread with earlier turns.
+    pub rebuilt: Option<String>,
+    pub mode: Mode,
+    pub model: String,
+    /// Our thread: continuing reuses its session.
+    pub thread: Option<String>,
+}
+
+/// Whether the agent may run in `mode`: the modes that write are refused.
+fn check_mode(mode: Mode) -> Result<(), GeminiError> {
+    if mode.writes() {
+        return Err(cli_error(format!(
+            "approval mode `{}` is refused: the Gemini CLI's own edit and shell tools read files beside \
+             this server's sandbox and redaction (the shell prints any file, secret files included; an \
+             edit sends the file's lines back to Gemini), so its agent runs read-only here whatever \
+             GEMINI_MCP_ACP_ALLOW_MODES lists: use `plan` (the default) or `default`",
+            mode.id()
+        )));
+    }
+    Ok(())
+}
+
+/// The approval modes a caller can use: those [`Pool::check_mode`] accepts.
+pub fn usable_modes() -> Vec<Mode> {
+    Mode::ALL
+        .iter()
+        .copied()
+        .filter(|m| check_mode(*m).is_ok())
+        .collect()
+}

@@ -1,0 +1,230 @@
+//! One running `gemini --acp`: how it is started (its command line, its private directory,
+//! the handshake), and its process group, killed whole when it goes.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use agent_client_protocol::Agent;
+use agent_client_protocol::v1::ConnectionTo;
+use tokio::process::Command;
+
+use super::connection::{Routes, connect};
+use super::{Key, Kind, Pool, project_tools};
+use crate::gemini::cli::{
+    NO_MCP_SERVER, ProcessGroup, SETTINGS, confine, headless, policy, system_settings, workspace_or,
+};
+use crate::gemini::vocabulary::{GeminiError, cli_error};
+
+/// One running `gemini --acp`.
+pub(super) struct Process {
+    pub(super) cx: ConnectionTo<Agent>,
+    pub(super) routes: Routes,
+    pub(super) group: Option<ProcessGroup>,
+    /// Sessions this process holds, by our thread id.
+    pub(super) sessions: Mutex<HashMap<String, String>>,
+    pub(super) last_used: Mutex<Instant>,
+    pub(super) in_flight: std::sync::atomic::AtomicUsize,
+    /// Fires when the connection ends (exit, crash or kill).
+    pub(super) closed: tokio::sync::watch::Receiver<bool>,
+    pub(super) load_session: bool,
+    /// Sessions started in this process.
+    pub(super) started: std::sync::atomic::AtomicUsize,
+    /// The process's private directory (policy, settings, TMPDIR; a plain process's system
+    /// prompt), removed when the process goes: held, never read.
+    pub(super) _files: Option<tempfile::TempDir>,
+    /// Where the process and its sessions work: a stable private directory under our settings
+    /// (`cli::workspace`), never the project.
+    pub(super) cwd: PathBuf,
+}
+
+impl Process {
+    pub(super) fn alive(&self) -> bool {
+        !*self.closed.borrow()
+    }
+
+    pub(super) fn kill(&self) {
+        if let Some(group) = self.group {
+            group.kill();
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+impl Pool {
+    /// Starts `gemini --acp` for `key` and completes the handshake.
+    pub(super) async fn start(&self, key: &Key) -> Result<Process, GeminiError> {
+        let (files, kind, settings) = match key.kind {
+            Kind::Plain { web_search } => (
+                plain_files(web_search).await?,
+                "plain",
+                system_settings(None),
+            ),
+            Kind::Agent(_) => {
+                self.project_tools().await?;
+                (
+                    project_tools::agent_files().await?,
+                    "agent",
+                    project_tools::settings(),
+                )
+            }
+        };
+        let cwd = workspace_or(
+            self.settings.state_dir.clone(),
+            kind,
+            settings,
+            files.path().to_path_buf(),
+        )
+        .await?;
+        let (mut child, group) = ProcessGroup::spawn(&mut self.command(key, &files, &cwd)).map_err(|e| {
+            cli_error(format!(
+                "could not start the Gemini CLI ({}): {e}; set GEMINI_CLI_PATH to its executable",
+                self.settings.program.display()
+            ))
+        })?;
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(log_stderr(stderr));
+        }
+        let routes: Routes = Arc::default();
+        let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
+        let policy = match (key.kind, &self.collector) {
+            (Kind::Agent(mode), Some(c)) => Some((mode, c.clone())),
+            _ => None,
+        };
+        let ready = connect(child, group, routes.clone(), policy, closed_tx);
+        let program = self.settings.program.display();
+        let (cx, load_session) = match ready.await {
+            Ok(Ok(ready)) => ready,
+            Ok(Err(message)) => {
+                return Err(cli_error(format!(
+                    "the Gemini CLI refused the ACP handshake ({}); check that `{program} --acp` runs and that you are signed in (GEMINI_API_KEY, Vertex AI or a Code Assist account)",
+                    headless::scrub(&message),
+                )));
+            }
+            Err(_) => {
+                return Err(cli_error(format!(
+                    "the Gemini CLI exited before the ACP handshake; check that `{program} --acp` runs (Gemini CLI 0.61 or later)"
+                )));
+            }
+        };
+        tracing::info!(root = %key.root.display(), kind = key.kind.name(), model = %key.model, "the Gemini CLI (ACP) started");
+        Ok(Process {
+            cx,
+            routes,
+            group,
+            sessions: Mutex::default(),
+            last_used: Mutex::new(Instant::now()),
+            in_flight: Default::default(),
+            closed: closed_rx,
+            load_session,
+            started: Default::default(),
+            _files: Some(files),
+            cwd,
+        })
+    }
+
+    /// `gemini --acp` with the model, no extensions and no MCP servers but ours, in its private
+    /// directory (`confine`), no relaunch (started as the leader of its own process group); its policy, settings and TMPDIR in its
+    /// private directory (the CLI's error reports kept private).
+    pub(super) fn command(
+        &self,
+        key: &Key,
+        dir: &tempfile::TempDir,
+        cwd: &std::path::Path,
+    ) -> Command {
+        let mut cmd = Command::new(&self.settings.program);
+        cmd.arg("--policy")
+            .arg(dir.path().join("policy.toml"))
+            .env("TMPDIR", dir.path());
+        let allowed = match key.kind {
+            // A plain model: every CLI tool denied, a neutral system prompt (each call's own
+            // instructions lead its prompt).
+            Kind::Plain { .. } => {
+                cmd.env("GEMINI_SYSTEM_MD", dir.path().join("system.md"));
+                NO_MCP_SERVER
+            }
+            // The agent: only our tools (it reads the project through them).
+            Kind::Agent(_) => project_tools::SERVER_NAME,
+        };
+        // Both in the private directory, under our settings: no workspace tree, no context file.
+        confine(&mut cmd, cwd);
+        cmd.arg("--acp")
+            .arg("-m")
+            .arg(&key.model)
+            .arg("-e")
+            .arg("none")
+            .arg("--allowed-mcp-server-names")
+            .arg(allowed)
+            .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+}
+
+/// What a plain process is told once: each prompt leads with its own instructions.
+const PLAIN_SYSTEM: &str = "You answer requests that gemini-mcp-server sends on behalf of a coding agent. Each request \
+begins with its instructions under `# Instructions`: follow them exactly, as your system instructions for that request. \
+The conversation to answer follows under `# Conversation`. You have no tools.";
+
+/// The private directory of a plain process (its working directory): its system prompt, its
+/// policy and its system settings.
+pub(super) async fn plain_files(web_search: bool) -> Result<tempfile::TempDir, GeminiError> {
+    private_dir(vec![
+        ("system.md", PLAIN_SYSTEM.to_string()),
+        ("policy.toml", policy(web_search)),
+        (SETTINGS, system_settings(None)),
+    ])
+    .await
+}
+
+/// A process's private directory (0700): `files`, and its TMPDIR.
+pub(super) async fn private_dir(
+    files: Vec<(&'static str, String)>,
+) -> Result<tempfile::TempDir, GeminiError> {
+    let io = |e: std::io::Error| {
+        cli_error(format!(
+            "could not prepare the Gemini CLI's private directory: {e}"
+        ))
+    };
+    tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("gemini-mcp-acp-")
+            .tempdir()
+            .map_err(io)?;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            std::fs::write(path, text).map_err(io)?;
+        }
+        Ok(dir)
+    })
+    .await
+    .map_err(|e| {
+        cli_error(format!(
+            "could not prepare the Gemini CLI's private directory: {e}"
+        ))
+    })?
+}
+
+/// Logs the CLI's stderr at debug, scrubbed, a line at a time.
+pub(super) async fn log_stderr(stderr: tokio::process::ChildStderr) {
+    use tokio::io::AsyncBufReadExt;
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(target: "gemini_cli", "{}", headless::scrub(&line));
+    }
+}

@@ -1,0 +1,301 @@
+//! What a call to Gemini is made of, whichever backend answers it: the request
+//! ([`GenerateRequest`], its [`Message`]s and [`Part`]s, the [`Functions`] Gemini may call), the
+//! answer ([`GenerateResponse`], its [`Usage`], [`Source`]s and [`Fallback`]), the per-call
+//! [`CallContext`] (cancellation, [`Progress`]) and the [`GeminiError`]s.
+//!
+//! The backends (`api`, `cli`) and the facade import these; nothing here knows a backend.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::models::ModelInfo;
+
+/// How hard the model should think, from the tool's `thinking_mode` parameter.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingMode {
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Max,
+}
+
+impl ThinkingMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingMode::Minimal => "minimal",
+            ThinkingMode::Low => "low",
+            ThinkingMode::Medium => "medium",
+            ThinkingMode::High => "high",
+            ThinkingMode::Max => "max",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Model,
+}
+
+/// One piece of a message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    /// Raw bytes; the API backend base64-encodes them as `inlineData`.
+    Image {
+        mime: String,
+        data: Arc<Vec<u8>>,
+    },
+    /// A part of a model turn exactly as Gemini sent it (a function call, a text delta, a thought
+    /// signature), replayed unchanged: Gemini 3 rejects a function call whose signature is lost.
+    Recorded(serde_json::Value),
+    /// What one function call returned, in the user turn after the model's calls.
+    FunctionResponse {
+        /// The call's `id`, when Gemini gave one.
+        id: Option<String>,
+        name: String,
+        /// `{"output": …}` or `{"error": …}`.
+        response: serde_json::Value,
+    },
+}
+
+/// A function Gemini asked us to call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionCall {
+    pub id: Option<String>,
+    pub name: String,
+    /// The arguments as Gemini sent them (an object, or `null` when absent).
+    pub args: serde_json::Value,
+}
+
+/// The functions Gemini may call in a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Functions {
+    /// `functionDeclarations`, in the API's form.
+    pub declarations: serde_json::Value,
+    /// `false`: the declarations stay (the request keeps its prefix) but calling is off
+    /// (`functionCallingConfig.mode: NONE`), so the answer is text.
+    pub allow: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+    pub fn model(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::Model,
+            parts: vec![Part::Text(text.into())],
+        }
+    }
+}
+
+/// Everything a backend needs for one answer.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    /// The resolved model (alias already expanded).
+    pub model: ModelInfo,
+    pub system_instruction: String,
+    /// Oldest first; the last message is the user's new request.
+    pub contents: Vec<Message>,
+    pub thinking: ThinkingMode,
+    /// Only sent when the user asked for one (3.x models misbehave below their default).
+    pub temperature: Option<f32>,
+    /// JSON mode: the answer must match this JSON Schema (`responseJsonSchema`).
+    pub response_schema: Option<serde_json::Value>,
+    /// Turn on Google Search grounding (API backend only).
+    pub web_search: bool,
+    /// Functions Gemini may call (API backend only); `None`: none.
+    pub functions: Option<Functions>,
+}
+
+/// Token usage as the API reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens, cached ones included.
+    pub input: u64,
+    /// Answer tokens, thinking excluded.
+    pub output: u64,
+    /// Thinking tokens.
+    pub thinking: u64,
+    /// Prompt tokens served from Gemini's cache.
+    pub cached: u64,
+}
+
+/// A web source Gemini cited (Google Search grounding).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// Page title.
+    pub title: String,
+    /// Page address.
+    pub uri: String,
+}
+
+/// The answer was produced by the fallback model after capacity errors on the requested one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fallback {
+    /// The model that was requested.
+    pub from: String,
+    /// The model that answered.
+    pub to: String,
+    /// Why the requested model was given up.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct GenerateResponse {
+    /// The answer's text (thought parts excluded).
+    pub text: String,
+    /// The model that actually served the request (`modelVersion`), when reported.
+    pub model_version: Option<String>,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+    pub sources: Vec<Source>,
+    pub fallback: Option<Fallback>,
+    /// The functions Gemini asked to call, in order (empty for a text answer).
+    pub calls: Vec<FunctionCall>,
+    /// The model's turn as received, to replay before the function responses.
+    pub turn: Vec<Part>,
+    /// The service tier that served the call, when the API reported it.
+    pub service_tier: Option<String>,
+}
+
+/// A progress update while waiting on Gemini.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    pub message: String,
+    /// A finished step of an investigation (a terminal keeps these lines; other progress
+    /// replaces the last message).
+    pub step: bool,
+}
+
+pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// Per-call context: cancellation and an optional progress sink.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    pub cancel: CancellationToken,
+    pub progress: Option<ProgressFn>,
+}
+
+impl CallContext {
+    pub fn report(&self, message: impl Into<String>) {
+        if let Some(p) = &self.progress {
+            p(Progress {
+                message: message.into(),
+                step: false,
+            });
+        }
+    }
+
+    /// Reports a finished step of an investigation.
+    pub fn step(&self, message: impl Into<String>) {
+        if let Some(p) = &self.progress {
+            p(Progress {
+                message: message.into(),
+                step: true,
+            });
+        }
+    }
+}
+
+/// Why a call to Gemini failed. `Display` gives the status, Gemini's message and what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GeminiError {
+    /// An HTTP error answer from the API (after retries where they apply).
+    #[error("{status} {code}: {message}. {hint}")]
+    Api {
+        status: u16,
+        /// Google's status string, e.g. `RESOURCE_EXHAUSTED`.
+        code: String,
+        message: String,
+        hint: String,
+    },
+    #[error(
+        "the prompt was blocked by Gemini ({reason}). Rephrase the request or leave out the files that triggered it."
+    )]
+    Blocked { reason: String },
+    #[error(
+        "the answer was cut off by the output limit (MAX_TOKENS) before any text: thinking used the whole budget. Lower `thinking_mode` or ask a narrower question."
+    )]
+    MaxTokens,
+    #[error(
+        "Gemini returned an empty answer (finish reason {finish_reason}). Retry, or rephrase the request."
+    )]
+    Empty { finish_reason: String },
+    #[error(
+        "no answer within {after:?}. Retry with a narrower request or lower `thinking_mode`, or raise GEMINI_TIMEOUT_SECS."
+    )]
+    Timeout { after: Duration },
+    /// The stream went silent for longer than `GEMINI_IDLE_TIMEOUT_SECS`.
+    #[error(
+        "Gemini sent nothing for {after:?} while answering. Retry; for very long thinking raise GEMINI_IDLE_TIMEOUT_SECS."
+    )]
+    Stalled { after: Duration },
+    /// The candidate stopped without text for a reason other than `STOP`/`MAX_TOKENS`
+    /// (`SAFETY`, `RECITATION`, …); `hint` says what to do about that reason.
+    #[error("Gemini stopped without an answer (finish reason {finish_reason}): {hint}")]
+    Withheld { finish_reason: String, hint: String },
+    #[error("the call was cancelled")]
+    Cancelled,
+    #[error("cannot reach Gemini: {message}. Check the network and GEMINI_BASE_URL.")]
+    Transport { message: String },
+    #[error("Gemini's answer could not be read: {message}. Retry; if it persists, report it.")]
+    Malformed { message: String },
+    #[error("{message}")]
+    NotConfigured { message: String },
+    #[error("unknown model `{}`. {hint}", crate::echo::echo(.name))]
+    UnknownModel { name: String, hint: String },
+    /// A failure of the Gemini CLI backend, already phrased with what to do.
+    #[error("{message}")]
+    Cli {
+        exit_code: Option<i32>,
+        message: String,
+    },
+}
+
+/// A failure of the Gemini CLI with no exit code, phrased with what to do.
+pub(crate) fn cli_error(message: impl Into<String>) -> GeminiError {
+    GeminiError::cli(None, message)
+}
+
+impl GeminiError {
+    /// A failure of the Gemini CLI, phrased with what to do (a sentence: a final period is added
+    /// when missing).
+    pub(crate) fn cli(exit_code: Option<i32>, message: impl Into<String>) -> GeminiError {
+        let mut message = message.into();
+        if !message.ends_with('.') {
+            message.push('.');
+        }
+        GeminiError::Cli { exit_code, message }
+    }
+
+    /// Capacity errors after retries: the fallback model may answer instead.
+    pub fn is_capacity(&self) -> bool {
+        matches!(
+            self,
+            GeminiError::Api {
+                status: 429 | 503,
+                ..
+            }
+        )
+    }
+}
