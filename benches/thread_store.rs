@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use gemini_mcp_server::collector::Collector;
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
+use gemini_mcp_server::pipeline::history;
 use gemini_mcp_server::threads::Usage;
 use gemini_mcp_server::threads::{self, FileRef, Owner, ThreadId, ThreadStore, Turn};
-use gemini_mcp_server::tools::history;
 use sha2::{Digest, Sha256};
 
 const TURNS: usize = 20;

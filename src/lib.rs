@@ -13,6 +13,7 @@ compile_error!(
      (see the README, section Windows)."
 );
 
+pub mod app;
 pub mod cli;
 pub mod collector;
 pub mod config;
@@ -23,11 +24,13 @@ pub mod git;
 pub mod http;
 pub mod jsonrpc;
 pub mod limits;
+pub mod pipeline;
 pub mod redact;
 pub mod schema;
 pub mod secret;
 pub mod server;
 pub mod shutdown;
+pub mod spend;
 pub mod stdio;
 pub mod term;
 pub mod threads;

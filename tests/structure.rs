@@ -16,6 +16,8 @@ use syn::visit::Visit;
 const LAYERS: &[&[&str]] = &[
     &["main", "lib", "cli"],
     &["server", "http", "stdio", "serve", "shutdown", "welcome"],
+    &["app"],
+    &["pipeline"],
     &["tools"],
 ];
 

@@ -817,7 +817,7 @@ fn sent_turn(
     already: &std::collections::HashMap<PathBuf, String>,
 ) -> (Turn, String) {
     use gemini_mcp_server::collector::CollectRequest;
-    use gemini_mcp_server::tools::prompt;
+    use gemini_mcp_server::pipeline::prompt;
     let c = collector
         .collect(&CollectRequest {
             paths: paths.iter().map(|p| p.to_string()).collect(),
@@ -852,8 +852,8 @@ fn sent_turn(
 #[test]
 fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
     use gemini_mcp_server::collector::Collector;
+    use gemini_mcp_server::pipeline::history;
     use gemini_mcp_server::threads::Thread;
-    use gemini_mcp_server::tools::history;
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
