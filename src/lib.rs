@@ -32,6 +32,6 @@ pub mod server;
 pub mod shutdown;
 pub mod spend;
 pub mod stdio;
+pub mod store;
 pub mod term;
-pub mod threads;
 pub mod tools;

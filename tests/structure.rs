@@ -1,10 +1,11 @@
 //! The shape of the source tree, read from `src/`: which module may import which, and how long a
-//! function may grow.
+//! function and a file may grow.
 //!
-//! The flow runs one way. The edge (`cli`, the transports, `server`) calls `tools`, and `tools`
-//! calls the parts (`collector`, `git`, `gemini`, `threads`, and the leaf modules). A part never
-//! imports the edge or `tools`, `tools` never imports the edge, and no two modules import each
-//! other, directly or around a loop.
+//! The flow runs one way, in layers: the edge (`cli`, then the transports and `server`) holds the
+//! `app`, the `app` runs the `pipeline`, the `pipeline` runs the `tools`' plans, and all of them
+//! call the parts (`collector`, `git`, `gemini`, `store`, `spend`, `explore`, and the leaf
+//! modules). A module imports only the layers below it, and no two modules import each other,
+//! directly or around a loop.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
 use crate::limits::{Admission, ClientId, Gate, RateLimits, Refusal};
 use crate::pipeline::Services;
-use crate::threads::ThreadStore;
+use crate::store::ThreadStore;
 
 use crate::tools::{Plan, Reply, Tool, ToolError};
 
@@ -43,7 +43,7 @@ impl App {
         let gemini =
             Gemini::from_config(&config.gemini()).map_err(|e| StartError(e.to_string()))?;
         let gemini = Arc::new(gemini.with_collector(collector.clone()));
-        let store = crate::threads::open(&config.threads())
+        let store = crate::store::open(&config.threads())
             .await
             .map_err(|e| StartError(e.to_string()))?;
         Ok(App::new(config, collector, gemini, store))

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::App;
-use crate::threads::{Owner, Thread, ThreadError, ThreadId, ThreadSummary};
+use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadSummary};
 use crate::tools::ToolError;
 
 /// Most threads in a listing.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use crate::app::{App, threads};
 use crate::config::Config;
+use crate::store::Owner;
 use crate::term::{self, say};
-use crate::threads::Owner;
 
 use super::output;
 

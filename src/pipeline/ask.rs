@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use super::gather::Material;
 use super::meter::Meter;
-use super::{Services, blocking, history, investigation, prompt};
+use super::{Services, blocking, earlier_turns, investigation, prompt};
 use crate::gemini::models::ModelInfo;
 use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part};
 use crate::spend::{Estimate, Hold};
-use crate::tools::investigation::Investigation;
+use crate::tools::reply::investigation::Investigation;
 use crate::tools::{Output, Plan, ToolError, review};
 
 /// What Gemini did besides answering: an investigation with our tools, or the Gemini CLI's
@@ -38,7 +38,7 @@ pub(super) fn build_request(
     );
     let mut text = prompt::user_turn(&material.collected.files, &tail);
     if contents.is_empty() && omitted_turns > 0 {
-        text.insert_str(0, &history::omitted_note(omitted_turns));
+        text.insert_str(0, &earlier_turns::omitted_note(omitted_turns));
     }
     let mut parts = vec![Part::Text(text)];
     parts.extend(material.images.iter().map(|i| Part::Image {

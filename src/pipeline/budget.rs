@@ -2,11 +2,11 @@
 //! and material once the system prompt, the request and the reserves are counted; the thread's
 //! history rebuilt within its share.
 
-use super::{Services, blocking, history};
+use super::{Services, blocking, earlier_turns};
 use crate::collector::tokens;
 use crate::gemini::models::ModelInfo;
 use crate::spend::IMAGE_TOKENS;
-use crate::threads::Thread;
+use crate::store::Thread;
 use crate::tools::{Plan, ToolError};
 
 /// Tokens kept free for per-message framing the local count cannot see.
@@ -40,7 +40,7 @@ pub(super) async fn budget(
     model: &ModelInfo,
     system: &str,
     thread: Option<Thread>,
-) -> Result<(u64, history::History), ToolError> {
+) -> Result<(u64, earlier_turns::History), ToolError> {
     let margin = if model.tokenizer_measured() {
         0.95
     } else {
@@ -68,8 +68,8 @@ pub(super) async fn budget(
             total
         };
         let history = match thread {
-            Some(t) => history::rebuild(&t, &collector, history_budget),
-            None => history::History::default(),
+            Some(t) => earlier_turns::rebuild(&t, &collector, history_budget),
+            None => earlier_turns::History::default(),
         };
         (total, history)
     })

@@ -2,7 +2,7 @@
 //! precommit), the files asked for and the thread's files that changed, the images — or, when
 //! precommit finds nothing pending, the reply without asking Gemini.
 
-use super::{Services, blocking, history};
+use super::{Services, blocking, earlier_turns};
 use crate::collector::{CollectRequest, Collected, ImageEntry, Skipped};
 use crate::git::{DiffContext, DiffRequest};
 use crate::tools::reply::Reply;
@@ -39,7 +39,7 @@ pub(super) async fn gather(
     services: &Services,
     plan: &Plan,
     mut budget: u64,
-    history: &history::History,
+    history: &earlier_turns::History,
 ) -> Result<Gathered, ToolError> {
     let mut diff: Option<DiffContext> = None;
     if let Some(g) = &plan.git {

@@ -20,7 +20,7 @@ use crate::gemini::{
     Message, Part, Role, Usage,
 };
 use crate::tools::ToolError;
-use crate::tools::investigation::{Investigation, Step, StopReason};
+use crate::tools::reply::investigation::{Investigation, Step, StopReason};
 
 /// Least room, in tokens, worth cutting a result into; with less the result is withheld.
 const MIN_CUT_TOKENS: u64 = 150;

@@ -15,7 +15,7 @@ use crate::gemini::{
 use crate::spend::{
     Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
 };
-use crate::threads::{Owner, ThreadStore};
+use crate::store::{Owner, ThreadStore};
 use crate::tools::ToolError;
 
 /// One call's meter: the caps, the keys it counts against (the project and, over HTTP, the
@@ -160,7 +160,7 @@ mod tests {
     /// the first holds its estimate until its usage is counted (or it is given up).
     #[tokio::test]
     async fn calls_in_flight_hold_their_estimate_until_counted() {
-        let store: Arc<dyn ThreadStore> = Arc::new(crate::threads::memory::MemoryStore::new(
+        let store: Arc<dyn ThreadStore> = Arc::new(crate::store::memory::MemoryStore::new(
             std::time::Duration::from_secs(60),
             10,
         ));

@@ -5,7 +5,7 @@ use super::gather::Material;
 use super::{INLINE_COUNT_BYTES, Services, blocking};
 use crate::collector::tokens;
 use crate::gemini::GenerateResponse;
-use crate::threads::{FileRef, ThreadId, Turn, now_ms};
+use crate::store::{FileRef, ThreadId, Turn, now_ms};
 use crate::tools::reply::SavedTurn;
 use crate::tools::{Plan, Reply, ToolError};
 

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use super::{Server, owner_of, to_mcp};
 use crate::app::threads;
 use crate::config::Compat;
-use crate::threads::Owner;
+use crate::store::Owner;
 use crate::tools::{ToolError, chat, investigate};
 
 fn schema(v: Value) -> Arc<JsonObject> {

@@ -14,7 +14,7 @@ use rmcp::model::{
 use super::Server;
 use super::workflows;
 use crate::app::threads;
-use crate::threads::Owner;
+use crate::store::Owner;
 use crate::tools::ToolError;
 
 const THREADS: &str = "gemini-mcp://threads";

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::app::App;
 use crate::gemini::{CallContext, Progress};
 use crate::limits::{Admission, ClientId, Refusal};
-use crate::threads::Owner;
+use crate::store::Owner;
 use crate::tools::{Plan, Reply, ToolError};
 
 /// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Invariants: errors).

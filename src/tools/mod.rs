@@ -12,7 +12,6 @@ pub mod chat;
 pub mod codereview;
 pub mod debug;
 pub mod investigate;
-pub mod investigation;
 pub mod listmodels;
 pub mod precommit;
 pub mod reply;
@@ -30,7 +29,7 @@ use serde::Deserialize;
 use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::{DiffRequest, GitError};
-use crate::threads::{Owner, ThreadError, ThreadId};
+use crate::store::{Owner, ThreadError, ThreadId};
 pub use reply::Reply;
 pub use spec::Tool;
 
