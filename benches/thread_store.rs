@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 
 use gemini_mcp_server::collector::Collector;
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
-use gemini_mcp_server::threads::Usage;
-use gemini_mcp_server::threads::{self, FileRef, Owner, ThreadId, ThreadStore, Turn};
-use gemini_mcp_server::tools::history;
+use gemini_mcp_server::pipeline::earlier_turns;
+use gemini_mcp_server::store::Usage;
+use gemini_mcp_server::store::{self, FileRef, Owner, ThreadId, ThreadStore, Turn};
 use sha2::{Digest, Sha256};
 
 const TURNS: usize = 20;
@@ -82,7 +82,7 @@ async fn run(iters: usize) {
         c.redis_url = url.map(Secret::new);
         c.state_dir = root.join(".state");
         c.key_prefix = "bench".into();
-        let s = threads::open(&c.threads()).await.expect("store");
+        let s = store::open(&c.threads()).await.expect("store");
         let id = ThreadId::new();
         for t in &turns {
             s.append(id, &root.display().to_string(), &Owner::local(), t)
@@ -166,7 +166,7 @@ async fn one(
     let thread = s.load(id).await.expect("load");
     let t1 = Instant::now();
     let c = collector.clone();
-    let h = tokio::task::spawn_blocking(move || history::rebuild(&thread, &c, BUDGET))
+    let h = tokio::task::spawn_blocking(move || earlier_turns::rebuild(&thread, &c, BUDGET))
         .await
         .expect("rebuild");
     let t2 = Instant::now();

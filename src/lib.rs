@@ -3,6 +3,7 @@
 //! The crate is a synchronous core (collector, git, budget, prompt rendering) under an async shell
 //! (the MCP server, the Gemini executor, the thread stores). See ARCHITECTURE.md for the codemap.
 
+pub mod app;
 pub mod cli;
 pub mod collector;
 pub mod config;
@@ -13,12 +14,14 @@ pub mod git;
 pub mod http;
 pub mod jsonrpc;
 pub mod limits;
+pub mod pipeline;
 pub mod redact;
 pub mod schema;
 pub mod secret;
 pub mod server;
 pub mod shutdown;
+pub mod spend;
 pub mod stdio;
+pub mod store;
 pub mod term;
-pub mod threads;
 pub mod tools;

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use rmcp::ServiceExt;
 
+use crate::app::App;
 use crate::config::Config;
 use crate::server::Server;
 use crate::shutdown::Shutdown;
-use crate::tools::Pipeline;
 
 /// How long a tool call in flight may take to finish once the stdio server is told to stop.
 /// Claude Code sends SIGINT, then SIGTERM 100 ms later and SIGKILL at 500 ms: a call that
@@ -30,22 +30,21 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
     if std::io::stdin().is_terminal() {
         let _ = crate::term::stderr().text(greeting(&config));
     }
-    let pipeline = match Pipeline::start(config.clone()).await {
-        Ok(p) => Arc::new(p),
-        Err(e) => {
-            crate::term::say!("gemini-mcp: {e}");
-            return ExitCode::from(2);
-        }
-    };
     // Rate limits are off on stdio (one local client) unless GEMINI_MCP_RATE_LIMITS sets them;
-    // the gate is always there: it counts the calls in flight for the shutdown drain.
+    // the app counts the calls in flight for the shutdown drain either way.
     let rates = config
         .rate_limits
         .clone()
         .filter(|r| !r.is_off())
         .unwrap_or_default();
-    let gate = Arc::new(crate::limits::Gate::new(&rates, None));
-    let server = Server::new(pipeline.clone()).with_gate(gate.clone());
+    let app = match App::start(config.clone()).await {
+        Ok(app) => Arc::new(app.with_limits(&rates, None)),
+        Err(e) => {
+            crate::term::say!("gemini-mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let server = Server::new(app.clone());
     let running = tokio::select! {
         r = server.serve(crate::jsonrpc::stdio()) => match r {
             Ok(r) => r,
@@ -74,22 +73,21 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
         _ = shutdown.requested() => {}
     }
     tracing::info!(
-        in_flight = gate.in_flight(),
+        in_flight = app.in_flight(),
         "stopping: calls in flight get {} ms to finish",
         STDIO_SHUTDOWN_GRACE.as_millis()
     );
-    gate.close();
     let finished = tokio::select! {
-        r = tokio::time::timeout(STDIO_SHUTDOWN_GRACE, gate.drained()) => r.is_ok(),
+        finished = app.drain(STDIO_SHUTDOWN_GRACE) => finished,
         _ = shutdown.requested() => false,
     };
     if !finished {
         tracing::warn!(
-            cut = gate.in_flight(),
+            cut = app.in_flight(),
             "stopping: abandoning the calls still in flight"
         );
         // A Gemini CLI subprocess leads its own process group: the signal did not reach it.
-        pipeline.gemini().abort();
+        app.abort();
         return ExitCode::SUCCESS;
     }
     // Every call has finished: let rmcp write the answers still queued, then stop.

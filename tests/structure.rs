@@ -1,10 +1,11 @@
 //! The shape of the source tree, read from `src/`: which module may import which, and how long a
-//! function may grow.
+//! function and a file may grow.
 //!
-//! The flow runs one way. The edge (`cli`, the transports, `server`) calls `tools`, and `tools`
-//! calls the parts (`collector`, `git`, `gemini`, `threads`, and the leaf modules). A part never
-//! imports the edge or `tools`, `tools` never imports the edge, and no two modules import each
-//! other, directly or around a loop.
+//! The flow runs one way, in layers: the edge (`cli`, then the transports and `server`) holds the
+//! `app`, the `app` runs the `pipeline`, the `pipeline` runs the `tools`' plans, and all of them
+//! call the parts (`collector`, `git`, `gemini`, `store`, `spend`, `explore`, and the leaf
+//! modules). A module imports only the layers below it, and no two modules import each other,
+//! directly or around a loop.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -15,12 +16,18 @@ use syn::visit::Visit;
 /// or parts; every module not named here is a part.
 const LAYERS: &[&[&str]] = &[
     &["main", "lib", "cli"],
-    &["server", "http", "stdio", "serve", "shutdown", "welcome"],
+    &["server", "http", "stdio", "shutdown"],
+    &["app"],
+    &["pipeline"],
     &["tools"],
 ];
 
 /// Longest function allowed outside tests, in lines from `fn` to its closing brace.
 const MAX_FUNCTION_LINES: usize = 120;
+
+/// Longest source file allowed, in lines, not counting its inline test modules: a file past it
+/// holds more than one purpose.
+const MAX_FILE_LINES: usize = 900;
 
 struct SourceFile {
     /// The top-level module the file belongs to (`tools` for `src/tools/chat.rs`).
@@ -361,6 +368,62 @@ fn no_function_is_longer_than_the_limit() {
     );
 }
 
+/// Every module a layer names exists: a misspelt or removed name would leave its rule unable to
+/// fire.
+#[test]
+fn every_layer_names_a_module() {
+    let modules: BTreeSet<String> = source_files().into_iter().map(|f| f.module).collect();
+    let missing: Vec<&str> = LAYERS
+        .iter()
+        .flat_map(|l| l.iter().copied())
+        .filter(|m| !modules.contains(*m))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "LAYERS names modules that src/ does not have: {missing:?}"
+    );
+}
+
+/// A file's length in lines, less the lines of its inline `#[cfg(test)]` items.
+fn lines_outside_tests(text: &str, ast: &syn::File) -> usize {
+    let total = text.lines().count();
+    let tests: usize = ast
+        .items
+        .iter()
+        .filter_map(|item| {
+            let attrs = match item {
+                syn::Item::Mod(m) if m.content.is_some() => &m.attrs,
+                syn::Item::Fn(f) => &f.attrs,
+                syn::Item::Impl(i) => &i.attrs,
+                _ => return None,
+            };
+            is_cfg_test(attrs).then(|| {
+                let span = syn::spanned::Spanned::span(item);
+                span.end().line + 1 - span.start().line
+            })
+        })
+        .sum();
+    total.saturating_sub(tests)
+}
+
+#[test]
+fn no_source_file_is_longer_than_the_limit() {
+    let mut long = Vec::new();
+    for file in source_files() {
+        let text = std::fs::read_to_string(&file.path).unwrap();
+        let lines = lines_outside_tests(&text, &file.ast);
+        if lines > MAX_FILE_LINES {
+            long.push(format!("{}: {lines} lines", relative(&file.path)));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "source files over {MAX_FILE_LINES} lines outside tests (each room one purpose: split \
+         it where its purposes part):\n{}",
+        long.join("\n")
+    );
+}
+
 /// The checks above see what they should: a long function, an upward import and a cycle in a
 /// tree made for the purpose are all caught.
 #[test]
@@ -387,6 +450,16 @@ fn the_checks_catch_what_they_guard() {
     assert_eq!(found, ["cli", "gemini", "server", "threads", "tools"]);
     assert!(layer("tools") < layer("collector"));
     assert!(layer("cli") < layer("server"));
+    assert!(layer("app") < layer("pipeline") && layer("pipeline") < layer("tools"));
+
+    // A file's inline tests do not count towards its length; everything else does.
+    let code = "    let _x = 1;\n".repeat(MAX_FILE_LINES);
+    let text = format!(
+        "fn code() {{\n{code}}}\n#[cfg(test)]\nmod tests {{\nfn t() {{\n{code}}}\n}}\n\
+         #[cfg(test)]\nfn helper() {{}}\n"
+    );
+    let ast = syn::parse_file(&text).unwrap();
+    assert_eq!(lines_outside_tests(&text, &ast), MAX_FILE_LINES + 2);
 }
 
 /// Files that may write to stdout or stderr without the terminal sink, and why. Everything else

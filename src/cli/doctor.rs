@@ -275,13 +275,10 @@ fn check_models(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
 
 /// The thread store opens and answers.
 async fn check_store(r: &mut Report, config: &Config) {
-    match crate::threads::open(&config.threads()).await {
+    match crate::store::open(&config.threads()).await {
         Ok(store) => {
             let project = config.roots[0].display().to_string();
-            match store
-                .latest(&project, &crate::threads::Owner::local())
-                .await
-            {
+            match store.latest(&project, &crate::store::Owner::local()).await {
                 Ok(_) => {
                     let detail = match store.kind() {
                         "embedded" => format!("embedded, in {}", config.state_dir.display()),

@@ -5,10 +5,10 @@
 //! The subcommand is matched in one place ([`run`]); the tool subcommands once more among
 //! themselves (`commands`). A tool subcommand builds the tool's own params struct, plans it with
 //! the tool's `plan()` and runs it ([`tool`], written once for every tool) through the same
-//! [`Pipeline`] as the MCP server; only printing and exit codes are the CLI's own
-//! ([`output`]). Configuration and the working directory are read here, once, at the top, and
-//! the settings that name tools are checked against the tools' table.
-//! stdout carries only the command's output; errors, progress and logs go to stderr.
+//! [`App`] as the MCP server (on a signal, the app's `abort` ends what still runs); only printing
+//! and exit codes are the CLI's own ([`output`]). Configuration and the working directory are
+//! read here, once, at the top, and the settings that name tools are checked against the tools'
+//! table. stdout carries only the command's output; errors, progress and logs go to stderr.
 
 mod agent_hook;
 mod commands;
@@ -29,12 +29,13 @@ use clap::{CommandFactory, Parser, Subcommand};
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::app::App;
 use crate::config::{Config, ConfigError};
 use crate::gemini::CallContext;
 use crate::git::GitError;
 use crate::shutdown::Shutdown;
 use crate::term::say;
-use crate::tools::{Pipeline, Plan, ToolError};
+use crate::tools::{Plan, ToolError};
 use commands::ToolArgs;
 pub use commands::{
     AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs,
@@ -222,15 +223,15 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         Err(e) => return fail(name, flag, e),
     };
     let base = sarif_base(config, &plan);
-    let pipeline = match Pipeline::start(config.clone()).await {
-        Ok(p) => p,
+    let app = match App::start(config.clone()).await {
+        Ok(app) => app,
         Err(e) => {
             say!("gemini-mcp {name}: {e}");
             return output::COULD_NOT_RUN;
         }
     };
     // A command collects at once: load the tokenizer beside the walk.
-    pipeline.collector().warm_up();
+    app.collector().warm_up();
     let (progress, spinner) = progress::start();
     let cancel = CancellationToken::new();
     let ctx = CallContext {
@@ -238,7 +239,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         progress,
     };
     let outcome = tokio::select! {
-        r = pipeline.run(plan, &ctx) => Some(r),
+        r = app.run(plan, &ctx) => Some(r),
         _ = crate::shutdown::signal() => None,
     };
     spinner.stop().await;
@@ -246,7 +247,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         // The call was dropped with the select; a Gemini CLI subprocess runs in its own process
         // group, out of reach of the terminal's signal: end it too.
         cancel.cancel();
-        pipeline.gemini().abort();
+        app.abort();
         say!("gemini-mcp {name}: interrupted");
         return output::COULD_NOT_RUN;
     };
@@ -254,7 +255,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         Ok(reply) => {
             // Whole: the command line prints it all.
             let mut reply = reply.finish(None);
-            locations::check(&mut reply, &base, pipeline.collector().sandbox());
+            locations::check(&mut reply, &base, app.collector().sandbox());
             print(&reply, printed, name, &base)
         }
         Err(e) => fail(name, flag, e),

@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use crate::app::{App, threads};
 use crate::config::Config;
+use crate::store::Owner;
 use crate::term::{self, say};
-use crate::threads::Owner;
-use crate::tools::{Pipeline, threads};
 
 use super::output;
 
@@ -49,8 +49,8 @@ enum Printed {
 }
 
 pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
-    let pipeline = match Pipeline::start(config.clone()).await {
-        Ok(p) => p,
+    let app = match App::start(config.clone()).await {
+        Ok(app) => app,
         Err(e) => {
             say!("gemini-mcp threads: {e}");
             return output::COULD_NOT_RUN;
@@ -59,7 +59,7 @@ pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
     let owner = Owner::local();
     let result = match command {
         ThreadsCommand::List { json, limit } => {
-            threads::list(&pipeline, &owner, limit).await.map(|list| {
+            threads::list(&app, &owner, limit).await.map(|list| {
                 if json {
                     Printed::Json(threads::list_json(&list))
                 } else {
@@ -67,14 +67,14 @@ pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
                 }
             })
         }
-        ThreadsCommand::Show { id } => threads::load(&pipeline, &owner, &id)
+        ThreadsCommand::Show { id } => threads::load(&app, &owner, &id)
             .await
             .map(|t| Printed::Text(threads::markdown(&t))),
         ThreadsCommand::Export { id, format } => match format.as_str() {
-            "markdown" | "md" => threads::load(&pipeline, &owner, &id)
+            "markdown" | "md" => threads::load(&app, &owner, &id)
                 .await
                 .map(|t| Printed::Text(threads::markdown(&t))),
-            "json" => threads::load(&pipeline, &owner, &id)
+            "json" => threads::load(&app, &owner, &id)
                 .await
                 .map(|t| Printed::Json(threads::thread_json(&t))),
             other => {
@@ -84,7 +84,7 @@ pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
                 return output::COULD_NOT_RUN;
             }
         },
-        ThreadsCommand::Delete { id } => threads::delete(&pipeline, &owner, &id)
+        ThreadsCommand::Delete { id } => threads::delete(&app, &owner, &id)
             .await
             .map(|id| Printed::Text(format!("deleted {id}\n"))),
     };

@@ -15,7 +15,7 @@ use std::time::Duration;
 pub use crate::gemini::BackendChoice;
 use crate::limits::RateLimits;
 pub use crate::secret::Secret;
-pub use crate::threads::StoreChoice;
+pub use crate::store::StoreChoice;
 
 mod settings;
 pub use settings::{SETTINGS, Setting};
@@ -530,8 +530,8 @@ impl Config {
     }
 
     /// The thread store's own settings.
-    pub fn threads(&self) -> crate::threads::Settings {
-        crate::threads::Settings {
+    pub fn threads(&self) -> crate::store::Settings {
+        crate::store::Settings {
             store: self.store,
             redis_url: self.redis_url.clone(),
             key_prefix: self.key_prefix.clone(),

@@ -19,7 +19,7 @@ use subtle::ConstantTimeEq;
 
 use crate::config::Secret;
 use crate::limits::ClientId;
-use crate::threads::Owner;
+use crate::store::Owner;
 
 /// The accepted tokens, kept as digests.
 pub struct Tokens {

@@ -18,8 +18,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
+use crate::app::App;
 use crate::gemini::Backend;
-use crate::tools::Pipeline;
 
 /// Longest wait for one readiness check.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
@@ -28,8 +28,8 @@ pub async fn healthz() -> Json<Value> {
     Json(json!({ "status": "ok" }))
 }
 
-pub async fn readyz(State(pipeline): State<Arc<Pipeline>>) -> (StatusCode, Json<Value>) {
-    let (threads, gemini) = tokio::join!(store_check(&pipeline), backend_check(&pipeline));
+pub async fn readyz(State(app): State<Arc<App>>) -> (StatusCode, Json<Value>) {
+    let (threads, gemini) = tokio::join!(store_check(&app), backend_check(&app));
     let ready = threads.is_ok() && gemini.is_ok();
     let state = |r: &Result<(), String>| if r.is_ok() { "ok" } else { "down" };
     for (part, r) in [("threads", &threads), ("gemini", &gemini)] {
@@ -40,8 +40,8 @@ pub async fn readyz(State(pipeline): State<Arc<Pipeline>>) -> (StatusCode, Json<
     let body = json!({
         "status": if ready { "ready" } else { "not ready" },
         "checks": {
-            "threads": { "status": state(&threads), "store": pipeline.store_kind() },
-            "gemini": { "status": state(&gemini), "backend": pipeline.gemini().backend_name() },
+            "threads": { "status": state(&threads), "store": app.store_kind() },
+            "gemini": { "status": state(&gemini), "backend": app.gemini().backend_name() },
         }
     });
     let code = if ready {
@@ -52,8 +52,8 @@ pub async fn readyz(State(pipeline): State<Arc<Pipeline>>) -> (StatusCode, Json<
     (code, Json(body))
 }
 
-async fn store_check(pipeline: &Pipeline) -> Result<(), String> {
-    match tokio::time::timeout(CHECK_TIMEOUT, pipeline.store().ping()).await {
+async fn store_check(app: &App) -> Result<(), String> {
+    match tokio::time::timeout(CHECK_TIMEOUT, app.store().ping()).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!(
@@ -63,8 +63,8 @@ async fn store_check(pipeline: &Pipeline) -> Result<(), String> {
     }
 }
 
-async fn backend_check(pipeline: &Pipeline) -> Result<(), String> {
-    match pipeline.gemini().backend() {
+async fn backend_check(app: &App) -> Result<(), String> {
+    match app.gemini().backend() {
         Backend::Api(client) => match tokio::time::timeout(CHECK_TIMEOUT, client.models()).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(e.to_string()),

@@ -44,12 +44,12 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use crate::app::App;
 use crate::config::Config;
 use crate::jsonrpc::Screened;
-use crate::limits::{Gate, RateLimits};
+use crate::limits::RateLimits;
 use crate::server::Server;
 use crate::shutdown::Shutdown;
-use crate::tools::Pipeline;
 use auth::Tokens;
 
 /// The legacy session header.
@@ -93,8 +93,7 @@ pub async fn serve(config: Arc<Config>, addr: &str, shutdown: Shutdown) -> ExitC
 /// A server listening, with what its shutdown needs.
 struct Running {
     config: Arc<Config>,
-    pipeline: Arc<Pipeline>,
-    gate: Arc<Gate>,
+    app: Arc<App>,
     serving: tokio::task::JoinHandle<std::io::Result<()>>,
     housekeeping: tokio::task::JoinHandle<()>,
     /// Cancelled: every session and stream ends (after the grace period).
@@ -103,7 +102,7 @@ struct Running {
     draining: CancellationToken,
 }
 
-/// Binds, starts the pipeline and the routes, and says where it serves; on failure, what went
+/// Binds, starts the app and the routes, and says where it serves; on failure, what went
 /// wrong is on stderr and the exit code is returned.
 async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let (listener, local) = bind(addr).await?;
@@ -117,14 +116,18 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         );
         return Err(ExitCode::from(2));
     }
-    let pipeline = match Pipeline::start(config.clone()).await {
-        Ok(p) => Arc::new(p),
+    let rates = config
+        .rate_limits
+        .clone()
+        .unwrap_or_else(crate::tools::spec::default_rate_limits);
+    let app = match App::start(config.clone()).await {
+        Ok(app) => Arc::new(app.with_limits(&rates, Some(config.http.client_concurrency))),
         Err(e) => {
             crate::term::say!("gemini-mcp: {e}");
             return Err(ExitCode::from(2));
         }
     };
-    let redis_sessions = redis_sessions(&config, &pipeline).await?;
+    let redis_sessions = redis_sessions(&config, &app).await?;
     let shared_sessions = redis_sessions.is_some();
     let session_store = redis_sessions.clone().map(|s| s as Arc<dyn SessionStore>);
     let manager = Arc::new(LocalSessionManager::default());
@@ -134,12 +137,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         config.http.max_sessions_per_client,
     ));
 
-    let rates = config
-        .rate_limits
-        .clone()
-        .unwrap_or_else(crate::tools::spec::default_rate_limits);
-    let gate = Arc::new(Gate::new(&rates, Some(config.http.client_concurrency)));
-    let server = Server::new(pipeline.clone()).with_gate(gate.clone());
+    let server = Server::new(app.clone());
 
     let stop = CancellationToken::new();
     let draining = CancellationToken::new();
@@ -154,38 +152,37 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         sessions: session_owners,
         draining: draining.clone(),
     };
-    let app = Router::new()
+    let routes = Router::new()
         .route_service("/mcp", service)
         .layer(middleware::from_fn_with_state(guard, guard_mcp))
         .merge(
             Router::new()
                 .route("/healthz", get(health::healthz))
                 .route("/readyz", get(health::readyz))
-                .with_state(pipeline.clone()),
+                .with_state(app.clone()),
         )
         .layer(middleware::from_fn(limit_headers));
     announce(&config, local, &tokens, &rates, shared_sessions);
 
     let serving = axum::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+        routes.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(draining.clone().cancelled_owned());
     let serving = tokio::spawn(serving.into_future());
     let housekeeping = tokio::spawn({
-        let gate = gate.clone();
+        let app = app.clone();
         async move {
             let mut tick = tokio::time::interval(HOUSEKEEPING);
             loop {
                 tick.tick().await;
-                gate.forget_idle_clients();
+                app.forget_idle_clients();
             }
         }
     });
     Ok(Running {
         config,
-        pipeline,
-        gate,
+        app,
         serving,
         housekeeping,
         stop,
@@ -214,9 +211,9 @@ async fn bind(addr: &str) -> Result<(tokio::net::TcpListener, SocketAddr), ExitC
 /// session.
 async fn redis_sessions(
     config: &Config,
-    pipeline: &Pipeline,
+    app: &App,
 ) -> Result<Option<Arc<sessions::RedisSessions>>, ExitCode> {
-    match (pipeline.store_kind(), &config.redis_url) {
+    match (app.store_kind(), &config.redis_url) {
         ("redis", Some(url)) => {
             match sessions::RedisSessions::connect(url, &config.key_prefix).await {
                 Ok(s) => Ok(Some(Arc::new(s))),
@@ -319,30 +316,29 @@ impl Running {
 
         let grace = self.config.http.shutdown_grace;
         tracing::info!(
-            in_flight = self.gate.in_flight(),
+            in_flight = self.app.in_flight(),
             "shutting down: waiting up to {} s for calls in flight",
             grace.as_secs_f64()
         );
-        self.gate.close();
+        let deadline = tokio::time::Instant::now() + grace;
+        let drained = self.app.drain(grace);
         self.draining.cancel();
-        let gate = self.gate.clone();
         let serving = &mut self.serving;
         let finished = tokio::select! {
-            r = tokio::time::timeout(grace, async {
-                gate.drained().await;
-                // Then the connections: the last answers are written out.
-                let _ = serving.await;
-            }) => r.is_ok(),
+            finished = async {
+                // Then the connections, within the same grace: the last answers are written out.
+                drained.await && tokio::time::timeout_at(deadline, serving).await.is_ok()
+            } => finished,
             _ = shutdown.requested() => false,
         };
         self.housekeeping.abort();
         if !finished {
             tracing::warn!(
-                cut = self.gate.in_flight(),
+                cut = self.app.in_flight(),
                 "grace period over: cancelling what is still in flight"
             );
             self.stop.cancel();
-            self.pipeline.gemini().abort();
+            self.app.abort();
             let _ = tokio::time::timeout(CANCEL_GRACE, &mut self.serving).await;
         }
         self.stop.cancel();

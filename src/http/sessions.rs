@@ -38,7 +38,7 @@ use rmcp::transport::streamable_http_server::session::{
 use serde_json::Value;
 
 use crate::config::Secret;
-use crate::threads::Owner;
+use crate::store::Owner;
 
 tokio::task_local! {
     /// The owner of the `/mcp` request being served (set by the guard around rmcp's handling).

@@ -20,9 +20,10 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 
 use super::{Server, owner_of, to_mcp};
+use crate::app::threads;
 use crate::config::Compat;
-use crate::threads::Owner;
-use crate::tools::{ToolError, chat, investigate, threads};
+use crate::store::Owner;
+use crate::tools::{ToolError, chat, investigate};
 
 fn schema(v: Value) -> Arc<JsonObject> {
     match v {
@@ -120,7 +121,7 @@ impl Server {
     /// `cli-wrapper`'s `cwd`: a directory inside the roots, else refused like any path;
     /// `systemPrompt` becomes `system_prompt`.
     pub(crate) fn cli_wrapper_args(&self, args: &mut JsonObject) -> Result<(), ErrorData> {
-        if !self.pipeline.config().compat.contains(&Compat::CliWrapper) {
+        if !self.app.config().compat.contains(&Compat::CliWrapper) {
             return Ok(());
         }
         if let Some(v) = args.remove("systemPrompt") {
@@ -134,7 +135,7 @@ impl Server {
                 ))
                 .map(|_| ());
             };
-            let sandbox = self.pipeline.collector().sandbox();
+            let sandbox = self.app.collector().sandbox();
             if let Err(e) = sandbox.resolve(cwd) {
                 return to_mcp(ToolError::Sandbox(e)).map(|_| ());
             }
@@ -146,12 +147,12 @@ impl Server {
     /// (a full or deleted one: the next call starts afresh).
     async fn workspace_thread(&self, owner: &Owner, workspace: &Path) -> Option<String> {
         let id = self
-            .pipeline
+            .app
             .agents()?
             .workspaces()
             .thread(owner.as_str(), workspace)?;
-        let thread = threads::load(&self.pipeline, owner, &id).await.ok()?;
-        (thread.turns.len() < self.pipeline.config().max_turns as usize).then_some(id)
+        let thread = threads::load(&self.app, owner, &id).await.ok()?;
+        (thread.turns.len() < self.app.config().max_turns as usize).then_some(id)
     }
 }
 
@@ -204,7 +205,7 @@ impl Server {
                 "`cd` is required: the workspace root (a directory of this project).",
             ));
         };
-        let workspace: PathBuf = match self.pipeline.collector().sandbox().resolve(&cd) {
+        let workspace: PathBuf = match self.app.collector().sandbox().resolve(&cd) {
             Ok(p) if p.as_path().is_dir() => p.as_path().to_path_buf(),
             Ok(_) => {
                 return Ok(bridge_error(format!(
@@ -256,9 +257,7 @@ impl Server {
         let started = std::time::Instant::now();
         match self.run(plan, &ctx).await {
             Ok(reply) => {
-                if let (Some(pool), Some(thread)) =
-                    (self.pipeline.agents(), reply.continuation_id())
-                {
+                if let (Some(pool), Some(thread)) = (self.app.agents(), reply.continuation_id()) {
                     pool.workspaces().set(owner.as_str(), &workspace, thread);
                 }
                 let agent = reply.agent();
@@ -295,14 +294,13 @@ impl Server {
         input_schema = empty_schema()
     )]
     async fn bridge_list_models(&self) -> Result<CallToolResult, ErrorData> {
-        let report =
-            crate::tools::listmodels::report(self.pipeline.gemini(), self.pipeline.store_kind());
+        let report = crate::tools::listmodels::report(self.app.gemini(), self.app.store_kind());
         let models: Vec<String> = report.models.iter().map(|m| m.id.clone()).collect();
         let modes: Vec<&str> = crate::gemini::acp::usable_modes()
             .into_iter()
             .map(|m| m.id())
             .collect();
-        let current = self.pipeline.agents().and_then(|p| p.current_model());
+        let current = self.app.agents().and_then(|p| p.current_model());
         Ok(bridge(json!({
             "models": models,
             "approval_modes": modes,
@@ -324,13 +322,13 @@ impl Server {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let owner = owner_of(&ctx);
-        let Some(pool) = self.pipeline.agents() else {
+        let Some(pool) = self.app.agents() else {
             return Ok(bridge(json!({"sessions": [], "count": 0})));
         };
         let agent_sessions = pool.sessions();
         let mut sessions = Vec::new();
         for (workspace, thread) in pool.workspaces().of(owner.as_str()) {
-            let Ok(t) = threads::load(&self.pipeline, &owner, &thread).await else {
+            let Ok(t) = threads::load(&self.app, &owner, &thread).await else {
                 continue;
             };
             let agent = agent_sessions.iter().find(|(id, ..)| *id == thread);
@@ -339,7 +337,7 @@ impl Server {
                 "session_id": thread,
                 "agent_session": agent.map(|(_, session, ..)| session),
                 "turn_count": t.turns.len(),
-                "max_turns": self.pipeline.config().max_turns,
+                "max_turns": self.app.config().max_turns,
                 "model": agent.map(|(_, _, model, _)| model),
             }));
         }
@@ -366,7 +364,7 @@ impl Server {
             .trim()
             .to_string();
         let reset: Vec<String> = self
-            .pipeline
+            .app
             .agents()
             .map(|p| p.workspaces().reset(owner.as_str(), &workspace))
             .unwrap_or_default()

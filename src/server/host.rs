@@ -1,6 +1,6 @@
 //! The hosts' own surfaces beside the tools: prompts (slash commands), resources (the project's
 //! threads and the model catalogue) and completions. The content comes from `workflows`
-//! and `tools::threads`; this file only speaks MCP.
+//! and `app::threads`; this file only speaks MCP.
 
 use std::collections::BTreeMap;
 
@@ -13,8 +13,9 @@ use rmcp::model::{
 
 use super::Server;
 use super::workflows;
-use crate::threads::Owner;
-use crate::tools::{ToolError, threads};
+use crate::app::threads;
+use crate::store::Owner;
+use crate::tools::ToolError;
 
 const THREADS: &str = "gemini-mcp://threads";
 const THREAD_TEMPLATE: &str = "gemini-mcp://threads/{id}";
@@ -82,7 +83,7 @@ pub async fn list_resources(server: &Server, owner: &Owner) -> ListResourcesResu
             .with_mime_type("application/json")
             ,
     ];
-    if let Ok(list) = threads::list(&server.pipeline, owner, 20).await {
+    if let Ok(list) = threads::list(&server.app, owner, 20).await {
         for t in list {
             resources.push(
                 Resource::new(
@@ -128,20 +129,17 @@ pub async fn read_resource(
         ])
     };
     if uri == THREADS {
-        let list = threads::list(&server.pipeline, owner, threads::LIST_LIMIT)
+        let list = threads::list(&server.app, owner, threads::LIST_LIMIT)
             .await
             .map_err(to_error)?;
         return Ok(json(threads::list_json(&list)));
     }
     if uri == MODELS {
-        let report = crate::tools::listmodels::report(
-            server.pipeline.gemini(),
-            server.pipeline.store_kind(),
-        );
+        let report = crate::tools::listmodels::report(server.app.gemini(), server.app.store_kind());
         return Ok(json(serde_json::to_value(report).unwrap_or_default()));
     }
     if let Some(id) = uri.strip_prefix(&format!("{THREADS}/")) {
-        let thread = threads::load(&server.pipeline, owner, id)
+        let thread = threads::load(&server.app, owner, id)
             .await
             .map_err(to_error)?;
         return Ok(ReadResourceResult::new(vec![
@@ -176,16 +174,14 @@ pub async fn complete(
     let candidates: Vec<String> = match reference {
         Reference::Resource(r) if r.uri == THREAD_TEMPLATE && argument.name == "id" => {
             let mut ids = vec!["latest".to_string()];
-            if let Ok(list) = threads::list(&server.pipeline, owner, threads::LIST_LIMIT).await {
+            if let Ok(list) = threads::list(&server.app, owner, threads::LIST_LIMIT).await {
                 ids.extend(list.into_iter().map(|t| t.id));
             }
             ids
         }
         _ if argument.name == "model" => {
-            let report = crate::tools::listmodels::report(
-                server.pipeline.gemini(),
-                server.pipeline.store_kind(),
-            );
+            let report =
+                crate::tools::listmodels::report(server.app.gemini(), server.app.store_kind());
             let mut names: Vec<String> = Vec::new();
             for m in &report.models {
                 names.extend(m.aliases.iter().cloned());

@@ -21,10 +21,11 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use crate::app::App;
 use crate::gemini::{CallContext, Progress};
-use crate::limits::{Admission, ClientId, Gate, Refusal};
-use crate::threads::Owner;
-use crate::tools::{Pipeline, Plan, Reply, ToolError};
+use crate::limits::{Admission, ClientId, Refusal};
+use crate::store::Owner;
+use crate::tools::{Plan, Reply, ToolError};
 
 /// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Invariants: errors).
 pub const SANDBOX_ERROR: ErrorCode = ErrorCode(-32001);
@@ -55,19 +56,17 @@ fn instructions() -> String {
 
 #[derive(Clone)]
 pub struct Server {
-    pipeline: Arc<Pipeline>,
+    app: Arc<App>,
     tool_router: ToolRouter<Server>,
-    /// Admission (rate and concurrency limits, shutdown drain); `None`: every call is admitted.
-    gate: Option<Arc<Gate>>,
 }
 
 impl Server {
-    pub fn new(pipeline: Arc<Pipeline>) -> Server {
+    pub fn new(app: Arc<App>) -> Server {
         let mut tool_router = Self::tools_router();
-        for name in &pipeline.config().disabled_tools {
+        for name in &app.config().disabled_tools {
             tool_router.remove_route(name);
         }
-        for &profile in &pipeline.config().compat {
+        for &profile in &app.config().compat {
             if profile == crate::config::Compat::CliWrapper
                 && let Some(route) = tool_router.map.get_mut("chat")
             {
@@ -77,27 +76,17 @@ impl Server {
         }
         // Claude Code saves a result over 50,000 characters to a file its model never reads,
         // unless the tool declares a larger size; results are fitted to this cap.
-        let cap = result_cap(&pipeline);
+        let cap = result_cap(&app);
         for route in tool_router.map.values_mut() {
             let mut meta = route.attr.meta.take().unwrap_or_default();
             meta.insert("anthropic/maxResultSizeChars".into(), json!(cap));
             route.attr.meta = Some(meta);
         }
-        Server {
-            pipeline,
-            tool_router,
-            gate: None,
-        }
+        Server { app, tool_router }
     }
 
-    /// Admits every tool call through `gate` first.
-    pub fn with_gate(mut self, gate: Arc<Gate>) -> Server {
-        self.gate = Some(gate);
-        self
-    }
-
-    pub fn pipeline(&self) -> &Pipeline {
-        &self.pipeline
+    pub fn app(&self) -> &App {
+        &self.app
     }
 
     /// The body of every tool adapter: parse the arguments (naming the bad field), plan, run the
@@ -111,7 +100,7 @@ impl Server {
         // The common parameters are flattened into each tool's struct, where serde loses the
         // field's name in errors: check them on their own first.
         let common = parse_args::<crate::tools::Common>(args.clone());
-        let cap = result_cap(&self.pipeline);
+        let cap = result_cap(&self.app);
         let outcome = match common.and_then(|_| parse_args::<P>(args)).and_then(plan) {
             Ok(mut plan) => match self.admit(&plan, &ctx) {
                 Ok(_admission) => {
@@ -133,16 +122,9 @@ impl Server {
         }
     }
 
-    /// Passes the call through the gate, if any; the admission is held until the call ends.
-    fn admit(
-        &self,
-        plan: &Plan,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<Option<Admission>, Refusal> {
-        let Some(gate) = &self.gate else {
-            return Ok(None);
-        };
-        gate.admit(plan.tool.name(), &client_of(ctx)).map(Some)
+    /// Passes the call through the app's gate; the admission is held until the call ends.
+    fn admit(&self, plan: &Plan, ctx: &RequestContext<RoleServer>) -> Result<Admission, Refusal> {
+        self.app.admit(plan.tool, &client_of(ctx))
     }
 
     async fn run(&self, plan: Plan, ctx: &RequestContext<RoleServer>) -> Result<Reply, ToolError> {
@@ -192,7 +174,7 @@ impl Server {
             }
         });
         let result = tokio::select! {
-            r = self.pipeline.run(plan, &call) => r,
+            r = self.app.run(plan, &call) => r,
             _ = ctx.ct.cancelled() => Err(ToolError::Gemini(crate::gemini::GeminiError::Cancelled)),
         };
         drop(call);
@@ -209,8 +191,8 @@ impl Server {
 }
 
 /// The cap on a whole tool result (`MAX_REPLY_CHARS`, at most what Claude Code accepts).
-fn result_cap(pipeline: &Pipeline) -> usize {
-    pipeline.config().max_reply_chars.min(MAX_RESULT_SIZE_CHARS)
+fn result_cap(app: &App) -> usize {
+    app.config().max_reply_chars.min(MAX_RESULT_SIZE_CHARS)
 }
 
 /// The caller, as the HTTP transport identified it (`ClientId` in the request's extensions);

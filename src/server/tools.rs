@@ -108,10 +108,10 @@ impl Server {
         // The live list when the endpoint answers in time; the built-in one otherwise.
         let _ = tokio::time::timeout(
             std::time::Duration::from_secs(10),
-            self.pipeline().refresh_models(true),
+            self.app().refresh_models(true),
         )
         .await;
-        let r = listmodels::report(self.pipeline().gemini(), self.pipeline().store_kind());
+        let r = listmodels::report(self.app().gemini(), self.app().store_kind());
         let value =
             serde_json::to_value(&r).map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         let mut result = CallToolResult::success(vec![ContentBlock::text(listmodels::render(&r))]);

@@ -1,28 +1,23 @@
-//! The eight tools and the one pipeline they share.
+//! The eight tools: what each one takes and what it asks of the pipeline.
 //!
 //! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]; the
 //! tool's other facts (name, descriptions, reply kind, prompt, defaults) are its row of the
-//! table in [`spec`]. [`pipeline::Pipeline::run`] does the rest for every tool: thread → files
-//! or git diff → budget → prompt → Gemini → thread → [`reply::Reply`]. Nothing here knows MCP;
-//! the server and the command line both call the pipeline.
+//! table in [`spec`]. The pipeline (`crate::pipeline::run`, through `app::App::run`) does the
+//! rest for every tool: thread → files or git diff → budget → prompt → Gemini → thread →
+//! [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the command line
+//! both call the app.
 
 pub mod analyze;
 pub mod chat;
 pub mod codereview;
 pub mod debug;
-pub mod history;
 pub mod investigate;
-pub mod investigation;
 pub mod listmodels;
-pub mod pipeline;
 pub mod precommit;
-pub mod prompt;
 pub mod reply;
 pub mod review;
 pub mod spec;
-pub mod spend;
 pub mod thinkdeep;
-pub mod threads;
 
 /// The portable JSON Schemas live in a part (`crate::schema`: explore's function declarations
 /// are made with them too); tool definitions reach them here as before.
@@ -34,8 +29,7 @@ use serde::Deserialize;
 use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::{DiffRequest, GitError};
-use crate::threads::{Owner, ThreadError, ThreadId};
-pub use pipeline::Pipeline;
+use crate::store::{Owner, ThreadError, ThreadId};
 pub use reply::Reply;
 pub use spec::Tool;
 
@@ -222,6 +216,14 @@ impl ToolError {
             ToolError::Git(GitError::BadRef { .. }) => Some("compare_to"),
             ToolError::Collect(CollectError::Image { .. }) => Some("images"),
             _ => None,
+        }
+    }
+}
+
+impl From<crate::spend::SpendError> for ToolError {
+    fn from(e: crate::spend::SpendError) -> Self {
+        match e {
+            crate::spend::SpendError::Cap(message) => ToolError::SpendingCap(message),
         }
     }
 }

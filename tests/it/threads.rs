@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
-use gemini_mcp_server::threads::Usage;
-use gemini_mcp_server::threads::{self, FileRef, Owner, ThreadError, ThreadId, ThreadStore, Turn};
+use gemini_mcp_server::store::Usage;
+use gemini_mcp_server::store::{self, FileRef, Owner, ThreadError, ThreadId, ThreadStore, Turn};
 
 use crate::support::redis::RedisServer;
 
@@ -74,7 +74,7 @@ impl Fixture {
     ) -> (Arc<dyn ThreadStore>, Arc<dyn ThreadStore>) {
         let ns = self.next.fetch_add(1, Ordering::SeqCst);
         let c = self.config(ns, ttl, max_turns);
-        let a = threads::open(&c.threads()).await.unwrap();
+        let a = store::open(&c.threads()).await.unwrap();
         let expected = match self.backend {
             Backend::Memory => "memory",
             Backend::Embedded => "embedded",
@@ -83,7 +83,7 @@ impl Fixture {
         assert_eq!(a.kind(), expected);
         let b = match self.backend {
             Backend::Memory => Arc::clone(&a),
-            _ => threads::open(&c.threads()).await.unwrap(),
+            _ => store::open(&c.threads()).await.unwrap(),
         };
         (a, b)
     }
@@ -451,7 +451,7 @@ async fn thread_store_selection() {
     ] {
         c.store = store;
         c.redis_url = url.map(Secret::new);
-        let s = threads::open(&c.threads()).await.unwrap();
+        let s = store::open(&c.threads()).await.unwrap();
         assert_eq!(s.kind(), expected, "{store:?}");
     }
     assert!(dir.path().join("state").join("threads.sqlite3").is_file());
@@ -462,7 +462,7 @@ async fn thread_store_redis_killed_and_restarted() {
     const PASSWORD: &str = "s3cret-pw-4711";
     let mut redis = RedisServer::start_with_password(PASSWORD);
     let dir = tempfile::tempdir().unwrap();
-    let s = threads::open(&redis_config(dir.path(), &redis.url(), "kill", 20).threads())
+    let s = store::open(&redis_config(dir.path(), &redis.url(), "kill", 20).threads())
         .await
         .unwrap();
     let id = ThreadId::new();
@@ -515,7 +515,7 @@ async fn thread_store_redis_down_at_start_names_redis_url() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("redis://:hunter2-secret@127.0.0.1:{port}/3");
     let started = Instant::now();
-    let Err(e) = threads::open(&redis_config(dir.path(), &url, "down", 20).threads()).await else {
+    let Err(e) = store::open(&redis_config(dir.path(), &url, "down", 20).threads()).await else {
         panic!("opened a store on a port where nothing listens");
     };
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -529,7 +529,7 @@ async fn thread_store_redis_down_at_start_names_redis_url() {
 async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let s = threads::open(&redis_config(dir.path(), &redis.url(), "cor", 20).threads())
+    let s = store::open(&redis_config(dir.path(), &redis.url(), "cor", 20).threads())
         .await
         .unwrap();
     let [foreign, bad_turn, bad_version, healthy] = [(); 4].map(|_| ThreadId::new());
@@ -592,7 +592,7 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
 async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let s = threads::open(&redis_config(dir.path(), &redis.url(), "ls", 20).threads())
+    let s = store::open(&redis_config(dir.path(), &redis.url(), "ls", 20).threads())
         .await
         .unwrap();
     for n in 0..1_000 {
@@ -626,7 +626,7 @@ async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
 async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let s = threads::open(&redis_config(dir.path(), &redis.url(), "rt", 20).threads())
+    let s = store::open(&redis_config(dir.path(), &redis.url(), "rt", 20).threads())
         .await
         .unwrap();
     let id = ThreadId::new();
@@ -661,7 +661,7 @@ async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
 
 #[tokio::test]
 async fn thread_store_embedded_corrupt_rows_are_errors_for_that_thread() {
-    use gemini_mcp_server::threads::embedded::{EmbeddedStore, FILE_NAME};
+    use gemini_mcp_server::store::embedded::{EmbeddedStore, FILE_NAME};
     let dir = tempfile::tempdir().unwrap();
     let s = EmbeddedStore::open(dir.path(), HOUR, 20).await.unwrap();
     let (bad, healthy) = (ThreadId::new(), ThreadId::new());
@@ -700,7 +700,7 @@ const SHARED_MAX: u32 = 40;
 #[test]
 #[ignore = "run as the second process of thread_store_embedded_shared_by_two_processes"]
 fn thread_store_embedded_child_process() {
-    use gemini_mcp_server::threads::embedded::EmbeddedStore;
+    use gemini_mcp_server::store::embedded::EmbeddedStore;
     let dir = PathBuf::from(std::env::var(CHILD_DIR).expect("started by the parent test"));
     let id: ThreadId = std::env::var(CHILD_THREAD).unwrap().parse().unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -732,7 +732,7 @@ async fn wait_for(path: &Path) {
 /// Appends `turn(n)` for each n at once; returns how many were kept. `Full` is the only error
 /// allowed.
 async fn append_many(
-    s: Arc<gemini_mcp_server::threads::embedded::EmbeddedStore>,
+    s: Arc<gemini_mcp_server::store::embedded::EmbeddedStore>,
     id: ThreadId,
     ns: std::ops::Range<usize>,
 ) -> usize {
@@ -755,7 +755,7 @@ async fn append_many(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_store_embedded_shared_by_two_processes() {
-    use gemini_mcp_server::threads::embedded::EmbeddedStore;
+    use gemini_mcp_server::store::embedded::EmbeddedStore;
     let dir = tempfile::tempdir().unwrap();
     let s = Arc::new(
         EmbeddedStore::open(dir.path(), HOUR, SHARED_MAX)
@@ -817,7 +817,7 @@ fn sent_turn(
     already: &std::collections::HashMap<PathBuf, String>,
 ) -> (Turn, String) {
     use gemini_mcp_server::collector::CollectRequest;
-    use gemini_mcp_server::tools::prompt;
+    use gemini_mcp_server::pipeline::prompt;
     let c = collector
         .collect(&CollectRequest {
             paths: paths.iter().map(|p| p.to_string()).collect(),
@@ -852,8 +852,8 @@ fn sent_turn(
 #[test]
 fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
     use gemini_mcp_server::collector::Collector;
-    use gemini_mcp_server::threads::Thread;
-    use gemini_mcp_server::tools::history;
+    use gemini_mcp_server::pipeline::earlier_turns;
+    use gemini_mcp_server::store::Thread;
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
@@ -870,8 +870,8 @@ fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
     // Call one sends a (given relative); call two asks for a (absolute) and b.
     let (t1, text1) = sent_turn(&collector, &["src/a.rs"], "one", &Default::default());
     thread.turns.push(t1);
-    let h = history::rebuild(&thread, &collector, 100_000);
-    assert_eq!(history::message_text(&h.messages[0]), text1);
+    let h = earlier_turns::rebuild(&thread, &collector, 100_000);
+    assert_eq!(earlier_turns::message_text(&h.messages[0]), text1);
     let a = root.join("src/a.rs").display().to_string();
     let (t2, _) = sent_turn(&collector, &[a.as_str(), "src/b.rs"], "two", &h.sent);
     assert_eq!(t2.files.len(), 1, "a is already in the thread: only b goes");
@@ -879,9 +879,9 @@ fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
 
     // a changes: its first turn gets a note, and it must go with the next call.
     std::fs::write(root.join("src/a.rs"), "fn a() -> u32 {\n    41 + 1\n}\n").unwrap();
-    let h = history::rebuild(&thread, &collector, 100_000);
+    let h = earlier_turns::rebuild(&thread, &collector, 100_000);
     assert_eq!(h.resend, vec![a.clone()]);
-    let first = history::message_text(&h.messages[0]);
+    let first = earlier_turns::message_text(&h.messages[0]);
     assert!(
         first.contains("src/a.rs: sent here, but it has changed since"),
         "{first}"
@@ -893,10 +893,10 @@ fn thread_history_through_the_collector_rerenders_turns_byte_for_byte() {
     let (t3, text3) = sent_turn(&collector, &[a.as_str()], "three", &h.sent);
     assert!(text3.contains("41 + 1"), "{text3}");
     thread.turns.push(t3);
-    let h = history::rebuild(&thread, &collector, 100_000);
+    let h = earlier_turns::rebuild(&thread, &collector, 100_000);
     assert!(h.resend.is_empty());
-    assert_eq!(history::message_text(&h.messages[4]), text3);
-    let all: String = h.messages.iter().map(history::message_text).collect();
+    assert_eq!(earlier_turns::message_text(&h.messages[4]), text3);
+    let all: String = h.messages.iter().map(earlier_turns::message_text).collect();
     assert_eq!(all.matches("41 + 1").count(), 1, "{all}");
 }
 

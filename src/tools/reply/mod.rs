@@ -22,6 +22,7 @@ use serde::Serialize;
 use super::review::{Clarification, Finding, Severity, Verdict};
 
 mod finish;
+pub mod investigation;
 mod kind;
 mod lists;
 mod parts;
@@ -345,8 +346,8 @@ impl Reply {
 
     /// Records what an investigation did: its steps, the files read, why it ended (a limit is
     /// also a notice).
-    pub fn set_investigation(&mut self, inv: super::investigation::Investigation) {
-        use super::investigation::StopReason;
+    pub fn set_investigation(&mut self, inv: investigation::Investigation) {
+        use investigation::StopReason;
         let why = match inv.stop {
             StopReason::Answered => None,
             StopReason::MaxSteps => Some("its step limit (max_steps)"),

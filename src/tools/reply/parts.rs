@@ -201,8 +201,8 @@ pub struct StepView {
     pub tokens: u64,
 }
 
-impl From<crate::tools::investigation::Step> for StepView {
-    fn from(s: crate::tools::investigation::Step) -> Self {
+impl From<crate::tools::reply::investigation::Step> for StepView {
+    fn from(s: crate::tools::reply::investigation::Step) -> Self {
         StepView {
             tool: s.tool,
             arguments: s.arguments,

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
-use gemini_mcp_server::threads::{self, ThreadId};
+use gemini_mcp_server::store::{self, ThreadId};
 use serde_json::{Value, json};
 
 use super::{Env, long_tests, within};
@@ -215,7 +215,7 @@ async fn hardening_redis_killed_mid_load_loses_no_acknowledged_turn() {
     c.redis_url = Some(Secret::new(redis.url()));
     c.key_prefix = PREFIX.into();
     c.max_turns = 1000;
-    let store = threads::open(&c.threads()).await.unwrap();
+    let store = store::open(&c.threads()).await.unwrap();
     let mut stored: HashMap<usize, Vec<String>> = HashMap::new();
     for (t, id) in ids.iter().enumerate() {
         let thread = store.load(id.parse::<ThreadId>().unwrap()).await.unwrap();

@@ -4,56 +4,53 @@
 
 use serde_json::{Value, json};
 
-use super::{Pipeline, ToolError};
-use crate::threads::{Owner, Thread, ThreadError, ThreadId, ThreadSummary};
+use super::App;
+use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadSummary};
+use crate::tools::ToolError;
 
 /// Most threads in a listing.
 pub const LIST_LIMIT: usize = 100;
 
 /// The caller's threads of this project, newest first.
-pub async fn list(
-    pipeline: &Pipeline,
-    owner: &Owner,
-    limit: usize,
-) -> Result<Vec<ThreadSummary>, ToolError> {
-    Ok(pipeline
+pub async fn list(app: &App, owner: &Owner, limit: usize) -> Result<Vec<ThreadSummary>, ToolError> {
+    Ok(app
         .store()
-        .list(&pipeline.project(), owner, limit.min(LIST_LIMIT))
+        .list(&app.project(), owner, limit.min(LIST_LIMIT))
         .await?)
 }
 
 /// One of the caller's threads of this project; `raw` is its id (or "latest").
-pub async fn load(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<Thread, ToolError> {
-    let id = resolve(pipeline, owner, raw).await?;
-    let thread = pipeline.store().load(id).await?;
+pub async fn load(app: &App, owner: &Owner, raw: &str) -> Result<Thread, ToolError> {
+    let id = resolve(app, owner, raw).await?;
+    let thread = app.store().load(id).await?;
     if thread.owner != *owner {
         return Err(ThreadError::Foreign { id: id.to_string() }.into());
     }
-    if thread.project != pipeline.project() {
+    if thread.project != app.project() {
         // Not readable from here, and not said to exist.
-        return Err(not_found(pipeline, id));
+        return Err(not_found(app, id));
     }
     Ok(thread)
 }
 
 /// Deletes one of the caller's threads of this project.
-pub async fn delete(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<ThreadId, ToolError> {
-    let thread = load(pipeline, owner, raw).await?;
-    if !pipeline.store().delete(thread.id, owner).await? {
-        return Err(not_found(pipeline, thread.id));
+pub async fn delete(app: &App, owner: &Owner, raw: &str) -> Result<ThreadId, ToolError> {
+    let thread = load(app, owner, raw).await?;
+    if !app.store().delete(thread.id, owner).await? {
+        return Err(not_found(app, thread.id));
     }
-    if let Some(agents) = pipeline.agents() {
+    if let Some(agents) = app.agents() {
         agents.forget_thread(&thread.id.to_string());
     }
     Ok(thread.id)
 }
 
-async fn resolve(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<ThreadId, ToolError> {
+async fn resolve(app: &App, owner: &Owner, raw: &str) -> Result<ThreadId, ToolError> {
     let raw = raw.trim();
     if raw == "latest" {
-        return Ok(pipeline
+        return Ok(app
             .store()
-            .latest(&pipeline.project(), owner)
+            .latest(&app.project(), owner)
             .await?
             .ok_or(ThreadError::NoLatest)?);
     }
@@ -65,10 +62,10 @@ async fn resolve(pipeline: &Pipeline, owner: &Owner, raw: &str) -> Result<Thread
     })
 }
 
-fn not_found(pipeline: &Pipeline, id: ThreadId) -> ToolError {
+fn not_found(app: &App, id: ThreadId) -> ToolError {
     ThreadError::NotFound {
         id: id.to_string(),
-        ttl_hours: pipeline.config().thread_ttl.as_secs_f64() / 3600.0,
+        ttl_hours: app.config().thread_ttl.as_secs_f64() / 3600.0,
     }
     .into()
 }

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use super::prompt;
 use crate::collector::{CollectRequest, Collector, FileEntry, tokens};
 use crate::gemini::{Message, Part};
-use crate::threads::{Thread, Turn};
+use crate::store::{Thread, Turn};
 
 /// Tokens counted per message for the framing the text does not show.
 const MESSAGE_OVERHEAD: u64 = 4;
@@ -267,7 +267,7 @@ mod tests {
 
     use super::*;
     use crate::gemini::Role;
-    use crate::threads::{FileRef, ThreadId};
+    use crate::store::{FileRef, ThreadId};
     use sha2::{Digest, Sha256};
 
     const SYSTEM: &str = "You are a careful reviewer. Answer with file:line references.\n";
@@ -314,7 +314,7 @@ mod tests {
                 thread: Thread {
                     id: ThreadId::new(),
                     project: "/project".into(),
-                    owner: crate::threads::Owner::local(),
+                    owner: crate::store::Owner::local(),
                     turns: Vec::new(),
                 },
                 current: HashMap::new(),

@@ -23,9 +23,10 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::{
-    LOCAL_OWNER, Owner, Spent, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn,
-    now_ms, title_of,
+    LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
+    title_of,
 };
+use crate::spend::{Day, SpendKey, Spent};
 
 /// The database file inside the state directory.
 pub const FILE_NAME: &str = "threads.sqlite3";
@@ -555,8 +556,8 @@ impl ThreadStore for EmbeddedStore {
         .await
     }
 
-    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError> {
-        let (key, day) = (key.to_string(), day.to_string());
+    async fn add_spend(&self, key: &SpendKey, day: Day, add: Spent) -> Result<Spent, ThreadError> {
+        let (key, day) = (key.stored(), day.to_string());
         let (tokens, micro) = (add.tokens as i64, add.micro_usd as i64);
         self.call(move |w| {
             let tx = w.conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -580,8 +581,8 @@ impl ThreadStore for EmbeddedStore {
         .await
     }
 
-    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError> {
-        let (key, day) = (key.to_string(), day.to_string());
+    async fn spent(&self, key: &SpendKey, day: Day) -> Result<Spent, ThreadError> {
+        let (key, day) = (key.stored(), day.to_string());
         let row: Option<(i64, i64)> = self
             .call(move |w| {
                 Ok(w.conn
@@ -613,6 +614,44 @@ impl ThreadStore for EmbeddedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A day's count stored by an earlier version (keys and days as strings) keeps counting:
+    /// the typed key and day read and add to the same row.
+    #[tokio::test]
+    async fn spend_counted_before_the_typed_keys_keeps_counting() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(tmp.path(), Duration::from_secs(60), 5)
+            .await
+            .unwrap();
+        let day = Day::of_ms(1_763_942_400_000);
+        Connection::open(store.path())
+            .unwrap()
+            .execute(
+                "INSERT INTO spend (key, day, tokens, micro_usd) VALUES ('project\n/p', '2025-11-24', 5, 7)",
+                [],
+            )
+            .unwrap();
+        let key = SpendKey::Project("/p".into());
+        let earlier = Spent {
+            tokens: 5,
+            micro_usd: 7,
+        };
+        assert_eq!(store.spent(&key, day).await.unwrap(), earlier);
+        let added = Spent {
+            tokens: 1,
+            micro_usd: 1,
+        };
+        let total = store.add_spend(&key, day, added).await.unwrap();
+        assert_eq!(
+            total,
+            Spent {
+                tokens: 6,
+                micro_usd: 8
+            }
+        );
+        let client = SpendKey::Client("5f1d".into());
+        assert_eq!(store.spent(&client, day).await.unwrap(), Spent::default());
+    }
 
     #[tokio::test]
     async fn creates_the_state_directory_private() {

@@ -31,10 +31,9 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script, Value};
 use sha2::{Digest, Sha256};
 
-use super::{
-    Owner, Spent, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
-};
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms};
 use crate::secret::Secret;
+use crate::spend::{Day, SpendKey, Spent};
 
 /// Format version of the thread header; a header with another version is reported as corrupt.
 const FORMAT: &str = "1";
@@ -249,12 +248,8 @@ impl RedisStore {
     }
 
     /// What `key` (a project or a client) spent on `day`: a hash, expiring two days later.
-    fn spend_key(&self, key: &str, day: &str) -> String {
-        format!(
-            "{}:spend:{day}:{}",
-            self.prefix,
-            &hex::encode(Sha256::digest(key.as_bytes()))[..32]
-        )
+    fn spend_key(&self, key: &SpendKey, day: Day) -> String {
+        spend_key(&self.prefix, key, day)
     }
 
     /// The `latest` index of `owner`'s threads in `project` (local threads keep the key they had
@@ -572,7 +567,7 @@ impl ThreadStore for RedisStore {
         }
     }
 
-    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError> {
+    async fn add_spend(&self, key: &SpendKey, day: Day, add: Spent) -> Result<Spent, ThreadError> {
         let k = self.spend_key(key, day);
         let (tokens, micro): (u64, u64) = self
             .run(|mut c| {
@@ -602,7 +597,7 @@ impl ThreadStore for RedisStore {
         })
     }
 
-    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError> {
+    async fn spent(&self, key: &SpendKey, day: Day) -> Result<Spent, ThreadError> {
         let k = self.spend_key(key, day);
         let (tokens, micro): (Option<u64>, Option<u64>) = self
             .run(|mut c| {
@@ -655,9 +650,32 @@ fn scrub(text: &str, url: &str, password: Option<&str>) -> String {
     out
 }
 
+/// The hash of what `key` spent on `day` under `prefix`: the digest of the key's stored form.
+fn spend_key(prefix: &str, key: &SpendKey, day: Day) -> String {
+    format!(
+        "{prefix}:spend:{day}:{}",
+        &hex::encode(Sha256::digest(key.stored().as_bytes()))[..32]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Redis keys of the daily counts are those of the string keys before them: a day
+    /// counted by an earlier version keeps counting.
+    #[test]
+    fn spend_keys_are_the_ones_stored_before() {
+        let day = Day::of_ms(1_763_942_400_000);
+        assert_eq!(
+            spend_key("gm", &SpendKey::Project("/p".into()), day),
+            "gm:spend:2025-11-24:98811ff0f591d31b3e9ad19d0aad55a0"
+        );
+        assert_eq!(
+            spend_key("gm", &SpendKey::Client("abc".into()), day),
+            "gm:spend:2025-11-24:b3829a463c0a715f98f20be8a7c5646c"
+        );
+    }
 
     #[test]
     fn scrub_hides_url_and_password() {

@@ -27,6 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
+use crate::spend::{Day, SpendKey, Spent};
 
 /// A thread's id: a UUID, parsed once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -193,14 +194,6 @@ pub struct ThreadSummary {
     pub title: String,
 }
 
-/// What was spent: tokens (input, output and thinking) and estimated cost in millionths of a
-/// dollar.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Spent {
-    pub tokens: u64,
-    pub micro_usd: u64,
-}
-
 /// Longest title kept for a listing, in characters.
 pub const TITLE_CHARS: usize = 80;
 
@@ -250,7 +243,7 @@ impl ThreadSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Thread {
     pub id: ThreadId,
-    /// The project the thread belongs to: its roots (see `Pipeline::project`).
+    /// The project the thread belongs to: its roots (see `App::project`).
     pub project: String,
     /// The client that started it.
     pub owner: Owner,
@@ -328,12 +321,12 @@ pub trait ThreadStore: Send + Sync {
     /// another owner started it.
     async fn delete(&self, id: ThreadId, owner: &Owner) -> Result<bool, ThreadError>;
 
-    /// Adds to what `key` spent on `day` (`YYYY-MM-DD`, UTC) and returns the new totals; shared
-    /// by every instance on the store.
-    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError>;
+    /// Adds to what `key` spent on `day` (UTC) and returns the new totals; shared by every
+    /// instance on the store. Kept under `key.stored()` and `day` as `YYYY-MM-DD`.
+    async fn add_spend(&self, key: &SpendKey, day: Day, add: Spent) -> Result<Spent, ThreadError>;
 
     /// What `key` spent on `day`.
-    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError>;
+    async fn spent(&self, key: &SpendKey, day: Day) -> Result<Spent, ThreadError>;
 
     /// Checks that the store answers (for readiness probes): `Unavailable` when it does not.
     async fn ping(&self) -> Result<(), ThreadError>;

@@ -1,35 +1,107 @@
-//! The daily caps (`GEMINI_MCP_DAILY_TOKENS`, `GEMINI_MCP_DAILY_USD`): the one gate every request
-//! to Gemini passes, whatever the engine.
+//! The daily caps (`GEMINI_MCP_DAILY_TOKENS`, `GEMINI_MCP_DAILY_USD`), typed: what a request
+//! is estimated at ([`Estimate`], every part of the request as the backend sends it), whom it
+//! counts against ([`SpendKey`]: the project and, over HTTP, the client) and on which UTC
+//! [`Day`], when it is refused ([`Caps::check`]), and what calls in flight hold ([`Holds`]).
 //!
-//! [`Meter::generate`] is the only way the pipeline and the investigation loop reach
-//! [`Gemini::generate`]: it estimates the request it is handed — the very value the backend
-//! sends, so the estimate cannot drift from what goes out — refuses it before Gemini when what
-//! was spent today plus the estimate would pass a cap, and counts the answer's usage at once
-//! (each request of an investigation is checked and counted on its own). The Gemini CLI's agent,
-//! whose requests are its own, is checked with its prompt before it starts and counted after.
+//! The thread store keeps what each key spent each day (`ThreadStore::add_spend`, `spent`), in
+//! the stored form of [`SpendKey::stored`] and [`Day`]'s `YYYY-MM-DD`, unchanged since the caps
+//! were strings, so existing counts keep counting. The pipeline's meter
+//! (`pipeline::meter::Meter`) puts it together: every request to Gemini is checked before it is
+//! sent and counted when answered.
 //!
 //! Calls in flight hold their estimate ([`Holds`]) from admission until their usage is counted,
 //! so two calls admitted at once cannot both pass a cap that only one of them fits under. The
-//! holds are the process's (one server or CLI); instances sharing a store see each other's calls
-//! only once they are counted.
+//! holds are the process's (one server or CLI, one per `App`); instances sharing a store see
+//! each other's calls only once they are counted.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
 
 use crate::collector::tokens;
-use crate::gemini::{
-    CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Part, Role, Usage, prices,
-};
-use crate::threads::{Owner, Spent, ThreadStore};
+use crate::gemini::{GenerateRequest, Part, Role};
 
-use super::ToolError;
+/// A daily cap would be passed: the request is refused before Gemini is called. The message
+/// says the estimate, the cap, what was spent, what to narrow and when the count resets.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SpendError {
+    #[error("{0}")]
+    Cap(String),
+}
+
+/// What was spent: tokens (input, output and thinking) and estimated cost in millionths of a
+/// dollar.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Spent {
+    pub tokens: u64,
+    pub micro_usd: u64,
+}
+
+/// Whom a request counts against: the project (its roots, one per line) for every call, and
+/// the HTTP client (its owner's digest) too when the call is not local.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SpendKey {
+    Project(String),
+    Client(String),
+}
+
+impl SpendKey {
+    /// The key as the stores keep it: `project\n<roots>` or `client\n<owner>` (Redis keeps
+    /// its digest). Unchanged since keys were strings: existing counts keep counting.
+    pub fn stored(&self) -> String {
+        match self {
+            SpendKey::Project(project) => format!("project\n{project}"),
+            SpendKey::Client(owner) => format!("client\n{owner}"),
+        }
+    }
+
+    /// Who the cap applies to, as a refusal says it.
+    fn whose(&self) -> &'static str {
+        match self {
+            SpendKey::Project(_) => "this project",
+            SpendKey::Client(_) => "this client",
+        }
+    }
+}
+
+/// A day in UTC, the unit the caps count in; stored and shown as `YYYY-MM-DD`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Day(i64);
+
+impl Day {
+    /// Today in UTC.
+    pub fn today() -> Day {
+        Day::of_ms(now_ms())
+    }
+
+    /// The UTC day of a Unix time in milliseconds.
+    pub fn of_ms(ms: u64) -> Day {
+        Day((ms / 1000) as i64 / 86_400)
+    }
+}
+
+impl fmt::Display for Day {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::git::date(self.0 * 86_400))
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
 
 /// What one inline image costs, as budgeted and estimated (Gemini's image tokens are not counted
 /// locally).
 pub const IMAGE_TOKENS: u64 = 3_000;
 /// Requests up to this size are estimated where they are (well under a millisecond); larger ones
 /// in `spawn_blocking`.
-const INLINE_BYTES: usize = 16 * 1024;
+pub const INLINE_BYTES: usize = 16 * 1024;
 
 /// The caps, as configured.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,8 +111,53 @@ pub struct Caps {
 }
 
 impl Caps {
-    fn any(self) -> bool {
+    pub fn any(self) -> bool {
         self.daily_tokens.is_some() || self.daily_usd.is_some()
+    }
+
+    /// Refuses a request estimated at `estimate` (its input costing about `input_usd` on
+    /// `model`) when what `key` spent today, counted and held, and it together pass a cap.
+    pub fn check(
+        self,
+        key: &SpendKey,
+        spent: Spent,
+        estimate: &Estimate,
+        input_usd: f64,
+        model: &str,
+    ) -> Result<(), SpendError> {
+        let need = estimate.total();
+        let whose = key.whose();
+        let advice = match estimate.advice() {
+            a if a.is_empty() => " Raise the cap".to_string(),
+            a => format!(" To fit, {a}; or raise the cap"),
+        };
+        if let Some(cap) = self.daily_tokens
+            && spent.tokens + need > cap
+        {
+            return Err(SpendError::Cap(format!(
+                "the daily token cap of {cap} (GEMINI_MCP_DAILY_TOKENS) for {whose} would be passed: {} tokens \
+                 spent today and this request needs about {need} tokens of input ({}), before Gemini's \
+                 answer. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC ({}).",
+                spent.tokens,
+                estimate.parts(),
+                until_midnight()
+            )));
+        }
+        let spent_usd = spent.micro_usd as f64 / 1e6;
+        if let Some(cap) = self.daily_usd
+            && spent_usd + input_usd > cap
+        {
+            return Err(SpendError::Cap(format!(
+                "the daily spending cap of ${cap:.2} (GEMINI_MCP_DAILY_USD) for {whose} would be passed: about \
+                 ${spent_usd:.4} spent today and this request's input (about {need} tokens: {}) costs about \
+                 ${input_usd:.4} on {}. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC \
+                 ({}).",
+                estimate.parts(),
+                model,
+                until_midnight()
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -124,23 +241,12 @@ impl Estimate {
         }
     }
 
-    /// [`Estimate::of`], off the runtime's threads when the request is large.
-    async fn of_request(req: &GenerateRequest) -> Result<Estimate, ToolError> {
-        if approximate_bytes(req) <= INLINE_BYTES {
-            return Ok(Estimate::of(req));
-        }
-        let req = req.clone();
-        tokio::task::spawn_blocking(move || Estimate::of(&req))
-            .await
-            .map_err(|e| ToolError::Internal(format!("a background task failed: {e}")))
-    }
-
     pub fn total(&self) -> u64 {
         self.system + self.history + self.turn + self.images + self.steps + self.declarations
     }
 
     /// "system instruction 310, files and text 1,402, …": the nonzero parts.
-    fn parts(&self) -> String {
+    pub fn parts(&self) -> String {
         let named = [
             ("system instruction", self.system),
             ("earlier turns", self.history),
@@ -158,7 +264,7 @@ impl Estimate {
     }
 
     /// What to narrow, from the parts that weigh most.
-    fn advice(&self) -> String {
+    pub fn advice(&self) -> String {
         let mut ways = Vec::new();
         if self.turn > 0 {
             ways.push("send fewer or smaller files (or a smaller diff) and a shorter prompt");
@@ -182,7 +288,7 @@ fn is_plain(p: &Part) -> bool {
 }
 
 /// The request's size in bytes, roughly (images left out), to choose where to count it.
-fn approximate_bytes(req: &GenerateRequest) -> usize {
+pub fn approximate_bytes(req: &GenerateRequest) -> usize {
     let parts: usize = req
         .contents
         .iter()
@@ -206,31 +312,37 @@ fn json_len(v: &serde_json::Value) -> usize {
     }
 }
 
-/// One call's meter: the caps, the keys it counts against (the project and, over HTTP, the
-/// client) and the store that keeps the day's count.
-pub struct Meter {
-    caps: Caps,
-    keys: Vec<String>,
-    store: Arc<dyn ThreadStore>,
-    holds: Arc<Holds>,
-}
-
 /// The estimates of the requests admitted and not yet counted, per key: what the next
-/// admission adds to what the store says was spent. One per pipeline.
+/// admission adds to what the store says was spent. One per `App`.
 #[derive(Default)]
 pub struct Holds {
     /// Admitting (store read, check, hold) and counting (store write, release) take turns, so an
     /// admission never sees a request neither held nor counted.
     turn: tokio::sync::Mutex<()>,
-    held: Mutex<HashMap<String, Spent>>,
+    held: Mutex<HashMap<SpendKey, Spent>>,
 }
 
 impl Holds {
-    fn held(&self, key: &str) -> Spent {
+    /// Waits for the turn to admit or count: held until the guard is dropped.
+    pub async fn turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.turn.lock().await
+    }
+
+    /// What the calls in flight hold against `key`.
+    pub fn held(&self, key: &SpendKey) -> Spent {
         lock(&self.held).get(key).copied().unwrap_or_default()
     }
 
-    fn change(&self, keys: &[String], by: Spent, add: bool) {
+    /// Holds `amount` against each of `keys` until the returned [`Hold`] is dropped.
+    pub fn hold(self: &Arc<Holds>, keys: &[SpendKey], amount: Spent) -> Hold {
+        self.change(keys, amount, true);
+        Hold {
+            holds: Some((self.clone(), keys.to_vec())),
+            amount,
+        }
+    }
+
+    fn change(&self, keys: &[SpendKey], by: Spent, add: bool) {
         let mut held = lock(&self.held);
         for key in keys {
             let h = held.entry(key.clone()).or_default();
@@ -252,10 +364,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// One admitted request's estimate, held until its usage is counted ([`Meter::record`]) or
+/// One admitted request's estimate, held until its usage is counted (the meter's `record`) or
 /// the request is given up (dropped).
 pub struct Hold {
-    holds: Option<(Arc<Holds>, Vec<String>)>,
+    holds: Option<(Arc<Holds>, Vec<SpendKey>)>,
     amount: Spent,
 }
 
@@ -277,159 +389,9 @@ impl Drop for Hold {
     }
 }
 
-impl Meter {
-    /// A meter for a call of `owner` in `project` (the roots, one per line). Without caps it
-    /// counts nothing.
-    pub fn new(
-        caps: Caps,
-        store: Arc<dyn ThreadStore>,
-        holds: Arc<Holds>,
-        project: &str,
-        owner: &Owner,
-    ) -> Meter {
-        let mut keys = Vec::new();
-        if caps.any() {
-            keys.push(format!("project\n{project}"));
-            if !owner.is_local() {
-                keys.push(format!("client\n{}", owner.as_str()));
-            }
-        }
-        Meter {
-            caps,
-            keys,
-            store,
-            holds,
-        }
-    }
-
-    /// Gemini's answer to `req`, if `req` fits under the caps; its usage is counted at once.
-    pub async fn generate(
-        &self,
-        gemini: &Gemini,
-        req: GenerateRequest,
-        ctx: &CallContext,
-    ) -> Result<GenerateResponse, ToolError> {
-        let hold = if self.keys.is_empty() {
-            Hold::none()
-        } else {
-            let estimate = Estimate::of_request(&req).await?;
-            self.admit(&estimate, &req.model).await?
-        };
-        let model = req.model.id.clone();
-        let answer = gemini.generate(req, ctx).await?;
-        let used = answer.model_version.as_deref().unwrap_or(&model);
-        self.record(hold, used, &answer.usage).await;
-        Ok(answer)
-    }
-
-    /// Refuses a request estimated at `estimate` when what was spent today, what calls in
-    /// flight hold and it together pass a cap, saying the estimate, the cap, what was spent, what
-    /// to narrow and when the count resets; else holds the estimate until [`Meter::record`].
-    pub async fn admit(&self, estimate: &Estimate, model: &ModelInfo) -> Result<Hold, ToolError> {
-        if self.keys.is_empty() {
-            return Ok(Hold::none());
-        }
-        let _turn = self.holds.turn.lock().await;
-        let day = utc_day();
-        let need = estimate.total();
-        let input_usd = prices::estimate(
-            &model.id,
-            &Usage {
-                input: need,
-                ..Default::default()
-            },
-            prices::today(),
-        )
-        .unwrap_or(0.0);
-        for key in &self.keys {
-            let stored = self.store.spent(key, &day).await?;
-            let held = self.holds.held(key);
-            let spent = Spent {
-                tokens: stored.tokens + held.tokens,
-                micro_usd: stored.micro_usd + held.micro_usd,
-            };
-            let whose = if key.starts_with("client") {
-                "this client"
-            } else {
-                "this project"
-            };
-            let advice = match estimate.advice() {
-                a if a.is_empty() => " Raise the cap".to_string(),
-                a => format!(" To fit, {a}; or raise the cap"),
-            };
-            if let Some(cap) = self.caps.daily_tokens
-                && spent.tokens + need > cap
-            {
-                return Err(ToolError::SpendingCap(format!(
-                    "the daily token cap of {cap} (GEMINI_MCP_DAILY_TOKENS) for {whose} would be passed: {} tokens \
-                     spent today and this request needs about {need} tokens of input ({}), before Gemini's \
-                     answer. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC ({}).",
-                    spent.tokens,
-                    estimate.parts(),
-                    until_midnight()
-                )));
-            }
-            let spent_usd = spent.micro_usd as f64 / 1e6;
-            if let Some(cap) = self.caps.daily_usd
-                && spent_usd + input_usd > cap
-            {
-                return Err(ToolError::SpendingCap(format!(
-                    "the daily spending cap of ${cap:.2} (GEMINI_MCP_DAILY_USD) for {whose} would be passed: about \
-                     ${spent_usd:.4} spent today and this request's input (about {need} tokens: {}) costs about \
-                     ${input_usd:.4} on {}. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC \
-                     ({}).",
-                    estimate.parts(),
-                    model.id,
-                    until_midnight()
-                )));
-            }
-        }
-        let amount = Spent {
-            tokens: need,
-            micro_usd: (input_usd * 1e6).round() as u64,
-        };
-        self.holds.change(&self.keys, amount, true);
-        Ok(Hold {
-            holds: Some((self.holds.clone(), self.keys.clone())),
-            amount,
-        })
-    }
-
-    /// Counts a request's usage against the caps and releases its hold; a store failure is
-    /// logged, not fatal (the answer is already here).
-    pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
-        if self.keys.is_empty() {
-            return;
-        }
-        let _turn = self.holds.turn.lock().await;
-        let cost = prices::estimate(model, usage, prices::today());
-        let add = Spent {
-            tokens: usage.input + usage.output + usage.thinking,
-            micro_usd: cost.map_or(0, |c| (c * 1e6).round() as u64),
-        };
-        let day = utc_day();
-        for key in &self.keys {
-            if let Err(e) = self.store.add_spend(key, &day, add).await {
-                tracing::warn!("could not count this call against the daily cap: {e}");
-            }
-        }
-        drop(hold);
-    }
-
-    /// Whether any cap applies (an estimate is made only then).
-    pub fn is_on(&self) -> bool {
-        !self.keys.is_empty()
-    }
-}
-
-/// Today in UTC, `YYYY-MM-DD`.
-fn utc_day() -> String {
-    super::threads::iso(crate::threads::now_ms())[..10].to_string()
-}
-
 /// How long until 00:00 UTC, e.g. `in 5 h 12 min`.
 fn until_midnight() -> String {
-    let secs = crate::threads::now_ms() / 1000;
+    let secs = now_ms() / 1000;
     let left = 86_400 - secs % 86_400;
     format!("in {} h {} min", left / 3600, (left % 3600) / 60)
 }
@@ -516,47 +478,23 @@ mod tests {
         assert!(e.advice().contains("max_steps"));
     }
 
-    /// Two calls admitted before either is counted cannot both pass a cap only one fits under:
-    /// the first holds its estimate until its usage is counted (or it is given up).
-    #[tokio::test]
-    async fn calls_in_flight_hold_their_estimate_until_counted() {
-        let store: Arc<dyn ThreadStore> = Arc::new(crate::threads::memory::MemoryStore::new(
-            std::time::Duration::from_secs(60),
-            10,
-        ));
-        let caps = Caps {
-            daily_tokens: Some(1_000),
-            daily_usd: None,
-        };
-        let meter = Meter::new(caps, store, Arc::default(), "/p", &Owner::local());
-        let model = request(Vec::new()).model;
-        let each = Estimate {
-            turn: 600,
-            ..Estimate::default()
-        };
-        let first = meter.admit(&each, &model).await.expect("the first fits");
-        let refused = meter.admit(&each, &model).await;
-        assert!(
-            matches!(&refused, Err(ToolError::SpendingCap(m)) if m.contains("600 tokens")),
-            "the second is refused while the first is in flight: {:?}",
-            refused.err()
+    /// The stored keys and days are the strings the caps counted under before they were typed:
+    /// what a store holds from an earlier version keeps counting.
+    #[test]
+    fn keys_and_days_are_stored_as_before() {
+        assert_eq!(
+            SpendKey::Project("/work/a\n/work/b".into()).stored(),
+            "project\n/work/a\n/work/b"
         );
-        // Counted at what it really used, the first leaves room for another.
-        let used = Usage {
-            input: 100,
-            ..Usage::default()
-        };
-        meter.record(first, &model.id, &used).await;
-        let second = meter
-            .admit(&each, &model)
-            .await
-            .expect("room after counting");
-        // Given up (an error, a cancellation), a hold is released with nothing counted.
-        drop(second);
-        let third = meter
-            .admit(&each, &model)
-            .await
-            .expect("room after giving up");
-        drop(third);
+        assert_eq!(SpendKey::Client("3f2a9c".into()).stored(), "client\n3f2a9c");
+        // `YYYY-MM-DD` of the UTC day, as the date part of the threads' `iso` times was.
+        assert_eq!(Day::of_ms(0).to_string(), "1970-01-01");
+        assert_eq!(
+            Day::of_ms(1_763_942_400_000 + 3_723_000).to_string(),
+            "2025-11-24"
+        );
+        assert_eq!(Day::of_ms(1_763_942_400_000 - 1).to_string(), "2025-11-23");
+        assert!(Day::of_ms(0) < Day::of_ms(86_400_000));
+        assert_eq!(Day::today(), Day::of_ms(now_ms()));
     }
 }

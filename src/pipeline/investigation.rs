@@ -1,4 +1,4 @@
-//! The investigation loop, inside the one pipeline: Gemini's function calls are answered by the
+//! The investigation loop, a step of the pipeline: Gemini's function calls are answered by the
 //! read-only project tools ([`crate::explore`]) until Gemini answers in text or a limit stops it.
 //!
 //! Each request is the one before with the model's turn (replayed exactly as received, thought
@@ -12,14 +12,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::ToolError;
-use super::spend::Meter;
+use super::meter::Meter;
 use crate::collector::tokens;
 use crate::explore::{Explorer, Outcome};
 use crate::gemini::{
     CallContext, FunctionCall, Functions, Gemini, GeminiError, GenerateRequest, GenerateResponse,
     Message, Part, Role, Usage,
 };
+use crate::tools::ToolError;
+use crate::tools::reply::investigation::{Investigation, Step, StopReason};
 
 /// Least room, in tokens, worth cutting a result into; with less the result is withheld.
 const MIN_CUT_TOKENS: u64 = 150;
@@ -41,66 +42,21 @@ pub struct Limits {
     pub deadline: Duration,
 }
 
-/// Why the investigation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
-    /// Gemini answered on its own.
-    Answered,
-    MaxSteps,
-    TokenBudget,
-    Deadline,
-}
-
-impl StopReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Answered => "answered",
-            StopReason::MaxSteps => "max_steps",
-            StopReason::TokenBudget => "token_budget",
-            StopReason::Deadline => "deadline",
-        }
-    }
-
-    /// What Gemini is told when a limit ends the investigation.
-    fn instruction(self, limits: &Limits) -> String {
-        let limit = match self {
-            StopReason::Answered => return String::new(),
-            StopReason::MaxSteps => format!("the step limit ({} tool calls)", limits.max_steps),
-            StopReason::TokenBudget => format!(
-                "the token budget for tool results ({} tokens)",
-                limits.token_budget
-            ),
-            StopReason::Deadline => format!("the time limit ({:?})", limits.deadline),
-        };
-        format!(
-            "The investigation has reached {limit}; no more tool calls are possible. Answer the task \
-             now from what you have found, citing path:line, and say what you could not check."
-        )
-    }
-}
-
-/// One tool call Gemini made.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Step {
-    pub tool: String,
-    pub arguments: Value,
-    /// One line: what it found, or why it was refused.
-    pub outcome: String,
-    /// Tokens of the result sent back.
-    pub tokens: u64,
-}
-
-/// What the investigation did besides the answer.
-#[derive(Debug, Clone)]
-pub struct Investigation {
-    pub steps: Vec<Step>,
-    /// Files whose lines Gemini read, in first-read order.
-    pub files_read: Vec<String>,
-    pub stop: StopReason,
-    /// Summed over every request of the loop.
-    pub usage: Usage,
-    /// Requests sent to Gemini.
-    pub requests: u32,
+/// What Gemini is told when `stop`, a limit, ends the investigation.
+fn instruction(stop: StopReason, limits: &Limits) -> String {
+    let limit = match stop {
+        StopReason::Answered => return String::new(),
+        StopReason::MaxSteps => format!("the step limit ({} tool calls)", limits.max_steps),
+        StopReason::TokenBudget => format!(
+            "the token budget for tool results ({} tokens)",
+            limits.token_budget
+        ),
+        StopReason::Deadline => format!("the time limit ({:?})", limits.deadline),
+    };
+    format!(
+        "The investigation has reached {limit}; no more tool calls are possible. Answer the task \
+         now from what you have found, citing path:line, and say what you could not check."
+    )
 }
 
 /// Runs the loop from `req` (the call's first request) to Gemini's answer. Each request passes
@@ -198,7 +154,7 @@ fn force(req: &mut GenerateRequest, inv: &mut Investigation, stop: StopReason, l
     if let Some(f) = req.functions.as_mut() {
         f.allow = false;
     }
-    let text = Part::Text(stop.instruction(limits));
+    let text = Part::Text(instruction(stop, limits));
     match req.contents.last_mut() {
         Some(m) if m.role == Role::User => m.parts.push(text),
         _ => req.contents.push(Message {
@@ -428,22 +384,6 @@ fn add(sum: &mut Usage, u: Usage) {
     sum.output += u.output;
     sum.thinking += u.thinking;
     sum.cached += u.cached;
-}
-
-/// The steps as the thread keeps them: one line each, so a later turn knows what was looked at
-/// without the results themselves.
-pub fn steps_note(inv: &Investigation) -> String {
-    let mut s = format!(
-        "## Investigation ({} steps, {})\n",
-        inv.steps.len(),
-        inv.stop.as_str()
-    );
-    for step in &inv.steps {
-        s.push_str("- ");
-        s.push_str(&step.outcome);
-        s.push('\n');
-    }
-    s
 }
 
 #[cfg(test)]

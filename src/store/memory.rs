@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{Owner, Spent, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
+use crate::spend::{Day, SpendKey, Spent};
 
 struct Entry {
     thread: Thread,
@@ -17,7 +18,7 @@ struct Entry {
 pub struct MemoryStore {
     ttl: Duration,
     max_turns: u32,
-    spend: Mutex<HashMap<(String, String), Spent>>,
+    spend: Mutex<HashMap<(SpendKey, Day), Spent>>,
     inner: Mutex<(HashMap<ThreadId, Entry>, u64)>,
 }
 
@@ -130,20 +131,18 @@ impl ThreadStore for MemoryStore {
         }
     }
 
-    async fn add_spend(&self, key: &str, day: &str, add: Spent) -> Result<Spent, ThreadError> {
+    async fn add_spend(&self, key: &SpendKey, day: Day, add: Spent) -> Result<Spent, ThreadError> {
         let mut g = self.spend.lock().unwrap_or_else(|e| e.into_inner());
-        g.retain(|(_, d), _| d.as_str() >= day);
-        let e = g.entry((key.to_string(), day.to_string())).or_default();
+        g.retain(|(_, d), _| *d >= day);
+        let e = g.entry((key.clone(), day)).or_default();
         e.tokens += add.tokens;
         e.micro_usd += add.micro_usd;
         Ok(*e)
     }
 
-    async fn spent(&self, key: &str, day: &str) -> Result<Spent, ThreadError> {
+    async fn spent(&self, key: &SpendKey, day: Day) -> Result<Spent, ThreadError> {
         let g = self.spend.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(g.get(&(key.to_string(), day.to_string()))
-            .copied()
-            .unwrap_or_default())
+        Ok(g.get(&(key.clone(), day)).copied().unwrap_or_default())
     }
 
     async fn ping(&self) -> Result<(), ThreadError> {

@@ -1,0 +1,174 @@
+//! Reading the answer: the reply's body from Gemini's text (an answer, a request for
+//! clarification, or a review's findings with the secret files made critical), and what the
+//! reply says besides (model, usage, sources, files, notes).
+
+use super::gather::Material;
+use crate::gemini::GenerateResponse;
+use crate::git::DiffContext;
+use crate::tools::reply::{IncludedFile, Reply, ReviewBody};
+use crate::tools::{Output, Plan, ToolError, review};
+
+/// The reply's body from Gemini's answer: the text, or a request for clarification, or (for
+/// reviews) the parsed findings — secret files in the diff made critical findings, the severity
+/// filter applied by us, the verdict kept where the tool gives one.
+pub(super) fn read_answer(
+    plan: &Plan,
+    text: &str,
+    diff: Option<&DiffContext>,
+) -> Result<Reply, ToolError> {
+    let (min_severity, verdict) = match plan.output {
+        Output::Text => {
+            return Ok(match review::clarification_in_text(text) {
+                Some(c) => Reply::clarification(clarification_text(&c), c),
+                None => Reply::answer(text.to_string()),
+            });
+        }
+        Output::Review {
+            min_severity,
+            verdict,
+        } => (min_severity, verdict),
+    };
+    let mut parsed = review::parse(text).map_err(|e| {
+        ToolError::Gemini(crate::gemini::GeminiError::Malformed {
+            message: e.to_string(),
+        })
+    })?;
+    if let Some(c) = parsed
+        .clarification
+        .take()
+        .filter(|_| parsed.findings.is_empty())
+    {
+        return Ok(Reply::clarification(clarification_text(&c), c));
+    }
+    if let Some(d) = diff {
+        secret_findings(&mut parsed, &d.secret_files);
+    }
+    let filtered = review::filter(&mut parsed, min_severity);
+    Ok(Reply::review(ReviewBody {
+        summary: parsed.summary,
+        findings: parsed.findings,
+        verdict: parsed.verdict.filter(|_| verdict),
+        filtered_out: filtered,
+        min: min_severity,
+    }))
+}
+
+/// What the reply says besides the answer: the model, usage, fallback and sources, redactions,
+/// the files included and left out, earlier turns left out, and a cut answer.
+pub(super) fn finish_reply(
+    reply: &mut Reply,
+    model_used: String,
+    answer: &GenerateResponse,
+    material: &Material,
+    omitted_turns: usize,
+) {
+    let diff = material.diff.as_ref();
+    let meta = &mut reply.meta;
+    meta.model = Some(model_used);
+    meta.usage = Some(answer.usage.into());
+    meta.fallback = answer.fallback.clone().map(Into::into);
+    meta.sources = answer.sources.iter().cloned().map(Into::into).collect();
+    meta.redactions = material.collected.redactions + diff.map_or(0, |d| d.redactions);
+    meta.files.included = material
+        .collected
+        .files
+        .iter()
+        .map(|f| IncludedFile {
+            path: f.display.clone(),
+            tokens: f.tokens,
+        })
+        .collect();
+    if let Some(d) = diff {
+        meta.changed_files = Some(d.changed.iter().cloned().map(Into::into).collect());
+        meta.files
+            .included
+            .extend(d.context_files.iter().map(|(path, tokens)| IncludedFile {
+                path: path.clone(),
+                tokens: *tokens,
+            }));
+    }
+    meta.files.skipped = material.skipped.iter().cloned().map(Into::into).collect();
+    if omitted_turns > 0 {
+        reply.note(format!(
+            "{omitted_turns} earlier turn(s) were left out of the context to fit the budget."
+        ));
+    }
+    if let Some(reason) = &answer.finish_reason {
+        reply.set_finish_reason(reason);
+    }
+}
+
+/// A changed file that looks like a secret is a critical finding whatever Gemini said: its
+/// content was never sent, so this must not depend on the model noticing the warning.
+fn secret_findings(review: &mut review::Review, secret_files: &[String]) {
+    for path in secret_files.iter().rev() {
+        if review
+            .findings
+            .iter()
+            .any(|f| f.file == *path && f.severity == review::Severity::Critical)
+        {
+            continue;
+        }
+        review.findings.insert(
+            0,
+            review::Finding {
+                severity: review::Severity::Critical,
+                file: path.clone(),
+                line: None,
+                title: "A file that looks like a secret is part of the change".into(),
+                detail: format!(
+                    "{path} matches a secret file name pattern; its content was not sent for review. \
+                     Committing it would expose it to everyone with access to the repository."
+                ),
+                fix: Some(format!(
+                    "Keep it out of the commit: `git restore --staged {path}` and add it to .gitignore; \
+                     rotate the secret if it was ever committed or pushed."
+                )),
+            },
+        );
+        review.verdict = Some(review::Verdict::DoNotCommit);
+    }
+}
+
+fn clarification_text(c: &review::Clarification) -> String {
+    let mut s = format!("Gemini needs more before it can answer: {}", c.question);
+    if !c.files_needed.is_empty() {
+        s.push_str(&format!(
+            "\n\nFiles requested: {}",
+            c.files_needed.join(", ")
+        ));
+    }
+    s.push_str("\n\nCall again with the same continuation_id and the requested files or answers.");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_files_become_critical_findings_once() {
+        let mut r = review::parse(
+            r#"{"summary":"","verdict":"ready","findings":[{"severity":"critical","file":"deploy/id_rsa","title":"key","detail":"d"}]}"#,
+        )
+        .unwrap();
+        secret_findings(&mut r, &[".env".into(), "deploy/id_rsa".into()]);
+        let files: Vec<(&str, review::Severity)> = r
+            .findings
+            .iter()
+            .map(|f| (f.file.as_str(), f.severity))
+            .collect();
+        assert_eq!(
+            files,
+            vec![
+                (".env", review::Severity::Critical),
+                ("deploy/id_rsa", review::Severity::Critical)
+            ]
+        );
+        assert_eq!(r.verdict, Some(review::Verdict::DoNotCommit));
+        let mut clean = review::parse(r#"{"summary":"","verdict":"ready","findings":[]}"#).unwrap();
+        secret_findings(&mut clean, &[]);
+        assert_eq!(clean.verdict, Some(review::Verdict::Ready));
+        assert!(clean.findings.is_empty());
+    }
+}

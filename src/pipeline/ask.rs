@@ -1,0 +1,172 @@
+//! The ask step: the request built from the plan, the history and the material, and Gemini's
+//! answer to it — one request, an investigation (the loop of function calls over the read-only
+//! project tools, `investigation`), or the Gemini CLI's own agent. Every request passes the
+//! call's meter (the daily caps).
+
+use std::sync::Arc;
+
+use super::gather::Material;
+use super::meter::Meter;
+use super::{Services, blocking, earlier_turns, investigation, prompt};
+use crate::gemini::models::ModelInfo;
+use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part};
+use crate::spend::{Estimate, Hold};
+use crate::tools::reply::investigation::Investigation;
+use crate::tools::{Output, Plan, ToolError, review};
+
+/// What Gemini did besides answering: an investigation with our tools, or the Gemini CLI's
+/// agent with its own.
+pub(super) enum Explored {
+    Investigation(Investigation),
+    Agent(crate::gemini::acp::AgentRun, crate::gemini::acp::Mode),
+}
+
+/// The request to Gemini, and the turn's text after its files (what the thread keeps: history
+/// re-renders the turn as its files, re-read, followed by exactly this text).
+pub(super) fn build_request(
+    plan: &Plan,
+    model: ModelInfo,
+    system: String,
+    mut contents: Vec<Message>,
+    omitted_turns: usize,
+    material: &Material,
+) -> (GenerateRequest, String) {
+    let tail = prompt::turn_tail(
+        material.diff.as_ref().map(|d| d.text.as_str()),
+        &material.skipped,
+        &plan.request,
+    );
+    let mut text = prompt::user_turn(&material.collected.files, &tail);
+    if contents.is_empty() && omitted_turns > 0 {
+        text.insert_str(0, &earlier_turns::omitted_note(omitted_turns));
+    }
+    let mut parts = vec![Part::Text(text)];
+    parts.extend(material.images.iter().map(|i| Part::Image {
+        mime: i.mime.clone(),
+        data: i.data.clone(),
+    }));
+    contents.push(Message {
+        role: crate::gemini::Role::User,
+        parts,
+    });
+    let temperature = plan
+        .temperature
+        .or_else(|| (!model.is_level_family()).then(|| plan.tool.default_temperature()));
+    let response_schema = match plan.output {
+        Output::Review { verdict, .. } => Some(review::response_schema(verdict)),
+        Output::Text => None,
+    };
+    let request = GenerateRequest {
+        model,
+        system_instruction: system,
+        contents,
+        thinking: plan.thinking,
+        temperature,
+        response_schema,
+        web_search: plan.web_search,
+        functions: None,
+    };
+    (request, tail)
+}
+
+/// Gemini's answer to `request`: one call, or an investigation (the loop of function calls
+/// over the read-only project tools) when the plan asks for one. `room` is what is left of
+/// the context budget for the investigation's tool results. The answer's usage is the
+/// loop's sum. Every request, whatever the engine, passes `meter` (the daily caps).
+pub(super) async fn ask(
+    services: &Services,
+    plan: &Plan,
+    request: GenerateRequest,
+    room: u64,
+    thread: &str,
+    meter: &Meter,
+    ctx: &CallContext,
+) -> Result<(GenerateResponse, Option<Explored>), ToolError> {
+    if let Some(mode) = plan.agent {
+        let (answer, run) = ask_agent(services, request, mode, thread, meter, ctx).await?;
+        return Ok((answer, Some(Explored::Agent(run, mode))));
+    }
+    let Some(steps) = plan.explore else {
+        return Ok((meter.generate(&services.gemini, request, ctx).await?, None));
+    };
+    let settings = services.config.explore;
+    let limits = investigation::Limits {
+        max_steps: steps.min(settings.max_steps),
+        token_budget: settings.token_budget.min(room),
+        deadline: settings.deadline,
+    };
+    let explorer = Arc::new(
+        crate::explore::Explorer::new(services.collector.clone())
+            .with_result_chars(settings.result_chars),
+    );
+    let (mut answer, inv) =
+        investigation::run(&services.gemini, meter, explorer, request, limits, ctx).await?;
+    answer.usage = inv.usage;
+    Ok((answer, Some(Explored::Investigation(inv))))
+}
+
+/// The Gemini CLI's own agent answers `request` (its last user turn; the whole conversation
+/// when the agent's session has to be rebuilt), exploring with its own tools under `mode`.
+/// The agent's requests are its own: the caps are checked with the conversation it is handed
+/// before it starts, and its usage is counted when it ends.
+async fn ask_agent(
+    services: &Services,
+    request: GenerateRequest,
+    mode: crate::gemini::acp::Mode,
+    thread: &str,
+    meter: &Meter,
+    ctx: &CallContext,
+) -> Result<(GenerateResponse, crate::gemini::acp::AgentRun), ToolError> {
+    let pool = services.gemini.agents()?;
+    pool.check_mode(mode)?;
+    let last = request
+        .contents
+        .last()
+        .map(|m| crate::gemini::headless::render_prompt(std::slice::from_ref(m)))
+        .unwrap_or_default();
+    let rebuilt = (request.contents.len() > 1)
+        .then(|| crate::gemini::headless::render_prompt(&request.contents));
+    let prompt = crate::gemini::acp::Prompt {
+        text: format!("{AGENT_INSTRUCTIONS}\n\n{last}"),
+        rebuilt: rebuilt.map(|r| format!("{AGENT_INSTRUCTIONS}\n\n{r}")),
+        mode,
+        model: request.model.id.clone(),
+        thread: Some(thread.to_string()),
+    };
+    let hold = if meter.is_on() {
+        let (text, rebuilt) = (prompt.text.clone(), prompt.rebuilt.clone());
+        let estimate =
+            blocking(move || Estimate::of_agent_prompt(&text, rebuilt.as_deref())).await?;
+        meter.admit(&estimate, &request.model).await?
+    } else {
+        Hold::none()
+    };
+    let run = pool.prompt(prompt, ctx).await?;
+    meter
+        .record(hold, &request.model.id, &run.usage.unwrap_or_default())
+        .await;
+    let answer = GenerateResponse {
+        text: run.answer().to_string(),
+        usage: run.usage.unwrap_or_default(),
+        finish_reason: Some(run.finish_reason()),
+        ..GenerateResponse::default()
+    };
+    Ok((answer, run))
+}
+
+/// What the Gemini CLI's agent is told before the task.
+const AGENT_INSTRUCTIONS: &str = "You are investigating this project for another engineer: read what you need (read-only; \
+do not change files or run commands), then answer in Markdown, citing `path:line` for every claim about the code.";
+
+/// The agent's work as the thread keeps it: one line per tool call.
+pub(super) fn agent_note(run: &crate::gemini::acp::AgentRun) -> String {
+    let mut s = format!(
+        "## Gemini CLI agent ({} tool calls, {})\n",
+        run.tool_calls.len(),
+        run.stop_reason
+    );
+    for c in &run.tool_calls {
+        s.push_str(&format!("- {} {} ({})\n", c.kind, c.title, c.status));
+    }
+    s
+}

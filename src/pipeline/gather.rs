@@ -1,0 +1,99 @@
+//! The gather step: what a call sends besides its text, within its budget — the diff (for
+//! precommit), the files asked for and the thread's files that changed, the images — or, when
+//! precommit finds nothing pending, the reply without asking Gemini.
+
+use super::{Services, blocking, earlier_turns};
+use crate::collector::{CollectRequest, Collected, ImageEntry, Skipped};
+use crate::git::{DiffContext, DiffRequest};
+use crate::tools::reply::Reply;
+use crate::tools::{Plan, ToolError};
+
+/// What a call sends besides its text.
+pub(super) struct Material {
+    pub(super) diff: Option<DiffContext>,
+    pub(super) collected: Collected,
+    pub(super) images: Vec<ImageEntry>,
+    /// Files and diffs left out, with why.
+    pub(super) skipped: Vec<Skipped>,
+}
+
+impl Material {
+    /// Tokens of the files and the diff.
+    pub(super) fn tokens(&self) -> u64 {
+        self.collected.tokens + self.diff.as_ref().map_or(0, |d| d.tokens)
+    }
+}
+
+// One value per call, moved once: the size difference costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Gathered {
+    Material(Material),
+    /// Precommit found no pending change: the reply, without asking Gemini.
+    NothingToReview(Reply),
+}
+
+/// What the call sends besides its text, within `budget`: the diff (for precommit), the
+/// files asked for plus the thread's files that changed since they were sent (their notes in
+/// the history point here), and the images.
+pub(super) async fn gather(
+    services: &Services,
+    plan: &Plan,
+    mut budget: u64,
+    history: &earlier_turns::History,
+) -> Result<Gathered, ToolError> {
+    let mut diff: Option<DiffContext> = None;
+    if let Some(g) = &plan.git {
+        let req = DiffRequest {
+            budget,
+            ..g.clone()
+        };
+        let collector = services.collector.clone();
+        let d = blocking(move || crate::git::read_changes(&collector, &req)).await??;
+        if d.changed.is_empty() {
+            return Ok(Gathered::NothingToReview(nothing_to_review(&g.path, &d)));
+        }
+        budget = budget.saturating_sub(d.tokens);
+        diff = Some(d);
+    }
+    let mut paths = plan.files.clone();
+    for p in &history.resend {
+        if !paths.contains(p) {
+            paths.push(p.clone());
+        }
+    }
+    let collected = if paths.is_empty() {
+        Collected::default()
+    } else {
+        let req = CollectRequest {
+            paths,
+            budget,
+            already_sent: history.sent.clone(),
+        };
+        let collector = services.collector.clone();
+        blocking(move || collector.collect(&req)).await??
+    };
+    let images = if plan.images.is_empty() {
+        Vec::new()
+    } else {
+        let paths = plan.images.clone();
+        let collector = services.collector.clone();
+        blocking(move || collector.images(&paths)).await??
+    };
+    let mut skipped = collected.skipped.clone();
+    if let Some(d) = &diff {
+        skipped.extend(d.skipped.iter().cloned());
+    }
+    Ok(Gathered::Material(Material {
+        diff,
+        collected,
+        images,
+        skipped,
+    }))
+}
+
+fn nothing_to_review(path: &str, d: &DiffContext) -> Reply {
+    Reply::nothing_to_review(format!(
+        "Nothing to review: no pending changes in {path} (repositories: {}).",
+        d.repos.join(", ")
+    ))
+}

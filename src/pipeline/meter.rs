@@ -1,0 +1,202 @@
+//! The meter every request to Gemini of a call passes: [`Meter::generate`] is the only way the
+//! pipeline and the investigation loop reach [`Gemini::generate`]. It estimates the request it is
+//! handed — the very value the backend sends, so the estimate cannot drift from what goes out —,
+//! refuses it before Gemini when what was spent today plus the estimate would pass a cap
+//! ([`crate::spend`]), and counts the answer's usage at once (each request of an investigation is
+//! checked and counted on its own). The Gemini CLI's agent, whose requests are its own, is
+//! checked with its prompt before it starts ([`Meter::admit`]) and counted after
+//! ([`Meter::record`]).
+
+use std::sync::Arc;
+
+use crate::gemini::{
+    CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage, prices,
+};
+use crate::spend::{
+    Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
+};
+use crate::store::{Owner, ThreadStore};
+use crate::tools::ToolError;
+
+/// One call's meter: the caps, the keys it counts against (the project and, over HTTP, the
+/// client) and the store that keeps the day's count.
+pub struct Meter {
+    caps: Caps,
+    keys: Vec<SpendKey>,
+    store: Arc<dyn ThreadStore>,
+    holds: Arc<Holds>,
+}
+
+impl Meter {
+    /// A meter for a call of `owner` in `project` (the roots, one per line). Without caps it
+    /// counts nothing.
+    pub fn new(
+        caps: Caps,
+        store: Arc<dyn ThreadStore>,
+        holds: Arc<Holds>,
+        project: &str,
+        owner: &Owner,
+    ) -> Meter {
+        let mut keys = Vec::new();
+        if caps.any() {
+            keys.push(SpendKey::Project(project.to_string()));
+            if !owner.is_local() {
+                keys.push(SpendKey::Client(owner.as_str().to_string()));
+            }
+        }
+        Meter {
+            caps,
+            keys,
+            store,
+            holds,
+        }
+    }
+
+    /// Gemini's answer to `req`, if `req` fits under the caps; its usage is counted at once.
+    pub async fn generate(
+        &self,
+        gemini: &Gemini,
+        req: GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, ToolError> {
+        let hold = if self.keys.is_empty() {
+            Hold::none()
+        } else {
+            let estimate = estimate(&req).await?;
+            self.admit(&estimate, &req.model).await?
+        };
+        let model = req.model.id.clone();
+        let answer = gemini.generate(req, ctx).await?;
+        let used = answer.model_version.as_deref().unwrap_or(&model);
+        self.record(hold, used, &answer.usage).await;
+        Ok(answer)
+    }
+
+    /// Refuses a request estimated at `estimate` when what was spent today, what calls in
+    /// flight hold and it together pass a cap, saying the estimate, the cap, what was spent, what
+    /// to narrow and when the count resets; else holds the estimate until [`Meter::record`].
+    pub async fn admit(&self, estimate: &Estimate, model: &ModelInfo) -> Result<Hold, ToolError> {
+        if self.keys.is_empty() {
+            return Ok(Hold::none());
+        }
+        let _turn = self.holds.turn().await;
+        let day = Day::today();
+        let need = estimate.total();
+        let input_usd = prices::estimate(
+            &model.id,
+            &Usage {
+                input: need,
+                ..Default::default()
+            },
+            prices::today(),
+        )
+        .unwrap_or(0.0);
+        for key in &self.keys {
+            let stored = self.store.spent(key, day).await?;
+            let held = self.holds.held(key);
+            let spent = Spent {
+                tokens: stored.tokens + held.tokens,
+                micro_usd: stored.micro_usd + held.micro_usd,
+            };
+            self.caps
+                .check(key, spent, estimate, input_usd, &model.id)?;
+        }
+        let amount = Spent {
+            tokens: need,
+            micro_usd: (input_usd * 1e6).round() as u64,
+        };
+        Ok(self.holds.hold(&self.keys, amount))
+    }
+
+    /// Counts a request's usage against the caps and releases its hold; a store failure is
+    /// logged, not fatal (the answer is already here).
+    pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
+        if self.keys.is_empty() {
+            return;
+        }
+        let _turn = self.holds.turn().await;
+        let cost = prices::estimate(model, usage, prices::today());
+        let add = Spent {
+            tokens: usage.input + usage.output + usage.thinking,
+            micro_usd: cost.map_or(0, |c| (c * 1e6).round() as u64),
+        };
+        let day = Day::today();
+        for key in &self.keys {
+            if let Err(e) = self.store.add_spend(key, day, add).await {
+                tracing::warn!("could not count this call against the daily cap: {e}");
+            }
+        }
+        drop(hold);
+    }
+
+    /// Whether any cap applies (an estimate is made only then).
+    pub fn is_on(&self) -> bool {
+        !self.keys.is_empty()
+    }
+}
+
+/// [`Estimate::of`], off the runtime's threads when the request is large.
+async fn estimate(req: &GenerateRequest) -> Result<Estimate, ToolError> {
+    if approximate_bytes(req) <= INLINE_BYTES {
+        return Ok(Estimate::of(req));
+    }
+    let req = req.clone();
+    tokio::task::spawn_blocking(move || Estimate::of(&req))
+        .await
+        .map_err(|e| ToolError::Internal(format!("a background task failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model() -> ModelInfo {
+        crate::gemini::Catalogue::builtin("flash")
+            .resolve("flash")
+            .expect("flash resolves")
+    }
+
+    /// Two calls admitted before either is counted cannot both pass a cap only one fits under:
+    /// the first holds its estimate until its usage is counted (or it is given up).
+    #[tokio::test]
+    async fn calls_in_flight_hold_their_estimate_until_counted() {
+        let store: Arc<dyn ThreadStore> = Arc::new(crate::store::memory::MemoryStore::new(
+            std::time::Duration::from_secs(60),
+            10,
+        ));
+        let caps = Caps {
+            daily_tokens: Some(1_000),
+            daily_usd: None,
+        };
+        let meter = Meter::new(caps, store, Arc::default(), "/p", &Owner::local());
+        let model = model();
+        let each = Estimate {
+            turn: 600,
+            ..Estimate::default()
+        };
+        let first = meter.admit(&each, &model).await.expect("the first fits");
+        let refused = meter.admit(&each, &model).await;
+        assert!(
+            matches!(&refused, Err(ToolError::SpendingCap(m)) if m.contains("600 tokens")),
+            "the second is refused while the first is in flight: {:?}",
+            refused.err()
+        );
+        // Counted at what it really used, the first leaves room for another.
+        let used = Usage {
+            input: 100,
+            ..Usage::default()
+        };
+        meter.record(first, &model.id, &used).await;
+        let second = meter
+            .admit(&each, &model)
+            .await
+            .expect("room after counting");
+        // Given up (an error, a cancellation), a hold is released with nothing counted.
+        drop(second);
+        let third = meter
+            .admit(&each, &model)
+            .await
+            .expect("room after giving up");
+        drop(third);
+    }
+}

@@ -1,0 +1,309 @@
+//! The one pipeline every tool goes through, in steps of their own:
+//! plan → thread (load) → budget and history (`budget`) → files or git diff (`gather`) → prompt
+//! → Gemini (`ask`: one request, an investigation, or the Gemini CLI's agent; every request
+//! through the daily caps' `meter`) → the answer read (`answer`) → thread (save: `save`) →
+//! reply.
+//!
+//! [`run`] drives the steps over the [`Services`] the application owns (`app::App`: built once,
+//! shared by every call). Nothing here knows MCP or the command line; the edges call the app.
+//! Blocking work (reading files, git, token counting) runs in `spawn_blocking`; nothing here
+//! blocks the runtime.
+
+mod answer;
+mod ask;
+mod budget;
+pub mod earlier_turns;
+mod gather;
+pub mod investigation;
+pub mod meter;
+pub mod prompt;
+mod save;
+
+use std::sync::Arc;
+
+use crate::collector::Collector;
+use crate::config::Config;
+use crate::gemini::{CallContext, Gemini};
+use crate::spend::Holds;
+use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadStore};
+use crate::tools::reply::investigation::steps_note;
+use crate::tools::{Continuation, Plan, Reply, ToolError};
+use answer::{finish_reply, read_answer};
+use ask::{Explored, agent_note, ask, build_request};
+use budget::{budget, model_for};
+use gather::{Gathered, gather};
+use meter::Meter;
+use save::save_turn;
+
+/// Texts up to this size are counted or redacted where they are (well under a millisecond);
+/// larger ones in `spawn_blocking`.
+const INLINE_COUNT_BYTES: usize = 16 * 1024;
+
+/// What every call runs on: the configuration, the collector, Gemini, the thread store and the
+/// daily caps' holds. Built once by the application (`app::App::start`) and shared by its calls.
+pub struct Services {
+    pub config: Arc<Config>,
+    pub collector: Arc<Collector>,
+    pub gemini: Arc<Gemini>,
+    pub store: Arc<dyn ThreadStore>,
+    /// The daily caps' holds of the calls in flight.
+    holds: Arc<Holds>,
+    /// Set once the model list has been asked for (on the first call, never at startup).
+    refresh: tokio::sync::OnceCell<()>,
+}
+
+impl Services {
+    pub fn new(
+        config: Arc<Config>,
+        collector: Arc<Collector>,
+        gemini: Arc<Gemini>,
+        store: Arc<dyn ThreadStore>,
+    ) -> Services {
+        Services {
+            config,
+            collector,
+            gemini,
+            store,
+            holds: Arc::default(),
+            refresh: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The project a thread belongs to: the canonical roots, one per line (with one root, its
+    /// path, as stored before several roots were told apart).
+    pub fn project(&self) -> String {
+        let roots: Vec<String> = self
+            .config
+            .roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        roots.join("\n")
+    }
+
+    /// Refreshes the model catalogue from the models endpoint, once per process. Not done at
+    /// startup (it would cost the handshake a TLS setup); the first call starts it in the
+    /// background, `listmodels` waits for it. A failure keeps the built-in catalogue.
+    pub async fn refresh_models(&self, wait: bool) {
+        let gemini = self.gemini.clone();
+        let refresh = async move {
+            match gemini.refresh_models().await {
+                Ok(n) => tracing::debug!(models = n, "model catalogue refreshed"),
+                Err(e) => {
+                    tracing::warn!("could not refresh the model list (using the built-in one): {e}")
+                }
+            }
+        };
+        if wait {
+            // The list is fetched once and cached by the client; a refresh in flight is joined.
+            refresh.await;
+        } else if self.refresh.set(()).is_ok() {
+            tokio::spawn(refresh);
+        }
+    }
+
+    /// The Gemini CLI agent pool, if it was started.
+    pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
+        self.gemini.started_agents()
+    }
+
+    /// The daily caps' meter for a call of `owner` in this project.
+    fn meter(&self, owner: &Owner) -> Meter {
+        let caps = crate::spend::Caps {
+            daily_tokens: self.config.daily_tokens,
+            daily_usd: self.config.daily_usd,
+        };
+        Meter::new(
+            caps,
+            self.store.clone(),
+            self.holds.clone(),
+            &self.project(),
+            owner,
+        )
+    }
+}
+
+/// Runs one tool call end to end: the call's text redacted, the model, the thread, the
+/// budget and history, the material (diff, files, images), the request, Gemini, the answer
+/// read, the turn saved, the reply.
+pub async fn run(
+    services: &Services,
+    mut plan: Plan,
+    ctx: &CallContext,
+) -> Result<Reply, ToolError> {
+    let text_redactions = redact_plan_text(&mut plan).await?;
+    services.refresh_models(false).await;
+    // The tokenizer loads on the first call, beside the work (an idle server stays small).
+    services.collector.warm_up();
+    let model = model_for(services, &plan)?;
+    let (id, thread) = load_thread(services, plan.continuation, &plan.owner).await?;
+    if let Some(t) = &thread
+        && t.turns.len() as u32 >= services.config.max_turns
+    {
+        return Err(ThreadError::Full {
+            id: id.to_string(),
+            max: services.config.max_turns,
+        }
+        .into());
+    }
+    let system = prompt::system_instruction(&tool_prompt(&plan), plan.system_extra.as_deref());
+    ctx.report("reading files");
+    let earlier_cost = thread_cost(thread.as_ref());
+    let (total, history) = budget(services, &plan, &model, &system, thread).await?;
+    let material = match gather(
+        services,
+        &plan,
+        total.saturating_sub(history.tokens),
+        &history,
+    )
+    .await?
+    {
+        Gathered::Material(m) => m,
+        Gathered::NothingToReview(reply) => return Ok(reply),
+    };
+    let omitted_turns = history.omitted_turns;
+    let (request, tail) = build_request(
+        &plan,
+        model,
+        system,
+        history.messages,
+        omitted_turns,
+        &material,
+    );
+
+    let meter = services.meter(&plan.owner);
+    ctx.report("waiting for Gemini");
+    let room = total
+        .saturating_sub(history.tokens)
+        .saturating_sub(material.tokens());
+    let model_id = request.model.id.clone();
+    let thread_key = id.to_string();
+    let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
+    let model_used = answer.model_version.clone().unwrap_or(model_id);
+    let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
+    let tail = match &explored {
+        Some(Explored::Investigation(inv)) => {
+            format!("{tail}\n\n{}", steps_note(inv))
+        }
+        Some(Explored::Agent(run, _)) => format!("{tail}\n\n{}", agent_note(run)),
+        None => tail,
+    };
+    save_turn(
+        services,
+        id,
+        &plan,
+        tail,
+        &material,
+        &answer,
+        &model_used,
+        &mut reply,
+    )
+    .await?;
+    let cost =
+        crate::gemini::prices::estimate(&model_used, &answer.usage, crate::gemini::prices::today());
+    finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
+    if let Some(usage) = reply.meta.usage.as_mut() {
+        usage.cost_usd = cost;
+        usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
+        usage.tier = answer.service_tier.clone();
+    }
+    match explored {
+        Some(Explored::Investigation(inv)) => reply.set_investigation(inv),
+        Some(Explored::Agent(run, mode)) => reply.set_agent(&run, mode),
+        None => {}
+    }
+    reply.meta.redactions += text_redactions;
+    // Not rendered here: the edge finishes it, whole (the command line) or fitted to the
+    // client's cap (MCP).
+    Ok(reply)
+}
+
+/// The thread `continuation` names, if `owner` may continue it here: another client's thread
+/// is refused without saying whose, and one from another project unless
+/// `GEMINI_MCP_SHARE_THREADS_ACROSS_PROJECTS` allows it.
+async fn load_thread(
+    services: &Services,
+    continuation: Option<Continuation>,
+    owner: &Owner,
+) -> Result<(ThreadId, Option<Thread>), ToolError> {
+    let id = match continuation {
+        None => return Ok((ThreadId::new(), None)),
+        Some(Continuation::Thread(id)) => id,
+        Some(Continuation::Latest) => services
+            .store
+            .latest(&services.project(), owner)
+            .await?
+            .ok_or(ThreadError::NoLatest)?,
+    };
+    let thread = services.store.load(id).await?;
+    if thread.owner != *owner {
+        return Err(ThreadError::Foreign { id: id.to_string() }.into());
+    }
+    if thread.project != services.project() && !services.config.share_threads_across_projects {
+        return Err(ThreadError::OtherProject {
+            id: id.to_string(),
+            project: thread.project.replace('\n', ", "),
+        }
+        .into());
+    }
+    Ok((id, Some(thread)))
+}
+
+/// The tool's system prompt, with what the project tools are for when the call may explore.
+fn tool_prompt(plan: &Plan) -> String {
+    let base = plan.tool.system_prompt();
+    if plan.explore.is_some() && plan.tool != crate::tools::Tool::Investigate {
+        format!("{}\n\n{}", base.trim_end(), prompt::EXPLORE.trim_end())
+    } else {
+        base.to_string()
+    }
+}
+
+/// Redacts the call's own text in place: it leaves the machine (and is kept in the thread) like
+/// a file does, so it is redacted like one — agents paste logs and configs into
+/// `error_context` and `prompt`. One regex pass over text already capped in size. Returns how
+/// many values were replaced.
+async fn redact_plan_text(plan: &mut Plan) -> Result<usize, ToolError> {
+    let texts = (std::mem::take(&mut plan.request), plan.system_extra.take());
+    let size = texts.0.len() + texts.1.as_ref().map_or(0, String::len);
+    let (request, system_extra, n) = if size > INLINE_COUNT_BYTES {
+        blocking(move || redact_call_text(texts)).await?
+    } else {
+        redact_call_text(texts)
+    };
+    (plan.request, plan.system_extra) = (request, system_extra);
+    Ok(n)
+}
+
+/// The call's own texts (request, caller's system addition) redacted, and how many values were.
+fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Option<String>, usize) {
+    let (request, mut n) = crate::redact::redact(&request);
+    let extra = extra.map(|e| {
+        let (clean, m) = crate::redact::redact(&e);
+        n += m;
+        clean
+    });
+    (request, extra, n)
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| ToolError::Internal(format!("a background task failed: {e}")))
+}
+
+/// The estimated cost of a thread's stored turns, at today's prices (turns of models without a
+/// known price count nothing).
+fn thread_cost(thread: Option<&Thread>) -> f64 {
+    let today = crate::gemini::prices::today();
+    thread.map_or(0.0, |t| {
+        t.turns
+            .iter()
+            .filter_map(|turn| {
+                crate::gemini::prices::estimate(&turn.model, &turn.usage.into(), today)
+            })
+            .sum()
+    })
+}

@@ -1,0 +1,76 @@
+//! The save step: the turn stored in the thread (the request's text after its files, the files
+//! with their hashes, the answer, the usage), and the reply told how to continue.
+
+use super::gather::Material;
+use super::{INLINE_COUNT_BYTES, Services, blocking};
+use crate::collector::tokens;
+use crate::gemini::GenerateResponse;
+use crate::store::{FileRef, ThreadId, Turn, now_ms};
+use crate::tools::reply::SavedTurn;
+use crate::tools::{Plan, Reply, ToolError};
+
+/// Stores the turn and tells the reply how to continue; a turn that cannot be stored is
+/// said in the reply, and the answer is still returned.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn save_turn(
+    services: &Services,
+    id: ThreadId,
+    plan: &Plan,
+    tail: String,
+    material: &Material,
+    answer: &GenerateResponse,
+    model_used: &str,
+    reply: &mut Reply,
+) -> Result<(), ToolError> {
+    // A diff makes the tail large: count it off the runtime's threads.
+    let request_tokens = if tail.len() > INLINE_COUNT_BYTES {
+        let t = tail.clone();
+        blocking(move || tokens::count(&t)).await?
+    } else {
+        tokens::count(&tail)
+    };
+    let turn = Turn {
+        tool: plan.tool.name().to_string(),
+        request_tokens,
+        response_tokens: if answer.usage.output > 0 {
+            answer.usage.output
+        } else {
+            tokens::count(&answer.text)
+        },
+        request: tail,
+        files: material
+            .collected
+            .files
+            .iter()
+            .map(|f| FileRef {
+                path: f.path.display().to_string(),
+                hash: f.hash.clone(),
+                tokens: f.tokens,
+            })
+            .collect(),
+        response: answer.text.clone(),
+        model: model_used.to_string(),
+        usage: answer.usage.into(),
+        at_ms: now_ms(),
+    };
+    match services
+        .store
+        .append(id, &services.project(), &plan.owner, &turn)
+        .await
+    {
+        Ok(count) => {
+            reply.saved = Some(SavedTurn {
+                continuation_id: id.to_string(),
+                remaining_turns: services.config.max_turns.saturating_sub(count),
+            });
+        }
+        Err(e) => {
+            // The answer is not lost: it is returned, with why it could not be kept.
+            tracing::warn!(error = %e, "could not save the turn");
+            reply.note(format!(
+                "This answer could not be saved to the conversation: {e}"
+            ));
+        }
+    }
+    Ok(())
+}
