@@ -22,3 +22,4 @@ mod terminal;
 mod threads;
 mod tools;
 mod vertex;
+mod windows;

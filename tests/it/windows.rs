@@ -1,0 +1,254 @@
+//! The Windows build (`x86_64-pc-windows-gnu`, cross-built by `.ci/run`) run under Wine: the
+//! handshake and the tool list over stdio, and the exit when stdin closes.
+//!
+//! The tests own their Wine prefix (`target/wine/prefix`), made once by `wineboot` and given the
+//! stand-in `bcryptprimitives.dll` (`windows/bcryptprimitives.c`, built with mingw-w64), which
+//! Wine 8 lacks and Rust's std needs. Wine's background processes inherit the first program's
+//! stdout and stderr, so Wine's own output goes to files and the tests wait on the process, never
+//! on the end of a pipe. A test whose `.exe`, `wine64` or mingw-w64 is missing prints why and
+//! passes, unless `GEMINI_MCP_REQUIRE_WINDOWS=1` or `CI=true`, where their absence is a failure.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// How long Wine may take to start the server and answer, or to end it, before the test fails.
+const LIMIT: Duration = Duration::from_secs(120);
+
+const MINGW_GCC: &str = "x86_64-w64-mingw32-gcc";
+
+/// The cargo target directory the integration tests were built in.
+fn target_dir() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_gemini-mcp"));
+    bin.ancestors().nth(2).expect("target dir").to_path_buf()
+}
+
+fn required() -> bool {
+    std::env::var("GEMINI_MCP_REQUIRE_WINDOWS").as_deref() == Ok("1")
+        || std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// `None` (after saying why) when `what` is missing and not required.
+fn missing(what: String) -> Option<Wine> {
+    if required() {
+        panic!("GEMINI_MCP_REQUIRE_WINDOWS=1 or CI=true but {what}");
+    }
+    eprintln!("skipped: {what}");
+    None
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Wine with the tests' prefix, and the `.exe` under test.
+struct Wine {
+    wine: PathBuf,
+    prefix: PathBuf,
+    exe: PathBuf,
+}
+
+/// The `.exe`, `wine64` (Debian installs it outside `PATH`) and the prepared prefix.
+fn wine() -> Option<Wine> {
+    let target = target_dir();
+    let exe = target.join("x86_64-pc-windows-gnu/debug/gemini-mcp.exe");
+    if !exe.is_file() {
+        return missing(format!(
+            "{} is not built (cargo build --target x86_64-pc-windows-gnu --bin gemini-mcp)",
+            exe.display()
+        ));
+    }
+    let Some(wine) = on_path("wine64").or_else(|| {
+        let p = PathBuf::from("/usr/lib/wine/wine64");
+        p.is_file().then_some(p)
+    }) else {
+        return missing("wine64 is not installed (apt-get install wine64)".into());
+    };
+    let Some(gcc) = on_path(MINGW_GCC) else {
+        return missing(format!(
+            "{MINGW_GCC} is not installed (apt-get install gcc-mingw-w64-x86-64)"
+        ));
+    };
+    let prefix = target.join("wine/prefix");
+    prepare(&wine, &gcc, &prefix);
+    Some(Wine { wine, prefix, exe })
+}
+
+/// Makes the prefix once (`wineboot`), then builds the stand-in DLL into its `system32`.
+fn prepare(wine: &Path, gcc: &Path, prefix: &Path) {
+    let dll = prefix.join("drive_c/windows/system32/bcryptprimitives.dll");
+    if dll.is_file() {
+        return;
+    }
+    std::fs::create_dir_all(prefix).unwrap();
+    let logs = prefix.parent().unwrap();
+    let mut boot = Command::new(wine);
+    boot.arg("wineboot").arg("-i");
+    let status = run_logged(boot, prefix, &logs.join("wineboot"));
+    assert!(status.success(), "wineboot failed: {status}");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/windows/bcryptprimitives.c");
+    let built = dll.with_extension("dll.part");
+    let out = Command::new(gcc)
+        .args(["-shared", "-O2", "-o"])
+        .arg(&built)
+        .arg(&source)
+        .arg("-ladvapi32")
+        .output()
+        .expect("run mingw-w64 gcc");
+    assert!(
+        out.status.success(),
+        "building the stand-in bcryptprimitives.dll failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::rename(&built, &dll).unwrap();
+}
+
+/// Wine's environment: the tests' prefix, no debug channels, no Mono or Gecko installer.
+fn wine_env(cmd: &mut Command, prefix: &Path) {
+    cmd.env("WINEPREFIX", prefix)
+        .env("WINEDEBUG", "-all")
+        .env("WINEDLLOVERRIDES", "mscoree,mshtml=");
+}
+
+/// Runs `cmd` under Wine with its output in `<log>.out`/`<log>.err`, waiting on the process.
+fn run_logged(mut cmd: Command, prefix: &Path, log: &Path) -> ExitStatus {
+    wine_env(&mut cmd, prefix);
+    let out = std::fs::File::create(log.with_extension("out")).unwrap();
+    let err = std::fs::File::create(log.with_extension("err")).unwrap();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("start wine64");
+    wait(child)
+}
+
+/// Waits for the process itself (not for its pipes to close), failing the test past [`LIMIT`].
+fn wait(mut child: Child) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("the Wine process did not end within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A Windows path for a Unix one, through Wine's `Z:` drive.
+fn windows_path(p: &Path) -> String {
+    format!("Z:{}", p.display()).replace('/', "\\")
+}
+
+#[test]
+fn the_windows_build_answers_initialize_and_tools_list_and_ends_when_stdin_closes() {
+    let Some(w) = wine() else { return };
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let mut cmd = Command::new(&w.wine);
+    cmd.arg(&w.exe)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", root.join(".home"))
+        .env("GEMINI_MCP_STATE_DIR", windows_path(&root.join(".state")))
+        .env("PROJECT_ROOT", windows_path(&root))
+        .env("GEMINI_MCP_STORE", "memory")
+        .env("GEMINI_MCP_LOG", "warn")
+        .env("GEMINI_API_KEY", crate::support::mcp::KEY)
+        .env(
+            "GEMINI_CLI_PATH",
+            windows_path(&root.join(".no-gemini-cli")),
+        )
+        .current_dir(&root);
+    wine_env(&mut cmd, &w.prefix);
+    let stderr = root.join(".server.err");
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .expect("start wine64");
+
+    // Lines read off the server's stdout; the reader never waits for the pipe's end.
+    let (lines, replies) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    let mut send = |m: Value| writeln!(stdin, "{m}").and_then(|()| stdin.flush()).unwrap();
+    let reply = |id: u64| -> Value {
+        let start = Instant::now();
+        loop {
+            let left = LIMIT.saturating_sub(start.elapsed());
+            let line = replies.recv_timeout(left).unwrap_or_else(|_| {
+                panic!(
+                    "no reply {id} within {LIMIT:?}; stderr: {}",
+                    std::fs::read_to_string(&stderr).unwrap_or_default()
+                )
+            });
+            let m: Value = serde_json::from_str(&line).expect("a JSON-RPC line on stdout");
+            if m["id"] == json!(id) {
+                return m;
+            }
+        }
+    };
+
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "wine-test", "version": "1"}}}),
+    );
+    let init = reply(1);
+    assert_eq!(init["result"]["serverInfo"]["name"], "gemini-mcp-server");
+    assert_eq!(
+        init["result"]["serverInfo"]["version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let list = reply(2);
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "analyze",
+            "chat",
+            "codereview",
+            "debug",
+            "investigate",
+            "listmodels",
+            "precommit",
+            "thinkdeep"
+        ]
+    );
+
+    drop(send);
+    drop(stdin);
+    let status = wait(child);
+    assert!(
+        status.success(),
+        "the server did not end cleanly when stdin closed: {status}; stderr: {}",
+        std::fs::read_to_string(&stderr).unwrap_or_default()
+    );
+}
