@@ -243,7 +243,6 @@ fn the_windows_build_answers_initialize_and_tools_list_and_ends_when_stdin_close
         ]
     );
 
-    drop(send);
     drop(stdin);
     let status = wait(child);
     assert!(
