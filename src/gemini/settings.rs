@@ -27,10 +27,10 @@ pub struct Settings {
     pub gemini_cli: std::path::PathBuf,
     /// The `PATH` value a bare `gemini_cli` name is looked up in.
     pub search_path: Option<String>,
-    /// Where the Gemini CLI runs (the first project root).
     /// Where the Gemini CLI's working directories are kept (`<state dir>/gemini-cli/<kind>`);
     /// empty: each run works in its own private temporary directory.
     pub state_dir: std::path::PathBuf,
+    /// Where the Gemini CLI runs (the first project root).
     pub workdir: std::path::PathBuf,
     /// Default model (name or alias) when a call names none.
     pub default_model: String,
