@@ -373,16 +373,22 @@ fn chat_reaches_the_stand_in_gemini_and_a_second_process_continues_the_thread() 
 /// Text that must never reach Gemini, a reply or an error: in secret files and outside the root.
 const CANARY: &str = "CANARY-wine-3e9d";
 
-/// The short (8.3) name Wine gives `name` in `dir`, asked of its `cmd` (`%~sI`).
+/// The short (8.3) name Wine gives `name` in `dir`, as its `cmd`'s `dir /x` lists it.
 fn short_name(w: &Wine, dir: &Path, name: &str) -> String {
     let log = dir.join(format!(".short-{}", std::process::id()));
     let mut cmd = Command::new(&w.wine);
-    cmd.args(["cmd", "/c", &format!("for %I in ({name}) do @echo %~snxI")])
-        .current_dir(dir);
+    cmd.args(["cmd", "/c", "dir", "/x"]).current_dir(dir);
     let status = run_logged(cmd, &w.prefix, &log);
     assert!(status.success(), "cmd failed: {status}");
     let out = std::fs::read_to_string(log.with_extension("out")).unwrap();
-    out.trim().to_string()
+    // `<date> <time> <size> <SHORT~1.EXT> <long name>`
+    out.lines()
+        .find_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            (words.last() == Some(&name) && words.len() >= 2)
+                .then(|| words[words.len() - 2].to_string())
+        })
+        .unwrap_or_else(|| panic!("{name} is not listed by `dir /x`: {out}"))
 }
 
 #[test]
