@@ -410,8 +410,8 @@ fn the_sandbox_refuses_what_windows_would_redirect_and_reads_what_it_should() {
         &format!("{{\"k\":\"{CANARY}-cred\"}}\n"),
     );
     write(&root.join("secret.env"), &format!("{CANARY}-secretenv\n"));
-    write(&outside.join("secret.txt"), &format!("{CANARY}-outside\n"));
-    std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("link.txt")).unwrap();
+    write(&outside.join("outside.txt"), &format!("{CANARY}-outside\n"));
+    std::os::unix::fs::symlink(outside.join("outside.txt"), root.join("link.txt")).unwrap();
     std::os::unix::fs::symlink(&outside, root.join("dir-link")).unwrap();
     let short = short_name(&w, &root, "credentials.json");
     assert!(
@@ -445,12 +445,14 @@ fn the_sandbox_refuses_what_windows_would_redirect_and_reads_what_it_should() {
         );
         assert!(message.contains(why), "{path}: {message}");
     };
-    // An answer that left the file out (as a secret, or as outside the root).
-    let left_out = |server: &mut Server, path: &str| {
+    // A secret by its name: refused, naming the rule.
+    let secret = |server: &mut Server, path: &str| {
         let reply = ask(server, path);
+        assert_eq!(reply["error"]["code"], json!(-32001), "{path}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap_or_default();
         assert!(
-            reply["error"].is_null() || reply["error"]["code"] == json!(-32001),
-            "{path}: {reply}"
+            message.contains("looks like a secret file"),
+            "{path}: {message}"
         );
     };
 
@@ -471,7 +473,7 @@ fn the_sandbox_refuses_what_windows_would_redirect_and_reads_what_it_should() {
         short.as_str(),
         "secret.env",
     ] {
-        left_out(&mut server, path);
+        secret(&mut server, path);
     }
     // Forms Windows would rewrite into another file or a device.
     refused(&mut server, "secret.env.", "ends in a dot or a space");
@@ -495,24 +497,50 @@ fn the_sandbox_refuses_what_windows_would_redirect_and_reads_what_it_should() {
     );
     // Out of the root: through links (plain files to Windows under Wine, but the handle's final
     // path names the target), `..`, absolute and verbatim paths.
-    let outside_secret = windows_path(&outside.join("secret.txt"));
+    let outside_secret = windows_path(&outside.join("outside.txt"));
     for path in [
         "link.txt".to_string(),
-        "dir-link\\secret.txt".into(),
-        "..\\outside\\secret.txt".into(),
+        "dir-link\\outside.txt".into(),
+        "..\\outside\\outside.txt".into(),
         outside_secret.clone(),
         format!("\\\\?\\{outside_secret}"),
     ] {
         refused(&mut server, &path, "outside the project root");
     }
     // The verbatim form of a secret inside the root is still a secret.
-    left_out(
+    secret(
         &mut server,
         &format!("\\\\?\\{}", windows_path(&root.join("secret.env"))),
     );
-    // A walk of the whole root reads the notes, and neither the secrets nor the link's target.
+    // A walk of the whole root reads the notes, and neither the secrets nor what the links lead
+    // to: Wine lists a Unix link as a plain file or folder, and the handle's final path (the
+    // link's target) is not the path checked, so the open fails as a change under us.
     let reply = ask(&mut server, ".");
     assert!(text(&reply).contains("FAKE-REPLY"), "{reply}");
+    let skipped: Vec<(String, String)> = reply["result"]["structuredContent"]["files"]["skipped"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no skipped files: {reply}"))
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().into(),
+                f["reason"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for (path, reason) in [
+        (".ENV", "secret"),
+        ("ID_RSA", "secret"),
+        ("credentials.json", "secret"),
+        ("secret.env", "secret"),
+        ("link.txt", "changed"),
+        ("dir-link\\outside.txt", "changed"),
+    ] {
+        assert!(
+            skipped.contains(&(path.to_string(), reason.to_string())),
+            "{path} not left out as {reason}: {skipped:?}"
+        );
+    }
     server.close();
 
     for r in fake.requests() {
