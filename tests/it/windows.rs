@@ -121,9 +121,11 @@ fn prepare(wine: &Path, gcc: &Path, prefix: &Path) {
     std::fs::rename(&built, &dll).unwrap();
 }
 
-/// Wine's environment: the tests' prefix, no debug channels, no Mono or Gecko installer.
+/// Wine's environment: the tests' prefix, no debug channels, no Mono or Gecko installer, and a
+/// UTF-8 locale (Wine decodes Unix file names by the locale's charset).
 fn wine_env(cmd: &mut Command, prefix: &Path) {
     cmd.env("WINEPREFIX", prefix)
+        .env("LANG", "C.UTF-8")
         .env("WINEDEBUG", "-all")
         .env("WINEDLLOVERRIDES", "mscoree,mshtml=");
 }
@@ -172,8 +174,8 @@ struct Server {
 }
 
 impl Server {
-    /// Starts the `.exe` on `root` (the project) with `vars` over the tests' defaults, and
-    /// completes the MCP handshake.
+    /// Starts the `.exe` on `root` (the project) with `vars` over the tests' defaults (an empty
+    /// value removes the variable), and completes the MCP handshake.
     fn start(w: &Wine, root: &Path, vars: &[(&str, String)]) -> Server {
         let mut cmd = Command::new(&w.wine);
         cmd.arg(&w.exe)
@@ -190,7 +192,11 @@ impl Server {
             )
             .current_dir(root);
         for (k, v) in vars {
-            cmd.env(k, v);
+            if v.is_empty() {
+                cmd.env_remove(k);
+            } else {
+                cmd.env(k, v);
+            }
         }
         wine_env(&mut cmd, &w.prefix);
         let stderr = root.join(format!(".server-{}.err", std::process::id()));
@@ -321,17 +327,28 @@ fn the_windows_build_answers_initialize_and_tools_list_and_ends_when_stdin_close
 }
 
 #[test]
-fn chat_reaches_the_stand_in_gemini_and_a_second_process_continues_the_thread() {
+fn chat_reaches_the_stand_in_gemini_and_threads_are_shared_by_two_live_processes() {
     let Some(w) = wine() else { return };
     let fake = FakeGemini::start();
-    let dir = crate::support::project::with(&[(
+    // A project under a non-ASCII name; the store where Windows keeps it by default
+    // (%LOCALAPPDATA%, which Wine sets to its prefix's user folder).
+    let base = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(base.path())
+        .unwrap()
+        .join("Zoë-проект");
+    crate::support::project::write(
+        &root,
         "src/main.rs",
         "fn main() { println!(\"wine-marker-7f3a\"); }\n",
-    )]);
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    let vars = [("GEMINI_BASE_URL", fake.base_url())];
+    );
+    let vars = [
+        ("GEMINI_BASE_URL", fake.base_url()),
+        ("GEMINI_MCP_STATE_DIR", String::new()),
+    ];
 
+    // Both processes live at once, on one store.
     let mut first = Server::start(&w, &root, &vars);
+    let mut second = Server::start(&w, &root, &vars);
     let reply = first.call(
         "chat",
         json!({"prompt": "What does main print?", "files": ["src\\main.rs"]}),
@@ -345,15 +362,13 @@ fn chat_reaches_the_stand_in_gemini_and_a_second_process_continues_the_thread() 
         .as_str()
         .unwrap_or_else(|| panic!("no continuation_id: {reply}"))
         .to_string();
-    first.close();
     let sent = fake.generate_requests();
     assert_eq!(sent.len(), 1);
     let body = &sent[0].raw_body;
     assert!(body.contains("wine-marker-7f3a"), "the file was not sent");
     assert!(body.contains("main.rs"), "the file's name was not sent");
 
-    // A second process, the same embedded store under %LOCALAPPDATA%'s stand-in.
-    let mut second = Server::start(&w, &root, &vars);
+    // The second process continues the thread the first began, and the first sees its turn.
     let reply = second.call(
         "chat",
         json!({"prompt": "And what else?", "continuation_id": id}),
@@ -363,10 +378,29 @@ fn chat_reaches_the_stand_in_gemini_and_a_second_process_continues_the_thread() 
         reply["result"]["structuredContent"]["continuation_id"],
         json!(id)
     );
+    let reply = first.call(
+        "chat",
+        json!({"prompt": "Summarise.", "continuation_id": id}),
+    );
+    assert!(text(&reply).contains("turns=3"), "{reply}");
+    first.close();
     second.close();
+
+    let users = w.prefix.join("drive_c/users");
+    let stores: Vec<PathBuf> = std::fs::read_dir(&users)
+        .unwrap()
+        .filter_map(|u| {
+            let db = u
+                .ok()?
+                .path()
+                .join("AppData/Local/gemini-mcp/threads.sqlite3");
+            db.is_file().then_some(db)
+        })
+        .collect();
     assert!(
-        root.join(".state/threads.sqlite3").is_file(),
-        "the embedded store is where GEMINI_MCP_STATE_DIR says"
+        !stores.is_empty(),
+        "no store under %LOCALAPPDATA%\\gemini-mcp in {}",
+        users.display()
     );
 }
 
