@@ -227,7 +227,7 @@ fn strip_number(line: &str) -> &str {
 /// Checks every finding's location against `sent` (see the module docs), then orders the
 /// verified before the unverified (each group in the order it had). Findings the server made
 /// itself (already `verified`) are left as they are.
-pub(super) fn verify(findings: &mut Vec<Finding>, sent: &Sent) {
+pub(super) fn verify(findings: &mut [Finding], sent: &Sent) {
     for f in findings.iter_mut().filter(|f| f.verified.is_none()) {
         check(f, sent);
     }
