@@ -39,7 +39,7 @@ fn target_dir() -> PathBuf {
     bin.ancestors().nth(2).expect("target dir").to_path_buf()
 }
 
-fn required() -> bool {
+pub(crate) fn required() -> bool {
     std::env::var("GEMINI_MCP_REQUIRE_WINDOWS").as_deref() == Ok("1")
         || std::env::var("CI").as_deref() == Ok("true")
 }
@@ -60,14 +60,14 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Wine with the tests' prefix, and the `.exe` under test.
-struct Wine {
-    wine: PathBuf,
-    prefix: PathBuf,
-    exe: PathBuf,
+pub(crate) struct Wine {
+    pub(crate) wine: PathBuf,
+    pub(crate) prefix: PathBuf,
+    pub(crate) exe: PathBuf,
 }
 
 /// The `.exe`, `wine64` (Debian installs it outside `PATH`) and the prepared prefix.
-fn wine() -> Option<Wine> {
+pub(crate) fn wine() -> Option<Wine> {
     let target = target_dir();
     let exe = target.join("x86_64-pc-windows-gnu/debug/gemini-mcp.exe");
     if !exe.is_file() {
@@ -123,7 +123,7 @@ fn prepare(wine: &Path, gcc: &Path, prefix: &Path) {
 
 /// Wine's environment: the tests' prefix, no debug channels, no Mono or Gecko installer, and a
 /// UTF-8 locale (Wine decodes Unix file names by the locale's charset).
-fn wine_env(cmd: &mut Command, prefix: &Path) {
+pub(crate) fn wine_env(cmd: &mut Command, prefix: &Path) {
     cmd.env("WINEPREFIX", prefix)
         .env("LANG", "C.UTF-8")
         .env("WINEDEBUG", "-all")
@@ -131,7 +131,7 @@ fn wine_env(cmd: &mut Command, prefix: &Path) {
 }
 
 /// Runs `cmd` under Wine with its output in `<log>.out`/`<log>.err`, waiting on the process.
-fn run_logged(mut cmd: Command, prefix: &Path, log: &Path) -> ExitStatus {
+pub(crate) fn run_logged(mut cmd: Command, prefix: &Path, log: &Path) -> ExitStatus {
     wine_env(&mut cmd, prefix);
     let out = std::fs::File::create(log.with_extension("out")).unwrap();
     let err = std::fs::File::create(log.with_extension("err")).unwrap();
