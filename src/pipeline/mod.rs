@@ -195,6 +195,10 @@ pub async fn run(
     let thread_key = id.to_string();
     let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
+    let mut sent = sent;
+    if let Some(Explored::Investigation(inv)) = &explored {
+        sent.add_all(&inv.read);
+    }
     let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref(), &sent)?;
     check_edits(services, &mut reply).await?;
     let tail = match &explored {

@@ -63,25 +63,37 @@ impl Sent {
         sent
     }
 
+    /// Adds what was sent besides (the files an investigation read).
+    pub(super) fn add_all<'a>(&mut self, texts: impl IntoIterator<Item = &'a String>) {
+        for t in texts {
+            self.add(t);
+        }
+    }
+
     fn add(&mut self, text: &str) {
         let mut lines = text.lines();
         while let Some(line) = lines.next() {
-            if line.starts_with("--- BEGIN FILE: ") {
-                self.add_file(&mut lines);
+            if let Some(header) = line.strip_prefix("--- BEGIN FILE: ") {
+                // `(lines a–b of n)`: a part of the file, read by an investigation.
+                let part = header.contains(" (lines ");
+                self.add_file(&mut lines, part);
             } else if line.starts_with("--- BEGIN DIFF: ") {
                 self.add_diff(&mut lines);
             }
         }
     }
 
-    /// A file block's numbered lines, up to its end marker (which names the file exactly).
-    fn add_file<'a>(&mut self, lines: &mut impl Iterator<Item = &'a str>) {
+    /// A file block's numbered lines, up to its end marker (which names the file exactly); `part`
+    /// when the block holds only some of the file's lines.
+    fn add_file<'a>(&mut self, lines: &mut impl Iterator<Item = &'a str>, part: bool) {
         let mut numbered = BTreeMap::new();
         for line in lines.by_ref() {
             if let Some(name) = end_marker(line, "--- END FILE: ") {
                 let whole = numbered.keys().next_back().copied().unwrap_or(0);
                 let file = self.files.entry(name.to_string()).or_default();
-                file.whole = Some(whole);
+                if !part {
+                    file.whole = Some(whole);
+                }
                 file.lines.extend(numbered);
                 return;
             }
@@ -563,6 +575,22 @@ mod tests {
         let mut v = vec![finding("old.rs", Some(1), Some("let kept = 1;"))];
         verify(&mut v, &sent);
         assert_eq!(v[0].verified, Some(true));
+    }
+
+    #[test]
+    fn parts_an_investigation_read_count_as_sent_without_an_end() {
+        let mut sent = Sent::default();
+        sent.add_all(&[
+            "untrusted\n--- BEGIN FILE: x.rs (lines 3–4 of 10) ---\n3│ let first = 1;\n4│ let second = 2;\n--- END FILE: x.rs ---\n".to_string(),
+        ]);
+        let mut v = vec![
+            finding("x.rs", Some(9), Some("let second = 2;")),
+            finding("x.rs", Some(9), Some("let third = 3;")),
+        ];
+        verify(&mut v, &sent);
+        assert_eq!((v[0].verified, v[0].line), (Some(true), Some(4)));
+        let reason = v[1].unverified_reason.as_deref().unwrap();
+        assert!(!reason.contains("past"), "only part was read: {reason}");
     }
 
     #[test]
