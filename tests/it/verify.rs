@@ -90,7 +90,7 @@ fn plant() -> Vec<Planted> {
         let same = &by[&norm(l)];
         let unique = same.len() == 1;
         let off = (k % 20) as u32 + 1;
-        let wrong = if at > off && k % 2 == 0 {
+        let wrong = if at > off && k.is_multiple_of(2) {
             at - off
         } else {
             (at + off).min(n)
