@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         c.files.len(),
         c.tokens,
         c.skipped.len(),
-        c.redactions
+        c.redactions.total()
     );
     Ok(())
 }

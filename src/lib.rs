@@ -4,6 +4,7 @@
 //! (the MCP server, the Gemini executor, the thread stores). See ARCHITECTURE.md for the codemap.
 
 pub mod app;
+pub mod audit;
 pub mod cli;
 pub mod collector;
 pub mod config;

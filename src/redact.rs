@@ -187,16 +187,59 @@ fn with_rules<R>(f: impl FnOnce(&Rules, &mut Caches) -> R) -> Option<R> {
     Some(out)
 }
 
+/// How many values were replaced, per rule (the rule's marker name: `aws-access-key`,
+/// `password`, …). Never the values: only names and numbers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Counts(std::collections::BTreeMap<String, usize>);
+
+impl Counts {
+    /// `n` more values replaced by `rule`.
+    pub fn add(&mut self, rule: &str, n: usize) {
+        if n > 0 {
+            *self.0.entry(rule.to_string()).or_default() += n;
+        }
+    }
+
+    /// Adds every count of `other`.
+    pub fn merge(&mut self, other: &Counts) {
+        for (rule, n) in &other.0 {
+            self.add(rule, *n);
+        }
+    }
+
+    /// Values replaced, all rules together.
+    pub fn total(&self) -> usize {
+        self.0.values().sum()
+    }
+
+    /// Each rule with its count, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, usize)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+}
+
 /// Replaces secret-looking values; returns the text and how many were replaced. Fails closed:
 /// if the rules could not be compiled (a bug caught by the tests), the whole text is withheld.
 ///
 /// Linear in the text (see [`candidates`]).
 pub fn redact(text: &str) -> (String, usize) {
+    let (text, counts) = redact_counted(text);
+    (text, counts.total())
+}
+
+/// [`redact`], counting the replaced values per rule.
+pub fn redact_counted(text: &str) -> (String, Counts) {
     with_rules(|rules, caches| redact_with(rules, caches, text, Marker::Kind)).unwrap_or_else(
         || {
             tracing::error!("secret rules do not compile; withholding text");
             let lines = text.matches('\n').count();
-            (format!("[REDACTED:unavailable]{}", "\n".repeat(lines)), 1)
+            let mut counts = Counts::default();
+            counts.add("unavailable", 1);
+            (
+                format!("[REDACTED:unavailable]{}", "\n".repeat(lines)),
+                counts,
+            )
         },
     )
 }
@@ -217,9 +260,10 @@ enum Marker {
     Plain,
 }
 
-fn redact_with(rules: &Rules, caches: &mut Caches, text: &str, marker: Marker) -> (String, usize) {
+fn redact_with(rules: &Rules, caches: &mut Caches, text: &str, marker: Marker) -> (String, Counts) {
+    let mut counts = Counts::default();
     if !is_match(&rules.any, cache(&mut caches.any, &rules.any), text) {
-        return (text.to_string(), 0);
+        return (text.to_string(), counts);
     }
     let mut spans = Vec::new();
     candidates(rules, caches, text, &mut spans);
@@ -228,7 +272,6 @@ fn redact_with(rules: &Rules, caches: &mut Caches, text: &str, marker: Marker) -
     spans.sort_unstable();
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
-    let mut count = 0;
     let mut spans = spans.into_iter().peekable();
     while let Some((start, mut end, rule)) = spans.next() {
         while let Some(&(s, e, _)) = spans.peek() {
@@ -251,10 +294,10 @@ fn redact_with(rules: &Rules, caches: &mut Caches, text: &str, marker: Marker) -
             Marker::Plain => out.push_str("[redacted]"),
         }
         copied = end;
-        count += 1;
+        counts.add(rules.each[rule].kind, 1);
     }
     out.push_str(&text[copied..]);
-    (out, count)
+    (out, counts)
 }
 
 /// The marker of the generic `name = value` rules.

@@ -1,5 +1,6 @@
 //! The application: the services every call runs on, built once from the configuration
-//! ([`App::start`]: the collector, Gemini, the thread store, the daily caps' holds), the gate
+//! ([`App::start`]: the collector, Gemini, the thread store, the audit log, the daily caps'
+//! holds), the gate
 //! that admits calls and counts those in flight, and the life cycle the edges call — one
 //! [`App::drain`] (stop admitting, wait for the calls in flight up to a grace) and one
 //! [`App::abort`] (end what still runs: Gemini calls, the Gemini CLI's processes).
@@ -56,8 +57,11 @@ impl App {
         gemini: Arc<Gemini>,
         store: Arc<dyn ThreadStore>,
     ) -> App {
+        let audit = config
+            .audit()
+            .map(|settings| Arc::new(crate::audit::AuditLog::new(settings)));
         App {
-            services: Services::new(config, collector, gemini, store),
+            services: Services::new(config, collector, gemini, store, audit),
             gate: Gate::new(&RateLimits::default(), None),
         }
     }
@@ -110,9 +114,14 @@ impl App {
         self.gate.admit(tool.name(), client)
     }
 
-    /// Runs one tool call through the pipeline.
-    pub async fn run(&self, plan: Plan, ctx: &CallContext) -> Result<Reply, ToolError> {
-        crate::pipeline::run(&self.services, plan, ctx).await
+    /// Runs one tool call of `client` through the pipeline (its audit record names the client).
+    pub async fn run(
+        &self,
+        client: &ClientId,
+        plan: Plan,
+        ctx: &CallContext,
+    ) -> Result<Reply, ToolError> {
+        crate::pipeline::run(&self.services, &client.0, plan, ctx).await
     }
 
     /// Forgets clients whose rate quota has fully come back; call it now and then.

@@ -11,6 +11,7 @@
 //! table. stdout carries only the command's output; errors, progress and logs go to stderr.
 
 mod agent_hook;
+mod audit;
 mod commands;
 mod doctor;
 mod flags;
@@ -81,6 +82,12 @@ pub enum Command {
         #[command(subcommand)]
         action: threads::ThreadsCommand,
     },
+    /// Read the audit log (GEMINI_MCP_AUDIT_LOG): calls, tokens and cost per client, tool, model
+    /// or day.
+    Audit {
+        #[command(subcommand)]
+        action: audit::AuditCommand,
+    },
     /// Install or remove the git pre-commit hook.
     Hook {
         #[command(subcommand)]
@@ -97,7 +104,10 @@ impl Command {
         match self {
             Command::Serve { tier, .. } => tier.as_ref(),
             Command::Tool(t) => t.tier(),
-            Command::Threads { .. } | Command::Hook { .. } | Command::Doctor(_) => None,
+            Command::Threads { .. }
+            | Command::Audit { .. }
+            | Command::Hook { .. }
+            | Command::Doctor(_) => None,
         }
     }
 }
@@ -152,6 +162,7 @@ pub async fn run(args: Args) -> ExitCode {
         }
         Command::Tool(command) => commands::with_args!(command, a => tool(&config, &cwd, a).await),
         Command::Threads { action } => threads::run(&config, action).await,
+        Command::Audit { action } => audit::run(&config, action),
         // Handled above, before the configuration is read.
         Command::Hook { .. } | Command::Doctor(_) => output::COULD_NOT_RUN,
     };
@@ -169,7 +180,10 @@ fn tier(before: Option<String>, command: &Command) -> Option<Option<String>> {
     if before.is_some()
         && matches!(
             command,
-            Command::Threads { .. } | Command::Hook { .. } | Command::Doctor(_)
+            Command::Threads { .. }
+                | Command::Audit { .. }
+                | Command::Hook { .. }
+                | Command::Doctor(_)
         )
     {
         let err = Args::command().error(
@@ -238,8 +252,9 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         cancel: cancel.clone(),
         progress,
     };
+    let client = crate::limits::ClientId("cli".into());
     let outcome = tokio::select! {
-        r = app.run(plan, &ctx) => Some(r),
+        r = app.run(&client, plan, &ctx) => Some(r),
         _ = crate::shutdown::signal() => None,
     };
     spinner.stop().await;

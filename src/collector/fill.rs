@@ -301,13 +301,16 @@ fn entry(
     limit: &dyn Fn() -> u64,
     stats: &Stats,
 ) -> Outcome {
-    let (redacted, redactions) = crate::redact::redact(&text.text);
+    let (redacted, redactions) = crate::redact::redact_counted(&text.text);
     let mut notes = Vec::new();
     if text.lossy {
         notes.push("invalid UTF-8 replaced with U+FFFD".to_string());
     }
-    if redactions > 0 {
-        notes.push(format!("{redactions} secret-looking value(s) redacted"));
+    if redactions.total() > 0 {
+        notes.push(format!(
+            "{} secret-looking value(s) redacted",
+            redactions.total()
+        ));
     }
     let block = render::block(&item.display, &redacted, &notes);
     let tokens = match counted {
@@ -325,6 +328,7 @@ fn entry(
                 path: item.path.as_path().to_path_buf(),
                 display: item.display.clone(),
                 hash: text.hash,
+                bytes: size,
                 tokens,
                 text: block,
                 lossy: text.lossy,

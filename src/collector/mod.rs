@@ -113,14 +113,16 @@ pub struct FileEntry {
     pub display: String,
     /// Hex SHA-256 of the file's bytes as read.
     pub hash: String,
+    /// The file's size in bytes as read.
+    pub bytes: u64,
     /// Calibrated token count of `text`.
     pub tokens: u64,
     /// The block sent to Gemini: a path header and numbered lines.
     pub text: String,
     /// Invalid UTF-8 was replaced.
     pub lossy: bool,
-    /// Secret-looking values replaced in this file.
-    pub redactions: usize,
+    /// Secret-looking values replaced in this file, per rule.
+    pub redactions: crate::redact::Counts,
 }
 
 /// An image to send inline.
@@ -151,8 +153,8 @@ pub struct Collected {
     pub skipped: Vec<Skipped>,
     /// Sum of `files[].tokens`.
     pub tokens: u64,
-    /// Secret-looking values replaced, over all files.
-    pub redactions: usize,
+    /// Secret-looking values replaced, over all files, per rule.
+    pub redactions: crate::redact::Counts,
 }
 
 /// What a walk would consider: display paths in priority order, and what was left out.
@@ -441,7 +443,10 @@ impl Collector {
         let filled = fill::fill(&candidates, req.budget, prior, self.pool.as_deref());
         skipped.extend(filled.skipped);
         let tokens = filled.files.iter().map(|f| f.tokens).sum();
-        let redactions = filled.files.iter().map(|f| f.redactions).sum();
+        let mut redactions = crate::redact::Counts::default();
+        for f in &filled.files {
+            redactions.merge(&f.redactions);
+        }
         tracing::debug!(
             candidates = walked_files,
             unique = candidates.len(),

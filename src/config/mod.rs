@@ -66,6 +66,9 @@ pub struct Config {
     /// Daily caps per project (and per HTTP client): tokens, and estimated USD.
     pub daily_tokens: Option<u64>,
     pub daily_usd: Option<f64>,
+    /// The audit log (`GEMINI_MCP_AUDIT_LOG`), and the size past which it rotates.
+    pub audit_log: Option<PathBuf>,
+    pub audit_log_max_bytes: u64,
     /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
     pub google_application_credentials: Option<PathBuf>,
     /// gcloud's application-default credentials file (`gcloud auth application-default login`).
@@ -465,6 +468,8 @@ impl Config {
             service_tier: None,
             daily_tokens: None,
             daily_usd: None,
+            audit_log: None,
+            audit_log_max_bytes: 0,
             google_application_credentials: None,
             gcloud_adc_file: None,
             acp: AcpConfig {
@@ -539,6 +544,14 @@ impl Config {
             ttl: self.thread_ttl,
             max_turns: self.max_turns,
         }
+    }
+
+    /// The audit log's own settings, when there is one.
+    pub fn audit(&self) -> Option<crate::audit::Settings> {
+        self.audit_log.clone().map(|path| crate::audit::Settings {
+            path,
+            max_bytes: self.audit_log_max_bytes,
+        })
     }
 
     /// The collector's own settings.
@@ -699,6 +712,11 @@ mod tests {
             // Tool names (DISABLED_TOOLS, GEMINI_MCP_RATE_LIMITS) are checked against the tools'
             // table by `tools::spec::check_settings`, whose tests hold those cases.
             (vec![("GEMINI_TIMEOUT_SECS", "0")], "GEMINI_TIMEOUT_SECS"),
+            (
+                vec![("GEMINI_MCP_AUDIT_LOG_MAX_MB", "0")],
+                "GEMINI_MCP_AUDIT_LOG_MAX_MB",
+            ),
+            (vec![("GEMINI_MCP_AUDIT_LOG", "/")], "GEMINI_MCP_AUDIT_LOG"),
             (
                 vec![("GEMINI_MCP_RATE_LIMITS", "chat=0/min")],
                 "GEMINI_MCP_RATE_LIMITS",

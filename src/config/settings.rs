@@ -223,6 +223,37 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_MCP_AUDIT_LOG",
+        default: "—",
+        doc: "Append one JSON line per tool call to this file: client, project, tool, model, the files sent (path, SHA-256, bytes, tokens), redactions per rule, request hashes, usage, cost, outcome; never contents or secret values (SECURITY.md § The audit log). Safe with many processes and instances writing; read it with `gemini-mcp audit summary`.",
+        also_reads: &[],
+        read: |var, c| {
+            c.audit_log = var
+                .get()
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .map(|p| var.cwd().join(p));
+            if c.audit_log.as_ref().is_some_and(|p| p.is_dir()) {
+                return Err(var.invalid("names a directory; name the log file"));
+            }
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_AUDIT_LOG_MAX_MB",
+        default: "50",
+        doc: "Size in MB past which the audit log is renamed to `<log>.1` (the older ones shifted up to `<log>.3`).",
+        also_reads: &[],
+        read: |var, c| {
+            let mb: f64 = var.parse(50.0)?;
+            if !(mb.is_finite() && mb > 0.0) {
+                return Err(var.invalid("must be a positive number of megabytes"));
+            }
+            c.audit_log_max_bytes = (mb * 1_048_576.0) as u64;
+            Ok(())
+        },
+    },
+    Setting {
         name: "GEMINI_MCP_VERTEX_LABELS",
         default: "—",
         doc: "Labels sent with each Vertex AI request for cost attribution, e.g. `team=payments,env=ci`.",

@@ -253,7 +253,7 @@ fn builtin_models() -> Vec<ModelInfo> {
 }
 
 /// Days since 1970-01-01 of an ISO date `YYYY-MM-DD` (the proleptic Gregorian calendar).
-fn days_from_iso(date: &str) -> Option<i64> {
+pub fn days_from_iso(date: &str) -> Option<i64> {
     let mut it = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
     let (y, m, d) = (it.next()??, it.next()??, it.next()??);
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) {

@@ -176,6 +176,9 @@ pub struct GenerateResponse {
     pub turn: Vec<Part>,
     /// The service tier that served the call, when the API reported it.
     pub service_tier: Option<String>,
+    /// Hex SHA-256 of the request body exactly as sent (the REST backends; `None` for the
+    /// Gemini CLI's, whose requests are the CLI's own).
+    pub request_sha256: Option<String>,
 }
 
 /// A progress update while waiting on Gemini.

@@ -55,6 +55,28 @@ pub struct DiffRequest {
     pub index_file: Option<PathBuf>,
 }
 
+/// One file's block of the diff text as sent: its path as shown, the SHA-256 (hex), size and
+/// tokens of the block after redaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentBlock {
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub tokens: u64,
+}
+
+impl SentBlock {
+    fn of(path: String, text: &str, tokens: u64) -> SentBlock {
+        use sha2::Digest;
+        SentBlock {
+            path,
+            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+            bytes: text.len() as u64,
+            tokens,
+        }
+    }
+}
+
 /// A changed file, as listed in the reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangedFile {
@@ -79,8 +101,10 @@ pub struct DiffContext {
     pub changed: Vec<ChangedFile>,
     /// Diffs left out, with why.
     pub skipped: Vec<Skipped>,
-    /// Secret-looking values replaced.
-    pub redactions: usize,
+    /// Secret-looking values replaced, per rule.
+    pub redactions: crate::redact::Counts,
+    /// Each file's diff (and full content, for context) as sent, in the order sent.
+    pub sent: Vec<SentBlock>,
     /// Changed files that look like secrets by name (a finding in itself).
     pub secret_files: Vec<String>,
     /// Repositories found.

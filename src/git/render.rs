@@ -22,10 +22,10 @@ use std::path::Path;
 
 use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
-use super::{ChangedFile, DiffContext, GitError};
+use super::{ChangedFile, DiffContext, GitError, SentBlock};
 use crate::collector::classify::{Class, classify};
 use crate::collector::{Sandbox, SkipReason, Skipped, secrets, tokens};
-use crate::redact::redact;
+use crate::redact::redact_counted;
 
 /// A repository as shown, with what was read from it.
 #[derive(Debug, Clone, Default)]
@@ -121,6 +121,9 @@ pub(super) fn render(
             let f = &files[block.file];
             if included[b] && f.repo == *r && f.section == *section {
                 text.push_str(&block.text);
+                let tokens = block.tokens.unwrap_or_else(|| tokens::count(&block.text));
+                ctx.sent
+                    .push(SentBlock::of(shown(repos, f), &block.text, tokens));
             }
         }
     }
@@ -305,8 +308,9 @@ fn block_text(
         f.section.short()
     );
     let (text, keys) = redact_key_lines(sandbox, found, f, &text);
-    let (text, n) = redact(&text);
-    ctx.redactions += keys + n;
+    let (text, n) = redact_counted(&text);
+    ctx.redactions.add("private-key", keys);
+    ctx.redactions.merge(&n);
     text
 }
 
@@ -474,7 +478,7 @@ impl Context<'_> {
     ) -> u64 {
         let limit = budget.min(used.saturating_add(CONTEXT_CAP));
         let mut reserved = used + tokens::count(CONTEXT_HEADING);
-        let mut accepted: Vec<(String, String, usize, u64)> = Vec::new();
+        let mut accepted: Vec<(String, String, crate::redact::Counts, u64)> = Vec::new();
         // The first file that does not fit ends it.
         for i in self.candidates(blocks, order) {
             if reserved >= limit {
@@ -494,7 +498,7 @@ impl Context<'_> {
                 &["full content, new version".to_string()],
             );
             block.push('\n');
-            let (block, n) = redact(&block);
+            let (block, n) = redact_counted(&block);
             // Its name in the heading costs too.
             let t = tokens::count(&block);
             let cost = t + tokens::count(&path) + 1;
@@ -521,7 +525,8 @@ impl Context<'_> {
             text.push_str(&heading);
             for (path, block, n, t) in accepted {
                 text.push_str(&block);
-                ctx.redactions += n;
+                ctx.redactions.merge(&n);
+                ctx.sent.push(SentBlock::of(path.clone(), &block, t));
                 ctx.context_files.push((path, t));
             }
             return total;

@@ -71,7 +71,8 @@ pub(super) fn finish_reply(
     meta.usage = Some(answer.usage.into());
     meta.fallback = answer.fallback.clone().map(Into::into);
     meta.sources = answer.sources.iter().cloned().map(Into::into).collect();
-    meta.redactions = material.collected.redactions + diff.map_or(0, |d| d.redactions);
+    meta.redactions =
+        material.collected.redactions.total() + diff.map_or(0, |d| d.redactions.total());
     meta.files.included = material
         .collected
         .files

@@ -285,10 +285,11 @@ mod tests {
             path: PathBuf::from(path),
             display,
             hash: hex::encode(Sha256::digest(content.as_bytes())),
+            bytes: content.len() as u64,
             tokens: tokens::count(&text),
             text,
             lossy: false,
-            redactions: 0,
+            redactions: Default::default(),
         }
     }
 

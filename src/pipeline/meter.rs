@@ -5,7 +5,8 @@
 //! ([`crate::spend`]), and counts the answer's usage at once (each request of an investigation is
 //! checked and counted on its own). The Gemini CLI's agent, whose requests are its own, is
 //! checked with its prompt before it starts ([`Meter::admit`]) and counted after
-//! ([`Meter::record`]).
+//! ([`Meter::record`]). The meter also keeps what the call's requests were and used
+//! ([`Meter::seen`]: their hashes as sent, the usage and cost summed) for its audit record.
 
 use std::sync::Arc;
 
@@ -25,6 +26,18 @@ pub struct Meter {
     keys: Vec<SpendKey>,
     store: Arc<dyn ThreadStore>,
     holds: Arc<Holds>,
+    seen: std::sync::Mutex<Seen>,
+}
+
+/// What a call's requests were and used, so far.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seen {
+    /// Hex SHA-256 of each request body as sent (the API backends), in order.
+    pub requests: Vec<String>,
+    /// Summed over the requests answered.
+    pub usage: Usage,
+    /// Summed estimates; `None` once a request of a model without a known price used tokens.
+    pub cost_usd: Option<f64>,
 }
 
 impl Meter {
@@ -49,7 +62,16 @@ impl Meter {
             keys,
             store,
             holds,
+            seen: std::sync::Mutex::new(Seen {
+                cost_usd: Some(0.0),
+                ..Seen::default()
+            }),
         }
+    }
+
+    /// What the call's requests were and used, so far.
+    pub fn seen(&self) -> Seen {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Gemini's answer to `req`, if `req` fits under the caps; its usage is counted at once.
@@ -67,6 +89,10 @@ impl Meter {
         };
         let model = req.model.id.clone();
         let answer = gemini.generate(req, ctx).await?;
+        if let Some(sent) = &answer.request_sha256 {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.requests.push(sent.clone());
+        }
         let used = answer.model_version.as_deref().unwrap_or(&model);
         self.record(hold, used, &answer.usage).await;
         Ok(answer)
@@ -111,11 +137,25 @@ impl Meter {
     /// Counts a request's usage against the caps and releases its hold; a store failure is
     /// logged, not fatal (the answer is already here).
     pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
+        let cost = prices::estimate(model, usage, prices::today());
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            let s = &mut seen.usage;
+            s.input += usage.input;
+            s.output += usage.output;
+            s.thinking += usage.thinking;
+            s.cached += usage.cached;
+            let used = usage.input + usage.output + usage.thinking > 0;
+            seen.cost_usd = match (seen.cost_usd, cost) {
+                (Some(sum), Some(c)) => Some(sum + c),
+                (sum, None) if !used => sum,
+                _ => None,
+            };
+        }
         if self.keys.is_empty() {
             return;
         }
         let _turn = self.holds.turn().await;
-        let cost = prices::estimate(model, usage, prices::today());
         let add = Spent {
             tokens: usage.input + usage.output + usage.thinking,
             micro_usd: cost.map_or(0, |c| (c * 1e6).round() as u64),

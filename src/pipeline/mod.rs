@@ -3,7 +3,8 @@
 //! → Gemini (`ask`: one request, an investigation, or the Gemini CLI's agent; every request
 //! through the daily caps' `meter`) → the answer read (`answer`: its findings' locations checked
 //! against what was sent and their edits against the files, `verify`) → thread (save: `save`) →
-//! reply.
+//! reply → the call's audit record (`record`: written once the call ends, whatever its outcome,
+//! or when it is abandoned).
 //!
 //! [`run`] drives the steps over the [`Services`] the application owns (`app::App`: built once,
 //! shared by every call). Nothing here knows MCP or the command line; the edges call the app.
@@ -18,11 +19,13 @@ mod gather;
 pub mod investigation;
 pub mod meter;
 pub mod prompt;
+mod record;
 mod save;
 mod verify;
 
 use std::sync::Arc;
 
+use crate::audit::AuditLog;
 use crate::collector::Collector;
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
@@ -35,19 +38,23 @@ use ask::{Explored, agent_note, ask, build_request};
 use budget::{budget, model_for};
 use gather::{Gathered, gather};
 use meter::Meter;
+use record::Trail;
 use save::save_turn;
 
 /// Texts up to this size are counted or redacted where they are (well under a millisecond);
 /// larger ones in `spawn_blocking`.
 const INLINE_COUNT_BYTES: usize = 16 * 1024;
 
-/// What every call runs on: the configuration, the collector, Gemini, the thread store and the
-/// daily caps' holds. Built once by the application (`app::App::start`) and shared by its calls.
+/// What every call runs on: the configuration, the collector, Gemini, the thread store, the
+/// audit log and the daily caps' holds. Built once by the application (`app::App::start`) and
+/// shared by its calls.
 pub struct Services {
     pub config: Arc<Config>,
     pub collector: Arc<Collector>,
     pub gemini: Arc<Gemini>,
     pub store: Arc<dyn ThreadStore>,
+    /// `GEMINI_MCP_AUDIT_LOG`, when set.
+    pub audit: Option<Arc<AuditLog>>,
     /// The daily caps' holds of the calls in flight.
     holds: Arc<Holds>,
     /// Set once the model list has been asked for (on the first call, never at startup).
@@ -60,12 +67,14 @@ impl Services {
         collector: Arc<Collector>,
         gemini: Arc<Gemini>,
         store: Arc<dyn ThreadStore>,
+        audit: Option<Arc<AuditLog>>,
     ) -> Services {
         Services {
             config,
             collector,
             gemini,
             store,
+            audit,
             holds: Arc::default(),
             refresh: tokio::sync::OnceCell::new(),
         }
@@ -125,20 +134,39 @@ impl Services {
     }
 }
 
-/// Runs one tool call end to end: the call's text redacted, the model, the thread, the
-/// budget and history, the material (diff, files, images), the request, Gemini, the answer
-/// read, the turn saved, the reply.
+/// Runs one tool call of `client` end to end: the call's text redacted, the model, the thread,
+/// the budget and history, the material (diff, files, images), the request, Gemini, the answer
+/// read, the turn saved, the reply; then its audit record, whatever the outcome.
 pub async fn run(
+    services: &Services,
+    client: &str,
+    plan: Plan,
+    ctx: &CallContext,
+) -> Result<Reply, ToolError> {
+    let meter = Arc::new(services.meter(&plan.owner));
+    let mut trail = Trail::begin(services, client, &plan, meter.clone());
+    let result = steps(services, plan, ctx, &meter, &mut trail).await;
+    trail.finish(result.as_ref().err()).await;
+    result
+}
+
+/// The steps of [`run`], telling `trail` what the call sends as it goes.
+async fn steps(
     services: &Services,
     mut plan: Plan,
     ctx: &CallContext,
+    meter: &Meter,
+    trail: &mut Trail,
 ) -> Result<Reply, ToolError> {
     let text_redactions = redact_plan_text(&mut plan).await?;
+    trail.redactions(&text_redactions);
     services.refresh_models(false).await;
     // The tokenizer loads on the first call, beside the work (an idle server stays small).
     services.collector.warm_up();
     let model = model_for(services, &plan)?;
+    trail.model(&model.id);
     let (id, thread) = load_thread(services, plan.continuation, &plan.owner).await?;
+    trail.thread(&id.to_string());
     if let Some(t) = &thread
         && t.turns.len() as u32 >= services.config.max_turns
     {
@@ -163,6 +191,7 @@ pub async fn run(
         Gathered::Material(m) => m,
         Gathered::NothingToReview(reply) => return Ok(reply),
     };
+    trail.material(&material);
     let omitted_turns = history.omitted_turns;
     // What this call sends, held for checking the findings' locations.
     let sent = match plan.output {
@@ -186,18 +215,19 @@ pub async fn run(
         &material,
     );
 
-    let meter = services.meter(&plan.owner);
     ctx.report("waiting for Gemini");
     let room = total
         .saturating_sub(history.tokens)
         .saturating_sub(material.tokens());
     let model_id = request.model.id.clone();
     let thread_key = id.to_string();
-    let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
+    let (answer, explored) = ask(services, &plan, request, room, &thread_key, meter, ctx).await?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
+    trail.model(&model_used);
     let mut sent = sent;
     if let Some(Explored::Investigation(inv)) = &explored {
         sent.add_all(&inv.read);
+        trail.read(&inv.files_read);
     }
     let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref(), &sent)?;
     check_edits(services, &mut reply).await?;
@@ -232,7 +262,7 @@ pub async fn run(
         Some(Explored::Agent(run, mode)) => reply.set_agent(&run, mode),
         None => {}
     }
-    reply.meta.redactions += text_redactions;
+    reply.meta.redactions += text_redactions.total();
     // Not rendered here: the edge finishes it, whole (the command line) or fitted to the
     // client's cap (MCP).
     Ok(reply)
@@ -282,8 +312,8 @@ fn tool_prompt(plan: &Plan) -> String {
 /// Redacts the call's own text in place: it leaves the machine (and is kept in the thread) like
 /// a file does, so it is redacted like one — agents paste logs and configs into
 /// `error_context` and `prompt`. One regex pass over text already capped in size. Returns how
-/// many values were replaced.
-async fn redact_plan_text(plan: &mut Plan) -> Result<usize, ToolError> {
+/// many values were replaced, per rule.
+async fn redact_plan_text(plan: &mut Plan) -> Result<crate::redact::Counts, ToolError> {
     let texts = (std::mem::take(&mut plan.request), plan.system_extra.take());
     let size = texts.0.len() + texts.1.as_ref().map_or(0, String::len);
     let (request, system_extra, n) = if size > INLINE_COUNT_BYTES {
@@ -296,11 +326,13 @@ async fn redact_plan_text(plan: &mut Plan) -> Result<usize, ToolError> {
 }
 
 /// The call's own texts (request, caller's system addition) redacted, and how many values were.
-fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Option<String>, usize) {
-    let (request, mut n) = crate::redact::redact(&request);
+fn redact_call_text(
+    (request, extra): (String, Option<String>),
+) -> (String, Option<String>, crate::redact::Counts) {
+    let (request, mut n) = crate::redact::redact_counted(&request);
     let extra = extra.map(|e| {
-        let (clean, m) = crate::redact::redact(&e);
-        n += m;
+        let (clean, m) = crate::redact::redact_counted(&e);
+        n.merge(&m);
         clean
     });
     (request, extra, n)

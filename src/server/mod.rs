@@ -173,8 +173,9 @@ impl Server {
                 }
             }
         });
+        let client = client_of(ctx);
         let result = tokio::select! {
-            r = self.app.run(plan, &call) => r,
+            r = self.app.run(&client, plan, &call) => r,
             _ = ctx.ct.cancelled() => Err(ToolError::Gemini(crate::gemini::GeminiError::Cancelled)),
         };
         drop(call);

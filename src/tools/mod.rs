@@ -204,6 +204,37 @@ impl ToolError {
         }
     }
 
+    /// What kind of error this is, as one word for records (the audit log): never the message,
+    /// which may quote the caller's input.
+    pub fn kind(&self) -> &'static str {
+        use crate::gemini::GeminiError as G;
+        match self {
+            ToolError::InvalidArgument { .. } => "invalid_argument",
+            ToolError::TooLarge { .. } => "too_large",
+            ToolError::Sandbox(_) => "sandbox",
+            ToolError::Collect(_) => "collect",
+            ToolError::Git(_) => "git",
+            ToolError::Thread(_) => "thread",
+            ToolError::Internal(_) => "internal",
+            ToolError::SpendingCap(_) => "spending_cap",
+            ToolError::Gemini(g) => match g {
+                G::Api { .. } => "gemini_api",
+                G::Blocked { .. } => "gemini_blocked",
+                G::MaxTokens => "gemini_max_tokens",
+                G::Empty { .. } => "gemini_empty",
+                G::Timeout { .. } => "gemini_timeout",
+                G::Stalled { .. } => "gemini_stalled",
+                G::Withheld { .. } => "gemini_withheld",
+                G::Cancelled => "cancelled",
+                G::Transport { .. } => "gemini_transport",
+                G::Malformed { .. } => "gemini_malformed",
+                G::NotConfigured { .. } => "gemini_not_configured",
+                G::UnknownModel { .. } => "unknown_model",
+                G::Cli { .. } => "gemini_cli",
+            },
+        }
+    }
+
     /// The input field the caller must change, when the error is about one: the edges report
     /// it as a bad argument (JSON-RPC -32602 naming the field; a usage error naming the flag).
     /// Paths refused by the sandbox are not here: they have their own code.

@@ -3,6 +3,7 @@
 
 mod acp;
 mod acp_secrets;
+mod audit;
 mod budget;
 mod cli;
 mod clients;

@@ -148,6 +148,7 @@ impl Answer {
             fallback: None,
             calls: self.calls,
             turn: self.turn,
+            request_sha256: None,
         })
     }
 }

@@ -172,12 +172,18 @@ impl ApiClient {
         let body = serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
             message: format!("the request could not be encoded: {e}"),
         })?;
+        let sent = {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(&body))
+        };
         let body = Bytes::from(body);
         let deadline = Instant::now() + self.call_timeout;
         let work = retry::run(&self.policy, ctx, deadline, |_attempt| {
             self.stream_once(&url, body.clone(), ctx)
         });
-        self.bounded(ctx, deadline, work).await
+        let mut answer = self.bounded(ctx, deadline, work).await?;
+        answer.request_sha256 = Some(sent);
+        Ok(answer)
     }
 
     /// Tokens Gemini counts for `text` on `model` (`:countTokens`).

@@ -1,7 +1,7 @@
 //! Where secrets could leak, end to end: a project with secret files and secret values, a tool
 //! call that also carries secret values in its own text fields, and every place they could end
-//! up afterwards — the requests Gemini received, the reply, the server's log (at `trace`), and
-//! the thread store on disk.
+//! up afterwards — the requests Gemini received, the reply, the server's log (at `trace`), the
+//! thread store on disk, and the audit log.
 
 use std::process::Stdio;
 
@@ -30,6 +30,8 @@ async fn hardening_secrets_reach_neither_gemini_nor_replies_logs_or_the_thread_s
     )
     .unwrap();
     let base = env.fake.base_url();
+    let audit_dir = tempfile::tempdir().unwrap();
+    let audit_log = audit_dir.path().join("audit.jsonl");
     let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(mcp::command(
         root,
         &env.vars(
@@ -37,6 +39,7 @@ async fn hardening_secrets_reach_neither_gemini_nor_replies_logs_or_the_thread_s
             &[
                 ("GEMINI_MCP_STORE", "embedded"),
                 ("GEMINI_MCP_LOG", "trace"),
+                ("GEMINI_MCP_AUDIT_LOG", audit_log.to_str().unwrap()),
             ],
         ),
     ))
@@ -105,11 +108,41 @@ async fn hardening_secrets_reach_neither_gemini_nor_replies_logs_or_the_thread_s
         .map(|r| r.raw_body.clone())
         .collect();
     assert!(sent.contains("deploy.rs"), "the files were sent");
+    // The audit log has a record of each call (the refused one too), with the redactions
+    // counted per rule, and no value.
+    let audit = std::fs::read_to_string(&audit_log).expect("the audit log");
+    let records: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 4, "{audit}");
+    assert!(records.iter().all(|r| r["client"] == "stdio"), "{audit}");
+    // The chat call sent deploy.rs (the debug call's thread already had it) and carried the
+    // GitHub token in its prompt; the debug call's own text held the AWS key and the token.
+    for (i, tool, rules) in [
+        (
+            0,
+            "chat",
+            &["aws-access-key", "github-token", "private-key"][..],
+        ),
+        (1, "debug", &["aws-access-key", "github-token"][..]),
+    ] {
+        let r = &records[i];
+        assert_eq!(r["tool"], tool);
+        for rule in rules {
+            assert!(
+                r["redactions"][rule].as_u64() >= Some(1),
+                "{rule} not counted: {r}"
+            );
+        }
+    }
+    assert_eq!(records[3]["outcome"], "error", "{audit}");
     for (place, haystack) in [
         ("a request to Gemini", &sent),
         ("a reply", &replies),
         ("the log", &log),
         ("the thread store", &store),
+        ("the audit log", &audit),
     ] {
         for secret in [GITHUB, AWS, PEM_BODY, DOTENV, KEY] {
             assert!(!haystack.contains(secret), "{secret} leaked into {place}");
