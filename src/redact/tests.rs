@@ -303,3 +303,21 @@ fn token_words_in_code_are_left_alone() {
         assert_eq!((out.as_str(), n), (line, 0), "{line}");
     }
 }
+
+/// The counts per rule name each rule as its marker does, and add up to the total.
+#[test]
+fn redactions_are_counted_per_rule() {
+    let text = format!(
+        "a = \"{}\"\nb = \"{}\"\nc = \"{}\"\n",
+        "AKIAQWERTYUIOPASDFGH", "AKIAZXCVBNMASDFGHJKL", "ghp_R2d2C3poBB8LukeLeiaHanChewie01234567"
+    );
+    let (out, counts) = redact_counted(&text);
+    let per_rule: Vec<(&str, usize)> = counts.iter().collect();
+    assert_eq!(
+        per_rule,
+        [("aws-access-key", 2), ("github-token", 1)],
+        "{out}"
+    );
+    assert_eq!(counts.total(), redact(&text).1);
+    assert_eq!(redact_counted("nothing here").1, Counts::default());
+}

@@ -253,3 +253,89 @@ fn audit_a_writer_killed_mid_line_leaves_one_partial_line() {
     }
     panic!("in 10 attempts the writer was never killed in the middle of a line");
 }
+
+/// The command line records its calls as `cli`: a precommit lists each diff it sent (path,
+/// SHA-256 and size of the block as sent), and a call interrupted while Gemini thinks is still
+/// recorded, as `abandoned`.
+#[cfg(unix)]
+#[test]
+fn audit_the_command_line_records_its_diffs_and_an_interrupted_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let log = root.join(".audit/audit.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    let repo = git2::Repository::init(&root).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "pub fn one() -> u32 {\n    1\n}\n").unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new("src/lib.rs")).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("Test", "test@example.com").unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "one", &tree, &[])
+        .unwrap();
+    std::fs::write(root.join("src/lib.rs"), "pub fn one() -> u32 {\n    2\n}\n").unwrap();
+
+    let fake = FakeGemini::start();
+    let url = fake.base_url();
+    let vars = [
+        ("GEMINI_API_KEY", KEY),
+        ("GEMINI_BASE_URL", url.as_str()),
+        ("GEMINI_MCP_AUDIT_LOG", log.to_str().unwrap()),
+    ];
+    let out = crate::support::mcp::std_command(&root, &vars)
+        .arg("precommit")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r = &records(&log)[0];
+    assert_eq!(
+        (r.client.as_str(), r.tool.as_str()),
+        ("cli", "precommit"),
+        "{stderr}"
+    );
+    let diff = r
+        .files
+        .iter()
+        .find(|f| f.kind == FileKind::Diff)
+        .unwrap_or_else(|| panic!("no diff listed: {r:?}"));
+    assert_eq!(diff.path, "src/lib.rs");
+    assert!(
+        diff.bytes > 0 && diff.tokens > 0 && diff.sha256.len() == 64,
+        "{diff:?}"
+    );
+    let sent = &fake.generate_requests()[0].raw_body;
+    assert_eq!(r.requests, [sha256(sent.as_bytes())]);
+
+    // Gemini holds the next call until the command is stopped.
+    fake.push(crate::support::fake_gemini::Script::echo().delay_headers(Duration::from_secs(60)));
+    let mut child = crate::support::mcp::std_command(&root, &vars)
+        .args(["chat", "a question"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while fake.generate_requests().len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the request never arrived"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let records = records(&log);
+    assert_eq!(records.len(), 2);
+    let r = &records[1];
+    assert_eq!(
+        (r.client.as_str(), r.tool.as_str(), r.outcome.as_str()),
+        ("cli", "chat", "error")
+    );
+    assert_eq!(r.error.as_deref(), Some("abandoned"));
+    assert!(r.requests.is_empty(), "no answer came: {r:?}");
+}
