@@ -348,6 +348,15 @@ impl Gemini {
         }
     }
 
+    /// The body `req` would be sent with, when the backend is the API (the Gemini CLI is sent
+    /// a prompt of its own, not this request): for a dry run to show.
+    pub fn request_body(&self, req: &GenerateRequest) -> Option<Result<Vec<u8>, GeminiError>> {
+        match &self.backend {
+            Backend::Api(c) => Some(c.body(req)),
+            Backend::Cli(_) | Backend::Unconfigured(_) => None,
+        }
+    }
+
     async fn generate_once(
         &self,
         req: &GenerateRequest,
