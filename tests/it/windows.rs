@@ -1,5 +1,8 @@
 //! The Windows build (`x86_64-pc-windows-gnu`, cross-built by `.ci/run`) run under Wine: the
-//! handshake and the tool list over stdio, and the exit when stdin closes.
+//! handshake and the tool list over stdio, and the exit when stdin closes; and the Gemini CLI
+//! backend: `gemini` found on `PATH` as npm's `gemini.cmd` (Wine runs it with its `cmd.exe`),
+//! started in a Job object, the prompt on its stdin, its answer in the `chat` reply, and a helper
+//! it left running ended with the job when it exited.
 //!
 //! The tests own their Wine prefix (`target/wine/prefix`), made once by `wineboot` and given the
 //! stand-in `bcryptprimitives.dll` (`windows/bcryptprimitives.c`, built with mingw-w64), which
@@ -150,79 +153,130 @@ fn windows_path(p: &Path) -> String {
     format!("Z:{}", p.display()).replace('/', "\\")
 }
 
-#[test]
-fn the_windows_build_answers_initialize_and_tools_list_and_ends_when_stdin_closes() {
-    let Some(w) = wine() else { return };
-    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    let mut cmd = Command::new(&w.wine);
-    cmd.arg(&w.exe)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", root.join(".home"))
-        .env("GEMINI_MCP_STATE_DIR", windows_path(&root.join(".state")))
-        .env("PROJECT_ROOT", windows_path(&root))
-        .env("GEMINI_MCP_STORE", "memory")
-        .env("GEMINI_MCP_LOG", "warn")
-        .env("GEMINI_API_KEY", crate::support::mcp::KEY)
-        .env(
-            "GEMINI_CLI_PATH",
-            windows_path(&root.join(".no-gemini-cli")),
-        )
-        .current_dir(&root);
-    wine_env(&mut cmd, &w.prefix);
-    let stderr = root.join(".server.err");
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .expect("start wine64");
+/// The server under Wine over stdio, its replies read off stdout by a thread that never waits
+/// for the pipe's end.
+struct Session {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    replies: mpsc::Receiver<String>,
+    stderr: PathBuf,
+}
 
-    // Lines read off the server's stdout; the reader never waits for the pipe's end.
-    let (lines, replies) = mpsc::channel::<String>();
-    let stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines.send(line).is_err() {
-                break;
-            }
+impl Session {
+    /// Starts the `.exe` in `root` (the project) with the environment the tests share and `env`.
+    fn start(w: &Wine, root: &Path, env: &[(&str, String)]) -> Session {
+        let mut cmd = Command::new(&w.wine);
+        cmd.arg(&w.exe)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", root.join(".home"))
+            .env("GEMINI_MCP_STATE_DIR", windows_path(&root.join(".state")))
+            .env("PROJECT_ROOT", windows_path(root))
+            .env("GEMINI_MCP_STORE", "memory")
+            .env("GEMINI_MCP_LOG", "warn")
+            .current_dir(root);
+        for (k, v) in env {
+            cmd.env(k, v);
         }
-    });
-    let mut stdin = child.stdin.take().unwrap();
-    let mut send = |m: Value| writeln!(stdin, "{m}").and_then(|()| stdin.flush()).unwrap();
-    let reply = |id: u64| -> Value {
+        wine_env(&mut cmd, &w.prefix);
+        let stderr = root.join(".server.err");
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("start wine64");
+        let (lines, replies) = mpsc::channel::<String>();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Session {
+            child,
+            stdin,
+            replies,
+            stderr,
+        }
+    }
+
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    fn send(&mut self, m: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{m}").and_then(|()| stdin.flush()).unwrap();
+    }
+
+    /// The reply to request `id`, within [`LIMIT`].
+    fn reply(&self, id: u64) -> Value {
         let start = Instant::now();
         loop {
             let left = LIMIT.saturating_sub(start.elapsed());
-            let line = replies.recv_timeout(left).unwrap_or_else(|_| {
-                panic!(
-                    "no reply {id} within {LIMIT:?}; stderr: {}",
-                    std::fs::read_to_string(&stderr).unwrap_or_default()
-                )
+            let line = self.replies.recv_timeout(left).unwrap_or_else(|_| {
+                panic!("no reply {id} within {LIMIT:?}; stderr: {}", self.stderr())
             });
             let m: Value = serde_json::from_str(&line).expect("a JSON-RPC line on stdout");
             if m["id"] == json!(id) {
                 return m;
             }
         }
-    };
+    }
 
-    send(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "wine-test", "version": "1"}}}),
+    /// `initialize` (its reply returned) and `notifications/initialized`.
+    fn initialize(&mut self) -> Value {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "wine-test", "version": "1"}}}),
+        );
+        let init = self.reply(1);
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        init
+    }
+
+    /// Closes stdin and waits for the server to end, which must be clean.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let stderr = self.stderr();
+        let status = wait(self.child);
+        assert!(
+            status.success(),
+            "the server did not end cleanly when stdin closed: {status}; stderr: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_windows_build_answers_initialize_and_tools_list_and_ends_when_stdin_closes() {
+    let Some(w) = wine() else { return };
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let mut s = Session::start(
+        &w,
+        &root,
+        &[
+            ("GEMINI_API_KEY", crate::support::mcp::KEY.to_string()),
+            (
+                "GEMINI_CLI_PATH",
+                windows_path(&root.join(".no-gemini-cli")),
+            ),
+        ],
     );
-    let init = reply(1);
+    let init = s.initialize();
     assert_eq!(init["result"]["serverInfo"]["name"], "gemini-mcp-server");
     assert_eq!(
         init["result"]["serverInfo"]["version"],
         env!("CARGO_PKG_VERSION")
     );
-    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    let list = reply(2);
+    s.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let list = s.reply(2);
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
         .expect("tools")
@@ -242,12 +296,77 @@ fn the_windows_build_answers_initialize_and_tools_list_and_ends_when_stdin_close
             "thinkdeep"
         ]
     );
+    s.close();
+}
 
-    drop(stdin);
-    let status = wait(child);
-    assert!(
-        status.success(),
-        "the server did not end cleanly when stdin closed: {status}; stderr: {}",
-        std::fs::read_to_string(&stderr).unwrap_or_default()
+/// npm's shims for the Gemini CLI, as it installs them side by side: an extensionless shell
+/// script (which Windows cannot start) and `gemini.cmd`. Ours records its argv and the prompt
+/// read from stdin, leaves a helper running in the background (as Node may) once it has started, and answers as
+/// `gemini -o json` does.
+const GEMINI_SH: &str = "#!/bin/sh\necho 'the shell shim must not be run on Windows' >&2\nexit 9\n";
+const GEMINI_CMD: &str = "@echo off\r\n\
+echo %* > \"%~dp0argv.txt\"\r\n\
+more > \"%~dp0stdin.txt\"\r\n\
+start \"\" /b \"%~dp0helper.cmd\"\r\n\
+:wait\r\n\
+if not exist \"%~dp0started.txt\" goto wait\r\n\
+echo {\"response\": \"WINE-REPLY: gemini.cmd answered\"}\r\n";
+/// The helper: says it started, then writes `late.txt` after ~3 s unless it was killed.
+const HELPER_CMD: &str = "@echo off\r\n\
+echo started > \"%~dp0started.txt\"\r\n\
+ping -n 4 127.0.0.1 > NUL\r\n\
+echo alive > \"%~dp0late.txt\"\r\n";
+
+#[test]
+fn the_windows_build_answers_chat_through_gemini_cmd_found_on_path_and_ends_what_it_left_running() {
+    let Some(w) = wine() else { return };
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let npm = tempfile::tempdir().unwrap();
+    std::fs::write(npm.path().join("gemini"), GEMINI_SH).unwrap();
+    std::fs::write(npm.path().join("gemini.cmd"), GEMINI_CMD).unwrap();
+    std::fs::write(npm.path().join("helper.cmd"), HELPER_CMD).unwrap();
+    let mut s = Session::start(
+        &w,
+        &root,
+        &[
+            ("GEMINI_BACKEND", "cli".into()),
+            ("GEMINI_CLI_TRANSPORT", "headless".into()),
+            // Wine adds WINEPATH to the Windows `PATH`; `GEMINI_CLI_PATH` is left at `gemini`.
+            ("WINEPATH", windows_path(npm.path())),
+        ],
     );
+    s.initialize();
+    s.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "chat", "arguments": {"prompt": "Say hello from Wine"}}}),
+    );
+    let answer = s.reply(2);
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("WINE-REPLY: gemini.cmd answered")
+            && answer["result"]["isError"] != json!(true),
+        "{answer}; stderr: {}",
+        s.stderr()
+    );
+    let argv = std::fs::read_to_string(npm.path().join("argv.txt")).unwrap();
+    assert!(
+        argv.contains("-o json") && argv.contains("--policy"),
+        "{argv}"
+    );
+    let stdin = std::fs::read_to_string(npm.path().join("stdin.txt")).unwrap();
+    assert!(stdin.contains("Say hello from Wine"), "{stdin}");
+    // The helper the CLI left running was ended with its Job object when the CLI exited.
+    assert!(
+        npm.path().join("started.txt").is_file(),
+        "the helper never started"
+    );
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(
+        !npm.path().join("late.txt").exists(),
+        "the helper outlived the Gemini CLI"
+    );
+    s.close();
 }
