@@ -16,6 +16,8 @@
 pub mod bpe;
 pub mod classify;
 mod fill;
+#[cfg(windows)]
+pub mod handle;
 pub mod ignores;
 mod images;
 pub mod o200k;
@@ -27,13 +29,15 @@ pub mod secrets;
 mod tests;
 pub mod tokens;
 mod walk;
+#[cfg(any(windows, test))]
+pub mod windows_path;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use serde::{Deserialize, Serialize};
 
@@ -577,7 +581,9 @@ fn globs(setting: &str, patterns: &[String]) -> Result<Option<GlobSet>, CollectE
     }
     let mut b = GlobSetBuilder::new();
     for p in patterns {
-        b.add(Glob::new(p).map_err(|e| CollectError::Config(format!("{setting}: {e}")))?);
+        // File names are case-insensitive on Windows: so are the patterns there.
+        let glob = GlobBuilder::new(p).case_insensitive(cfg!(windows)).build();
+        b.add(glob.map_err(|e| CollectError::Config(format!("{setting}: {e}")))?);
     }
     b.build()
         .map(Some)

@@ -44,22 +44,27 @@ pub enum Unread {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Stamp {
-    ino: u64,
+    /// Device and inode (Unix), volume and file index (Windows).
+    id: (u64, u64),
     len: u64,
     modified: Option<SystemTime>,
 }
 
-fn stamp(m: &std::fs::Metadata) -> Stamp {
+fn stamp(file: &std::fs::File, m: &std::fs::Metadata) -> Result<Stamp, Unread> {
     #[cfg(unix)]
-    let ino = std::os::unix::fs::MetadataExt::ino(m);
-    // The file index is not in stable std on Windows, where the sandbox opens nothing yet.
+    let id = {
+        use std::os::unix::fs::MetadataExt;
+        let _ = file;
+        (m.dev(), m.ino())
+    };
+    // The file index is not in stable std's metadata on Windows: asked of the handle.
     #[cfg(windows)]
-    let ino = 0;
-    Stamp {
-        ino,
+    let id = super::handle::file_id(file).map_err(|_| Unread::Unreadable)?;
+    Ok(Stamp {
+        id,
         len: m.len(),
         modified: m.modified().ok(),
-    }
+    })
 }
 
 /// An opened regular file under the size cap, not yet read.
@@ -124,7 +129,7 @@ impl Opened {
         }
         after_read();
         let after = self.file.metadata().map_err(|_| Unread::Unreadable)?;
-        if stamp(&after) != before || bytes.len() as u64 != before.len {
+        if stamp(&self.file, &after)? != before || bytes.len() as u64 != before.len {
             return Err(Unread::Changed);
         }
         Ok(bytes)
@@ -143,8 +148,14 @@ fn opening_failed(e: &std::io::Error) -> Unread {
 }
 
 #[cfg(windows)]
-fn opening_failed(_: &std::io::Error) -> Unread {
-    Unread::Unreadable
+fn opening_failed(e: &std::io::Error) -> Unread {
+    use super::handle::{NOT_A_DISK_FILE, NOT_THE_CHECKED_PATH};
+    match e.raw_os_error() {
+        // A reparse point where the canonical path had none: the path changed under us.
+        Some(NOT_THE_CHECKED_PATH) => Unread::Changed,
+        Some(NOT_A_DISK_FILE) => Unread::NotRegular,
+        _ => Unread::Unreadable,
+    }
 }
 
 /// Opens `p`: it must (still) be a regular file of at most `max` bytes. Nothing is read yet.
@@ -157,10 +168,8 @@ pub fn open(p: &SandboxedPath, max: u64) -> Result<Opened, Unread> {
     if meta.len() > max {
         return Err(Unread::TooLarge);
     }
-    Ok(Opened {
-        file,
-        before: stamp(&meta),
-    })
+    let before = stamp(&file, &meta)?;
+    Ok(Opened { file, before })
 }
 
 /// How many lines `p` has (a last line without a newline counts): to check a line number

@@ -8,6 +8,11 @@
 //! makes the open fail instead of leading outside; elsewhere (or where `openat2` is unavailable)
 //! `O_NOFOLLOW` protects the last component. Files are opened non-blocking, so a FIFO swapped in
 //! after the type check cannot hang the server, and the caller checks the opened file's type.
+//!
+//! On Windows, the path's form is checked first ([`super::windows_path`]: no device names,
+//! streams, trailing dots or device namespaces), and the open is proven on the handle
+//! ([`super::handle`]): no reparse point in the last name, a file on a disk, and the handle's
+//! final path exactly the checked one, so nothing swapped in after the check leads elsewhere.
 
 use std::fs::File;
 use std::io;
@@ -99,7 +104,7 @@ impl Sandbox {
     fn roots_display(&self) -> String {
         self.roots
             .iter()
-            .map(|r| r.display().to_string())
+            .map(|r| shown(r).display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -121,6 +126,13 @@ impl Sandbox {
             return Err(SandboxError::Invalid {
                 path: raw.escape_debug().to_string(),
                 message: "empty or contains a NUL byte".into(),
+            });
+        }
+        #[cfg(windows)]
+        if let Some(message) = super::windows_path::refused_form(raw) {
+            return Err(SandboxError::Invalid {
+                path: raw.escape_debug().to_string(),
+                message,
             });
         }
         if raw.starts_with('~') {
@@ -161,9 +173,12 @@ impl Sandbox {
     /// any symlink on the way.
     pub fn check(&self, canonical: &Path) -> Option<SandboxedPath> {
         if !canonical.is_absolute()
-            || canonical
-                .components()
-                .any(|c| matches!(c, Component::CurDir | Component::ParentDir))
+            || canonical.components().any(|c| match c {
+                Component::CurDir | Component::ParentDir => true,
+                // A stream of a file (`name:stream`) is not the file.
+                Component::Normal(name) => cfg!(windows) && name.as_encoded_bytes().contains(&b':'),
+                _ => false,
+            })
         {
             return None;
         }
@@ -196,7 +211,7 @@ impl Sandbox {
                 super::secrets::shown_name(&String::from_utf8_lossy(rel))
             };
         }
-        super::secrets::shown_name(&p.display().to_string())
+        super::secrets::shown_name(&shown(p).display().to_string())
     }
 
     /// The path below its root (for include/exclude and secret globs).
@@ -239,19 +254,19 @@ fn open_nofollow(path: &Path) -> io::Result<File> {
     Ok(File::from(rustix::fs::open(path, flags, Mode::empty())?))
 }
 
-/// On Windows the checks on the opened handle (its final path inside a root, no reparse point
-/// followed, no alternate data stream, device name or named pipe) are not written yet, so
-/// nothing is opened: a path checked only as a string could lead outside the roots.
+/// Opens a sandboxed path for reading, proven on the handle ([`super::handle`]). The caller
+/// must check the opened file's type.
 #[cfg(windows)]
 pub fn open(p: &SandboxedPath) -> io::Result<File> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        format!(
-            "{} was not opened: reading project files is not supported on Windows yet (the \
-             sandbox cannot check an opened file's final path there)",
-            crate::echo::echo(&p.path.display().to_string())
-        ),
-    ))
+    super::handle::open_exact(&p.path)
+}
+
+/// A canonical path as people write it: on Windows without the `\\?\` that canonical paths
+/// carry, where that changes nothing (`dunce`).
+pub fn shown(p: &Path) -> &Path {
+    #[cfg(windows)]
+    let p = dunce::simplified(p);
+    p
 }
 
 #[cfg(test)]

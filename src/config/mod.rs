@@ -618,13 +618,35 @@ pub(crate) fn canonical_root(name: &'static str, path: &Path) -> Result<PathBuf,
 }
 
 pub(crate) fn default_state_dir(src: &Var<'_>) -> Option<PathBuf> {
-    if let Some(x) = src.os("XDG_STATE_HOME").filter(|v| v.starts_with('/')) {
+    state_dir_of(cfg!(windows), &|name| src.os(name))
+}
+
+/// The state directory the environment names: on Windows `%LOCALAPPDATA%\gemini-mcp` (the
+/// user's own, not roamed: a database belongs to one machine), elsewhere the XDG state home.
+fn state_dir_of(windows: bool, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if windows {
+        return env("LOCALAPPDATA")
+            .map(PathBuf::from)
+            .filter(|d| d.is_absolute() || looks_like_a_windows_absolute_path(d))
+            .or_else(dirs::data_local_dir)
+            .map(|d| d.join("gemini-mcp"));
+    }
+    if let Some(x) = env("XDG_STATE_HOME").filter(|v| v.starts_with('/')) {
         return Some(PathBuf::from(x).join("gemini-mcp"));
     }
-    if let Some(home) = src.os("HOME") {
+    if let Some(home) = env("HOME") {
         return Some(PathBuf::from(home).join(".local/state/gemini-mcp"));
     }
     dirs::state_dir().map(|d| d.join("gemini-mcp"))
+}
+
+/// `C:\...` or `\\server\...`, also where the platform's `Path` does not parse it (the tests of
+/// the Windows choice run everywhere).
+fn looks_like_a_windows_absolute_path(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    let b = s.as_bytes();
+    (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/'))
+        || s.starts_with("\\\\")
 }
 
 #[cfg(test)]
@@ -868,5 +890,46 @@ mod tests {
                 None => assert!(!err.contains("did you mean"), "{err}"),
             }
         }
+    }
+
+    #[test]
+    fn the_state_directory_on_windows_is_under_local_app_data() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let vars: &[(&str, &str)] = &[
+            ("LOCALAPPDATA", "C:\\Users\\Zoë\\AppData\\Local"),
+            ("HOME", "/home/zoe"),
+            ("XDG_STATE_HOME", "/home/zoe/.state"),
+        ];
+        let dir = state_dir_of(true, &env(vars)).unwrap();
+        assert_eq!(
+            dir,
+            PathBuf::from("C:\\Users\\Zoë\\AppData\\Local").join("gemini-mcp")
+        );
+        // Elsewhere the same environment means the XDG state home.
+        assert_eq!(
+            state_dir_of(false, &env(vars)).unwrap(),
+            PathBuf::from("/home/zoe/.state/gemini-mcp")
+        );
+        // A relative LOCALAPPDATA is not a place: the platform's own answer instead.
+        let relative: &[(&str, &str)] = &[("LOCALAPPDATA", "AppData\\Local")];
+        let fallback = state_dir_of(true, &env(relative));
+        assert!(
+            fallback
+                .as_deref()
+                .is_none_or(|d| !d.starts_with("AppData\\Local")),
+            "{fallback:?}"
+        );
+        let unc: &[(&str, &str)] = &[("LOCALAPPDATA", "\\\\srv\\profiles\\zoe")];
+        assert!(
+            state_dir_of(true, &env(unc))
+                .unwrap()
+                .starts_with("\\\\srv\\profiles\\zoe")
+        );
     }
 }

@@ -42,7 +42,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "PROJECT_ROOT",
         default: "working directory",
-        doc: "Sandbox roots, separated by `:`; only files inside them are read.",
+        doc: "Sandbox roots, separated by `:` (`;` on Windows); only files inside them are read.",
         also_reads: &[],
         read: |var, c| {
             c.roots = match var.get() {
@@ -563,8 +563,8 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_STATE_DIR",
         default: "$XDG_STATE_HOME/gemini-mcp",
-        doc: "Directory of the embedded thread store.",
-        also_reads: &["XDG_STATE_HOME", "HOME"],
+        doc: "Directory of the embedded thread store (on Windows `%LOCALAPPDATA%\\gemini-mcp`).",
+        also_reads: &["XDG_STATE_HOME", "HOME", "LOCALAPPDATA"],
         read: |var, c| {
             c.state_dir = match var.get() {
                 Some(dir) => var.cwd().join(dir),

@@ -52,6 +52,9 @@ const GIT_TREES: &[&str] = &["refs", "logs", "objects"];
 /// Files of the work tree that libgit2 reads for a diff.
 const WORKTREE_FILES: &[&str] = &[".gitignore", ".gitattributes", ".gitmodules"];
 
+/// What separates the roots of `PROJECT_ROOT` (`std::env::split_paths`).
+const ROOTS_SEPARATOR: &str = if cfg!(windows) { ";" } else { ":" };
+
 /// Largest `.git` file, `commondir` or `alternates` read.
 const MAX_POINTER_BYTES: u64 = 64 * 1024;
 
@@ -73,9 +76,9 @@ impl Area<'_> {
             .sandbox
             .roots()
             .iter()
-            .map(|r| r.display().to_string())
+            .map(|r| crate::collector::sandbox::shown(r).display().to_string())
             .collect();
-        roots.join(":")
+        roots.join(ROOTS_SEPARATOR)
     }
 }
 
@@ -97,16 +100,10 @@ impl From<String> for Refusal {
 
 /// Checks the repository whose `.git` entry is in `dir`, before libgit2 opens it.
 ///
-/// On Windows the checks would have to be made on opened handles (reparse points, alternate
-/// data streams, device names), which is not written yet: every repository is refused there.
+/// The same on Windows: std reports symbolic links, junctions and mount points alike as links
+/// (resolved and checked here as on Unix), a named pipe cannot sit in a directory there, and the
+/// pointer files are read through the sandbox's handle proof ([`read_small_capped`]).
 pub(super) fn check_git(area: &Area<'_>, dir: &Path) -> Result<(), Refusal> {
-    if cfg!(windows) {
-        return Err(Refusal::from(format!(
-            "{}: git repositories are not read on Windows yet (what libgit2 would open cannot be \
-             checked there)",
-            show(dir)
-        )));
-    }
     let dotgit = dir.join(".git");
     let meta = std::fs::symlink_metadata(&dotgit)
         .map_err(|e| Refusal::from(format!("{}: {e}", show(&dotgit))))?;
@@ -389,18 +386,26 @@ fn read_small_capped(path: &Path, cap: u64) -> Result<String, Refusal> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// Refuses: no repository gets this far on Windows ([`check_git`]).
+/// Reads a small file, refusing anything but a regular file on a disk reached without a reparse
+/// point on the way (the sandbox's proof on the handle).
 #[cfg(windows)]
-fn read_small_capped(path: &Path, _cap: u64) -> Result<String, Refusal> {
-    Err(Refusal::from(format!(
-        "{} was not read on Windows",
-        show(path)
-    )))
+fn read_small_capped(path: &Path, cap: u64) -> Result<String, Refusal> {
+    use std::io::Read;
+    let err = |e: std::io::Error| format!("{}: {e}", show(path));
+    let canonical = std::fs::canonicalize(path).map_err(err)?;
+    let file = crate::collector::handle::open_exact(&canonical).map_err(err)?;
+    let meta = file.metadata().map_err(err)?;
+    if !meta.is_file() {
+        return Err(not_regular(path, meta.file_type()).into());
+    }
+    let mut bytes = Vec::new();
+    file.take(cap).read_to_end(&mut bytes).map_err(err)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn outside(area: &Area<'_>, at: &Path, verb: &str, target: &Path) -> Refusal {
     let message = format!(
-        "{} {verb} {}, outside PROJECT_ROOT ({}); git would read it on our behalf. Make it point inside PROJECT_ROOT, or add {} to PROJECT_ROOT (roots are separated by `:`)",
+        "{} {verb} {}, outside PROJECT_ROOT ({}); git would read it on our behalf. Make it point inside PROJECT_ROOT, or add {} to PROJECT_ROOT (roots are separated by `{ROOTS_SEPARATOR}`)",
         show(at),
         show(target),
         area.roots(),
@@ -438,5 +443,5 @@ fn not_regular(path: &Path, ft: FileType) -> String {
 }
 
 fn show(p: &Path) -> String {
-    format!("`{}`", p.display())
+    format!("`{}`", crate::collector::sandbox::shown(p).display())
 }

@@ -1,7 +1,8 @@
 //! The one pipeline every tool goes through, in steps of their own:
 //! plan → thread (load) → budget and history (`budget`) → files or git diff (`gather`) → prompt
 //! → Gemini (`ask`: one request, an investigation, or the Gemini CLI's agent; every request
-//! through the daily caps' `meter`) → the answer read (`answer`) → thread (save: `save`) →
+//! through the daily caps' `meter`) → the answer read (`answer`: its findings' locations checked
+//! against what was sent and their edits against the files, `verify`) → thread (save: `save`) →
 //! reply.
 //!
 //! [`run`] drives the steps over the [`Services`] the application owns (`app::App`: built once,
@@ -18,6 +19,7 @@ pub mod investigation;
 pub mod meter;
 pub mod prompt;
 mod save;
+mod verify;
 
 use std::sync::Arc;
 
@@ -162,6 +164,19 @@ pub async fn run(
         Gathered::NothingToReview(reply) => return Ok(reply),
     };
     let omitted_turns = history.omitted_turns;
+    // What this call sends, held for checking the findings' locations.
+    let sent = match plan.output {
+        crate::tools::Output::Review { .. } => verify::Sent::index(
+            material
+                .collected
+                .files
+                .iter()
+                .map(|f| f.text.as_str())
+                .chain(material.diff.as_ref().map(|d| d.text.as_str())),
+            &history.messages,
+        ),
+        crate::tools::Output::Text => verify::Sent::default(),
+    };
     let (request, tail) = build_request(
         &plan,
         model,
@@ -180,7 +195,8 @@ pub async fn run(
     let thread_key = id.to_string();
     let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
-    let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
+    let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref(), &sent)?;
+    check_edits(services, &mut reply).await?;
     let tail = match &explored {
         Some(Explored::Investigation(inv)) => {
             format!("{tail}\n\n{}", steps_note(inv))
@@ -284,6 +300,24 @@ fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Opti
         clean
     });
     (request, extra, n)
+}
+
+/// The review's proposed edits checked against the files on disk ([`verify::check_edits`]).
+async fn check_edits(services: &Services, reply: &mut Reply) -> Result<(), ToolError> {
+    let crate::tools::reply::Body::Review(review) = &mut reply.body else {
+        return Ok(());
+    };
+    if review.findings.iter().all(|f| f.edit.is_none()) {
+        return Ok(());
+    }
+    let mut findings = std::mem::take(&mut review.findings);
+    let collector = services.collector.clone();
+    review.findings = blocking(move || {
+        verify::check_edits(&mut findings, &collector);
+        findings
+    })
+    .await?;
+    Ok(())
 }
 
 async fn blocking<T: Send + 'static>(

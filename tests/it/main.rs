@@ -22,4 +22,6 @@ mod terminal;
 mod threads;
 mod tools;
 mod vertex;
+// The Windows build under Wine, from a Linux host.
+#[cfg(target_os = "linux")]
 mod windows;

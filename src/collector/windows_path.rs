@@ -1,0 +1,212 @@
+//! The forms of a Windows path the sandbox refuses as written, before anything is opened.
+//!
+//! Win32 rewrites a path before the file system sees it: it strips trailing dots and spaces from
+//! each name (`secret.env.` opens `secret.env`), maps reserved device names in any directory
+//! (`CON`, `NUL`, `COM1`, `con.txt`) to devices, reads `name:stream` as an alternate data stream
+//! of `name`, and resolves `C:foo` against the current directory of drive `C:`. `\\.\` paths
+//! name devices and pipes, and `\\?\` paths skip the rewriting altogether. The sandbox's real
+//! proof is on the opened handle (its final path inside a root, [`super::sandbox`]); refusing these
+//! forms first means the name checked by the secret and ignore rules is the name opened, and
+//! the user learns why with the path in hand.
+//!
+//! Pure string logic, compiled and tested on every platform; the sandbox applies it on Windows.
+
+/// Why `raw` cannot name a project file on Windows, or `None` when its form is accepted.
+/// Accepted: relative paths, `C:\...`, `\...`, UNC (`\\server\share\...`) and their verbatim
+/// forms `\\?\C:\...` and `\\?\UNC\...` (which the sandbox canonicalises and checks as any other).
+pub fn refused_form(raw: &str) -> Option<String> {
+    let rest = match prefix(raw) {
+        Ok(rest) => rest,
+        Err(why) => return Some(why.to_string()),
+    };
+    for name in rest.split(['\\', '/']) {
+        if let Some(why) = refused_name(name) {
+            return Some(why);
+        }
+    }
+    None
+}
+
+/// The path after its prefix (drive, UNC server and share, verbatim marker), or why the prefix
+/// is refused.
+fn prefix(raw: &str) -> Result<&str, &'static str> {
+    let sep = |c: char| c == '\\' || c == '/';
+    let mut chars = raw.chars();
+    let (a, b, c, d) = (chars.next(), chars.next(), chars.next(), chars.next());
+    let two_seps = a.is_some_and(sep) && b.is_some_and(sep);
+    if two_seps && c == Some('.') && d.is_some_and(sep) {
+        return Err("a `\\\\.\\` path names a device or pipe, not a file");
+    }
+    if raw.starts_with("\\??\\") {
+        return Err("a `\\??\\` path is an NT object path, not a file path");
+    }
+    if two_seps && c == Some('?') && d.is_some_and(sep) {
+        let inner = &raw[4..];
+        if let Some(after) = drive(inner).filter(|r| r.starts_with('\\')) {
+            return Ok(after);
+        }
+        if let Some(unc) = inner.get(..4).filter(|p| p.eq_ignore_ascii_case("UNC\\")) {
+            return unc_share(&inner[unc.len()..]);
+        }
+        return Err(
+            "a `\\\\?\\` path must name a drive (`\\\\?\\C:\\...`) or a share (`\\\\?\\UNC\\...`)",
+        );
+    }
+    if two_seps {
+        return unc_share(&raw[2..]);
+    }
+    if let Some(after) = drive(raw) {
+        if !after.starts_with(sep) {
+            return Err(
+                "`C:name` is relative to the current directory of that drive; write `C:\\name` or a path relative to the project root",
+            );
+        }
+        return Ok(after);
+    }
+    Ok(raw)
+}
+
+/// `s` after a drive letter and its colon.
+fn drive(s: &str) -> Option<&str> {
+    let b = s.as_bytes();
+    (b.len() >= 2 && b[0].is_ascii_alphabetic() && b[1] == b':').then(|| &s[2..])
+}
+
+/// `server\share\rest` → `rest`; both names must be there.
+fn unc_share(s: &str) -> Result<&str, &'static str> {
+    let mut parts = s.splitn(3, ['\\', '/']);
+    let server = parts.next().unwrap_or("");
+    let share = parts.next().unwrap_or("");
+    if server.is_empty() || share.is_empty() || server == "?" || server == "." {
+        return Err("a network path must name a server and a share (`\\\\server\\share\\...`)");
+    }
+    Ok(parts.next().unwrap_or(""))
+}
+
+/// Names Windows maps to devices in every directory, with or without an extension.
+const DEVICES: &[&str] = &[
+    "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$", "COM0", "COM1", "COM2", "COM3",
+    "COM4", "COM5", "COM6", "COM7", "COM8", "COM9", "COM¹", "COM²", "COM³", "LPT0", "LPT1", "LPT2",
+    "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9", "LPT¹", "LPT²", "LPT³",
+];
+
+/// Why one name of a path is refused.
+fn refused_name(name: &str) -> Option<String> {
+    if name.is_empty() || name == "." || name == ".." {
+        return None;
+    }
+    let escaped = name.escape_debug().to_string();
+    let shown = crate::echo::echo(&escaped);
+    if name.contains(':') {
+        return Some(format!(
+            "`{shown}` names an alternate data stream (`file:stream`); name the file itself"
+        ));
+    }
+    if name.ends_with(['.', ' ']) {
+        return Some(format!(
+            "`{shown}` ends in a dot or a space, which Windows drops (it would open another \
+             name); write the name without it"
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| matches!(c, '<' | '>' | '"' | '|' | '?' | '*'))
+    {
+        return Some(format!(
+            "`{shown}` contains `{c}`, which no Windows file name holds (wildcards are not \
+             expanded)"
+        ));
+    }
+    let stem = name.split('.').next().unwrap_or(name).trim_end_matches(' ');
+    if DEVICES.iter().any(|d| d.eq_ignore_ascii_case(stem)) {
+        return Some(format!(
+            "`{shown}` is a device name on Windows (`CON`, `NUL`, `COM1`, ... with any \
+             extension), not a file"
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn refused(raw: &str, says: &str) {
+        let why = refused_form(raw).unwrap_or_else(|| panic!("{raw} was accepted"));
+        assert!(why.contains(says), "{raw}: {why}");
+    }
+
+    #[test]
+    fn ordinary_paths_are_accepted() {
+        for raw in [
+            "src\\main.rs",
+            "src/main.rs",
+            "C:\\Users\\Zoë\\proj\\a.txt",
+            "c:/proj/a.txt",
+            "\\proj\\a.txt",
+            "..\\other\\a.txt",
+            ".\\a",
+            "\\\\server\\share\\proj\\a.txt",
+            "\\\\?\\C:\\proj\\a.txt",
+            "\\\\?\\UNC\\server\\share\\a.txt",
+            "PROGRA~1\\x.txt",
+            ".env",
+            "console.log",
+            "nul-handling.md",
+            "COM10",
+            "a b\\c d.txt",
+        ] {
+            assert_eq!(refused_form(raw), None, "{raw}");
+        }
+    }
+
+    #[test]
+    fn device_and_object_namespaces_are_refused() {
+        refused("\\\\.\\pipe\\gemini", "device or pipe");
+        refused("//./PhysicalDrive0", "device or pipe");
+        refused("\\\\.\\C:\\proj\\a", "device or pipe");
+        refused("\\??\\C:\\proj\\a", "NT object path");
+        refused(
+            "\\\\?\\GLOBALROOT\\Device\\HarddiskVolume1\\a",
+            "must name a drive",
+        );
+        refused("\\\\?\\pipe\\x", "must name a drive");
+        refused("\\\\server", "server and a share");
+        refused("\\\\server\\", "server and a share");
+    }
+
+    #[test]
+    fn drive_relative_paths_are_refused() {
+        refused("C:secret.txt", "current directory of that drive");
+        refused("d:..\\x", "current directory of that drive");
+        assert_eq!(refused_form("C:"), Some(prefix("C:").unwrap_err().into()));
+    }
+
+    #[test]
+    fn streams_devices_and_trailing_dots_are_refused_in_any_name() {
+        refused("notes.txt::$DATA", "alternate data stream");
+        refused("src\\notes.txt:hidden", "alternate data stream");
+        refused("\\\\?\\C:\\proj\\a.txt:x", "alternate data stream");
+        refused(".env.", "ends in a dot");
+        refused("secret.env ", "ends in a dot");
+        refused("dir.\\a.txt", "ends in a dot");
+        refused("CON", "device name");
+        refused("con.txt", "device name");
+        refused("src\\NUL.rs", "device name");
+        refused("Com1.log", "device name");
+        refused("lpt9", "device name");
+        refused("COM¹.txt", "device name");
+        refused("CONOUT$", "device name");
+        refused("aux .c", "device name");
+        refused("*.rs", "wildcards");
+        refused("a?.txt", "wildcards");
+        refused("a|b", "`|`");
+    }
+
+    #[test]
+    fn the_refusal_neutralises_what_it_quotes() {
+        let why = refused_form("x\u{1b}[31m:y").unwrap();
+        assert!(!why.contains('\u{1b}'), "{why:?}");
+    }
+}
