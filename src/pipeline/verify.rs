@@ -23,7 +23,10 @@ use crate::gemini::{Message, Part};
 use crate::tools::review::{Edit, Finding};
 
 /// Quotes shorter than this (not counting whitespace) match too much to place a finding.
-const MIN_EVIDENCE_CHARS: usize = 6;
+const MIN_EVIDENCE_CHARS: usize = 3;
+/// A quoted line shorter than this (not counting whitespace) must be a whole line as sent; a
+/// longer one may be part of one.
+const MIN_PART_CHARS: usize = 6;
 
 /// What one file looked like in what was sent.
 #[derive(Debug, Default)]
@@ -176,13 +179,13 @@ enum Found {
 fn find(file: &SentFile, evidence: &[String]) -> Found {
     let mut starts = Vec::new();
     for (&n, first) in &file.lines {
-        if !first.contains(&evidence[0]) {
+        if !holds(first, &evidence[0]) {
             continue;
         }
         let rest_matches = evidence[1..].iter().zip(1u32..).all(|(quoted, k)| {
             file.lines
                 .get(&(n + k))
-                .is_some_and(|sent| sent.contains(quoted.as_str()))
+                .is_some_and(|sent| holds(sent, quoted))
         });
         if rest_matches {
             starts.push(n);
@@ -194,11 +197,21 @@ fn find(file: &SentFile, evidence: &[String]) -> Found {
     let removed = file
         .removed
         .windows(evidence.len())
-        .any(|w| w.iter().zip(evidence).all(|(r, q)| r.contains(q.as_str())));
+        .any(|w| w.iter().zip(evidence).all(|(r, q)| holds(r, q)));
     if removed {
         Found::Removed
     } else {
         Found::Nowhere
+    }
+}
+
+/// Whether a line as sent holds a quoted line: the whole line when the quote is short, else
+/// a part of it.
+fn holds(sent: &str, quoted: &str) -> bool {
+    if quoted.chars().filter(|c| !c.is_whitespace()).count() < MIN_PART_CHARS {
+        sent == quoted
+    } else {
+        sent.contains(quoted)
     }
 }
 
@@ -240,10 +253,12 @@ fn check(f: &mut Finding, sent: &Sent) {
         f.unverified_reason = Some(reason);
     };
     let Some(file) = sent.file(&f.file) else {
+        // The name is not repeated: it is the model's text, and the location check of the
+        // command line may have taken it away as a path outside the project.
         let reason = if f.file.trim().is_empty() {
             "it names no file".to_string()
         } else {
-            format!("`{}` was not among the files sent", f.file)
+            "the file it names was not among the files sent".to_string()
         };
         return unverified(f, reason);
     };
@@ -271,8 +286,8 @@ fn check(f: &mut Finding, sent: &Sent) {
                 }
                 (None, many) => {
                     let at = match f.line {
-                        Some(l) => format!("line {l} is at none of them"),
-                        None => "no line says which".into(),
+                        Some(_) => "the line it gives is at none of them",
+                        None => "no line says which",
                     };
                     let lines: Vec<String> = many.iter().map(u32::to_string).collect();
                     unverified(
@@ -296,7 +311,9 @@ fn check(f: &mut Finding, sent: &Sent) {
         }
         Found::Nowhere => {
             let past_end = match (f.line, file.whole) {
-                (Some(l), Some(n)) if l > n => format!("; line {l} is past its end ({n} lines)"),
+                (Some(l), Some(n)) if l > n => {
+                    format!("; the line it gives is past the file's end ({n} lines)")
+                }
                 _ => String::new(),
             };
             unverified(
@@ -478,9 +495,14 @@ mod tests {
             ),
             (
                 checked("src/lib.rs", Some(40), Some("sum = a * b")),
-                "past its end (8 lines)",
+                "past the file's end (8 lines)",
             ),
-            (checked("src/lib.rs", Some(3), Some("x();")), "too short"),
+            // Short quotes must be whole lines: `x();` is only part of lines 7 and 8.
+            (
+                checked("src/lib.rs", Some(7), Some("x();")),
+                "not in `src/lib.rs` as sent",
+            ),
+            (checked("src/lib.rs", Some(5), Some("}")), "too short"),
             (checked("src/lib.rs", Some(4), None), "quotes no evidence"),
             (
                 checked("src/lib.rs", Some(1), Some("{ x(); }")),
@@ -499,6 +521,12 @@ mod tests {
         // One of the duplicates, named by its line, is verified.
         let f = checked("src/lib.rs", Some(8), Some("{ x(); }"));
         assert_eq!((f.verified, f.line), (Some(true), Some(8)));
+        // A short quote that is a whole line places it.
+        let f = checked("src/lib.rs", Some(9), Some("fn a() {}"));
+        assert_eq!(
+            (f.verified, f.line, f.line_given),
+            (Some(true), Some(1), Some(9))
+        );
         // A finding about the file as a whole needs no quote.
         assert_eq!(checked("src/lib.rs", None, None).verified, Some(true));
     }

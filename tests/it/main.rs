@@ -21,6 +21,7 @@ mod support;
 mod terminal;
 mod threads;
 mod tools;
+mod verify;
 mod vertex;
 // The Windows build under Wine, from a Linux host.
 #[cfg(target_os = "linux")]
