@@ -44,6 +44,8 @@ struct SentFile {
 #[derive(Debug, Default)]
 pub(super) struct Sent {
     files: HashMap<String, SentFile>,
+    /// Each value replaced in a file or diff: (file, line, rule); no line for a removed line.
+    redactions: std::collections::BTreeSet<(String, Option<u32>, String)>,
 }
 
 impl Sent {
@@ -61,6 +63,12 @@ impl Sent {
             }
         }
         sent
+    }
+
+    /// Each value replaced by redaction in what was sent, as (file, line, rule), in file and line
+    /// order; never the value.
+    pub(super) fn redactions(&self) -> impl Iterator<Item = &(String, Option<u32>, String)> {
+        self.redactions.iter()
     }
 
     /// Adds what was sent besides (the files an investigation read).
@@ -87,8 +95,12 @@ impl Sent {
     /// when the block holds only some of the file's lines.
     fn add_file<'a>(&mut self, lines: &mut impl Iterator<Item = &'a str>, part: bool) {
         let mut numbered = BTreeMap::new();
+        let mut marked = Vec::new();
         for line in lines.by_ref() {
             if let Some(name) = end_marker(line, "--- END FILE: ") {
+                for (n, rule) in marked {
+                    self.redactions.insert((name.to_string(), n, rule));
+                }
                 let whole = numbered.keys().next_back().copied().unwrap_or(0);
                 let file = self.files.entry(name.to_string()).or_default();
                 if !part {
@@ -98,6 +110,7 @@ impl Sent {
                 return;
             }
             if let Some((n, text)) = numbered_line(line) {
+                marked.extend(rules_in(text).map(|r| (Some(n), r)));
                 numbered.insert(n, norm(text));
             }
         }
@@ -108,8 +121,12 @@ impl Sent {
         let mut new_side = BTreeMap::new();
         let mut removed = Vec::new();
         let mut next: Option<u32> = None;
+        let mut marked = Vec::new();
         for line in lines.by_ref() {
             if let Some(name) = end_marker(line, "--- END DIFF: ") {
+                for (n, rule) in marked {
+                    self.redactions.insert((name.to_string(), n, rule));
+                }
                 let file = self.files.entry(name.to_string()).or_default();
                 file.lines.extend(new_side);
                 file.removed.extend(removed);
@@ -120,6 +137,11 @@ impl Sent {
                 continue;
             }
             let Some(n) = next else { continue }; // the patch's own headers
+            let at = match line.as_bytes().first() {
+                Some(b' ') | Some(b'+') => Some(n),
+                _ => None,
+            };
+            marked.extend(rules_in(line).map(|r| (at, r)));
             match line.as_bytes().first() {
                 Some(b' ') | Some(b'+') => {
                     new_side.insert(n, norm(&line[1..]));
@@ -150,6 +172,14 @@ impl Sent {
             .find(|(k, _)| plain(k) == wanted)
             .map(|(_, f)| f)
     }
+}
+
+/// The rules named by the redaction markers (`[REDACTED:<rule>]`) in a line.
+fn rules_in(line: &str) -> impl Iterator<Item = String> + '_ {
+    line.match_indices("[REDACTED:").filter_map(move |(i, m)| {
+        let rest = &line[i + m.len()..];
+        rest.find(']').map(|end| rest[..end].to_string())
+    })
 }
 
 /// `name` from `<prefix><name> ---`.
@@ -591,6 +621,26 @@ mod tests {
         assert_eq!((v[0].verified, v[0].line), (Some(true), Some(4)));
         let reason = v[1].unverified_reason.as_deref().unwrap();
         assert!(!reason.contains("past"), "only part was read: {reason}");
+    }
+
+    #[test]
+    fn redactions_are_listed_by_file_line_and_rule() {
+        let block = crate::collector::render::block(
+            "cfg.py",
+            "a = 1\nkey = \"[REDACTED:generic-secret]\"\n",
+            &[],
+        );
+        let diff = "--- BEGIN DIFF: app.env (added, staged) ---\n@@ -1,1 +1,2 @@\n-old=[REDACTED:aws-access-key]\n+x=1\n+token=[REDACTED:github-token]\n--- END DIFF: app.env ---\n";
+        let sent = Sent::index([block.as_str(), diff], &[]);
+        let got: Vec<_> = sent.redactions().cloned().collect();
+        assert_eq!(
+            got,
+            [
+                ("app.env".to_string(), None, "aws-access-key".to_string()),
+                ("app.env".into(), Some(2), "github-token".into()),
+                ("cfg.py".into(), Some(2), "generic-secret".into()),
+            ]
+        );
     }
 
     #[test]

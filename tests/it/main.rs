@@ -8,6 +8,7 @@ mod budget;
 mod cli;
 mod clients;
 mod compat;
+mod dry_run;
 mod gemini_api;
 mod gemini_cli;
 mod hardening;
