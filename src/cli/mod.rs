@@ -306,7 +306,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
 /// Whether a question can be asked: stdin and stderr are a terminal.
 fn terminal_to_ask() -> bool {
     use std::io::IsTerminal;
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+    std::io::stdin().is_terminal() && crate::term::stderr_is_terminal()
 }
 
 /// Shows the ceiling's refusal and asks whether to send anyway; only `y` or `yes` goes on.
