@@ -115,8 +115,12 @@ pub enum ReviewFormat {
     Text,
     /// For scripts: the structured reply, plus `text`, `fail_on` and `passed`.
     Json,
-    /// SARIF 2.1.0, for code-scanning UIs (GitHub, GitLab, IDEs).
+    /// SARIF 2.1.0, for code-scanning UIs (GitHub, GitLab, IDEs); checked edits as `fixes`.
     Sarif,
+    /// The checked edits as one unified diff, for `git apply` at the project root.
+    Patch,
+    /// GitLab's Code Quality report (a JSON array of issues).
+    Codequality,
 }
 
 /// How an answer is printed.

@@ -12,11 +12,14 @@
 
 mod agent_hook;
 mod commands;
+mod codequality;
 mod doctor;
+mod edits;
 mod flags;
 pub mod hook;
 mod locations;
 mod output;
+mod patch;
 mod progress;
 mod sarif;
 mod threads;
@@ -256,7 +259,12 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
             // Whole: the command line prints it all.
             let mut reply = reply.finish(None);
             locations::check(&mut reply, &base, app.collector().sandbox());
-            print(&reply, printed, name, &base)
+            let edits = if printed.wants_edits() {
+                edits::gather(reply.findings(), app.collector())
+            } else {
+                edits::Edits::default()
+            };
+            print(&reply, printed, name, &base, &edits)
         }
         Err(e) => fail(name, flag, e),
     }
@@ -268,8 +276,9 @@ fn print(
     printed: Printed,
     name: &str,
     base: &std::path::Path,
+    edits: &edits::Edits,
 ) -> u8 {
-    match output::print(reply, printed, name, base) {
+    match output::print(reply, printed, name, base, edits) {
         Ok(code) => code,
         Err(e) => {
             say!("gemini-mcp {name}: cannot write the output: {e}");
