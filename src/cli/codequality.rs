@@ -73,7 +73,12 @@ mod tests {
     fn issues_have_gitlabs_shape() {
         let verified = Finding {
             verified: Some(true),
-            ..Finding::new(Severity::High, "src/a.rs".into(), Some(7), "Off by one".into())
+            ..Finding::new(
+                Severity::High,
+                "src/a.rs".into(),
+                Some(7),
+                "Off by one".into(),
+            )
         };
         let unverified = Finding {
             verified: Some(false),
@@ -87,7 +92,10 @@ mod tests {
         assert_eq!(issues.len(), 2);
         for issue in issues {
             for key in ["description", "check_name", "fingerprint", "severity"] {
-                assert!(issue[key].as_str().is_some_and(|s| !s.is_empty()), "{key}: {issue}");
+                assert!(
+                    issue[key].as_str().is_some_and(|s| !s.is_empty()),
+                    "{key}: {issue}"
+                );
             }
             assert!(issue["location"]["path"].is_string());
             assert!(issue["location"]["lines"]["begin"].as_u64().unwrap() >= 1);
@@ -104,7 +112,7 @@ mod tests {
             "Leak (unverified: its quoted evidence is not in `src/b.rs` as sent)"
         );
         // Stable for the same finding, different for another line or tool.
-        let (again, _) = super::report(&[verified.clone()], "precommit");
+        let (again, _) = super::report(std::slice::from_ref(&verified), "precommit");
         assert_eq!(again[0]["fingerprint"], issues[0]["fingerprint"]);
         let moved = Finding {
             line: Some(8),

@@ -115,9 +115,9 @@ pub fn gather(findings: &[Finding], collector: &Collector) -> Edits {
             }
             Err(why) => {
                 let n = indices.len();
-                edits.notes.push(format!(
-                    "{n} edit(s) of `{shown}` left out: {why}"
-                ));
+                edits
+                    .notes
+                    .push(format!("{n} edit(s) of `{shown}` left out: {why}"));
             }
         }
     }
@@ -138,7 +138,9 @@ fn read(collector: &Collector, path: &Path, shown: &str) -> Result<String, Strin
         ));
     }
     if read.text.contains('\u{FFFD}') {
-        return Err("it is not valid UTF-8 (or holds U+FFFD), so it cannot be reproduced exactly".into());
+        return Err(
+            "it is not valid UTF-8 (or holds U+FFFD), so it cannot be reproduced exactly".into(),
+        );
     }
     Ok(read.text)
 }
@@ -167,14 +169,10 @@ fn place(
         let Some(edit) = findings[i].edit.as_ref() else {
             continue;
         };
-        if edit
-            .new
-            .chars()
-            .any(|c| {
-                (c.is_control() && !matches!(c, '\t' | '\r' | '\n'))
-                    || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-            })
-        {
+        if edit.new.chars().any(|c| {
+            (c.is_control() && !matches!(c, '\t' | '\r' | '\n'))
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        }) {
             notes.push(format!(
                 "the edit of finding {} (`{shown}`) was left out: its new text holds a control character or a bidirectional override",
                 i + 1
@@ -273,10 +271,30 @@ mod tests {
             vec![1, 0]
         );
         assert_eq!(notes.len(), 4, "{notes:?}");
-        assert!(notes.iter().any(|n| n.contains("finding 6") && n.contains("control character")), "{notes:?}");
-        assert!(notes.iter().any(|n| n.contains("finding 3") && n.contains("overlaps the edit of finding 1")), "{notes:?}");
-        assert!(notes.iter().any(|n| n.contains("finding 4") && n.contains("exactly once")), "{notes:?}");
-        assert!(notes.iter().any(|n| n.contains("finding 5") && n.contains("exactly once")), "{notes:?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("finding 6") && n.contains("control character")),
+            "{notes:?}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("finding 3") && n.contains("overlaps the edit of finding 1")),
+            "{notes:?}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("finding 4") && n.contains("exactly once")),
+            "{notes:?}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("finding 5") && n.contains("exactly once")),
+            "{notes:?}"
+        );
         let file = FileEdits {
             path: PathBuf::from("/p/a.rs"),
             relative: Some("a.rs".into()),

@@ -11,8 +11,8 @@
 //! table. stdout carries only the command's output; errors, progress and logs go to stderr.
 
 mod agent_hook;
-mod commands;
 mod codequality;
+mod commands;
 mod doctor;
 mod edits;
 mod flags;

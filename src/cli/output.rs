@@ -66,7 +66,9 @@ impl Gate {
 
     /// Whether `f` is at or above the threshold, counted or not.
     fn reaches(self, f: &Finding) -> bool {
-        self.fail_on.threshold().is_some_and(|min| f.severity >= min)
+        self.fail_on
+            .threshold()
+            .is_some_and(|min| f.severity >= min)
     }
 }
 
@@ -357,7 +359,8 @@ mod tests {
                 .iter()
                 .map(|&(severity, verified)| Finding {
                     verified: Some(verified),
-                    unverified_reason: (!verified).then(|| "its quoted evidence is not in `a.rs` as sent".into()),
+                    unverified_reason: (!verified)
+                        .then(|| "its quoted evidence is not in `a.rs` as sent".into()),
                     ..Finding::new(severity, "a.rs".into(), Some(1), "t".into())
                 })
                 .collect(),
@@ -368,22 +371,74 @@ mod tests {
         .finish(None)
     }
 
+    /// Findings (severity, verified), verdict, --fail-on, --fail-on-unverified; then the exit
+    /// code, the findings counted and those not counted.
+    type Case = (
+        &'static [(Severity, bool)],
+        Option<Verdict>,
+        FailOn,
+        bool,
+        u8,
+        usize,
+        usize,
+    );
+
     #[test]
     fn unverified_findings_count_only_when_asked() {
         use Severity::*;
-        let cases: &[(&[(Severity, bool)], Option<Verdict>, FailOn, bool, u8, usize, usize)] = &[
+        let cases: &[Case] = &[
             // (findings, verdict, --fail-on, --fail-on-unverified, exit, counted, not counted)
             (&[(High, false)], None, FailOn::High, false, PASS, 0, 1),
             (&[(High, false)], None, FailOn::High, true, FINDINGS, 1, 0),
-            (&[(High, true), (Critical, false)], None, FailOn::High, false, FINDINGS, 1, 1),
-            (&[(High, true), (Critical, false)], None, FailOn::High, true, FINDINGS, 2, 0),
+            (
+                &[(High, true), (Critical, false)],
+                None,
+                FailOn::High,
+                false,
+                FINDINGS,
+                1,
+                1,
+            ),
+            (
+                &[(High, true), (Critical, false)],
+                None,
+                FailOn::High,
+                true,
+                FINDINGS,
+                2,
+                0,
+            ),
             (&[(Low, false)], None, FailOn::High, false, PASS, 0, 0),
             (&[(Critical, false)], None, FailOn::None, true, PASS, 0, 0),
             // The verdict an unverified finding explains is not counted either; without any
             // finding at or above the threshold, the verdict fails the gate.
-            (&[(High, false)], Some(Verdict::DoNotCommit), FailOn::High, false, PASS, 0, 1),
-            (&[(High, false)], Some(Verdict::DoNotCommit), FailOn::High, true, FINDINGS, 1, 0),
-            (&[(Low, false)], Some(Verdict::DoNotCommit), FailOn::High, false, FINDINGS, 0, 0),
+            (
+                &[(High, false)],
+                Some(Verdict::DoNotCommit),
+                FailOn::High,
+                false,
+                PASS,
+                0,
+                1,
+            ),
+            (
+                &[(High, false)],
+                Some(Verdict::DoNotCommit),
+                FailOn::High,
+                true,
+                FINDINGS,
+                1,
+                0,
+            ),
+            (
+                &[(Low, false)],
+                Some(Verdict::DoNotCommit),
+                FailOn::High,
+                false,
+                FINDINGS,
+                0,
+                0,
+            ),
         ];
         for (i, &(findings, verdict, fail_on, unverified, code, counted, skipped)) in
             cases.iter().enumerate()

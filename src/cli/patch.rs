@@ -139,11 +139,16 @@ mod tests {
                     &long,
                     &[("line 3\n", "line three\n"), ("line 25\n", "")],
                 ),
-                long.replace("line 3\n", "line three\n").replace("line 25\n", ""),
+                long.replace("line 3\n", "line three\n")
+                    .replace("line 25\n", ""),
             ),
             (
                 "a CRLF file with a CRLF edit",
-                file("crlf.rs", crlf, &[("    old();\r\n", "    new();\r\n    more();\r\n")]),
+                file(
+                    "crlf.rs",
+                    crlf,
+                    &[("    old();\r\n", "    new();\r\n    more();\r\n")],
+                ),
                 "fn a() {\r\n    new();\r\n    more();\r\n}\r\n".into(),
             ),
             (
@@ -166,9 +171,20 @@ mod tests {
                 let mut notes = Vec::new();
                 let patch = render(&edits, &mut notes);
                 assert!(notes.is_empty(), "{what}: {notes:?}");
-                assert!(patch.starts_with(&format!("--- a/{}\n+++ b/{}\n", f.relative.as_deref().unwrap(), f.relative.as_deref().unwrap())), "{what}: {patch}");
+                assert!(
+                    patch.starts_with(&format!(
+                        "--- a/{}\n+++ b/{}\n",
+                        f.relative.as_deref().unwrap(),
+                        f.relative.as_deref().unwrap()
+                    )),
+                    "{what}: {patch}"
+                );
                 let after = apply(&[(f.relative.as_deref().unwrap(), &f.text)], sub, &patch);
-                assert_eq!(String::from_utf8(after[0].clone()).unwrap(), *want, "{what} (in `{sub}`)");
+                assert_eq!(
+                    String::from_utf8(after[0].clone()).unwrap(),
+                    *want,
+                    "{what} (in `{sub}`)"
+                );
             }
         }
         // Several files in one patch.

@@ -264,10 +264,9 @@ pub(crate) mod tests {
 
     /// What the OASIS SARIF 2.1.0 schema (vendored: `fixtures/sarif/`) finds wrong with `log`.
     pub(crate) fn schema_errors(log: &Value) -> Vec<String> {
-        let schema: Value = serde_json::from_str(include_str!(
-            "../../fixtures/sarif/sarif-schema-2.1.0.json"
-        ))
-        .unwrap();
+        let schema: Value =
+            serde_json::from_str(include_str!("../../fixtures/sarif/sarif-schema-2.1.0.json"))
+                .unwrap();
         let validator = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft4)
             .should_validate_formats(true)
@@ -317,33 +316,54 @@ pub(crate) mod tests {
         let win = "fn g() {\r\n    a();\r\n    b();\r\n}\r\n";
         std::fs::write(root.join("src/lib.rs"), lib).unwrap();
         std::fs::write(root.join("win.rs"), win).unwrap();
-        let collector = crate::collector::Collector::new(
-            &crate::config::Config::for_tests(&root).collector(),
-        )
-        .unwrap();
+        let collector =
+            crate::collector::Collector::new(&crate::config::Config::for_tests(&root).collector())
+                .unwrap();
         let findings = vec![
             Finding {
                 verified: Some(true),
                 edit: edit("src/lib.rs", "old(s);", "new(s);"),
                 fix: Some("Call new".into()),
-                ..Finding::new(Severity::High, "src/lib.rs".into(), Some(2), "Old call".into())
+                ..Finding::new(
+                    Severity::High,
+                    "src/lib.rs".into(),
+                    Some(2),
+                    "Old call".into(),
+                )
             },
             Finding {
                 verified: Some(false),
-                unverified_reason: Some("its quoted evidence is not in `src/lib.rs` as sent".into()),
-                ..Finding::new(Severity::Critical, "src/lib.rs".into(), Some(9), "Ghost".into())
+                unverified_reason: Some(
+                    "its quoted evidence is not in `src/lib.rs` as sent".into(),
+                ),
+                ..Finding::new(
+                    Severity::Critical,
+                    "src/lib.rs".into(),
+                    Some(9),
+                    "Ghost".into(),
+                )
             },
             Finding {
                 verified: Some(true),
                 line_given: Some(7),
                 edit: edit("win.rs", "    a();\r\n    b();\r\n", "    c();\r\n"),
-                ..Finding::new(Severity::Medium, "win.rs".into(), Some(2), "Two calls".into())
+                ..Finding::new(
+                    Severity::Medium,
+                    "win.rs".into(),
+                    Some(2),
+                    "Two calls".into(),
+                )
             },
             Finding {
                 verified: Some(true),
                 // Starts inside the first edit's `old`: the later one is left out.
                 edit: edit("src/lib.rs", "s);\n}\n", "s);\n}\n// end\n"),
-                ..Finding::new(Severity::Low, "src/lib.rs".into(), Some(2), "Overlaps".into())
+                ..Finding::new(
+                    Severity::Low,
+                    "src/lib.rs".into(),
+                    Some(2),
+                    "Overlaps".into(),
+                )
             },
         ];
         let reply = Reply::review(ReviewBody {
@@ -371,7 +391,12 @@ pub(crate) mod tests {
         };
         let ghost = by_title("Ghost");
         assert_eq!(ghost["properties"]["verified"], false);
-        assert!(ghost["properties"]["unverified_reason"].as_str().unwrap().contains("not in"));
+        assert!(
+            ghost["properties"]["unverified_reason"]
+                .as_str()
+                .unwrap()
+                .contains("not in")
+        );
         assert_eq!(ghost["rank"], 22.5);
         assert!(ghost.get("fixes").is_none());
         let old_call = by_title("Old call");
@@ -390,19 +415,33 @@ pub(crate) mod tests {
         // Each fix's region, read back in the file, is exactly the edit's `old`.
         for (title, file, text, old, new) in [
             ("Old call", "src/lib.rs", lib, "old(s);", "new(s);"),
-            ("Two calls", "win.rs", win, "    a();\r\n    b();\r\n", "    c();\r\n"),
+            (
+                "Two calls",
+                "win.rs",
+                win,
+                "    a();\r\n    b();\r\n",
+                "    c();\r\n",
+            ),
         ] {
             let change = &by_title(title)["fixes"][0]["artifactChanges"][0];
             assert_eq!(change["artifactLocation"]["uri"], file);
             let r = &change["replacements"][0];
             let d = &r["deletedRegion"];
-            let at = |l: &str, c: &str| offset(text, d[l].as_u64().unwrap(), d[c].as_u64().unwrap());
-            assert_eq!(&text[at("startLine", "startColumn")..at("endLine", "endColumn")], old, "{title}: {d}");
+            let at =
+                |l: &str, c: &str| offset(text, d[l].as_u64().unwrap(), d[c].as_u64().unwrap());
+            assert_eq!(
+                &text[at("startLine", "startColumn")..at("endLine", "endColumn")],
+                old,
+                "{title}: {d}"
+            );
             assert_eq!(r["insertedContent"]["text"], new);
         }
         // The columns count UTF-16 units: `old(s);` starts after `    let s = "𝄞é"; ` (19 units).
         let d = &by_title("Old call")["fixes"][0]["artifactChanges"][0]["replacements"][0]["deletedRegion"];
-        assert_eq!((d["startLine"].as_u64(), d["startColumn"].as_u64()), (Some(2), Some(20)));
+        assert_eq!(
+            (d["startLine"].as_u64(), d["startColumn"].as_u64()),
+            (Some(2), Some(20))
+        );
         // The schema check can fail.
         let mut broken = log.clone();
         broken["runs"][0]["results"][0]["rank"] = json!(150.0);

@@ -488,10 +488,8 @@ fn json_output_has_the_reply_findings_and_the_outcome() {
 
 /// What the OASIS SARIF 2.1.0 schema (vendored: `fixtures/sarif/`) finds wrong with `log`.
 fn sarif_schema_errors(log: &Value) -> Vec<String> {
-    let schema: Value = serde_json::from_str(include_str!(
-        "../../fixtures/sarif/sarif-schema-2.1.0.json"
-    ))
-    .unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../../fixtures/sarif/sarif-schema-2.1.0.json")).unwrap();
     let validator = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft4)
         .should_validate_formats(true)
@@ -1529,7 +1527,11 @@ fn unverified_findings_fail_only_when_asked() {
         "--fail-on-unverified",
     ]));
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("FAIL: 1 finding(s) at or above high"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("FAIL: 1 finding(s) at or above high"),
+        "{}",
+        r.stdout
+    );
     // JSON says what was not counted.
     fake.push(review_of(ghost, "needs_changes"));
     let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "json"]));
@@ -1551,8 +1553,17 @@ fn the_patch_format_applies_with_git() {
     let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "patch"]));
     // Exit by --fail-on as usual (the high finding is verified).
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("--- a/src/lib.rs\n+++ b/src/lib.rs\n"), "{}", r.stdout);
-    assert!(r.stdout.contains("-    a();\r\n-    b();\r\n+    ab();\r\n"), "{:?}", r.stdout);
+    assert!(
+        r.stdout.contains("--- a/src/lib.rs\n+++ b/src/lib.rs\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("-    a();\r\n-    b();\r\n+    ab();\r\n"),
+        "{:?}",
+        r.stdout
+    );
     let patch = p.root.join(".home/the.patch");
     std::fs::create_dir_all(patch.parent().unwrap()).unwrap();
     std::fs::write(&patch, &r.stdout).unwrap();
@@ -1566,7 +1577,11 @@ fn the_patch_format_applies_with_git() {
             .unwrap()
     };
     let check = git(&["apply", "--check"]);
-    assert!(check.status.success(), "{}", String::from_utf8_lossy(&check.stderr));
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
     assert!(git(&["apply"]).status.success());
     assert_eq!(
         std::fs::read_to_string(p.root.join("src/lib.rs")).unwrap(),
@@ -1604,7 +1619,10 @@ fn sarif_fixes_and_codequality_reports() {
     let log: Value = serde_json::from_str(&r.stdout).unwrap();
     validate_sarif(&log).unwrap();
     let results = log["runs"][0]["results"].as_array().unwrap();
-    let with_fixes: Vec<&Value> = results.iter().filter(|r| r.get("fixes").is_some()).collect();
+    let with_fixes: Vec<&Value> = results
+        .iter()
+        .filter(|r| r.get("fixes").is_some())
+        .collect();
     assert_eq!(with_fixes.len(), 2, "{results:#?}");
     let win = with_fixes
         .iter()
@@ -1616,8 +1634,14 @@ fn sarif_fixes_and_codequality_reports() {
         change["replacements"][0]["deletedRegion"],
         json!({"startLine": 2, "startColumn": 1, "endLine": 3, "endColumn": 11})
     );
-    assert_eq!(change["replacements"][0]["insertedContent"]["text"], "    ab();\r\n");
-    let ghost = results.iter().find(|r| r["properties"]["title"] == "Ghost").unwrap();
+    assert_eq!(
+        change["replacements"][0]["insertedContent"]["text"],
+        "    ab();\r\n"
+    );
+    let ghost = results
+        .iter()
+        .find(|r| r["properties"]["title"] == "Ghost")
+        .unwrap();
     assert_eq!(ghost["properties"]["verified"], false);
     assert!(ghost["rank"].as_f64().unwrap() < win["rank"].as_f64().unwrap());
 
@@ -1628,12 +1652,26 @@ fn sarif_fixes_and_codequality_reports() {
     let issues = report.as_array().unwrap();
     assert_eq!(issues.len(), 3);
     for issue in issues {
-        assert!(issue["fingerprint"].as_str().unwrap().len() == 64, "{issue}");
-        assert!(["info", "minor", "major", "critical", "blocker"]
-            .contains(&issue["severity"].as_str().unwrap()));
+        assert!(
+            issue["fingerprint"].as_str().unwrap().len() == 64,
+            "{issue}"
+        );
+        assert!(
+            ["info", "minor", "major", "critical", "blocker"]
+                .contains(&issue["severity"].as_str().unwrap())
+        );
         assert!(issue["location"]["lines"]["begin"].as_u64().unwrap() >= 1);
     }
-    let ghost = issues.iter().find(|i| i["description"].as_str().unwrap().starts_with("Ghost")).unwrap();
-    assert!(ghost["description"].as_str().unwrap().contains("(unverified: "), "{ghost}");
+    let ghost = issues
+        .iter()
+        .find(|i| i["description"].as_str().unwrap().starts_with("Ghost"))
+        .unwrap();
+    assert!(
+        ghost["description"]
+            .as_str()
+            .unwrap()
+            .contains("(unverified: "),
+        "{ghost}"
+    );
     assert_eq!(ghost["location"]["path"], "src/lib.rs");
 }
