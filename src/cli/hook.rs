@@ -139,6 +139,8 @@ fn script_for(exe: &str, fail_on: FailOn, windows: bool) -> String {
          # The flex tier (cheaper, slower) unless GEMINI_SERVICE_TIER says otherwise.\n\
          : \"${{GEMINI_SERVICE_TIER:=flex}}\"; export GEMINI_SERVICE_TIER\n\
          if [ -n \"$GIT_INDEX_FILE\" ]; then set -- --index-file \"$GIT_INDEX_FILE\"; else set --; fi\n\
+         # GEMINI_MCP_DRY_RUN=1 git commit: show what would be sent, send nothing, commit.\n\
+         [ -n \"$GEMINI_MCP_DRY_RUN\" ] && set -- \"$@\" --dry-run\n\
          exec \"$bin\" precommit --path . --staged-only --max-depth 0 --fail-on {fail} \"$@\"\n",
         fail = fail_on.as_str()
     )

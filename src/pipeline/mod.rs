@@ -17,6 +17,7 @@ pub mod earlier_turns;
 mod gather;
 pub mod investigation;
 pub mod meter;
+pub mod preview;
 pub mod prompt;
 mod save;
 mod verify;
@@ -33,7 +34,7 @@ use crate::tools::{Continuation, Plan, Reply, ToolError};
 use answer::{finish_reply, read_answer};
 use ask::{Explored, agent_note, ask, build_request};
 use budget::{budget, model_for};
-use gather::{Gathered, gather};
+use gather::{Gathered, Material, gather};
 use meter::Meter;
 use save::save_turn;
 
@@ -125,16 +126,47 @@ impl Services {
     }
 }
 
-/// Runs one tool call end to end: the call's text redacted, the model, the thread, the
-/// budget and history, the material (diff, files, images), the request, Gemini, the answer
-/// read, the turn saved, the reply.
-pub async fn run(
+/// A call prepared up to the Gemini step: the request as it will leave, and what it was made of.
+struct Prepared {
+    plan: Plan,
+    id: ThreadId,
+    /// What the thread cost before this turn.
+    earlier_cost: f64,
+    /// The input window for this call (history, material and the rest).
+    total: u64,
+    history_tokens: u64,
+    omitted_turns: usize,
+    material: Material,
+    /// What is sent, indexed (for reviews and dry runs; empty otherwise).
+    sent: verify::Sent,
+    request: crate::gemini::GenerateRequest,
+    tail: String,
+    /// Values redacted from the call's own text.
+    text_redactions: usize,
+}
+
+/// What preparing a call comes to.
+// One value per call, moved once.
+#[allow(clippy::large_enum_variant)]
+enum Prepare {
+    Ready(Prepared),
+    /// Answered without Gemini (precommit with nothing to review).
+    Answered(Reply),
+}
+
+/// The steps before Gemini: the call's text redacted, the model, the thread, the budget and
+/// history, the material (diff, files, images), the request.
+async fn prepare(
     services: &Services,
     mut plan: Plan,
     ctx: &CallContext,
-) -> Result<Reply, ToolError> {
+    dry_run: bool,
+) -> Result<Prepare, ToolError> {
     let text_redactions = redact_plan_text(&mut plan).await?;
-    services.refresh_models(false).await;
+    if !dry_run {
+        // A dry run asks Gemini nothing, not even the model list.
+        services.refresh_models(false).await;
+    }
     // The tokenizer loads on the first call, beside the work (an idle server stays small).
     services.collector.warm_up();
     let model = model_for(services, &plan)?;
@@ -161,12 +193,12 @@ pub async fn run(
     .await?
     {
         Gathered::Material(m) => m,
-        Gathered::NothingToReview(reply) => return Ok(reply),
+        Gathered::NothingToReview(reply) => return Ok(Prepare::Answered(reply)),
     };
     let omitted_turns = history.omitted_turns;
-    // What this call sends, held for checking the findings' locations.
-    let sent = match plan.output {
-        crate::tools::Output::Review { .. } => verify::Sent::index(
+    let index = dry_run || matches!(plan.output, crate::tools::Output::Review { .. });
+    let sent = if index {
+        verify::Sent::index(
             material
                 .collected
                 .files
@@ -174,8 +206,9 @@ pub async fn run(
                 .map(|f| f.text.as_str())
                 .chain(material.diff.as_ref().map(|d| d.text.as_str())),
             &history.messages,
-        ),
-        crate::tools::Output::Text => verify::Sent::default(),
+        )
+    } else {
+        verify::Sent::default()
     };
     let (request, tail) = build_request(
         &plan,
@@ -185,16 +218,78 @@ pub async fn run(
         omitted_turns,
         &material,
     );
+    Ok(Prepare::Ready(Prepared {
+        plan,
+        id,
+        earlier_cost,
+        total,
+        history_tokens: history.tokens,
+        omitted_turns,
+        material,
+        sent,
+        request,
+        tail,
+        text_redactions,
+    }))
+}
 
+/// What a call would send, without sending it: the pipeline stopped before the Gemini step
+/// (`--dry-run`), so its figures are those of the real call.
+pub async fn preview(
+    services: &Services,
+    plan: Plan,
+    show_request: bool,
+    ctx: &CallContext,
+) -> Result<preview::Preview, ToolError> {
+    match prepare(services, plan, ctx, true).await? {
+        Prepare::Answered(reply) => Ok(preview::Preview::answered(reply)),
+        Prepare::Ready(p) => {
+            preview::Preview::of(
+                services,
+                &p.request,
+                &p.material,
+                &p.sent,
+                &p.plan.files,
+                p.text_redactions,
+                show_request,
+            )
+            .await
+        }
+    }
+}
+
+/// Runs one tool call end to end: the steps before Gemini ([`prepare`]), Gemini, the answer
+/// read, the turn saved, the reply.
+pub async fn run(services: &Services, plan: Plan, ctx: &CallContext) -> Result<Reply, ToolError> {
+    let Prepared {
+        plan,
+        id,
+        earlier_cost,
+        total,
+        history_tokens,
+        omitted_turns,
+        material,
+        sent,
+        request,
+        tail,
+        text_redactions,
+    } = match prepare(services, plan, ctx, false).await? {
+        Prepare::Ready(p) => p,
+        Prepare::Answered(reply) => return Ok(reply),
+    };
     let meter = services.meter(&plan.owner);
     ctx.report("waiting for Gemini");
     let room = total
-        .saturating_sub(history.tokens)
+        .saturating_sub(history_tokens)
         .saturating_sub(material.tokens());
     let model_id = request.model.id.clone();
     let thread_key = id.to_string();
     let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
+    let mut sent = sent;
+    if let Some(Explored::Investigation(inv)) = &explored {
+        sent.add_all(&inv.read);
+    }
     let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref(), &sent)?;
     check_edits(services, &mut reply).await?;
     let tail = match &explored {

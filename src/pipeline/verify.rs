@@ -23,7 +23,10 @@ use crate::gemini::{Message, Part};
 use crate::tools::review::{Edit, Finding};
 
 /// Quotes shorter than this (not counting whitespace) match too much to place a finding.
-const MIN_EVIDENCE_CHARS: usize = 6;
+const MIN_EVIDENCE_CHARS: usize = 3;
+/// A quoted line shorter than this (not counting whitespace) must be a whole line as sent; a
+/// longer one may be part of one.
+const MIN_PART_CHARS: usize = 6;
 
 /// What one file looked like in what was sent.
 #[derive(Debug, Default)]
@@ -41,6 +44,8 @@ struct SentFile {
 #[derive(Debug, Default)]
 pub(super) struct Sent {
     files: HashMap<String, SentFile>,
+    /// Each value replaced in a file or diff: (file, line, rule); no line for a removed line.
+    redactions: std::collections::BTreeSet<(String, Option<u32>, String)>,
 }
 
 impl Sent {
@@ -60,29 +65,52 @@ impl Sent {
         sent
     }
 
+    /// Each value replaced by redaction in what was sent, as (file, line, rule), in file and line
+    /// order; never the value.
+    pub(super) fn redactions(&self) -> impl Iterator<Item = &(String, Option<u32>, String)> {
+        self.redactions.iter()
+    }
+
+    /// Adds what was sent besides (the files an investigation read).
+    pub(super) fn add_all<'a>(&mut self, texts: impl IntoIterator<Item = &'a String>) {
+        for t in texts {
+            self.add(t);
+        }
+    }
+
     fn add(&mut self, text: &str) {
         let mut lines = text.lines();
         while let Some(line) = lines.next() {
-            if line.starts_with("--- BEGIN FILE: ") {
-                self.add_file(&mut lines);
+            if let Some(header) = line.strip_prefix("--- BEGIN FILE: ") {
+                // `(lines a–b of n)`: a part of the file, read by an investigation.
+                let part = header.contains(" (lines ");
+                self.add_file(&mut lines, part);
             } else if line.starts_with("--- BEGIN DIFF: ") {
                 self.add_diff(&mut lines);
             }
         }
     }
 
-    /// A file block's numbered lines, up to its end marker (which names the file exactly).
-    fn add_file<'a>(&mut self, lines: &mut impl Iterator<Item = &'a str>) {
+    /// A file block's numbered lines, up to its end marker (which names the file exactly); `part`
+    /// when the block holds only some of the file's lines.
+    fn add_file<'a>(&mut self, lines: &mut impl Iterator<Item = &'a str>, part: bool) {
         let mut numbered = BTreeMap::new();
+        let mut marked = Vec::new();
         for line in lines.by_ref() {
             if let Some(name) = end_marker(line, "--- END FILE: ") {
+                for (n, rule) in marked {
+                    self.redactions.insert((name.to_string(), n, rule));
+                }
                 let whole = numbered.keys().next_back().copied().unwrap_or(0);
                 let file = self.files.entry(name.to_string()).or_default();
-                file.whole = Some(whole);
+                if !part {
+                    file.whole = Some(whole);
+                }
                 file.lines.extend(numbered);
                 return;
             }
             if let Some((n, text)) = numbered_line(line) {
+                marked.extend(rules_in(text).map(|r| (Some(n), r)));
                 numbered.insert(n, norm(text));
             }
         }
@@ -93,8 +121,12 @@ impl Sent {
         let mut new_side = BTreeMap::new();
         let mut removed = Vec::new();
         let mut next: Option<u32> = None;
+        let mut marked = Vec::new();
         for line in lines.by_ref() {
             if let Some(name) = end_marker(line, "--- END DIFF: ") {
+                for (n, rule) in marked {
+                    self.redactions.insert((name.to_string(), n, rule));
+                }
                 let file = self.files.entry(name.to_string()).or_default();
                 file.lines.extend(new_side);
                 file.removed.extend(removed);
@@ -105,6 +137,11 @@ impl Sent {
                 continue;
             }
             let Some(n) = next else { continue }; // the patch's own headers
+            let at = match line.as_bytes().first() {
+                Some(b' ') | Some(b'+') => Some(n),
+                _ => None,
+            };
+            marked.extend(rules_in(line).map(|r| (at, r)));
             match line.as_bytes().first() {
                 Some(b' ') | Some(b'+') => {
                     new_side.insert(n, norm(&line[1..]));
@@ -135,6 +172,14 @@ impl Sent {
             .find(|(k, _)| plain(k) == wanted)
             .map(|(_, f)| f)
     }
+}
+
+/// The rules named by the redaction markers (`[REDACTED:<rule>]`) in a line.
+fn rules_in(line: &str) -> impl Iterator<Item = String> + '_ {
+    line.match_indices("[REDACTED:").filter_map(move |(i, m)| {
+        let rest = &line[i + m.len()..];
+        rest.find(']').map(|end| rest[..end].to_string())
+    })
 }
 
 /// `name` from `<prefix><name> ---`.
@@ -176,13 +221,13 @@ enum Found {
 fn find(file: &SentFile, evidence: &[String]) -> Found {
     let mut starts = Vec::new();
     for (&n, first) in &file.lines {
-        if !first.contains(&evidence[0]) {
+        if !holds(first, &evidence[0]) {
             continue;
         }
         let rest_matches = evidence[1..].iter().zip(1u32..).all(|(quoted, k)| {
             file.lines
                 .get(&(n + k))
-                .is_some_and(|sent| sent.contains(quoted.as_str()))
+                .is_some_and(|sent| holds(sent, quoted))
         });
         if rest_matches {
             starts.push(n);
@@ -194,11 +239,21 @@ fn find(file: &SentFile, evidence: &[String]) -> Found {
     let removed = file
         .removed
         .windows(evidence.len())
-        .any(|w| w.iter().zip(evidence).all(|(r, q)| r.contains(q.as_str())));
+        .any(|w| w.iter().zip(evidence).all(|(r, q)| holds(r, q)));
     if removed {
         Found::Removed
     } else {
         Found::Nowhere
+    }
+}
+
+/// Whether a line as sent holds a quoted line: the whole line when the quote is short, else
+/// a part of it.
+fn holds(sent: &str, quoted: &str) -> bool {
+    if quoted.chars().filter(|c| !c.is_whitespace()).count() < MIN_PART_CHARS {
+        sent == quoted
+    } else {
+        sent.contains(quoted)
     }
 }
 
@@ -240,10 +295,12 @@ fn check(f: &mut Finding, sent: &Sent) {
         f.unverified_reason = Some(reason);
     };
     let Some(file) = sent.file(&f.file) else {
+        // The name is not repeated: it is the model's text, and the location check of the
+        // command line may have taken it away as a path outside the project.
         let reason = if f.file.trim().is_empty() {
             "it names no file".to_string()
         } else {
-            format!("`{}` was not among the files sent", f.file)
+            "the file it names was not among the files sent".to_string()
         };
         return unverified(f, reason);
     };
@@ -271,8 +328,8 @@ fn check(f: &mut Finding, sent: &Sent) {
                 }
                 (None, many) => {
                     let at = match f.line {
-                        Some(l) => format!("line {l} is at none of them"),
-                        None => "no line says which".into(),
+                        Some(_) => "the line it gives is at none of them",
+                        None => "no line says which",
                     };
                     let lines: Vec<String> = many.iter().map(u32::to_string).collect();
                     unverified(
@@ -296,7 +353,9 @@ fn check(f: &mut Finding, sent: &Sent) {
         }
         Found::Nowhere => {
             let past_end = match (f.line, file.whole) {
-                (Some(l), Some(n)) if l > n => format!("; line {l} is past its end ({n} lines)"),
+                (Some(l), Some(n)) if l > n => {
+                    format!("; the line it gives is past the file's end ({n} lines)")
+                }
                 _ => String::new(),
             };
             unverified(
@@ -478,9 +537,14 @@ mod tests {
             ),
             (
                 checked("src/lib.rs", Some(40), Some("sum = a * b")),
-                "past its end (8 lines)",
+                "past the file's end (8 lines)",
             ),
-            (checked("src/lib.rs", Some(3), Some("x();")), "too short"),
+            // Short quotes must be whole lines: `x();` is only part of lines 7 and 8.
+            (
+                checked("src/lib.rs", Some(7), Some("x();")),
+                "not in `src/lib.rs` as sent",
+            ),
+            (checked("src/lib.rs", Some(5), Some("}")), "too short"),
             (checked("src/lib.rs", Some(4), None), "quotes no evidence"),
             (
                 checked("src/lib.rs", Some(1), Some("{ x(); }")),
@@ -499,6 +563,12 @@ mod tests {
         // One of the duplicates, named by its line, is verified.
         let f = checked("src/lib.rs", Some(8), Some("{ x(); }"));
         assert_eq!((f.verified, f.line), (Some(true), Some(8)));
+        // A short quote that is a whole line places it.
+        let f = checked("src/lib.rs", Some(9), Some("fn a() {}"));
+        assert_eq!(
+            (f.verified, f.line, f.line_given),
+            (Some(true), Some(1), Some(9))
+        );
         // A finding about the file as a whole needs no quote.
         assert_eq!(checked("src/lib.rs", None, None).verified, Some(true));
     }
@@ -535,6 +605,42 @@ mod tests {
         let mut v = vec![finding("old.rs", Some(1), Some("let kept = 1;"))];
         verify(&mut v, &sent);
         assert_eq!(v[0].verified, Some(true));
+    }
+
+    #[test]
+    fn parts_an_investigation_read_count_as_sent_without_an_end() {
+        let mut sent = Sent::default();
+        sent.add_all(&[
+            "untrusted\n--- BEGIN FILE: x.rs (lines 3–4 of 10) ---\n3│ let first = 1;\n4│ let second = 2;\n--- END FILE: x.rs ---\n".to_string(),
+        ]);
+        let mut v = vec![
+            finding("x.rs", Some(9), Some("let second = 2;")),
+            finding("x.rs", Some(9), Some("let third = 3;")),
+        ];
+        verify(&mut v, &sent);
+        assert_eq!((v[0].verified, v[0].line), (Some(true), Some(4)));
+        let reason = v[1].unverified_reason.as_deref().unwrap();
+        assert!(!reason.contains("past"), "only part was read: {reason}");
+    }
+
+    #[test]
+    fn redactions_are_listed_by_file_line_and_rule() {
+        let block = crate::collector::render::block(
+            "cfg.py",
+            "a = 1\nkey = \"[REDACTED:generic-secret]\"\n",
+            &[],
+        );
+        let diff = "--- BEGIN DIFF: app.env (added, staged) ---\n@@ -1,1 +1,2 @@\n-old=[REDACTED:aws-access-key]\n+x=1\n+token=[REDACTED:github-token]\n--- END DIFF: app.env ---\n";
+        let sent = Sent::index([block.as_str(), diff], &[]);
+        let got: Vec<_> = sent.redactions().cloned().collect();
+        assert_eq!(
+            got,
+            [
+                ("app.env".to_string(), None, "aws-access-key".to_string()),
+                ("app.env".into(), Some(2), "github-token".into()),
+                ("cfg.py".into(), Some(2), "generic-secret".into()),
+            ]
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod budget;
 mod cli;
 mod clients;
 mod compat;
+mod dry_run;
 mod gemini_api;
 mod gemini_cli;
 mod hardening;
@@ -22,6 +23,7 @@ mod support;
 mod terminal;
 mod threads;
 mod tools;
+mod verify;
 mod vertex;
 // The Windows build under Wine, from a Linux host.
 #[cfg(target_os = "linux")]

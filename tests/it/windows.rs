@@ -11,6 +11,11 @@
 //! is checked by their form (`collector::windows_path`'s unit tests, which run on every platform,
 //! and the cases below, which go through the real Windows build).
 //!
+//! The Gemini CLI backend: `gemini` found on `PATH` as npm's `gemini.cmd` (Wine runs it with its
+//! `cmd.exe`), started in a Job object, the prompt on its stdin, its answer in the `chat` reply;
+//! a helper it left running ended with the job when it exited, and the CLI and its helper ended
+//! when the server ends with the call in flight.
+//!
 //! The tests own their Wine prefix (`target/wine/prefix`), made once by `wineboot` and given the
 //! stand-in `bcryptprimitives.dll` (`windows/bcryptprimitives.c`, built with mingw-w64), which
 //! Wine 8 lacks and Rust's std needs. Wine's background processes inherit the first program's
@@ -659,4 +664,158 @@ fn precommit_reviews_a_crlf_repository_and_runs_nothing_it_configures() {
         !pwned.exists(),
         "a command the repository configured was run"
     );
+}
+
+/// npm's shims for the Gemini CLI, as it installs them side by side: an extensionless shell
+/// script (which Windows cannot start) and `gemini.cmd`. Ours records its argv and the prompt
+/// read from stdin, leaves a helper running in the background (as Node may) once it has
+/// started, then does `then`.
+const GEMINI_SH: &str = "#!/bin/sh\necho 'the shell shim must not be run on Windows' >&2\nexit 9\n";
+const GEMINI_CMD: &str = "@echo off\r\n\
+echo %* > \"%~dp0argv.txt\"\r\n\
+more > \"%~dp0stdin.txt\"\r\n\
+start \"\" /b \"%~dp0helper.cmd\"\r\n\
+:wait\r\n\
+if not exist \"%~dp0started.txt\" goto wait\r\n";
+/// Answers as `gemini -o json` does.
+const ANSWER: &str = "echo {\"response\": \"WINE-REPLY: gemini.cmd answered\"}\r\n";
+/// Works for a minute before answering.
+const HANG: &str = "ping -n 60 127.0.0.1 > NUL\r\necho {\"response\": \"too late\"}\r\n";
+/// The helper: says it started, then runs for ~30 s unless it is killed.
+const HELPER_CMD: &str = "@echo off\r\n\
+echo started > \"%~dp0started.txt\"\r\n\
+ping -n 30 127.0.0.1 > NUL\r\n";
+
+/// A directory of npm's shims for the Gemini CLI, on Wine's `PATH`.
+struct Npm(tempfile::TempDir);
+
+impl Npm {
+    /// The shims, `gemini.cmd` ending with `then`.
+    fn new(then: &str) -> Npm {
+        let npm = tempfile::tempdir().unwrap();
+        std::fs::write(npm.path().join("gemini"), GEMINI_SH).unwrap();
+        std::fs::write(npm.path().join("gemini.cmd"), format!("{GEMINI_CMD}{then}")).unwrap();
+        std::fs::write(npm.path().join("helper.cmd"), HELPER_CMD).unwrap();
+        Npm(npm)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+
+    /// The server's environment: the CLI backend (no key), one process per call, `gemini` (the
+    /// default `GEMINI_CLI_PATH`) looked up on the Windows `PATH`, to which Wine adds `WINEPATH`.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("GEMINI_BACKEND", "cli".into()),
+            ("GEMINI_CLI_TRANSPORT", "headless".into()),
+            ("GEMINI_API_KEY", String::new()),
+            ("GEMINI_CLI_PATH", String::new()),
+            ("GEMINI_MCP_STORE", "memory".into()),
+            ("WINEPATH", windows_path(self.0.path())),
+        ]
+    }
+
+    /// The processes running whose command line names this directory (Wine shows a Windows
+    /// process's command line as its own; a process that ended shows none): the CLI's
+    /// `cmd.exe` and the helper's.
+    fn processes(&self) -> Vec<String> {
+        let name = self
+            .0
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&name))
+            .collect()
+    }
+
+    /// Checks that the helper started and that no process of the CLI's is left within 10 s
+    /// (the helper alone would run for ~30 s).
+    fn assert_all_ended(&self) {
+        assert!(
+            self.file("started.txt").is_file(),
+            "the helper never started"
+        );
+        let start = Instant::now();
+        loop {
+            let left = self.processes();
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "still running after the Gemini CLI ended: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A `chat` call sent without waiting for its reply.
+fn send_chat(s: &mut Server, id: u64) {
+    s.send(
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "chat", "arguments": {"prompt": "Say hello from Wine"}}}),
+    );
+}
+
+#[test]
+fn the_windows_build_answers_chat_through_gemini_cmd_found_on_path_and_ends_what_it_left_running() {
+    let Some(w) = wine() else { return };
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let npm = Npm::new(ANSWER);
+    let mut s = Server::start(&w, &root, &npm.env());
+    let answer = s.call("chat", json!({"prompt": "Say hello from Wine"}));
+    let text = text(&answer);
+    assert!(
+        text.contains("WINE-REPLY: gemini.cmd answered")
+            && answer["result"]["isError"] != json!(true),
+        "{answer}; stderr: {}",
+        s.stderr()
+    );
+    let argv = std::fs::read_to_string(npm.file("argv.txt")).unwrap();
+    assert!(
+        argv.contains("-o json") && argv.contains("--policy"),
+        "{argv}"
+    );
+    let stdin = std::fs::read_to_string(npm.file("stdin.txt")).unwrap();
+    assert!(stdin.contains("Say hello from Wine"), "{stdin}");
+    // The helper was ended with the CLI's Job object when the CLI exited.
+    npm.assert_all_ended();
+    s.close();
+}
+
+#[test]
+fn the_windows_build_ending_with_a_gemini_cli_call_in_flight_ends_the_cli_and_its_helper() {
+    let Some(w) = wine() else { return };
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let npm = Npm::new(HANG);
+    let mut s = Server::start(&w, &root, &npm.env());
+    send_chat(&mut s, 100);
+    let start = Instant::now();
+    while !npm.file("started.txt").is_file() {
+        assert!(
+            start.elapsed() < LIMIT,
+            "the Gemini CLI never started; stderr: {}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let running = npm.processes();
+    assert!(
+        running.len() >= 2,
+        "the CLI and its helper run: {running:?}"
+    );
+    // The server ends on stdin's end with the call in flight; the CLI's Job object goes with it.
+    s.close();
+    npm.assert_all_ended();
 }
