@@ -120,7 +120,8 @@ pub fn absolute(cwd: &std::path::Path, paths: Vec<String>) -> Vec<String> {
 pub enum ReviewFormat {
     /// For people: the review, coloured when stdout is a terminal.
     Text,
-    /// For scripts: the structured reply, plus `text`, `fail_on` and `passed`.
+    /// For scripts: the structured reply, plus `text`, `fail_on`, `fail_on_unverified`,
+    /// `unverified_not_counted` and `passed`.
     Json,
     /// SARIF 2.1.0, for code-scanning UIs (GitHub, GitLab, IDEs); checked edits as `fixes`.
     Sarif,

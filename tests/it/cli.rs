@@ -1604,6 +1604,32 @@ fn the_patch_format_applies_with_git() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.stdout, "");
     assert!(r.stderr.contains("the patch is empty"), "{}", r.stderr);
+
+    // Two edits of one place: the first in the file is kept, the later left out and said.
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n",
+    );
+    fake.push(review_of(
+        json!([
+            {"severity": "low", "file": "src/lib.rs", "title": "Later", "detail": "d",
+             "edit": {"file": "src/lib.rs", "old": "- b\n}", "new": "+ b\n}"}},
+            {"severity": "low", "file": "src/lib.rs", "title": "Earlier", "detail": "d",
+             "edit": {"file": "src/lib.rs", "old": "    a - b", "new": "    b + a"}}
+        ]),
+        "needs_changes",
+    ));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "patch"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("+    b + a\n"), "{}", r.stdout);
+    assert!(!r.stdout.contains("+    a + b"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains(
+            "the edit of finding 1 (`src/lib.rs`) was left out: it overlaps the edit of finding 2"
+        ),
+        "{}",
+        r.stderr
+    );
 }
 
 /// SARIF with fixes validates against the 2.1.0 schema; GitLab's Code Quality report has its
