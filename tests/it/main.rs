@@ -3,6 +3,7 @@
 
 mod acp;
 mod acp_secrets;
+mod action;
 mod budget;
 mod cli;
 mod clients;
