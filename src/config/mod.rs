@@ -71,6 +71,8 @@ pub struct Config {
     /// The audit log (`GEMINI_MCP_AUDIT_LOG`), and the size past which it rotates.
     pub audit_log: Option<PathBuf>,
     pub audit_log_max_bytes: u64,
+    /// The most one call may cost, estimated before it is sent (`GEMINI_MCP_CALL_USD`).
+    pub call_usd: Option<f64>,
     /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
     pub google_application_credentials: Option<PathBuf>,
     /// gcloud's application-default credentials file (`gcloud auth application-default login`).
@@ -474,6 +476,7 @@ impl Config {
             daily_usd: None,
             audit_log: None,
             audit_log_max_bytes: 0,
+            call_usd: None,
             google_application_credentials: None,
             gcloud_adc_file: None,
             acp: AcpConfig {

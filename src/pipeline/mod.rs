@@ -124,6 +124,7 @@ impl Services {
         let caps = crate::spend::Caps {
             daily_tokens: self.config.daily_tokens,
             daily_usd: self.config.daily_usd,
+            call_usd: self.config.call_usd,
         };
         Meter::new(
             caps,
@@ -275,7 +276,12 @@ pub async fn run(
     plan: Plan,
     ctx: &CallContext,
 ) -> Result<Reply, ToolError> {
-    let meter = Arc::new(services.meter(&plan.owner));
+    let meter = services.meter(&plan.owner);
+    let meter = Arc::new(if plan.over_ceiling_ok {
+        meter.without_ceiling()
+    } else {
+        meter
+    });
     let mut trail = Trail::begin(services, client, &plan, meter.clone());
     let result = steps(services, plan, ctx, &meter, &mut trail).await;
     trail.finish(result.as_ref().err()).await;
@@ -316,7 +322,9 @@ async fn steps(
         .saturating_sub(material.tokens());
     let model_id = request.model.id.clone();
     let thread_key = id.to_string();
-    let (answer, explored) = ask(services, &plan, request, room, &thread_key, meter, ctx).await?;
+    let (answer, explored) = ask(services, &plan, request, room, &thread_key, meter, ctx)
+        .await
+        .map_err(|e| what_to_narrow(e, &material, history_tokens))?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
     trail.model(&model_used);
     let mut sent = sent;
@@ -431,6 +439,44 @@ fn redact_call_text(
         clean
     });
     (request, extra, n)
+}
+
+/// A refusal by a cap or the per-call ceiling, with what made the request large: its largest
+/// files and the earlier turns.
+fn what_to_narrow(e: ToolError, material: &Material, history_tokens: u64) -> ToolError {
+    let mut files: Vec<(&str, u64)> = material
+        .collected
+        .files
+        .iter()
+        .map(|f| (f.display.as_str(), f.tokens))
+        .collect();
+    if let Some(d) = &material.diff {
+        files.push(("the diff", d.tokens));
+    }
+    files.sort_by_key(|(_, t)| std::cmp::Reverse(*t));
+    let mut more = String::new();
+    if !files.is_empty() {
+        let largest: Vec<String> = files
+            .iter()
+            .take(3)
+            .map(|(p, t)| format!("{p} ({t} tokens)"))
+            .collect();
+        more.push_str(&format!(" The largest sent: {}.", largest.join(", ")));
+    }
+    if history_tokens > 0 {
+        more.push_str(&format!(" The earlier turns: {history_tokens} tokens."));
+    }
+    match e {
+        ToolError::SpendingCap(m) => ToolError::SpendingCap(m + &more),
+        ToolError::OverCallCeiling {
+            message,
+            estimate_usd,
+        } => ToolError::OverCallCeiling {
+            message: message + &more,
+            estimate_usd,
+        },
+        other => other,
+    }
 }
 
 /// The review's proposed edits checked against the files on disk ([`verify::check_edits`]).

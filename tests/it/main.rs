@@ -3,6 +3,7 @@
 
 mod acp;
 mod acp_secrets;
+mod action;
 mod audit;
 mod budget;
 mod cli;
