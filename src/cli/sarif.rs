@@ -192,7 +192,9 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-#[cfg(test)]
+// The root `/proj` is a Unix absolute path (its URI `file:///proj/`); on Windows the same with
+// `C:\proj` and `file:///C:/proj/`.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::tools::reply::{Reply, ReviewBody};
