@@ -12,6 +12,10 @@
 //! are ours, as typed values — a [`Style`] around a span (dropped when colours are off: not a
 //! terminal, `NO_COLOR`; `CLICOLOR_FORCE` honoured, as `anstream` decides) and the spinner's
 //! [`Sink::clear_line`]. JSON is escaped rather than shown ([`json_safe`]), so it means the same.
+//! Neutralising is the same on every platform; on Windows a console obeys our escapes only once
+//! its virtual terminal processing is on, which [`obeys_escapes`] switches on (Windows Terminal
+//! has it on already, the classic console of `cmd.exe` and PowerShell not until a program asks),
+//! and a console that refuses gets no escapes at all.
 //!
 //! `tests/structure.rs` holds the rest of the source to it: no print macro and no
 //! `std::io::stdout`/`stderr` outside this module.
@@ -31,20 +35,63 @@ pub struct Sink<W: Write> {
 /// The sink on stdout (locked while it lives).
 pub fn stdout() -> Sink<io::StdoutLock<'static>> {
     let raw = io::stdout();
-    let colour = anstream::AutoStream::choice(&raw) != anstream::ColorChoice::Never;
+    let colour = colour(&raw);
     Sink::new(raw.lock(), colour)
 }
 
 /// The sink on stderr (locked while it lives). Also the logs' writer.
 pub fn stderr() -> Sink<io::StderrLock<'static>> {
     let raw = io::stderr();
-    let colour = anstream::AutoStream::choice(&raw) != anstream::ColorChoice::Never;
+    let colour = colour(&raw);
     Sink::new(raw.lock(), colour)
 }
 
-/// Whether stderr is a terminal (the spinner shows only there).
+/// Whether our styles go to `stream`: as `anstream` decides, and on a terminal only if it obeys
+/// them (a pipe with `CLICOLOR_FORCE` gets them as they are).
+fn colour<S: anstream::stream::RawStream + Console>(stream: &S) -> bool {
+    anstream::AutoStream::choice(stream) != anstream::ColorChoice::Never
+        && (!stream.is_terminal() || obeys_escapes(stream))
+}
+
+/// Whether stderr is a terminal that obeys our escapes (the spinner shows only there).
 pub fn stderr_is_terminal() -> bool {
-    io::stderr().is_terminal()
+    let err = io::stderr();
+    err.is_terminal() && obeys_escapes(&err)
+}
+
+/// A standard stream that may be a console: on Windows, its handle.
+#[cfg(windows)]
+trait Console: std::os::windows::io::AsRawHandle {}
+#[cfg(windows)]
+impl<S: std::os::windows::io::AsRawHandle> Console for S {}
+#[cfg(not(windows))]
+trait Console {}
+#[cfg(not(windows))]
+impl<S> Console for S {}
+
+/// Whether `stream`, a terminal, obeys escape sequences: on Windows once its console's virtual
+/// terminal processing is on (switched on here if it is not), elsewhere always.
+#[cfg(windows)]
+fn obeys_escapes(stream: &impl Console) -> bool {
+    use windows_sys::Win32::System::Console::{
+        CONSOLE_MODE, ENABLE_VIRTUAL_TERMINAL_PROCESSING, GetConsoleMode, SetConsoleMode,
+    };
+    let handle = stream.as_raw_handle();
+    let mut mode: CONSOLE_MODE = 0;
+    // SAFETY: `handle` is this process's standard stream, open while `stream` is borrowed; the
+    // calls read and set its console mode, and fail harmlessly on a handle that is no console.
+    unsafe {
+        GetConsoleMode(handle, &mut mode) != 0
+            && (mode & ENABLE_VIRTUAL_TERMINAL_PROCESSING != 0
+                || SetConsoleMode(handle, mode | ENABLE_VIRTUAL_TERMINAL_PROCESSING) != 0)
+    }
+}
+
+/// Whether `stream`, a terminal, obeys escape sequences: on Windows once its console's virtual
+/// terminal processing is on (switched on here if it is not), elsewhere always.
+#[cfg(not(windows))]
+fn obeys_escapes(_stream: &impl Console) -> bool {
+    true
 }
 
 /// One line on stderr through the sink; a failure to write there is ignored (there is nowhere

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Finishes a release directory made by package.sh: finish.py DIST
 
-Writes DIST/SHA256SUMS (every archive, bundle and Gemini CLI extension archive) and DIST/server.json: the repository's
-server.json (the cargo, npm and container packages) with one `mcpb` package per bundle in DIST,
-each pointing at its release asset with its SHA-256, as the MCP registry requires for binaries.
+Writes DIST/SHA256SUMS (every archive, bundle and Gemini CLI extension archive: .tar.gz, or .zip
+for Windows) and DIST/server.json: the repository's server.json (the cargo, npm and container
+packages) with one `mcpb` package per bundle in DIST, each pointing at its release asset with its
+SHA-256, as the MCP registry requires for binaries.
 """
 import hashlib
 import json
@@ -17,7 +18,9 @@ def main(dist: pathlib.Path) -> None:
     server = json.loads((repo / "server.json").read_text())
     version = server["version"]
     base = server["repository"]["url"].rstrip("/")
-    assets = sorted(p for p in dist.iterdir() if p.suffix == ".mcpb" or p.name.endswith(".tar.gz"))
+    assets = sorted(
+        p for p in dist.iterdir() if p.suffix in (".mcpb", ".zip") or p.name.endswith(".tar.gz")
+    )
     if not any(p.suffix == ".mcpb" for p in assets):
         sys.exit(f"finish.py: no .mcpb bundle in {dist}: run package.sh for each target first")
     sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in assets}

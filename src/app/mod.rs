@@ -115,6 +115,16 @@ impl App {
         crate::pipeline::run(&self.services, plan, ctx).await
     }
 
+    /// What one tool call would send, without sending it (a dry run).
+    pub async fn preview(
+        &self,
+        plan: Plan,
+        show_request: bool,
+        ctx: &CallContext,
+    ) -> Result<crate::pipeline::preview::Preview, ToolError> {
+        crate::pipeline::preview(&self.services, plan, show_request, ctx).await
+    }
+
     /// Forgets clients whose rate quota has fully come back; call it now and then.
     pub fn forget_idle_clients(&self) {
         self.gate.forget_idle_clients();

@@ -52,6 +52,13 @@ pub struct CommonArgs {
     /// GEMINI_SERVICE_TIER; flex suits hooks and CI).
     #[arg(long, value_name = "TIER", help_heading = "Model")]
     pub tier: Option<String>,
+    /// Send nothing: print what would be sent (the files with their tokens, what is left out,
+    /// each redaction, the model, the input tokens and a cost band), with exit code 0.
+    #[arg(long, help_heading = "Sending")]
+    pub dry_run: bool,
+    /// With --dry-run: also print the request body exactly as it would leave (redacted).
+    #[arg(long, requires = "dry_run", help_heading = "Sending")]
+    pub show_request: bool,
 }
 
 impl CommonArgs {

@@ -111,7 +111,20 @@ pub fn hooks_dir(path: &Path) -> Result<PathBuf, HookError> {
 
 /// The hook script. `exe` is this binary; when it has moved, `gemini-mcp` on PATH is used.
 pub fn script(exe: &Path, fail_on: FailOn) -> String {
-    let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
+    script_for(&exe.display().to_string(), fail_on, cfg!(windows))
+}
+
+/// The hook for `exe`. On Windows git runs hooks with its own POSIX shell (Git for Windows'
+/// bash), where `$PWD` is `/c/...`, a path our Windows build cannot read: the work tree is asked
+/// for in Windows' form (`pwd -W`, `C:/...`) and the executable named with forward slashes.
+fn script_for(exe: &str, fail_on: FailOn, windows: bool) -> String {
+    let exe = if windows {
+        exe.replace('\\', "/")
+    } else {
+        exe.to_string()
+    };
+    let quoted = format!("'{}'", exe.replace('\'', r"'\''"));
+    let here = if windows { "$(pwd -W)" } else { "$PWD" };
     format!(
         "#!/bin/sh\n\
          {MARKER}: installed by `gemini-mcp hook install`, removed by `gemini-mcp hook uninstall`.\n\
@@ -120,10 +133,12 @@ pub fn script(exe: &Path, fail_on: FailOn) -> String {
          bin={quoted}\n\
          [ -x \"$bin\" ] || bin=gemini-mcp\n\
          # git runs the hook at the top of the work tree: that is the project.\n\
-         PROJECT_ROOT=\"$PWD\"; export PROJECT_ROOT\n\
+         PROJECT_ROOT=\"{here}\"; export PROJECT_ROOT\n\
          # The flex tier (cheaper, slower) unless GEMINI_SERVICE_TIER says otherwise.\n\
          : \"${{GEMINI_SERVICE_TIER:=flex}}\"; export GEMINI_SERVICE_TIER\n\
          if [ -n \"$GIT_INDEX_FILE\" ]; then set -- --index-file \"$GIT_INDEX_FILE\"; else set --; fi\n\
+         # GEMINI_MCP_DRY_RUN=1 git commit: show what would be sent, send nothing, commit.\n\
+         [ -n \"$GEMINI_MCP_DRY_RUN\" ] && set -- \"$@\" --dry-run\n\
          exec \"$bin\" precommit --path . --staged-only --max-depth 0 --fail-on {fail} \"$@\"\n",
         fail = fail_on.as_str()
     )
@@ -253,6 +268,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let repo = Repository::init(dir.path()).unwrap();
         (dir, repo)
+    }
+
+    #[test]
+    fn on_windows_the_hook_names_the_work_tree_and_the_binary_as_windows_programs_read_them() {
+        let text = script_for(
+            r"C:\Users\Zoë O'Neil\bin\gemini-mcp.exe",
+            FailOn::High,
+            true,
+        );
+        assert!(
+            text.contains(r"bin='C:/Users/Zoë O'\''Neil/bin/gemini-mcp.exe'"),
+            "{text}"
+        );
+        assert!(text.contains("PROJECT_ROOT=\"$(pwd -W)\""), "{text}");
+        assert!(!text.contains("$PWD"), "{text}");
+        let unix = script_for("/opt/gemini-mcp", FailOn::High, false);
+        assert!(unix.contains("PROJECT_ROOT=\"$PWD\""), "{unix}");
+        assert!(unix.contains("bin='/opt/gemini-mcp'"), "{unix}");
     }
 
     #[test]

@@ -211,6 +211,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
     let name = A::TOOL.name();
     let flag = A::flag;
     let printed = args.printed();
+    let (dry_run, show_request) = (args.common().dry_run, args.common().show_request);
     let stdin = match args.text() {
         Some(text) => match dash_stdin(text).await {
             Ok(s) => s,
@@ -238,6 +239,21 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         cancel: cancel.clone(),
         progress,
     };
+    if dry_run {
+        let outcome = tokio::select! {
+            r = app.preview(plan, show_request, &ctx) => Some(r),
+            _ = crate::shutdown::signal() => None,
+        };
+        spinner.stop().await;
+        return match outcome {
+            Some(Ok(preview)) => print_preview(&preview, printed, name),
+            Some(Err(e)) => fail(name, flag, e),
+            None => {
+                say!("gemini-mcp {name}: interrupted");
+                output::COULD_NOT_RUN
+            }
+        };
+    }
     let outcome = tokio::select! {
         r = app.run(plan, &ctx) => Some(r),
         _ = crate::shutdown::signal() => None,
@@ -259,6 +275,33 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
             print(&reply, printed, name, &base)
         }
         Err(e) => fail(name, flag, e),
+    }
+}
+
+/// Prints a dry run's report: JSON where the command was asked for JSON (or SARIF), else text.
+/// Exit 0: nothing was reviewed, so nothing fails.
+fn print_preview(preview: &crate::pipeline::preview::Preview, printed: Printed, name: &str) -> u8 {
+    let json = matches!(
+        printed,
+        Printed::Answer {
+            format: flags::Format::Json
+        } | Printed::Review {
+            format: flags::ReviewFormat::Json | flags::ReviewFormat::Sarif,
+            ..
+        }
+    );
+    let mut out = crate::term::stdout();
+    let written = if json {
+        out.json(preview)
+    } else {
+        out.text(preview.render())
+    };
+    match written {
+        Ok(()) => output::PASS,
+        Err(e) => {
+            say!("gemini-mcp {name}: cannot write the output: {e}");
+            output::COULD_NOT_RUN
+        }
     }
 }
 

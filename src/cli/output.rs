@@ -242,12 +242,8 @@ mod tests {
             findings: severities
                 .iter()
                 .map(|&severity| Finding {
-                    severity,
-                    file: "a.rs".into(),
-                    line: Some(1),
-                    title: "t".into(),
                     detail: "d".into(),
-                    fix: None,
+                    ..Finding::new(severity, "a.rs".into(), Some(1), "t".into())
                 })
                 .collect(),
             verdict,

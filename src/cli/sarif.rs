@@ -201,12 +201,9 @@ mod tests {
 
     fn finding(severity: Severity, file: &str, line: Option<u32>) -> Finding {
         Finding {
-            severity,
-            file: file.into(),
-            line,
-            title: "Unchecked index".into(),
             detail: "panics on empty input".into(),
             fix: Some("use get()".into()),
+            ..Finding::new(severity, file.into(), line, "Unchecked index".into())
         }
     }
 

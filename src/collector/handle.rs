@@ -99,3 +99,39 @@ fn information(file: &File) -> io::Result<BY_HANDLE_FILE_INFORMATION> {
     }
     Ok(info)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_opens_at_its_canonical_path_and_nowhere_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("Notes.txt"), "x").unwrap();
+        let canonical = std::fs::canonicalize(root.join("notes.TXT")).unwrap();
+        assert_eq!(canonical, root.join("Notes.txt"), "the name as stored");
+        let file = open_exact(&canonical).unwrap();
+        assert_eq!(final_path(&file).unwrap(), canonical);
+        // Another spelling of the same file is not the checked path.
+        let other = open_exact(&root.join("notes.TXT")).unwrap_err();
+        assert_eq!(other.raw_os_error(), Some(NOT_THE_CHECKED_PATH));
+        // A directory is not opened as a file.
+        assert!(open_exact(&root).is_err());
+        // Devices are not files on a disk.
+        let nul = open_exact(Path::new("\\\\.\\NUL")).unwrap_err();
+        assert_eq!(nul.raw_os_error(), Some(NOT_A_DISK_FILE));
+    }
+
+    #[test]
+    fn the_identity_follows_the_file_not_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("a"), "x").unwrap();
+        std::fs::write(root.join("b"), "x").unwrap();
+        let a = open_exact(&root.join("a")).unwrap();
+        let b = open_exact(&root.join("b")).unwrap();
+        assert_eq!(file_id(&a).unwrap(), file_id(&a).unwrap());
+        assert_ne!(file_id(&a).unwrap(), file_id(&b).unwrap());
+    }
+}

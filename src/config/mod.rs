@@ -33,6 +33,8 @@ pub struct Config {
     /// The `PATH` value a bare `gemini_cli` name is looked up in (read here, at the edge, so no
     /// part reads the environment).
     pub search_path: Option<String>,
+    /// The `PATHEXT` value: on Windows, the extensions a name without one is tried with.
+    pub search_exts: Option<String>,
     /// Default model (name or alias) when a call names none.
     pub default_model: String,
     /// The faster model used after capacity errors.
@@ -425,8 +427,9 @@ impl Config {
             };
             (setting.read)(&var, &mut config)?;
         }
-        // Not a setting: where a bare GEMINI_CLI_PATH is looked up.
+        // Not settings: where a bare GEMINI_CLI_PATH is looked up, and under which names.
         config.search_path = src.os("PATH");
+        config.search_exts = src.os("PATHEXT");
         // Compiled here so that `doctor` reports a bad glob, not `serve` when it starts.
         config.collector().check().map_err(|e| match e {
             crate::collector::CollectError::Config(message) => ConfigError::Derived(message),
@@ -444,6 +447,7 @@ impl Config {
             backend: BackendChoice::Auto,
             gemini_cli: PathBuf::new(),
             search_path: None,
+            search_exts: None,
             default_model: String::new(),
             fallback_model: String::new(),
             call_timeout: Duration::ZERO,
@@ -505,6 +509,7 @@ impl Config {
             base_url: self.base_url.clone(),
             gemini_cli: self.gemini_cli.clone(),
             search_path: self.search_path.clone(),
+            search_exts: self.search_exts.clone(),
             state_dir: self.state_dir.clone(),
             workdir: self
                 .roots
@@ -798,6 +803,7 @@ mod tests {
             .flat_map(|s| std::iter::once(s.name).chain(s.also_reads.iter().copied()))
             .collect();
         named.insert("PATH");
+        named.insert("PATHEXT");
         let unnamed: Vec<&String> = read
             .iter()
             .filter(|r| !named.contains(r.as_str()))

@@ -42,7 +42,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "PROJECT_ROOT",
         default: "working directory",
-        doc: "Sandbox roots, separated by `:`; only files inside them are read.",
+        doc: "Sandbox roots, separated by `:` (`;` on Windows); only files inside them are read.",
         also_reads: &[],
         read: |var, c| {
             c.roots = match var.get() {

@@ -76,6 +76,8 @@ pub struct Gemini {
     workdir: std::path::PathBuf,
     /// The `PATH` value a bare Gemini CLI name is looked up in.
     path: Option<std::ffi::OsString>,
+    /// The `PATHEXT` value: on Windows, the extensions that name is tried with.
+    exts: Option<std::ffi::OsString>,
     /// The roots and secrets the agents read through; `None`: they read nothing.
     collector: Option<Arc<Collector>>,
     catalogue: Catalogue,
@@ -176,6 +178,7 @@ impl Gemini {
             },
             workdir: config.workdir.clone(),
             path: path.map(std::ffi::OsStr::to_os_string),
+            exts: config.search_exts.as_ref().map(std::ffi::OsString::from),
             collector: None,
             catalogue: Catalogue::builtin(&config.default_model),
             fallback_model: config.fallback_model.clone(),
@@ -198,7 +201,7 @@ impl Gemini {
         let mut settings = self.agent_settings.clone();
         settings.program = match &self.backend {
             Backend::Cli(cli) => cli.program().to_path_buf(),
-            _ => cli::locate(&settings.program, self.path.as_deref()).ok_or_else(|| {
+            _ => cli::locate(&settings.program, self.path.as_deref(), self.exts.as_deref()).ok_or_else(|| {
                 cli_error(format!(
                     "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
                      (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
@@ -345,6 +348,15 @@ impl Gemini {
                 Ok(resp)
             }
             other => other,
+        }
+    }
+
+    /// The body `req` would be sent with, when the backend is the API (the Gemini CLI is sent
+    /// a prompt of its own, not this request): for a dry run to show.
+    pub fn request_body(&self, req: &GenerateRequest) -> Option<Result<Vec<u8>, GeminiError>> {
+        match &self.backend {
+            Backend::Api(c) => Some(c.body(req)),
+            Backend::Cli(_) | Backend::Unconfigured(_) => None,
         }
     }
 

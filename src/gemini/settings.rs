@@ -27,6 +27,8 @@ pub struct Settings {
     pub gemini_cli: std::path::PathBuf,
     /// The `PATH` value a bare `gemini_cli` name is looked up in.
     pub search_path: Option<String>,
+    /// The `PATHEXT` value: on Windows, the extensions `gemini_cli` is tried with.
+    pub search_exts: Option<String>,
     /// Where the Gemini CLI's working directories are kept (`<state dir>/gemini-cli/<kind>`);
     /// empty: each run works in its own private temporary directory.
     pub state_dir: std::path::PathBuf,

@@ -1,8 +1,9 @@
 //! Reading the answer: the reply's body from Gemini's text (an answer, a request for
-//! clarification, or a review's findings with the secret files made critical), and what the
-//! reply says besides (model, usage, sources, files, notes).
+//! clarification, or a review's findings with the secret files made critical and every
+//! location verified), and what the reply says besides (model, usage, sources, files, notes).
 
 use super::gather::Material;
+use super::verify::{Sent, verify};
 use crate::gemini::GenerateResponse;
 use crate::git::DiffContext;
 use crate::tools::reply::{IncludedFile, Reply, ReviewBody};
@@ -15,6 +16,7 @@ pub(super) fn read_answer(
     plan: &Plan,
     text: &str,
     diff: Option<&DiffContext>,
+    sent: &Sent,
 ) -> Result<Reply, ToolError> {
     let (min_severity, verdict) = match plan.output {
         Output::Text => {
@@ -43,6 +45,7 @@ pub(super) fn read_answer(
     if let Some(d) = diff {
         secret_findings(&mut parsed, &d.secret_files);
     }
+    verify(&mut parsed.findings, sent);
     let filtered = review::filter(&mut parsed, min_severity);
     Ok(Reply::review(ReviewBody {
         summary: parsed.summary,
@@ -112,10 +115,8 @@ fn secret_findings(review: &mut review::Review, secret_files: &[String]) {
         review.findings.insert(
             0,
             review::Finding {
-                severity: review::Severity::Critical,
-                file: path.clone(),
-                line: None,
-                title: "A file that looks like a secret is part of the change".into(),
+                // Made from the change itself, not from Gemini's answer.
+                verified: Some(true),
                 detail: format!(
                     "{path} matches a secret file name pattern; its content was not sent for review. \
                      Committing it would expose it to everyone with access to the repository."
@@ -124,6 +125,12 @@ fn secret_findings(review: &mut review::Review, secret_files: &[String]) {
                     "Keep it out of the commit: `git restore --staged {path}` and add it to .gitignore; \
                      rotate the secret if it was ever committed or pushed."
                 )),
+                ..review::Finding::new(
+                    review::Severity::Critical,
+                    path.clone(),
+                    None,
+                    "A file that looks like a secret is part of the change".into(),
+                )
             },
         );
         review.verdict = Some(review::Verdict::DoNotCommit);

@@ -80,6 +80,7 @@ pub async fn run(
         stop: StopReason::Answered,
         usage: Usage::default(),
         requests: 0,
+        read: Vec::new(),
     };
     let mut result_tokens = 0u64;
     let mut forced = false;
@@ -181,10 +182,11 @@ async fn answer_calls(
     let budget_hit = keep_within_budget(explorer, calls, &mut outcomes, limits, spent).await;
     let mut parts = Vec::with_capacity(calls.len());
     for (call, (outcome, step_tokens)) in calls.iter().zip(outcomes) {
-        if let Some(path) = &outcome.read
-            && !inv.files_read.contains(path)
-        {
-            inv.files_read.push(path.clone());
+        if let Some(path) = &outcome.read {
+            if !inv.files_read.contains(path) {
+                inv.files_read.push(path.clone());
+            }
+            inv.read.push(outcome.text.clone());
         }
         let step = Step {
             tool: shown(&call.name, OUTCOME_CHARS),

@@ -1,7 +1,8 @@
 //! The one pipeline every tool goes through, in steps of their own:
 //! plan → thread (load) → budget and history (`budget`) → files or git diff (`gather`) → prompt
 //! → Gemini (`ask`: one request, an investigation, or the Gemini CLI's agent; every request
-//! through the daily caps' `meter`) → the answer read (`answer`) → thread (save: `save`) →
+//! through the daily caps' `meter`) → the answer read (`answer`: its findings' locations checked
+//! against what was sent and their edits against the files, `verify`) → thread (save: `save`) →
 //! reply.
 //!
 //! [`run`] drives the steps over the [`Services`] the application owns (`app::App`: built once,
@@ -16,8 +17,10 @@ pub mod earlier_turns;
 mod gather;
 pub mod investigation;
 pub mod meter;
+pub mod preview;
 pub mod prompt;
 mod save;
+mod verify;
 
 use std::sync::Arc;
 
@@ -31,7 +34,7 @@ use crate::tools::{Continuation, Plan, Reply, ToolError};
 use answer::{finish_reply, read_answer};
 use ask::{Explored, agent_note, ask, build_request};
 use budget::{budget, model_for};
-use gather::{Gathered, gather};
+use gather::{Gathered, Material, gather};
 use meter::Meter;
 use save::save_turn;
 
@@ -123,16 +126,47 @@ impl Services {
     }
 }
 
-/// Runs one tool call end to end: the call's text redacted, the model, the thread, the
-/// budget and history, the material (diff, files, images), the request, Gemini, the answer
-/// read, the turn saved, the reply.
-pub async fn run(
+/// A call prepared up to the Gemini step: the request as it will leave, and what it was made of.
+struct Prepared {
+    plan: Plan,
+    id: ThreadId,
+    /// What the thread cost before this turn.
+    earlier_cost: f64,
+    /// The input window for this call (history, material and the rest).
+    total: u64,
+    history_tokens: u64,
+    omitted_turns: usize,
+    material: Material,
+    /// What is sent, indexed (for reviews and dry runs; empty otherwise).
+    sent: verify::Sent,
+    request: crate::gemini::GenerateRequest,
+    tail: String,
+    /// Values redacted from the call's own text.
+    text_redactions: usize,
+}
+
+/// What preparing a call comes to.
+// One value per call, moved once.
+#[allow(clippy::large_enum_variant)]
+enum Prepare {
+    Ready(Prepared),
+    /// Answered without Gemini (precommit with nothing to review).
+    Answered(Reply),
+}
+
+/// The steps before Gemini: the call's text redacted, the model, the thread, the budget and
+/// history, the material (diff, files, images), the request.
+async fn prepare(
     services: &Services,
     mut plan: Plan,
     ctx: &CallContext,
-) -> Result<Reply, ToolError> {
+    dry_run: bool,
+) -> Result<Prepare, ToolError> {
     let text_redactions = redact_plan_text(&mut plan).await?;
-    services.refresh_models(false).await;
+    if !dry_run {
+        // A dry run asks Gemini nothing, not even the model list.
+        services.refresh_models(false).await;
+    }
     // The tokenizer loads on the first call, beside the work (an idle server stays small).
     services.collector.warm_up();
     let model = model_for(services, &plan)?;
@@ -159,9 +193,23 @@ pub async fn run(
     .await?
     {
         Gathered::Material(m) => m,
-        Gathered::NothingToReview(reply) => return Ok(reply),
+        Gathered::NothingToReview(reply) => return Ok(Prepare::Answered(reply)),
     };
     let omitted_turns = history.omitted_turns;
+    let index = dry_run || matches!(plan.output, crate::tools::Output::Review { .. });
+    let sent = if index {
+        verify::Sent::index(
+            material
+                .collected
+                .files
+                .iter()
+                .map(|f| f.text.as_str())
+                .chain(material.diff.as_ref().map(|d| d.text.as_str())),
+            &history.messages,
+        )
+    } else {
+        verify::Sent::default()
+    };
     let (request, tail) = build_request(
         &plan,
         model,
@@ -170,17 +218,80 @@ pub async fn run(
         omitted_turns,
         &material,
     );
+    Ok(Prepare::Ready(Prepared {
+        plan,
+        id,
+        earlier_cost,
+        total,
+        history_tokens: history.tokens,
+        omitted_turns,
+        material,
+        sent,
+        request,
+        tail,
+        text_redactions,
+    }))
+}
 
+/// What a call would send, without sending it: the pipeline stopped before the Gemini step
+/// (`--dry-run`), so its figures are those of the real call.
+pub async fn preview(
+    services: &Services,
+    plan: Plan,
+    show_request: bool,
+    ctx: &CallContext,
+) -> Result<preview::Preview, ToolError> {
+    match prepare(services, plan, ctx, true).await? {
+        Prepare::Answered(reply) => Ok(preview::Preview::answered(reply)),
+        Prepare::Ready(p) => {
+            preview::Preview::of(
+                services,
+                &p.request,
+                &p.material,
+                &p.sent,
+                &p.plan.files,
+                p.text_redactions,
+                show_request,
+            )
+            .await
+        }
+    }
+}
+
+/// Runs one tool call end to end: the steps before Gemini ([`prepare`]), Gemini, the answer
+/// read, the turn saved, the reply.
+pub async fn run(services: &Services, plan: Plan, ctx: &CallContext) -> Result<Reply, ToolError> {
+    let Prepared {
+        plan,
+        id,
+        earlier_cost,
+        total,
+        history_tokens,
+        omitted_turns,
+        material,
+        sent,
+        request,
+        tail,
+        text_redactions,
+    } = match prepare(services, plan, ctx, false).await? {
+        Prepare::Ready(p) => p,
+        Prepare::Answered(reply) => return Ok(reply),
+    };
     let meter = services.meter(&plan.owner);
     ctx.report("waiting for Gemini");
     let room = total
-        .saturating_sub(history.tokens)
+        .saturating_sub(history_tokens)
         .saturating_sub(material.tokens());
     let model_id = request.model.id.clone();
     let thread_key = id.to_string();
     let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
-    let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref())?;
+    let mut sent = sent;
+    if let Some(Explored::Investigation(inv)) = &explored {
+        sent.add_all(&inv.read);
+    }
+    let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref(), &sent)?;
+    check_edits(services, &mut reply).await?;
     let tail = match &explored {
         Some(Explored::Investigation(inv)) => {
             format!("{tail}\n\n{}", steps_note(inv))
@@ -284,6 +395,24 @@ fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Opti
         clean
     });
     (request, extra, n)
+}
+
+/// The review's proposed edits checked against the files on disk ([`verify::check_edits`]).
+async fn check_edits(services: &Services, reply: &mut Reply) -> Result<(), ToolError> {
+    let crate::tools::reply::Body::Review(review) = &mut reply.body else {
+        return Ok(());
+    };
+    if review.findings.iter().all(|f| f.edit.is_none()) {
+        return Ok(());
+    }
+    let mut findings = std::mem::take(&mut review.findings);
+    let collector = services.collector.clone();
+    review.findings = blocking(move || {
+        verify::check_edits(&mut findings, &collector);
+        findings
+    })
+    .await?;
+    Ok(())
 }
 
 async fn blocking<T: Send + 'static>(

@@ -76,6 +76,65 @@ pub struct Finding {
     /// The concrete change that fixes it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<String>,
+    /// A short verbatim quote of the code the finding is about, as it was sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// The fix as one replacement in one file, when it is one (checked before it is offered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<Edit>,
+    /// Whether the location was checked against what was sent and holds (set by the server;
+    /// absent on findings made before the check existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+    /// Why the location could not be verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unverified_reason: Option<String>,
+    /// The line Gemini gave, when the server moved the finding to where its evidence is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_given: Option<u32>,
+    /// Why the edit Gemini proposed was dropped (it would not apply as it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_dropped: Option<String>,
+}
+
+impl Finding {
+    /// A finding as Gemini gives it, before any check.
+    pub fn new(severity: Severity, file: String, line: Option<u32>, title: String) -> Finding {
+        Finding {
+            severity,
+            file,
+            line,
+            detail: title.clone(),
+            title,
+            fix: None,
+            evidence: None,
+            edit: None,
+            verified: None,
+            unverified_reason: None,
+            line_given: None,
+            edit_dropped: None,
+        }
+    }
+
+    /// Verified, or made before verification existed: counted by `--fail-on` without
+    /// `--fail-on-unverified`.
+    pub fn trusted(&self) -> bool {
+        self.verified != Some(false)
+    }
+}
+
+/// A replacement in one file: `old`, which occurs exactly once in the file, becomes `new`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Edit {
+    /// The file, as in the file header.
+    pub file: String,
+    /// The text replaced, verbatim (it occurs exactly once in the file).
+    pub old: String,
+    /// What replaces it.
+    pub new: String,
+    /// Checked against the file on disk: it applies as it is (set by the server).
+    #[serde(default)]
+    pub applicable: bool,
 }
 
 /// Whether the change can be committed as it is.
@@ -130,9 +189,15 @@ pub fn response_schema(verdict: bool) -> Value {
                 "line": {"type": "integer", "description": "Line number from the numbered listing."},
                 "title": {"type": "string", "description": "One line: what is wrong."},
                 "detail": {"type": "string", "description": "Why it matters, with evidence."},
-                "fix": {"type": "string", "description": "The concrete change that fixes it."}
+                "fix": {"type": "string", "description": "The concrete change that fixes it."},
+                "evidence": {"type": "string", "description": "One to three lines copied verbatim from the listing (without the line numbers) that show the problem; it is checked against the file."},
+                "edit": {"type": "object", "description": "Only when the fix is one replacement in one file: `old` copied verbatim from the file (without line numbers, long enough to occur exactly once), `new` the text that replaces it.", "properties": {
+                    "file": {"type": "string"},
+                    "old": {"type": "string"},
+                    "new": {"type": "string"}
+                }, "required": ["file", "old", "new"]}
             },
-            "required": ["severity", "file", "title", "detail"]
+            "required": ["severity", "file", "title", "detail", "evidence"]
         }},
         "clarification": {"type": "object", "description": "Only when you cannot review without more material.", "properties": {
             "question": {"type": "string"},
@@ -209,13 +274,24 @@ pub fn parse(text: &str) -> Result<Review, ReviewParseError> {
                 (None, Some(d)) => (d.lines().next().unwrap_or("").to_string(), d),
                 (None, None) => continue,
             };
+            let file = s(&["file", "path", "filename"]).unwrap_or_default();
+            let evidence = f
+                .get("evidence")
+                .or_else(|| f.get("quote"))
+                .or_else(|| f.get("snippet"))
+                .and_then(Value::as_str)
+                .filter(|e| !e.trim().is_empty())
+                .map(String::from);
+            let edit = f
+                .get("edit")
+                .and_then(Value::as_object)
+                .and_then(|e| edit_from(e, &file));
             findings.push(Finding {
-                severity,
-                file: s(&["file", "path", "filename"]).unwrap_or_default(),
-                line,
-                title,
                 detail,
                 fix: s(&["fix", "suggestion", "recommendation"]),
+                evidence,
+                edit,
+                ..Finding::new(severity, file, line, title)
             });
         }
     }
@@ -248,6 +324,27 @@ pub fn parse(text: &str) -> Result<Review, ReviewParseError> {
         findings,
         verdict,
         clarification,
+    })
+}
+
+/// An edit as Gemini gives it: `old` and `new` verbatim (no trimming: whitespace is part of
+/// the replacement); the finding's file when the edit names none.
+fn edit_from(e: &serde_json::Map<String, Value>, file: &str) -> Option<Edit> {
+    let text = |k: &str| e.get(k).and_then(Value::as_str).map(String::from);
+    let old = text("old").or_else(|| text("old_string"))?;
+    let new = text("new").or_else(|| text("new_string"))?;
+    if old.is_empty() {
+        return None;
+    }
+    let file = text("file")
+        .map(|f| f.trim().to_string())
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| file.to_string());
+    Some(Edit {
+        file,
+        old,
+        new,
+        applicable: false,
     })
 }
 
@@ -333,6 +430,15 @@ pub fn render(review: &Review, filtered_out: usize, min: Severity) -> String {
     )
 }
 
+/// `text` in a fenced block, at the margin (copied as it is: no indentation is added to it),
+/// with a fence longer than any run of backticks inside.
+fn fenced(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    format!("{fence}\n{body}\n{fence}\n")
+}
+
 /// [`render`] from a review's parts (a reply keeps them in its own fields).
 pub fn render_parts(
     verdict: Option<Verdict>,
@@ -369,11 +475,30 @@ pub fn render_parts(
                 at,
                 f.title
             ));
+            if let Some(reason) = &f.unverified_reason {
+                out.push_str(&format!("   *Unverified: {reason}.*\n"));
+            } else if let Some(given) = f.line_given {
+                out.push_str(&format!(
+                    "   *Line corrected from {given} to where the quoted code is.*\n"
+                ));
+            }
             if f.detail != f.title {
                 out.push_str(&format!("   {}\n", f.detail.replace('\n', "\n   ")));
             }
             if let Some(fix) = &f.fix {
                 out.push_str(&format!("   Fix: {}\n", fix.replace('\n', "\n   ")));
+            }
+            match (&f.edit, &f.edit_dropped) {
+                (Some(e), _) if e.applicable => {
+                    out.push_str(&format!(
+                        "   Edit (checked: applies as it is) in `{}`, replace:\n{}   with:\n{}",
+                        e.file,
+                        fenced(&e.old),
+                        fenced(&e.new)
+                    ));
+                }
+                (_, Some(why)) => out.push_str(&format!("   (Edit not offered: {why}.)\n")),
+                _ => {}
             }
         }
     }
@@ -423,12 +548,13 @@ mod tests {
         assert_eq!(
             r.findings,
             vec![Finding {
-                severity: Severity::Critical,
-                file: "src/db.rs".into(),
-                line: Some(4),
-                title: "SQL built from input".into(),
-                detail: "SQL built from input".into(),
                 fix: Some("bind it".into()),
+                ..Finding::new(
+                    Severity::Critical,
+                    "src/db.rs".into(),
+                    Some(4),
+                    "SQL built from input".into()
+                )
             }]
         );
         let asks = parse(r#"{"status":"requires_clarification","question":"Which DB?","files_needed":["db.rs"]}"#).unwrap();

@@ -308,6 +308,7 @@ fn review(findings: &[(&str, &str, Option<u32>)], verdict: &str) -> Script {
             });
             if let Some(l) = line {
                 f["line"] = json!(l);
+                f["evidence"] = json!(evidence(file, *l));
             }
             f
         })
@@ -315,6 +316,17 @@ fn review(findings: &[(&str, &str, Option<u32>)], verdict: &str) -> Script {
     Script::json(
         json!({"summary": "The change subtracts.", "findings": findings, "verdict": verdict}),
     )
+}
+
+/// The code at `file:line` in these tests' projects, quoted as a review quotes it.
+fn evidence(file: &str, line: u32) -> &'static str {
+    match (file, line) {
+        ("src/lib.rs", 1) => "pub fn add(a: u32, b: u32) -> u32 {",
+        ("src/lib.rs", 2) => "a - b",
+        ("src/good.rs", 1) => "pub fn good() {}",
+        ("src/bad.rs", 1) => "std::ptr::null::<u8>().read();",
+        _ => panic!("no quote for {file}:{line}"),
+    }
 }
 
 fn fake() -> FakeGemini {

@@ -144,7 +144,9 @@ impl Project {
         let (bin, path) = locate(client)?;
         let home = tempfile::tempdir().unwrap();
         let received = match client {
-            Client::ClaudeCode => self.drive_claude(&bin, &path, home.path(), brain),
+            Client::ClaudeCode => {
+                self.drive_claude(&bin, &path, home.path(), brain, "mcp__gemini__*")
+            }
             Client::Codex => self.drive_codex(&bin, &path, home.path(), brain),
             Client::GeminiCli => self.drive_gemini_cli(&bin, &path, home.path(), brain),
             Client::Inspector | Client::Mcpb => unreachable!("{client:?} drives no model"),
@@ -153,7 +155,15 @@ impl Project {
         Some((received, log))
     }
 
-    fn drive_claude(&self, bin: &Path, path: &str, home: &Path, brain: Brain) -> Vec<Received> {
+    /// Claude Code in this project, with `allowed` the tools it may use unasked.
+    fn drive_claude(
+        &self,
+        bin: &Path,
+        path: &str,
+        home: &Path,
+        brain: Brain,
+        allowed: &str,
+    ) -> Vec<Received> {
         let api = AnthropicApi::start(brain);
         let config = home.join("mcp.json");
         let server = json!({"mcpServers": {"gemini": {
@@ -166,7 +176,7 @@ impl Project {
             .args([
                 "--strict-mcp-config",
                 "--allowedTools",
-                "mcp__gemini__*",
+                allowed,
                 "--output-format",
                 "stream-json",
                 "--verbose",
@@ -486,6 +496,74 @@ fn review(n: usize, detail_chars: usize) -> (Script, Vec<String>) {
         "verdict": "needs_changes"
     }));
     (script, titles)
+}
+
+/// Claude Code applies a checked edit from a review with its own Edit tool, as it is: the
+/// finding's `edit.old`/`edit.new` become the tool's `old_string`/`new_string` (after the Read
+/// Claude Code requires before an edit), and the file changes as the edit says.
+#[test]
+fn claude_code_applies_a_checked_edit_with_its_own_edit_tool() {
+    let project = Project::new();
+    let Some((bin, path)) = locate(Client::ClaudeCode) else {
+        return;
+    };
+    let file = project.root().join("src/lib.rs");
+    project.gemini.push(Script::json(json!({
+        "summary": "add() subtracts.",
+        "verdict": "needs_changes",
+        "findings": [
+            {"severity": "high", "file": "src/lib.rs", "line": 7, "title": "add() subtracts",
+             "detail": "The body returns a - b.", "evidence": "a - b",
+             "fix": "Return the sum.",
+             "edit": {"file": "src/lib.rs", "old": "    a - b\n", "new": "    a + b\n"}},
+            {"severity": "low", "file": "src/lib.rs", "line": 1, "title": "An edit that cannot apply",
+             "detail": "d", "evidence": "pub fn add(a: i32, b: i32) -> i32 {",
+             "edit": {"file": "src/lib.rs", "old": "a * b", "new": "a + b"}}
+        ]
+    })));
+    let target = file.display().to_string();
+    let brain: Brain = Arc::new(move |seen: &[Received]| match seen.len() {
+        0 => Some(codereview_call()),
+        1 => Some(ToolCall::new("Read", json!({"file_path": target}))),
+        2 => {
+            let (old, new) = applicable_edit(&seen[0].text)?;
+            Some(ToolCall::new(
+                "Edit",
+                json!({"file_path": target, "old_string": old, "new_string": new}),
+            ))
+        }
+        _ => None,
+    });
+    let home = tempfile::tempdir().unwrap();
+    let got = project.drive_claude(&bin, &path, home.path(), brain, "mcp__gemini__* Read Edit");
+    report(Client::ClaudeCode, "an edit applied", &got);
+    assert_eq!(got.len(), 3, "the review, the read and the edit: {got:?}");
+    let review = &got[0].text;
+    assert!(review.contains("\"applicable\":true"), "{review}");
+    assert!(
+        review.contains("does not occur"),
+        "the edit that cannot apply says why: {review}"
+    );
+    assert!(!got[2].is_error, "the Edit tool failed: {}", got[2].text);
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n"
+    );
+}
+
+/// The first applicable edit's `old` and `new` in a review result as Claude Code hands it to
+/// its model (the structured content, as JSON text).
+fn applicable_edit(text: &str) -> Option<(String, String)> {
+    let v: Value = serde_json::from_str(&text[text.find('{')?..]).ok()?;
+    v["findings"].as_array()?.iter().find_map(|f| {
+        let e = &f["edit"];
+        (e["applicable"] == true).then(|| {
+            (
+                e["old"].as_str().unwrap_or_default().to_string(),
+                e["new"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+    })
 }
 
 fn codereview_call() -> ToolCall {

@@ -10,6 +10,7 @@ mod budget;
 mod cli;
 mod clients;
 mod compat;
+mod dry_run;
 mod gemini_api;
 // The stand-in `gemini` is a POSIX shell script (on Windows it would be a `gemini.cmd`).
 #[cfg(unix)]
@@ -28,6 +29,7 @@ mod support;
 mod terminal;
 mod threads;
 mod tools;
+mod verify;
 mod vertex;
 // The Windows build under Wine, from a Linux host.
 #[cfg(target_os = "linux")]

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn repo(p: &str) -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(p))
@@ -219,24 +219,68 @@ fn host_target() -> String {
     match std::env::consts::OS {
         "linux" => format!("{arch}-unknown-linux-gnu"),
         "macos" => format!("{arch}-apple-darwin"),
+        "windows" => format!("{arch}-pc-windows-msvc"),
         os => panic!("no release target for {os}"),
     }
 }
 
-/// Cargo binstall's template from Cargo.toml, filled in as binstall does for `target`.
+/// The release target the cross-built Windows `.exe` (`x86_64-pc-windows-gnu`, run under Wine
+/// by `windows.rs`) is packaged as here: the release builds it with MSVC on a Windows runner, and
+/// packages it like this.
+#[cfg(target_os = "linux")]
+const WINDOWS_TARGET: &str = "x86_64-pc-windows-msvc";
+
+/// Cargo binstall's template from Cargo.toml, filled in as binstall does for `target`: the
+/// target's override (`[package.metadata.binstall.overrides.<target>]`) before the defaults,
+/// `{ archive-suffix }` from the package format, `{ binary-ext }` `.exe` on Windows.
 fn binstall(key: &str, target: &str) -> String {
     let m = manifest();
-    let template = m["package"]["metadata"]["binstall"][key]
-        .as_str()
-        .unwrap_or_else(|| panic!("[package.metadata.binstall] {key}"));
-    template
+    let meta = &m["package"]["metadata"]["binstall"];
+    let field = |k: &str| {
+        meta.get("overrides")
+            .and_then(|o| o.get(target))
+            .and_then(|o| o.get(k))
+            .or_else(|| meta.get(k))
+            .and_then(|v| v.as_str())
+            .unwrap_or_else(|| panic!("[package.metadata.binstall] {k} for {target}"))
+            .to_string()
+    };
+    let suffix = match field("pkg-fmt").as_str() {
+        "tgz" => ".tar.gz",
+        "zip" => ".zip",
+        other => panic!("pkg-fmt {other:?} for {target}: no archive of ours has that format"),
+    };
+    let binary_ext = if target.contains("-windows-") {
+        ".exe"
+    } else {
+        ""
+    };
+    field(key)
         .replace("{ repo }", &package_field("repository"))
         .replace("{ name }", &package_field("name"))
         .replace("{ version }", &package_field("version"))
         .replace("{ target }", target)
-        .replace("{ archive-suffix }", ".tar.gz")
+        .replace("{ archive-suffix }", suffix)
         .replace("{ bin }", "gemini-mcp")
-        .replace("{ binary-ext }", "")
+        .replace("{ binary-ext }", binary_ext)
+}
+
+/// Node's names for a release target's platform and CPU (the npm packages' and the Gemini CLI
+/// extension archives' names).
+fn node_platform(target: &str) -> (&'static str, &'static str) {
+    let os = if target.ends_with("-apple-darwin") {
+        "darwin"
+    } else if target.contains("-windows-") {
+        "win32"
+    } else {
+        "linux"
+    };
+    let cpu = if target.starts_with("aarch64-") {
+        "arm64"
+    } else {
+        "x64"
+    };
+    (os, cpu)
 }
 
 fn sha256_hex(path: &Path) -> String {
@@ -255,31 +299,104 @@ fn run_ok(cmd: &mut std::process::Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Unpacks an archive (`.tar.gz`, or `.zip` with Python's `zipfile`) into `dest`: the names of
+/// the files it holds, sorted (directories left out).
+fn unpack(archive: &Path, dest: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dest).unwrap();
+    let listed = if archive.extension().is_some_and(|e| e == "zip") {
+        run_ok(
+            std::process::Command::new("python3")
+                .arg("-c")
+                .arg(
+                    "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\n\
+                     z.extractall(sys.argv[2])\nprint('\\n'.join(z.namelist()))",
+                )
+                .arg(archive)
+                .arg(dest),
+        )
+    } else {
+        run_ok(
+            std::process::Command::new("tar")
+                .arg("-xzf")
+                .arg(archive)
+                .arg("-C")
+                .arg(dest),
+        );
+        run_ok(std::process::Command::new("tar").arg("-tzf").arg(archive))
+    };
+    let mut names: Vec<String> = listed
+        .lines()
+        .map(|l| l.trim_start_matches("./").to_string())
+        .filter(|l| !l.is_empty() && !l.ends_with('/'))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs the Windows `.exe` at `exe` with `--version` under Wine (the tests' prefix): what it said.
+#[cfg(target_os = "linux")]
+fn version_under_wine(wine: &crate::windows::Wine, exe: &Path, log: &Path) -> String {
+    let mut cmd = std::process::Command::new(&wine.wine);
+    cmd.arg(exe).arg("--version");
+    let status = crate::windows::run_logged(cmd, &wine.prefix, log);
+    let said = std::fs::read_to_string(log.with_extension("out")).unwrap_or_default();
+    assert!(
+        status.success(),
+        "{} --version under Wine: {status}; {said}{}",
+        exe.display(),
+        std::fs::read_to_string(log.with_extension("err")).unwrap_or_default()
+    );
+    said
+}
+
 /// A release directory as the release workflow makes it — `packaging/release/package.sh` for this
-/// machine's target with the built binary, then `finish.py` — or, with
-/// `GEMINI_MCP_RELEASE_DIR`, the workflow's own: each archive sits where `cargo binstall` looks
-/// and unpacks to a binary that runs; every checksum holds; each MCP Bundle passes the `mcpb`
-/// tool and its binary runs; the release's `server.json` is valid for the registry and lists
-/// each bundle at its release address with its SHA-256.
+/// machine's target with the built binary and for Windows with the cross-built `.exe` (as
+/// [`WINDOWS_TARGET`]), then `finish.py` — or, with `GEMINI_MCP_RELEASE_DIR`, the workflow's own:
+/// each archive (a zip for Windows) sits where `cargo binstall` looks and holds the binary,
+/// README and LICENSE in binstall's layout; the binaries that can run here do (the `.exe` under
+/// Wine); every checksum holds; each MCP Bundle passes the `mcpb` tool, is made for its
+/// platform and carries the same binary, as do the npm platform packages (their `os` and `cpu`)
+/// and the Gemini CLI extension archives; the release's `server.json` is valid for the registry
+/// and lists each bundle at its release address with its SHA-256.
 #[test]
 fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
     let Some((mcpb, path)) = crate::clients::locate(crate::clients::Client::Mcpb) else {
         return;
     };
     let made = tempfile::tempdir().unwrap();
+    // Wine runs the Windows build from a Linux host only (`crate::windows`).
+    #[cfg(target_os = "linux")]
+    let mut wine = None;
+    #[cfg(not(target_os = "linux"))]
+    let wine: Option<()> = None;
     let dist = match std::env::var_os("GEMINI_MCP_RELEASE_DIR") {
         Some(d) => std::path::PathBuf::from(d),
+        None if std::env::consts::OS == "windows" => {
+            eprintln!("skipped: the release is packaged on Linux (packaging/release/package.sh)");
+            return;
+        }
         None => {
             let dist = made.path().join("dist");
             let path = format!("{}:{path}", mcpb.parent().unwrap().display());
-            run_ok(
-                std::process::Command::new(
-                    Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/release/package.sh"),
+            let package = |target: &str, binary: &Path| {
+                run_ok(
+                    std::process::Command::new(
+                        Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/release/package.sh"),
+                    )
+                    .arg(target)
+                    .arg(binary)
+                    .arg(&dist)
+                    .env("PATH", &path),
                 )
-                .args([&host_target(), env!("CARGO_BIN_EXE_gemini-mcp")])
-                .arg(&dist)
-                .env("PATH", &path),
-            );
+            };
+            package(&host_target(), Path::new(env!("CARGO_BIN_EXE_gemini-mcp")));
+            #[cfg(target_os = "linux")]
+            {
+                wine = crate::windows::wine();
+                if let Some(w) = &wine {
+                    package(WINDOWS_TARGET, &w.exe);
+                }
+            }
             run_ok(
                 std::process::Command::new("python3")
                     .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/release/finish.py"))
@@ -299,23 +416,31 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
         .collect();
     let archives: Vec<&String> = names
         .iter()
-        .filter(|n| n.starts_with("gemini-mcp-server-") && n.ends_with(".tar.gz"))
+        .filter(|n| n.starts_with("gemini-mcp-server-") && !n.ends_with(".sha256"))
+        .filter(|n| n.ends_with(".tar.gz") || n.ends_with(".zip"))
         .collect();
     let bundles: Vec<&String> = names.iter().filter(|n| n.ends_with(".mcpb")).collect();
     // The Gemini CLI extension archives, named for its platform match (`linux.x64.…`): made for
-    // the musl and macOS targets (the npm packages' binaries), so not for this machine's own.
+    // the musl, macOS and Windows targets (the npm packages' binaries), so not for this
+    // machine's own gnu build.
     let extensions: Vec<&String> = names
         .iter()
-        .filter(|n| n.ends_with(".gemini-mcp.tar.gz"))
+        .filter(|n| n.ends_with(".gemini-mcp.tar.gz") || n.ends_with(".gemini-mcp.zip"))
         .collect();
     assert!(
         !archives.is_empty() && archives.len() == bundles.len(),
         "{names:?}"
     );
-    let carries_extensions = archives
-        .iter()
-        .any(|a| a.contains("-linux-musl-") || a.contains("-apple-darwin-"));
+    let carries_extensions = archives.iter().any(|a| {
+        a.contains("-linux-musl-") || a.contains("-apple-darwin-") || a.contains("-windows-msvc-")
+    });
     assert_eq!(!extensions.is_empty(), carries_extensions, "{names:?}");
+    if wine.is_some() {
+        assert!(
+            archives.iter().any(|a| a.ends_with(".zip")),
+            "no Windows zip: {names:?}"
+        );
+    }
 
     // Every checksum, in SHA256SUMS and beside each asset.
     let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
@@ -329,27 +454,43 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
         assert_eq!(beside, format!("{digest}  {name}\n"));
     }
 
-    let unpacked = made.path().join("unpacked");
+    // Each archive where binstall looks, in its layout; the digest of each target's binary.
+    let mut binaries = std::collections::BTreeMap::new();
     for archive in &archives {
         let target = archive
             .strip_prefix("gemini-mcp-server-")
-            .and_then(|n| n.strip_suffix(&format!("-v{version}.tar.gz")))
+            .and_then(|n| n.split_once(&format!("-v{version}.")))
+            .map(|(target, _)| target)
             .unwrap_or_else(|| panic!("{archive} is not named for binstall"));
         assert_eq!(binstall("pkg-url", target), format!("{release}{archive}"));
-        std::fs::create_dir_all(&unpacked).unwrap();
-        run_ok(
-            std::process::Command::new("tar")
-                .arg("-xzf")
-                .arg(dist.join(archive))
-                .arg("-C")
-                .arg(&unpacked),
+        let unpacked = made.path().join("unpacked").join(target);
+        let files = unpack(&dist.join(archive), &unpacked);
+        let bin_dir = binstall("bin-dir", target);
+        let top = bin_dir.split('/').next().unwrap();
+        assert_eq!(
+            files,
+            [
+                bin_dir.clone(),
+                format!("{top}/LICENSE"),
+                format!("{top}/README.md")
+            ]
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>(),
+            "{archive}"
         );
-        let binary = unpacked.join(binstall("bin-dir", target));
-        assert!(binary.is_file(), "{archive} lacks {}", binary.display());
+        let binary = unpacked.join(&bin_dir);
         if target == host_target() || target == host_target().replace("-gnu", "-musl") {
             let said = run_ok(std::process::Command::new(&binary).arg("--version"));
             assert!(said.contains(&version), "{said}");
         }
+        #[cfg(target_os = "linux")]
+        if let Some(w) = wine.as_ref().filter(|_| target == WINDOWS_TARGET) {
+            let said = version_under_wine(w, &binary, &made.path().join("zipped"));
+            assert!(said.contains(&version), "{said}");
+        }
+        binaries.insert(target.to_string(), sha256_hex(&binary));
     }
 
     for bundle in &bundles {
@@ -373,11 +514,84 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
                 .unwrap();
         assert_eq!(manifest["version"], version.as_str());
         assert_eq!(manifest["user_config"]["gemini_api_key"]["sensitive"], true);
-        let entry = out.join(manifest["server"]["entry_point"].as_str().unwrap());
+        let (target, digest) = binaries
+            .iter()
+            .find(|(t, _)| bundle.contains(&format!("-{t}-v")))
+            .unwrap_or_else(|| panic!("{bundle}: no archive of its target"));
+        let (os, _) = node_platform(target);
+        assert_eq!(
+            manifest["compatibility"]["platforms"],
+            json!([os]),
+            "{bundle}"
+        );
+        let entry_point = manifest["server"]["entry_point"].as_str().unwrap();
+        assert_eq!(
+            manifest["server"]["mcp_config"]["command"],
+            format!("${{__dirname}}/{entry_point}").as_str()
+        );
+        let entry = out.join(entry_point);
+        assert_eq!(&sha256_hex(&entry), digest, "{bundle}: {entry_point}");
         if bundle.contains(&host_target()) {
             let said = run_ok(std::process::Command::new(&entry).arg("--version"));
             assert!(said.contains(&version), "{said}");
         }
+    }
+
+    // The npm platform packages and the Gemini CLI extension archives: each for one platform,
+    // with the binary of its target (on Linux the static musl build, not the gnu one).
+    for (target, digest) in &binaries {
+        if target.ends_with("-linux-gnu") {
+            continue;
+        }
+        let (os, cpu) = node_platform(target);
+        let exe = if os == "win32" {
+            "gemini-mcp.exe"
+        } else {
+            "gemini-mcp"
+        };
+        let extension = extensions
+            .iter()
+            .find(|e| e.starts_with(&format!("{os}.{cpu}.gemini-mcp.")))
+            .unwrap_or_else(|| panic!("{target}: no Gemini CLI extension archive"));
+        assert_eq!(
+            extension.ends_with(".zip"),
+            os == "win32",
+            "{extension}: a zip on Windows, a tarball elsewhere"
+        );
+        let unpacked = made.path().join(extension.as_str());
+        let files = unpack(&dist.join(extension), &unpacked);
+        assert!(files.contains(&exe.to_string()), "{extension}: {files:?}");
+        assert_eq!(&sha256_hex(&unpacked.join(exe)), digest, "{extension}");
+        let ext: Value = serde_json::from_str(
+            &std::fs::read_to_string(unpacked.join("gemini-extension.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            ext["mcpServers"]["gemini"]["command"],
+            format!("${{extensionPath}}${{/}}{exe}").as_str()
+        );
+
+        let npm = dist.join("npm").join(format!("{os}-{cpu}"));
+        let package: Value =
+            serde_json::from_str(&std::fs::read_to_string(npm.join("package.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            package["name"],
+            format!("@gemini-mcp-server/{os}-{cpu}").as_str()
+        );
+        assert_eq!(package["version"], version.as_str());
+        assert_eq!(package["os"], json!([os]));
+        assert_eq!(package["cpu"], json!([cpu]));
+        assert_eq!(package["files"], json!([format!("bin/{exe}")]));
+        assert_eq!(&sha256_hex(&npm.join("bin").join(exe)), digest, "{npm:?}");
+        let launcher = json("npm/gemini-mcp-server/package.json");
+        assert!(
+            launcher["optionalDependencies"]
+                .get(package["name"].as_str().unwrap())
+                .is_some(),
+            "the launcher does not depend on {}",
+            package["name"]
+        );
     }
 
     // The release's server.json: valid, and listing each bundle with its address and digest.
@@ -396,6 +610,53 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
         assert_eq!(
             listed["fileSha256"],
             sha256_hex(&dist.join(bundle)).as_str()
+        );
+    }
+}
+
+/// On Windows npm's commands (`npx`, a global install's `gemini-mcp`) are `.cmd` scripts, which
+/// a client cannot start as a program: the README's PowerShell lines for the three clients start
+/// `npx` through `cmd /c`, with the key from `$env:` and `--` quoted (PowerShell drops a bare one
+/// before npm's `.ps1` shims); the Claude Code plugin and the Gemini CLI extension start
+/// `gemini-mcp` itself, the `.exe` found on `PATH` (the extension's release archive names its
+/// own `gemini-mcp.exe`: the release test).
+#[test]
+fn on_windows_the_clients_start_programs_not_npm_scripts() {
+    let readme = repo("README.md");
+    let lines: Vec<&str> = readme
+        .split("```powershell\n")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .flat_map(str::lines)
+        .collect();
+    let adds: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.contains(" mcp add "))
+        .collect();
+    let clients: Vec<&str> = adds
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(clients, ["claude", "codex", "gemini"], "{lines:#?}");
+    for line in adds {
+        assert!(line.contains(" cmd /c npx -y gemini-mcp-server"), "{line}");
+        assert!(line.contains("=\"$env:GEMINI_API_KEY\""), "{line}");
+        assert!(!line.contains(" -- "), "a bare -- in PowerShell: {line}");
+    }
+    for (file, manifest) in [
+        (
+            "the plugin",
+            json("packaging/claude-plugin/.claude-plugin/plugin.json"),
+        ),
+        (
+            "the extension",
+            json("packaging/gemini-extension/gemini-extension.json"),
+        ),
+    ] {
+        assert_eq!(
+            manifest["mcpServers"]["gemini"]["command"], "gemini-mcp",
+            "{file}"
         );
     }
 }
@@ -544,5 +805,119 @@ async fn the_compose_deployment_accepts_the_public_host_name_behind_a_load_balan
         status("evil.example.net").await,
         403,
         "the check still holds"
+    );
+}
+
+/// Node told it runs on Windows (on Linux, for the launcher test), its programs started under
+/// Wine: the command the launcher spawns is written to `$SPAWNED`, then run by `$WINE`.
+#[cfg(target_os = "linux")]
+const NODE_ON_WINDOWS: &str = r#"
+Object.defineProperty(process, "platform", { value: "win32" });
+Object.defineProperty(process, "arch", { value: "x64" });
+const cp = require("node:child_process");
+const spawn = cp.spawn;
+cp.spawn = (command, args, options) => {
+  require("node:fs").writeFileSync(process.env.SPAWNED, command);
+  return spawn(process.env.WINE, [command, ...args], options);
+};
+"#;
+
+/// The npm package on Windows: the `win32-x64` platform package made by
+/// `npm/platform/make-package.sh` from the cross-built `.exe` is for Windows only (npm refuses
+/// it here), and once installed beside the main package (here with `npm install --force`), the
+/// launcher, with Node told it runs on Windows, runs that package's `gemini-mcp.exe` (under
+/// Wine). The packages are made on Linux, as the release makes them.
+// Under Wine, from a Linux host (`crate::windows`).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_npm_launcher_on_windows_runs_the_exe_of_the_win32_package() {
+    if std::env::consts::OS == "windows" {
+        eprintln!("skipped: the npm packages are made on Linux (npm/platform/make-package.sh)");
+        return;
+    }
+    let Some(wine) = crate::windows::wine() else {
+        return;
+    };
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let npm = |args: &[&str], dir: &Path| {
+        std::process::Command::new("npm")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap_or_else(|e| panic!("npm {args:?}: {e}"))
+    };
+    let made = run_ok(
+        std::process::Command::new(repo.join("npm/platform/make-package.sh"))
+            .args(["win32", "x64"])
+            .arg(&wine.exe)
+            .arg(work.join("out")),
+    );
+    let made = Path::new(made.trim());
+    let package: Value =
+        serde_json::from_str(&std::fs::read_to_string(made.join("package.json")).unwrap()).unwrap();
+    assert_eq!(package["os"], json!(["win32"]));
+    assert_eq!(package["cpu"], json!(["x64"]));
+    assert_eq!(package["files"], json!(["bin/gemini-mcp.exe"]));
+    let tarballs = work.join("tarballs");
+    std::fs::create_dir_all(&tarballs).unwrap();
+    let dest = tarballs.to_str().unwrap();
+    for dir in [made, &repo.join("npm/gemini-mcp-server")] {
+        let out = npm(
+            &["pack", "--pack-destination", dest, "--loglevel=error"],
+            dir,
+        );
+        assert!(out.status.success(), "npm pack: {out:?}");
+    }
+    let version = package_field("version");
+    let platform = tarballs.join(format!("gemini-mcp-server-win32-x64-{version}.tgz"));
+    let main = tarballs.join(format!("gemini-mcp-server-{version}.tgz"));
+    let prefix = work.join("prefix");
+    std::fs::create_dir_all(&prefix).unwrap();
+    std::fs::write(
+        prefix.join("package.json"),
+        r#"{"name":"t","version":"1.0.0","private":true}"#,
+    )
+    .unwrap();
+    let install = |platform_flags: &[&str]| {
+        let mut args = vec!["install", "--offline", "--no-audit", "--no-fund"];
+        args.extend_from_slice(platform_flags);
+        args.extend([platform.to_str().unwrap(), main.to_str().unwrap()]);
+        npm(&args, &prefix)
+    };
+    let refused = install(&[]);
+    assert!(
+        !refused.status.success()
+            && String::from_utf8_lossy(&refused.stderr).contains("EBADPLATFORM"),
+        "npm installed the win32 package on {}: {refused:?}",
+        std::env::consts::OS
+    );
+    let installed = install(&["--force"]);
+    assert!(installed.status.success(), "npm install: {installed:?}");
+
+    let preload = work.join("node-on-windows.js");
+    std::fs::write(&preload, NODE_ON_WINDOWS).unwrap();
+    let spawned = work.join("spawned");
+    let mut node = std::process::Command::new("node");
+    node.arg("--require")
+        .arg(&preload)
+        .arg(prefix.join("node_modules/gemini-mcp-server/bin/gemini-mcp-server.js"))
+        .arg("--version")
+        .env("WINE", &wine.wine)
+        .env("SPAWNED", &spawned);
+    let log = work.join("launcher");
+    let status = crate::windows::run_logged(node, &wine.prefix, &log);
+    let said = std::fs::read_to_string(log.with_extension("out")).unwrap_or_default();
+    let err = std::fs::read_to_string(log.with_extension("err")).unwrap_or_default();
+    assert!(status.success(), "the launcher: {status}; {said}{err}");
+    assert_eq!(
+        Path::new(&std::fs::read_to_string(&spawned).unwrap()),
+        prefix.join("node_modules/@gemini-mcp-server/win32-x64/bin/gemini-mcp.exe"),
+        "the launcher ran another binary"
+    );
+    assert!(
+        said.starts_with("gemini-mcp ") && said.contains(&version),
+        "{said}"
     );
 }

@@ -11,6 +11,11 @@
 //! is checked by their form (`collector::windows_path`'s unit tests, which run on every platform,
 //! and the cases below, which go through the real Windows build).
 //!
+//! The Gemini CLI backend: `gemini` found on `PATH` as npm's `gemini.cmd` (Wine runs it with its
+//! `cmd.exe`), started in a Job object, the prompt on its stdin, its answer in the `chat` reply;
+//! a helper it left running ended with the job when it exited, and the CLI and its helper ended
+//! when the server ends with the call in flight.
+//!
 //! The tests own their Wine prefix (`target/wine/prefix`), made once by `wineboot` and given the
 //! stand-in `bcryptprimitives.dll` (`windows/bcryptprimitives.c`, built with mingw-w64), which
 //! Wine 8 lacks and Rust's std needs. Wine's background processes inherit the first program's
@@ -39,7 +44,7 @@ fn target_dir() -> PathBuf {
     bin.ancestors().nth(2).expect("target dir").to_path_buf()
 }
 
-fn required() -> bool {
+pub(crate) fn required() -> bool {
     std::env::var("GEMINI_MCP_REQUIRE_WINDOWS").as_deref() == Ok("1")
         || std::env::var("CI").as_deref() == Ok("true")
 }
@@ -60,14 +65,14 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Wine with the tests' prefix, and the `.exe` under test.
-struct Wine {
-    wine: PathBuf,
-    prefix: PathBuf,
-    exe: PathBuf,
+pub(crate) struct Wine {
+    pub(crate) wine: PathBuf,
+    pub(crate) prefix: PathBuf,
+    pub(crate) exe: PathBuf,
 }
 
 /// The `.exe`, `wine64` (Debian installs it outside `PATH`) and the prepared prefix.
-fn wine() -> Option<Wine> {
+pub(crate) fn wine() -> Option<Wine> {
     let target = target_dir();
     let exe = target.join("x86_64-pc-windows-gnu/debug/gemini-mcp.exe");
     if !exe.is_file() {
@@ -121,15 +126,17 @@ fn prepare(wine: &Path, gcc: &Path, prefix: &Path) {
     std::fs::rename(&built, &dll).unwrap();
 }
 
-/// Wine's environment: the tests' prefix, no debug channels, no Mono or Gecko installer.
-fn wine_env(cmd: &mut Command, prefix: &Path) {
+/// Wine's environment: the tests' prefix, no debug channels, no Mono or Gecko installer, and a
+/// UTF-8 locale (Wine decodes Unix file names by the locale's charset).
+pub(crate) fn wine_env(cmd: &mut Command, prefix: &Path) {
     cmd.env("WINEPREFIX", prefix)
+        .env("LANG", "C.UTF-8")
         .env("WINEDEBUG", "-all")
         .env("WINEDLLOVERRIDES", "mscoree,mshtml=");
 }
 
 /// Runs `cmd` under Wine with its output in `<log>.out`/`<log>.err`, waiting on the process.
-fn run_logged(mut cmd: Command, prefix: &Path, log: &Path) -> ExitStatus {
+pub(crate) fn run_logged(mut cmd: Command, prefix: &Path, log: &Path) -> ExitStatus {
     wine_env(&mut cmd, prefix);
     let out = std::fs::File::create(log.with_extension("out")).unwrap();
     let err = std::fs::File::create(log.with_extension("err")).unwrap();
@@ -172,8 +179,8 @@ struct Server {
 }
 
 impl Server {
-    /// Starts the `.exe` on `root` (the project) with `vars` over the tests' defaults, and
-    /// completes the MCP handshake.
+    /// Starts the `.exe` on `root` (the project) with `vars` over the tests' defaults (an empty
+    /// value removes the variable), and completes the MCP handshake.
     fn start(w: &Wine, root: &Path, vars: &[(&str, String)]) -> Server {
         let mut cmd = Command::new(&w.wine);
         cmd.arg(&w.exe)
@@ -190,7 +197,11 @@ impl Server {
             )
             .current_dir(root);
         for (k, v) in vars {
-            cmd.env(k, v);
+            if v.is_empty() {
+                cmd.env_remove(k);
+            } else {
+                cmd.env(k, v);
+            }
         }
         wine_env(&mut cmd, &w.prefix);
         let stderr = root.join(format!(".server-{}.err", std::process::id()));
@@ -321,17 +332,28 @@ fn the_windows_build_answers_initialize_and_tools_list_and_ends_when_stdin_close
 }
 
 #[test]
-fn chat_reaches_the_stand_in_gemini_and_a_second_process_continues_the_thread() {
+fn chat_reaches_the_stand_in_gemini_and_threads_are_shared_by_two_live_processes() {
     let Some(w) = wine() else { return };
     let fake = FakeGemini::start();
-    let dir = crate::support::project::with(&[(
+    // A project under a non-ASCII name; the store where Windows keeps it by default
+    // (%LOCALAPPDATA%, which Wine sets to its prefix's user folder).
+    let base = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(base.path())
+        .unwrap()
+        .join("Zoë-проект");
+    crate::support::project::write(
+        &root,
         "src/main.rs",
         "fn main() { println!(\"wine-marker-7f3a\"); }\n",
-    )]);
-    let root = std::fs::canonicalize(dir.path()).unwrap();
-    let vars = [("GEMINI_BASE_URL", fake.base_url())];
+    );
+    let vars = [
+        ("GEMINI_BASE_URL", fake.base_url()),
+        ("GEMINI_MCP_STATE_DIR", String::new()),
+    ];
 
+    // Both processes live at once, on one store.
     let mut first = Server::start(&w, &root, &vars);
+    let mut second = Server::start(&w, &root, &vars);
     let reply = first.call(
         "chat",
         json!({"prompt": "What does main print?", "files": ["src\\main.rs"]}),
@@ -345,15 +367,13 @@ fn chat_reaches_the_stand_in_gemini_and_a_second_process_continues_the_thread() 
         .as_str()
         .unwrap_or_else(|| panic!("no continuation_id: {reply}"))
         .to_string();
-    first.close();
     let sent = fake.generate_requests();
     assert_eq!(sent.len(), 1);
     let body = &sent[0].raw_body;
     assert!(body.contains("wine-marker-7f3a"), "the file was not sent");
     assert!(body.contains("main.rs"), "the file's name was not sent");
 
-    // A second process, the same embedded store under %LOCALAPPDATA%'s stand-in.
-    let mut second = Server::start(&w, &root, &vars);
+    // The second process continues the thread the first began, and the first sees its turn.
     let reply = second.call(
         "chat",
         json!({"prompt": "And what else?", "continuation_id": id}),
@@ -363,10 +383,29 @@ fn chat_reaches_the_stand_in_gemini_and_a_second_process_continues_the_thread() 
         reply["result"]["structuredContent"]["continuation_id"],
         json!(id)
     );
+    let reply = first.call(
+        "chat",
+        json!({"prompt": "Summarise.", "continuation_id": id}),
+    );
+    assert!(text(&reply).contains("turns=3"), "{reply}");
+    first.close();
     second.close();
+
+    let users = w.prefix.join("drive_c/users");
+    let stores: Vec<PathBuf> = std::fs::read_dir(&users)
+        .unwrap()
+        .filter_map(|u| {
+            let db = u
+                .ok()?
+                .path()
+                .join("AppData/Local/gemini-mcp/threads.sqlite3");
+            db.is_file().then_some(db)
+        })
+        .collect();
     assert!(
-        root.join(".state/threads.sqlite3").is_file(),
-        "the embedded store is where GEMINI_MCP_STATE_DIR says"
+        !stores.is_empty(),
+        "no store under %LOCALAPPDATA%\\gemini-mcp in {}",
+        users.display()
     );
 }
 
@@ -625,6 +664,160 @@ fn precommit_reviews_a_crlf_repository_and_runs_nothing_it_configures() {
         !pwned.exists(),
         "a command the repository configured was run"
     );
+}
+
+/// npm's shims for the Gemini CLI, as it installs them side by side: an extensionless shell
+/// script (which Windows cannot start) and `gemini.cmd`. Ours records its argv and the prompt
+/// read from stdin, leaves a helper running in the background (as Node may) once it has
+/// started, then does `then`.
+const GEMINI_SH: &str = "#!/bin/sh\necho 'the shell shim must not be run on Windows' >&2\nexit 9\n";
+const GEMINI_CMD: &str = "@echo off\r\n\
+echo %* > \"%~dp0argv.txt\"\r\n\
+more > \"%~dp0stdin.txt\"\r\n\
+start \"\" /b \"%~dp0helper.cmd\"\r\n\
+:wait\r\n\
+if not exist \"%~dp0started.txt\" goto wait\r\n";
+/// Answers as `gemini -o json` does.
+const ANSWER: &str = "echo {\"response\": \"WINE-REPLY: gemini.cmd answered\"}\r\n";
+/// Works for a minute before answering.
+const HANG: &str = "ping -n 60 127.0.0.1 > NUL\r\necho {\"response\": \"too late\"}\r\n";
+/// The helper: says it started, then runs for ~30 s unless it is killed.
+const HELPER_CMD: &str = "@echo off\r\n\
+echo started > \"%~dp0started.txt\"\r\n\
+ping -n 30 127.0.0.1 > NUL\r\n";
+
+/// A directory of npm's shims for the Gemini CLI, on Wine's `PATH`.
+struct Npm(tempfile::TempDir);
+
+impl Npm {
+    /// The shims, `gemini.cmd` ending with `then`.
+    fn new(then: &str) -> Npm {
+        let npm = tempfile::tempdir().unwrap();
+        std::fs::write(npm.path().join("gemini"), GEMINI_SH).unwrap();
+        std::fs::write(npm.path().join("gemini.cmd"), format!("{GEMINI_CMD}{then}")).unwrap();
+        std::fs::write(npm.path().join("helper.cmd"), HELPER_CMD).unwrap();
+        Npm(npm)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+
+    /// The server's environment: the CLI backend (no key), one process per call, `gemini` (the
+    /// default `GEMINI_CLI_PATH`) looked up on the Windows `PATH`, to which Wine adds `WINEPATH`.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("GEMINI_BACKEND", "cli".into()),
+            ("GEMINI_CLI_TRANSPORT", "headless".into()),
+            ("GEMINI_API_KEY", String::new()),
+            ("GEMINI_CLI_PATH", String::new()),
+            ("GEMINI_MCP_STORE", "memory".into()),
+            ("WINEPATH", windows_path(self.0.path())),
+        ]
+    }
+
+    /// The processes running whose command line names this directory (Wine shows a Windows
+    /// process's command line as its own; a process that ended shows none): the CLI's
+    /// `cmd.exe` and the helper's.
+    fn processes(&self) -> Vec<String> {
+        let name = self
+            .0
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(&name))
+            .collect()
+    }
+
+    /// Checks that the helper started and that no process of the CLI's is left within 10 s
+    /// (the helper alone would run for ~30 s).
+    fn assert_all_ended(&self) {
+        assert!(
+            self.file("started.txt").is_file(),
+            "the helper never started"
+        );
+        let start = Instant::now();
+        loop {
+            let left = self.processes();
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "still running after the Gemini CLI ended: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A `chat` call sent without waiting for its reply.
+fn send_chat(s: &mut Server, id: u64) {
+    s.send(
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "chat", "arguments": {"prompt": "Say hello from Wine"}}}),
+    );
+}
+
+#[test]
+fn the_windows_build_answers_chat_through_gemini_cmd_found_on_path_and_ends_what_it_left_running() {
+    let Some(w) = wine() else { return };
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let npm = Npm::new(ANSWER);
+    let mut s = Server::start(&w, &root, &npm.env());
+    let answer = s.call("chat", json!({"prompt": "Say hello from Wine"}));
+    let text = text(&answer);
+    assert!(
+        text.contains("WINE-REPLY: gemini.cmd answered")
+            && answer["result"]["isError"] != json!(true),
+        "{answer}; stderr: {}",
+        s.stderr()
+    );
+    let argv = std::fs::read_to_string(npm.file("argv.txt")).unwrap();
+    assert!(
+        argv.contains("-o json") && argv.contains("--policy"),
+        "{argv}"
+    );
+    let stdin = std::fs::read_to_string(npm.file("stdin.txt")).unwrap();
+    assert!(stdin.contains("Say hello from Wine"), "{stdin}");
+    // The helper was ended with the CLI's Job object when the CLI exited.
+    npm.assert_all_ended();
+    s.close();
+}
+
+#[test]
+fn the_windows_build_ending_with_a_gemini_cli_call_in_flight_ends_the_cli_and_its_helper() {
+    let Some(w) = wine() else { return };
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let npm = Npm::new(HANG);
+    let mut s = Server::start(&w, &root, &npm.env());
+    send_chat(&mut s, 100);
+    let start = Instant::now();
+    while !npm.file("started.txt").is_file() {
+        assert!(
+            start.elapsed() < LIMIT,
+            "the Gemini CLI never started; stderr: {}",
+            s.stderr()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let running = npm.processes();
+    assert!(
+        running.len() >= 2,
+        "the CLI and its helper run: {running:?}"
+    );
+    // The server ends on stdin's end with the call in flight; the CLI's Job object goes with it.
+    s.close();
+    npm.assert_all_ended();
 }
 
 /// The library's unit tests that must hold on Windows, as `libtest` filters: the parts whose

@@ -152,6 +152,19 @@ impl ApiClient {
             })
     }
 
+    /// The body of `req` exactly as [`ApiClient::generate`] sends it.
+    pub fn body(&self, req: &GenerateRequest) -> Result<Vec<u8>, GeminiError> {
+        let mut wire_request = wire::build_request(req);
+        if let Some(v) = &self.vertex {
+            wire_request.labels = v.labels.iter().cloned().collect();
+        } else {
+            wire_request.service_tier = self.service_tier.clone();
+        }
+        serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
+            message: format!("the request could not be encoded: {e}"),
+        })
+    }
+
     /// One answer, streamed, with retries; bounded by the call deadline and `ctx.cancel`.
     pub async fn generate(
         &self,
@@ -163,16 +176,7 @@ impl ApiClient {
             self.base,
             model_segment(&req.model.id)?
         );
-        let mut wire_request = wire::build_request(req);
-        if let Some(v) = &self.vertex {
-            wire_request.labels = v.labels.iter().cloned().collect();
-        } else {
-            wire_request.service_tier = self.service_tier.clone();
-        }
-        let body = serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
-            message: format!("the request could not be encoded: {e}"),
-        })?;
-        let body = Bytes::from(body);
+        let body = Bytes::from(self.body(req)?);
         let deadline = Instant::now() + self.call_timeout;
         let work = retry::run(&self.policy, ctx, deadline, |_attempt| {
             self.stream_once(&url, body.clone(), ctx)

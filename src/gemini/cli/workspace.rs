@@ -90,17 +90,41 @@ pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<Pa
     Ok(dir)
 }
 
-/// Refuses on Windows, where whose a directory is and who may read it are not checked yet (and
-/// no Gemini CLI process is started: [`super::process_group`]).
+/// [`workspace`] on Windows: the same directory and settings file, replaced the same way. Windows
+/// has no mode bits: the directories inherit the ACL of the state directory they are made in,
+/// which under the user's profile (`%LOCALAPPDATA%`) admits only the user, SYSTEM and the
+/// administrators; a state directory anywhere more open is as open. A directory on the way that
+/// is a reparse point (a symbolic link or a junction) is refused, as a link is on Unix.
 #[cfg(windows)]
-pub fn workspace(state: &Path, kind: &str, _settings: &str) -> std::io::Result<PathBuf> {
-    Err(std::io::Error::new(
-        std::io::ErrorKind::Unsupported,
-        format!(
-            "{} was not made: the Gemini CLI's private directory is not supported on Windows yet",
-            state.join("gemini-cli").join(kind).display()
-        ),
-    ))
+pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<PathBuf> {
+    use std::os::windows::fs::MetadataExt;
+    /// `FILE_ATTRIBUTE_REPARSE_POINT`.
+    const REPARSE_POINT: u32 = 0x400;
+    let dir = state.join("gemini-cli").join(kind);
+    let dot = dir.join(".gemini");
+    std::fs::create_dir_all(&dot)?;
+    for d in [&dir, &dot] {
+        let m = std::fs::symlink_metadata(d)?;
+        if !m.is_dir() || m.file_type().is_symlink() || m.file_attributes() & REPARSE_POINT != 0 {
+            return Err(std::io::Error::other(format!(
+                "{} is not a plain directory (a link or a junction?)",
+                d.display()
+            )));
+        }
+    }
+    let mut file = tempfile::NamedTempFile::new_in(&dot)?;
+    std::io::Write::write_all(&mut file, settings.as_bytes())?;
+    let target = dir.join(SETTINGS);
+    match file.persist(&target) {
+        Ok(_) => Ok(dir),
+        // Replacing a file another process holds open without sharing its deletion (a scanner,
+        // a concurrent writer) fails on Windows; the same settings already there will do.
+        Err(e) if std::fs::read(&target).is_ok_and(|t| t == settings.as_bytes()) => {
+            drop(e);
+            Ok(dir)
+        }
+        Err(e) => Err(e.error),
+    }
 }
 
 /// [`workspace`] off the runtime; `fallback` (a private temporary directory already holding the

@@ -201,6 +201,8 @@ pub(super) async fn private_dir(
             .prefix("gemini-mcp-acp-")
             .tempdir()
             .map_err(io)?;
+        // On Windows the directory inherits the temporary directory's ACL (by default under
+        // `%LOCALAPPDATA%`, the user's own).
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -26,6 +26,11 @@
 //!   [`CliBackend::abort_all`] serves a signal handler (a terminal's Ctrl-C does not reach the
 //!   CLI's group, and an exit by signal runs no destructor). We also set
 //!   `GEMINI_CLI_NO_RELAUNCH=true`: the relaunch only raises Node's heap limit and costs ~2 s.
+//!   On Windows the group is a Job object, ended whole at once (there is no SIGTERM), and
+//!   npm's `gemini.cmd` is found on `PATH` under `PATHEXT` ([`locate`]) and run by std through
+//!   `cmd.exe`, which starts Node: the argv we pass (fixed flags, the model name, paths of our
+//!   private directory) holds none of the characters std refuses to pass to a batch file
+//!   (line breaks), and the prompt never goes through it.
 //! - **Bounded retries.** The CLI retries 429 and 5xx up to 10 times (~3.5 min for a 429);
 //!   `general.maxAttempts` exists only as a setting, and none of its settings files can be ours:
 //!   system settings and defaults are ignored unless root owns the file and every ancestor, and
@@ -150,10 +155,12 @@ impl CliBackend {
         }
     }
 
-    /// Locates `config.gemini_cli` (a bare name is looked up in `path_var`, the `PATH` value) and
-    /// builds the backend, or says how to install or name the CLI.
+    /// Locates `config.gemini_cli` (a bare name is looked up in `path_var`, the `PATH` value; on
+    /// Windows under the extensions of `config.search_exts`) and builds the backend, or says how
+    /// to install or name the CLI.
     pub fn from_config(config: &Settings, path_var: Option<&OsStr>) -> Result<CliBackend, String> {
-        match locate(&config.gemini_cli, path_var) {
+        let exts = config.search_exts.as_deref().map(OsStr::new);
+        match locate(&config.gemini_cli, path_var, exts) {
             Some(program) => Ok(CliBackend::new(program, config)),
             None => Err(format!(
                 "the Gemini CLI `{}` was not found{}: install it (`npm install -g @google/gemini-cli`), run `gemini` \

@@ -84,6 +84,8 @@ impl CallFiles {
         let made = tokio::task::spawn_blocking(move || -> std::io::Result<tempfile::TempDir> {
             let mut builder = tempfile::Builder::new();
             builder.prefix("gemini-mcp-cli-");
+            // Windows has no mode bits: the directory inherits the ACL of the temporary
+            // directory, `%LOCALAPPDATA%\Temp` by default, the user's own.
             #[cfg(unix)]
             {
                 use std::os::unix::fs::PermissionsExt;

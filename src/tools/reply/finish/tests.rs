@@ -8,12 +8,14 @@ const CAP: usize = 48_000;
 
 fn finding(i: usize, severity: Severity) -> Finding {
     Finding {
-        severity,
-        file: "src/parse.rs".into(),
-        line: Some(i as u32 + 1),
-        title: format!("Issue {i}: the length is not checked"),
         detail: format!("`buf[{i}]` panics on short input."),
         fix: Some("Check `buf.len()` first.".into()),
+        ..Finding::new(
+            severity,
+            "src/parse.rs".into(),
+            Some(i as u32 + 1),
+            format!("Issue {i}: the length is not checked"),
+        )
     }
 }
 

@@ -1,0 +1,313 @@
+//! A dry run's report: what a call would send, made from the request the pipeline built and
+//! stopped before the Gemini step, so every figure is the real call's — the files with their
+//! tokens and priority, what was left out and why, each redaction (rule, file, line; never the
+//! value), the model and thinking, the input tokens as the daily caps count them, and a cost band
+//! (the answer's length is unknown: from nothing to the model's output limit). With
+//! `show_request`, the request body exactly as the API backend would send it.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::Services;
+use super::gather::Material;
+use super::verify::Sent;
+use crate::collector::classify::{Class, classify};
+use crate::gemini::{GenerateRequest, Usage, prices};
+use crate::spend::Estimate;
+use crate::tools::ToolError;
+use crate::tools::reply::{LeftOut, Reply};
+
+/// What a call would send.
+#[derive(Debug, Clone, Serialize)]
+pub struct Preview {
+    /// The model id asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The thinking level asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<&'static str>,
+    /// The files sent, in the order they are sent.
+    pub files: Vec<PreviewFile>,
+    /// The diff sent (precommit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<DiffPreview>,
+    /// What was left out, with why.
+    pub skipped: Vec<LeftOut>,
+    /// Each value replaced before sending.
+    pub redactions: Vec<Redaction>,
+    /// Values replaced in the call's own text (prompt, context).
+    pub prompt_redactions: usize,
+    /// The input tokens, by part, as the daily caps count them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<InputTokens>,
+    /// What the call would cost: input only, up to input and the longest answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<CostBand>,
+    /// The request body as it would leave (`--show-request`; the API backend only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<Value>,
+    /// Why there is nothing to send (precommit with no change), or what the figures leave out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PreviewFile {
+    pub path: String,
+    pub tokens: u64,
+    /// The order files are admitted in under the budget: explicit, source, config, docs,
+    /// other, low.
+    pub priority: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffPreview {
+    /// Changed files, as listed to Gemini.
+    pub files: Vec<String>,
+    pub tokens: u64,
+}
+
+/// One replaced value: where, and by which rule; never the value.
+#[derive(Debug, Clone, Serialize)]
+pub struct Redaction {
+    pub rule: String,
+    pub file: String,
+    /// The line in the file (none for a line a diff removes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InputTokens {
+    pub total: u64,
+    pub system: u64,
+    pub history: u64,
+    pub turn: u64,
+    pub images: u64,
+    pub declarations: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CostBand {
+    pub low: f64,
+    pub high: f64,
+    /// The output limit the high end assumes.
+    pub output_limit: u64,
+}
+
+fn priority(class: Class) -> &'static str {
+    match class {
+        Class::Explicit => "explicit",
+        Class::Source => "source",
+        Class::ConfigBuild => "config",
+        Class::Docs => "docs",
+        Class::Other => "other",
+        Class::Low => "low",
+    }
+}
+
+impl Preview {
+    /// A call answered without Gemini (precommit with nothing pending): nothing would be sent.
+    pub fn answered(reply: Reply) -> Preview {
+        Preview {
+            model: None,
+            thinking: None,
+            files: Vec::new(),
+            diff: None,
+            skipped: reply.meta.files.skipped.clone(),
+            redactions: Vec::new(),
+            prompt_redactions: 0,
+            input: None,
+            cost_usd: None,
+            request: None,
+            notes: vec![format!(
+                "Nothing would be sent: {}",
+                reply.answer_text().trim()
+            )],
+        }
+    }
+
+    /// The report of `request`, built from `material` (indexed as `sent`).
+    pub(super) async fn of(
+        services: &Services,
+        request: &GenerateRequest,
+        material: &Material,
+        sent: &Sent,
+        explicit: &[String],
+        prompt_redactions: usize,
+        show_request: bool,
+    ) -> Result<Preview, ToolError> {
+        let req = request.clone();
+        let estimate = super::blocking(move || Estimate::of(&req)).await?;
+        let model = &request.model;
+        let input = estimate.total();
+        let band = |output: u64| {
+            prices::estimate(
+                &model.id,
+                &Usage {
+                    input,
+                    output,
+                    ..Usage::default()
+                },
+                prices::today(),
+            )
+        };
+        let cost_usd = band(0)
+            .zip(band(model.output_limit))
+            .map(|(low, high)| CostBand {
+                low,
+                high,
+                output_limit: model.output_limit,
+            });
+        let mut notes = Vec::new();
+        if cost_usd.is_none() {
+            notes.push(format!("No price is known for {}: no cost band.", model.id));
+        }
+        let request_body = if show_request {
+            match services.gemini.request_body(request) {
+                Some(body) => Some(serde_json::from_slice(&body?).map_err(|e| {
+                    ToolError::Internal(format!("the request body is not JSON: {e}"))
+                })?),
+                None => {
+                    notes.push(
+                        "The Gemini CLI backend is sent a prompt of its own, not this request \
+                         body: --show-request shows the API's."
+                            .into(),
+                    );
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if request.functions.is_some() {
+            notes.push(
+                "An investigation sends more as Gemini reads files: the figures are its first \
+                 request."
+                    .into(),
+            );
+        }
+        Ok(Preview {
+            model: Some(model.id.clone()),
+            thinking: Some(request.thinking.as_str()),
+            files: material
+                .collected
+                .files
+                .iter()
+                .map(|f| {
+                    let class = if explicit.iter().any(|e| same_file(e, &f.display)) {
+                        Class::Explicit
+                    } else {
+                        classify(std::path::Path::new(&f.display))
+                    };
+                    PreviewFile {
+                        path: f.display.clone(),
+                        tokens: f.tokens,
+                        priority: priority(class),
+                    }
+                })
+                .collect(),
+            diff: material.diff.as_ref().map(|d| DiffPreview {
+                files: d.changed.iter().map(|c| c.path.clone()).collect(),
+                tokens: d.tokens,
+            }),
+            skipped: material.skipped.iter().cloned().map(Into::into).collect(),
+            redactions: sent
+                .redactions()
+                .map(|(file, line, rule)| Redaction {
+                    rule: rule.clone(),
+                    file: file.clone(),
+                    line: *line,
+                })
+                .collect(),
+            prompt_redactions,
+            input: Some(InputTokens {
+                total: input,
+                system: estimate.system,
+                history: estimate.history,
+                turn: estimate.turn,
+                images: estimate.images,
+                declarations: estimate.declarations,
+            }),
+            cost_usd,
+            request: request_body,
+            notes,
+        })
+    }
+
+    /// The report as text for a terminal.
+    pub fn render(&self) -> String {
+        let mut out = String::from("Dry run: nothing was sent.\n");
+        if let (Some(m), Some(t)) = (&self.model, self.thinking) {
+            out.push_str(&format!("\nModel: {m}, thinking {t}\n"));
+        }
+        if let Some(i) = &self.input {
+            out.push_str(&format!(
+                "Input: {} tokens (system {}, earlier turns {}, this turn {}, images {}, schema and declarations {})\n",
+                i.total, i.system, i.history, i.turn, i.images, i.declarations
+            ));
+        }
+        if let Some(c) = &self.cost_usd {
+            out.push_str(&format!(
+                "Cost: ${:.4} to ${:.4} (the answer's length is unknown: from none to the {}-token output limit)\n",
+                c.low, c.high, c.output_limit
+            ));
+        }
+        if !self.files.is_empty() {
+            out.push_str(&format!("\nFiles ({}):\n", self.files.len()));
+            for f in &self.files {
+                out.push_str(&format!(
+                    "  {:>8} tokens  {:<8}  {}\n",
+                    f.tokens, f.priority, f.path
+                ));
+            }
+        }
+        if let Some(d) = &self.diff {
+            out.push_str(&format!(
+                "\nDiff: {} changed file(s), {} tokens\n",
+                d.files.len(),
+                d.tokens
+            ));
+            for f in &d.files {
+                out.push_str(&format!("  {f}\n"));
+            }
+        }
+        if !self.skipped.is_empty() {
+            out.push_str(&format!("\nLeft out ({}):\n", self.skipped.len()));
+            for s in &self.skipped {
+                out.push_str(&format!("  {}: {}\n", s.path, s.described));
+            }
+        }
+        if !self.redactions.is_empty() || self.prompt_redactions > 0 {
+            let total = self.redactions.len() + self.prompt_redactions;
+            out.push_str(&format!("\nRedacted before sending ({total}):\n"));
+            for r in &self.redactions {
+                match r.line {
+                    Some(l) => out.push_str(&format!("  {}:{l}  {}\n", r.file, r.rule)),
+                    None => out.push_str(&format!("  {} (a removed line)  {}\n", r.file, r.rule)),
+                }
+            }
+            if self.prompt_redactions > 0 {
+                out.push_str(&format!(
+                    "  {} in the call's own text\n",
+                    self.prompt_redactions
+                ));
+            }
+        }
+        for n in &self.notes {
+            out.push_str(&format!("\n{n}\n"));
+        }
+        if let Some(r) = &self.request {
+            out.push_str("\nRequest body:\n");
+            out.push_str(&serde_json::to_string_pretty(r).unwrap_or_default());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// A file named in the request (as given, maybe `./`-prefixed or absolute) is the file shown.
+fn same_file(given: &str, shown: &str) -> bool {
+    let given = given.trim_start_matches("./");
+    given == shown || given.ends_with(&format!("/{shown}"))
+}
