@@ -30,6 +30,9 @@ use crate::gemini::{GenerateRequest, Part, Role};
 pub enum SpendError {
     #[error("{0}")]
     Cap(String),
+    /// The call's estimate passes the per-call ceiling (`GEMINI_MCP_CALL_USD`).
+    #[error("{message}")]
+    OverCall { message: String, estimate_usd: f64 },
 }
 
 /// What was spent: tokens (input, output and thinking) and estimated cost in millionths of a
@@ -108,11 +111,54 @@ pub const INLINE_BYTES: usize = 16 * 1024;
 pub struct Caps {
     pub daily_tokens: Option<u64>,
     pub daily_usd: Option<f64>,
+    /// The most one call may cost, estimated before each of its requests
+    /// (`GEMINI_MCP_CALL_USD`).
+    pub call_usd: Option<f64>,
 }
 
 impl Caps {
+    /// Whether a daily cap applies (the spend is counted per day only then).
     pub fn any(self) -> bool {
         self.daily_tokens.is_some() || self.daily_usd.is_some()
+    }
+
+    /// Refuses a request whose input (about `input_usd` on `model`) would take the call past
+    /// the per-call ceiling, `call_usd` being what its earlier requests cost (an investigation
+    /// makes several).
+    pub fn check_call(
+        self,
+        call_usd: f64,
+        estimate: &Estimate,
+        input_usd: f64,
+        model: &str,
+    ) -> Result<(), SpendError> {
+        let Some(ceiling) = self.call_usd else {
+            return Ok(());
+        };
+        let total = call_usd + input_usd;
+        if total <= ceiling {
+            return Ok(());
+        }
+        let advice = match estimate.advice() {
+            a if a.is_empty() => " Raise the ceiling".to_string(),
+            a => format!(" To fit, {a}; or raise the ceiling"),
+        };
+        let before = if call_usd > 0.0 {
+            format!(" after ${call_usd:.4} spent by its earlier requests")
+        } else {
+            String::new()
+        };
+        Err(SpendError::OverCall {
+            message: format!(
+                "this call would cost about ${total:.4} on {model}{before} — its input alone \
+                 (about {} tokens: {}), before Gemini's answer — over the per-call ceiling of \
+                 ${ceiling:.2} (GEMINI_MCP_CALL_USD). Gemini was not called.{advice} \
+                 (GEMINI_MCP_CALL_USD), or see what would be sent with --dry-run.",
+                estimate.total(),
+                estimate.parts(),
+            ),
+            estimate_usd: total,
+        })
     }
 
     /// Refuses a request estimated at `estimate` (its input costing about `input_usd` on

@@ -254,11 +254,36 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
             }
         };
     }
+    // Kept to run again when the per-call ceiling refuses and the user, asked, goes on.
+    let again = config.call_usd.is_some().then(|| plan.clone());
     let outcome = tokio::select! {
         r = app.run(plan, &ctx) => Some(r),
         _ = crate::shutdown::signal() => None,
     };
     spinner.stop().await;
+    let outcome = match (outcome, again) {
+        (Some(Err(ToolError::OverCallCeiling { message, .. })), Some(mut plan))
+            if terminal_to_ask() =>
+        {
+            if !ask_to_go_on(&message).await {
+                say!("gemini-mcp {name}: not sent");
+                return output::COULD_NOT_RUN;
+            }
+            plan.over_ceiling_ok = true;
+            let (progress, spinner) = progress::start();
+            let ctx = CallContext {
+                cancel: cancel.clone(),
+                progress,
+            };
+            let outcome = tokio::select! {
+                r = app.run(plan, &ctx) => Some(r),
+                _ = crate::shutdown::signal() => None,
+            };
+            spinner.stop().await;
+            outcome
+        }
+        (outcome, _) => outcome,
+    };
     let Some(outcome) = outcome else {
         // The call was dropped with the select; a Gemini CLI subprocess runs in its own process
         // group, out of reach of the terminal's signal: end it too.
@@ -276,6 +301,26 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         }
         Err(e) => fail(name, flag, e),
     }
+}
+
+/// Whether a question can be asked: stdin and stderr are a terminal.
+fn terminal_to_ask() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+/// Shows the ceiling's refusal and asks whether to send anyway; only `y` or `yes` goes on.
+async fn ask_to_go_on(refusal: &str) -> bool {
+    say!("gemini-mcp: {refusal}");
+    let mut err = crate::term::stderr();
+    let _ = err.text("Send it anyway? [y/N] ");
+    drop(err);
+    let answer = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map(|_| line)
+    })
+    .await;
+    matches!(answer, Ok(Ok(l)) if matches!(l.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }
 
 /// Prints a dry run's report: JSON where the command was asked for JSON (or SARIF), else text.

@@ -68,6 +68,8 @@ pub struct Config {
     /// Daily caps per project (and per HTTP client): tokens, and estimated USD.
     pub daily_tokens: Option<u64>,
     pub daily_usd: Option<f64>,
+    /// The most one call may cost, estimated before it is sent (`GEMINI_MCP_CALL_USD`).
+    pub call_usd: Option<f64>,
     /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
     pub google_application_credentials: Option<PathBuf>,
     /// gcloud's application-default credentials file (`gcloud auth application-default login`).
@@ -469,6 +471,7 @@ impl Config {
             service_tier: None,
             daily_tokens: None,
             daily_usd: None,
+            call_usd: None,
             google_application_credentials: None,
             gcloud_adc_file: None,
             acp: AcpConfig {

@@ -223,6 +223,25 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_MCP_CALL_USD",
+        default: "—",
+        doc: "Ceiling on one call's estimated cost in USD, checked before each of its requests (input at the model's price; the answer is not known yet): a call over it is refused before Gemini, saying what to narrow; the command line asks on a terminal instead.",
+        also_reads: &[],
+        read: |var, c| {
+            c.call_usd = match var.get() {
+                None => None,
+                Some(_) => {
+                    let v: f64 = var.parse(0.0)?;
+                    if !(v.is_finite() && v > 0.0) {
+                        return Err(var.invalid("must be a positive amount of dollars"));
+                    }
+                    Some(v)
+                }
+            };
+            Ok(())
+        },
+    },
+    Setting {
         name: "GEMINI_MCP_VERTEX_LABELS",
         default: "—",
         doc: "Labels sent with each Vertex AI request for cost attribution, e.g. `team=payments,env=ci`.",

@@ -1,7 +1,8 @@
 //! The meter every request to Gemini of a call passes: [`Meter::generate`] is the only way the
 //! pipeline and the investigation loop reach [`Gemini::generate`]. It estimates the request it is
 //! handed — the very value the backend sends, so the estimate cannot drift from what goes out —,
-//! refuses it before Gemini when what was spent today plus the estimate would pass a cap
+//! refuses it before Gemini when what was spent today plus the estimate would pass a cap, or
+//! what the call has cost plus the estimate would pass the per-call ceiling
 //! ([`crate::spend`]), and counts the answer's usage at once (each request of an investigation is
 //! checked and counted on its own). The Gemini CLI's agent, whose requests are its own, is
 //! checked with its prompt before it starts ([`Meter::admit`]) and counted after
@@ -25,6 +26,9 @@ pub struct Meter {
     keys: Vec<SpendKey>,
     store: Arc<dyn ThreadStore>,
     holds: Arc<Holds>,
+    /// What this call's requests have cost so far, in millionths of a dollar (for the per-call
+    /// ceiling).
+    call_micro_usd: std::sync::atomic::AtomicU64,
 }
 
 impl Meter {
@@ -49,7 +53,15 @@ impl Meter {
             keys,
             store,
             holds,
+            call_micro_usd: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// A meter with the per-call ceiling lifted (the user, asked, said to go on); the daily
+    /// caps still hold.
+    pub fn without_ceiling(mut self) -> Meter {
+        self.caps.call_usd = None;
+        self
     }
 
     /// Gemini's answer to `req`, if `req` fits under the caps; its usage is counted at once.
@@ -59,11 +71,11 @@ impl Meter {
         req: GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, ToolError> {
-        let hold = if self.keys.is_empty() {
-            Hold::none()
-        } else {
+        let hold = if self.is_on() {
             let estimate = estimate(&req).await?;
             self.admit(&estimate, &req.model).await?
+        } else {
+            Hold::none()
         };
         let model = req.model.id.clone();
         let answer = gemini.generate(req, ctx).await?;
@@ -76,11 +88,9 @@ impl Meter {
     /// flight hold and it together pass a cap, saying the estimate, the cap, what was spent, what
     /// to narrow and when the count resets; else holds the estimate until [`Meter::record`].
     pub async fn admit(&self, estimate: &Estimate, model: &ModelInfo) -> Result<Hold, ToolError> {
-        if self.keys.is_empty() {
+        if !self.is_on() {
             return Ok(Hold::none());
         }
-        let _turn = self.holds.turn().await;
-        let day = Day::today();
         let need = estimate.total();
         let input_usd = prices::estimate(
             &model.id,
@@ -91,6 +101,17 @@ impl Meter {
             prices::today(),
         )
         .unwrap_or(0.0);
+        let call_usd = self
+            .call_micro_usd
+            .load(std::sync::atomic::Ordering::Relaxed) as f64
+            / 1e6;
+        self.caps
+            .check_call(call_usd, estimate, input_usd, &model.id)?;
+        if self.keys.is_empty() {
+            return Ok(Hold::none());
+        }
+        let _turn = self.holds.turn().await;
+        let day = Day::today();
         for key in &self.keys {
             let stored = self.store.spent(key, day).await?;
             let held = self.holds.held(key);
@@ -111,11 +132,17 @@ impl Meter {
     /// Counts a request's usage against the caps and releases its hold; a store failure is
     /// logged, not fatal (the answer is already here).
     pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
+        let cost = prices::estimate(model, usage, prices::today());
+        if let Some(c) = cost {
+            self.call_micro_usd.fetch_add(
+                (c * 1e6).round() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
         if self.keys.is_empty() {
             return;
         }
         let _turn = self.holds.turn().await;
-        let cost = prices::estimate(model, usage, prices::today());
         let add = Spent {
             tokens: usage.input + usage.output + usage.thinking,
             micro_usd: cost.map_or(0, |c| (c * 1e6).round() as u64),
@@ -129,9 +156,9 @@ impl Meter {
         drop(hold);
     }
 
-    /// Whether any cap applies (an estimate is made only then).
+    /// Whether any cap or the per-call ceiling applies (an estimate is made only then).
     pub fn is_on(&self) -> bool {
-        !self.keys.is_empty()
+        !self.keys.is_empty() || self.caps.call_usd.is_some()
     }
 }
 
@@ -167,6 +194,7 @@ mod tests {
         let caps = Caps {
             daily_tokens: Some(1_000),
             daily_usd: None,
+            call_usd: None,
         };
         let meter = Meter::new(caps, store, Arc::default(), "/p", &Owner::local());
         let model = model();

@@ -115,6 +115,7 @@ impl Services {
         let caps = crate::spend::Caps {
             daily_tokens: self.config.daily_tokens,
             daily_usd: self.config.daily_usd,
+            call_usd: self.config.call_usd,
         };
         Meter::new(
             caps,
@@ -278,13 +279,20 @@ pub async fn run(services: &Services, plan: Plan, ctx: &CallContext) -> Result<R
         Prepare::Answered(reply) => return Ok(reply),
     };
     let meter = services.meter(&plan.owner);
+    let meter = if plan.over_ceiling_ok {
+        meter.without_ceiling()
+    } else {
+        meter
+    };
     ctx.report("waiting for Gemini");
     let room = total
         .saturating_sub(history_tokens)
         .saturating_sub(material.tokens());
     let model_id = request.model.id.clone();
     let thread_key = id.to_string();
-    let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx).await?;
+    let (answer, explored) = ask(services, &plan, request, room, &thread_key, &meter, ctx)
+        .await
+        .map_err(|e| what_to_narrow(e, &material, history_tokens))?;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
     let mut sent = sent;
     if let Some(Explored::Investigation(inv)) = &explored {
@@ -395,6 +403,44 @@ fn redact_call_text((request, extra): (String, Option<String>)) -> (String, Opti
         clean
     });
     (request, extra, n)
+}
+
+/// A refusal by a cap or the per-call ceiling, with what made the request large: its largest
+/// files and the earlier turns.
+fn what_to_narrow(e: ToolError, material: &Material, history_tokens: u64) -> ToolError {
+    let mut files: Vec<(&str, u64)> = material
+        .collected
+        .files
+        .iter()
+        .map(|f| (f.display.as_str(), f.tokens))
+        .collect();
+    if let Some(d) = &material.diff {
+        files.push(("the diff", d.tokens));
+    }
+    files.sort_by_key(|(_, t)| std::cmp::Reverse(*t));
+    let mut more = String::new();
+    if !files.is_empty() {
+        let largest: Vec<String> = files
+            .iter()
+            .take(3)
+            .map(|(p, t)| format!("{p} ({t} tokens)"))
+            .collect();
+        more.push_str(&format!(" The largest sent: {}.", largest.join(", ")));
+    }
+    if history_tokens > 0 {
+        more.push_str(&format!(" The earlier turns: {history_tokens} tokens."));
+    }
+    match e {
+        ToolError::SpendingCap(m) => ToolError::SpendingCap(m + &more),
+        ToolError::OverCallCeiling {
+            message,
+            estimate_usd,
+        } => ToolError::OverCallCeiling {
+            message: message + &more,
+            estimate_usd,
+        },
+        other => other,
+    }
 }
 
 /// The review's proposed edits checked against the files on disk ([`verify::check_edits`]).

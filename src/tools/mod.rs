@@ -121,6 +121,9 @@ pub struct Plan {
     /// Who is calling, for the threads they may continue: `local` unless the transport says
     /// otherwise (HTTP sets the token's owner).
     pub owner: Owner,
+    /// The per-call ceiling (`GEMINI_MCP_CALL_USD`) does not apply: the user, asked on a
+    /// terminal, chose to go on. The daily caps still do.
+    pub over_ceiling_ok: bool,
 }
 
 impl Plan {
@@ -158,6 +161,7 @@ impl Plan {
             explore: None,
             agent: None,
             owner: Owner::local(),
+            over_ceiling_ok: false,
         })
     }
 }
@@ -191,6 +195,10 @@ pub enum ToolError {
     /// A daily spending cap would be passed: refused before Gemini is called.
     #[error("{0}")]
     SpendingCap(String),
+    /// The call's estimate passes the per-call ceiling: refused before Gemini is called (a
+    /// terminal user is asked instead).
+    #[error("{message}")]
+    OverCallCeiling { message: String, estimate_usd: f64 },
 }
 
 impl ToolError {
@@ -224,6 +232,13 @@ impl From<crate::spend::SpendError> for ToolError {
     fn from(e: crate::spend::SpendError) -> Self {
         match e {
             crate::spend::SpendError::Cap(message) => ToolError::SpendingCap(message),
+            crate::spend::SpendError::OverCall {
+                message,
+                estimate_usd,
+            } => ToolError::OverCallCeiling {
+                message,
+                estimate_usd,
+            },
         }
     }
 }

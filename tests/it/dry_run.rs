@@ -185,3 +185,102 @@ fn a_dry_run_of_precommit_lists_the_diff_and_passes() {
     assert!(diff.iter().any(|f| f == "src/lib.rs"), "{preview}");
     assert!(fake.requests().is_empty());
 }
+
+// A pseudo-terminal (rustix's pty) is Unix's.
+#[cfg(unix)]
+#[test]
+fn the_per_call_ceiling_refuses_before_gemini_and_asks_on_a_terminal() {
+    let dir = project();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let fake = FakeGemini::start();
+    let args = ["chat", "What does add do?", "-f", "src", "--model", "flash"];
+    let low = [("GEMINI_MCP_CALL_USD", "0.000001")];
+
+    // Piped: refused before Gemini, saying what to narrow.
+    let (code, _, err) = run(gemini_mcp(&root, &fake, &low).args(args));
+    assert_eq!(code, 2, "{err}");
+    for wanted in [
+        "over the per-call ceiling",
+        "GEMINI_MCP_CALL_USD",
+        "Gemini was not called",
+        "The largest sent: src/",
+        "--dry-run",
+    ] {
+        assert!(err.contains(wanted), "{wanted} missing: {err}");
+    }
+    assert!(
+        fake.generate_requests().is_empty(),
+        "a refused call reached Gemini"
+    );
+
+    // Under the ceiling: sent.
+    let (code, _, err) =
+        run(gemini_mcp(&root, &fake, &[("GEMINI_MCP_CALL_USD", "100")]).args(args));
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(fake.generate_requests().len(), 1);
+
+    // On a terminal: asked, and `y` sends it.
+    let (code, shown) = answered_on_a_terminal(gemini_mcp(&root, &fake, &low).args(args), "y");
+    assert_eq!(code, 0, "{shown}");
+    assert!(shown.contains("Send it anyway? [y/N]"), "{shown}");
+    assert_eq!(fake.generate_requests().len(), 2, "the answer `y` sent it");
+    // Anything else does not.
+    let (code, shown) = answered_on_a_terminal(gemini_mcp(&root, &fake, &low).args(args), "n");
+    assert_eq!(code, 2, "{shown}");
+    assert!(shown.contains("not sent"), "{shown}");
+    assert_eq!(fake.generate_requests().len(), 2);
+}
+
+#[cfg(unix)]
+/// Runs `cmd` on a pseudo-terminal (stdin, stdout and stderr), typing `answer` and Enter once it
+/// asks; its exit code and everything the terminal showed.
+fn answered_on_a_terminal(cmd: &mut Command, answer: &str) -> (i32, String) {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let terminal = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().unwrap())
+        .unwrap();
+    let mut child = cmd
+        .stdin(terminal.try_clone().unwrap())
+        .stdout(terminal.try_clone().unwrap())
+        .stderr(terminal)
+        .spawn()
+        .unwrap();
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut master = std::fs::File::from(master);
+    let mut typing = master.try_clone().unwrap();
+    let answer = format!("{answer}\n");
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let mut typed = false;
+        // Linux ends a pty's output with EIO once the other end is closed.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+            if !typed && String::from_utf8_lossy(&got).contains("[y/N]") {
+                typing.write_all(answer.as_bytes()).unwrap();
+                typed = true;
+            }
+        }
+        got
+    });
+    let status = child.wait().unwrap();
+    let got = reader.join().unwrap();
+    (
+        status.code().expect("exited normally"),
+        String::from_utf8_lossy(&got).into_owned(),
+    )
+}
