@@ -46,6 +46,21 @@ pub fn stderr() -> Sink<io::StderrLock<'static>> {
     Sink::new(raw.lock(), colour)
 }
 
+/// Writes `text` to stdout byte for byte when stdout is not a terminal: output that must reach a
+/// file exactly (a patch, whose CRLF lines carry the `\r` that `git apply` matches). On a terminal
+/// it goes through the sink like any text, every control character shown, not obeyed.
+pub fn stdout_exact(text: &str) -> io::Result<()> {
+    let raw = io::stdout();
+    if raw.is_terminal() {
+        let mut sink = stdout();
+        sink.text(text)?;
+        return sink.flush();
+    }
+    let mut raw = raw.lock();
+    raw.write_all(text.as_bytes())?;
+    raw.flush()
+}
+
 /// Whether our styles go to `stream`: as `anstream` decides, and on a terminal only if it obeys
 /// them (a pipe with `CLICOLOR_FORCE` gets them as they are).
 fn colour<S: anstream::stream::RawStream + Console>(stream: &S) -> bool {

@@ -112,7 +112,17 @@ fn review(top: &Path, fail_on: FailOn) -> u8 {
     };
     let said = String::from_utf8_lossy(&out.stdout);
     match out.status.code().map(|c| c as u8) {
-        Some(super::output::PASS) => LET_RUN,
+        Some(super::output::PASS) => {
+            // Passed with unverified findings left uncounted: the user is told (stdout, shown
+            // in Claude Code's transcript), the commit goes on.
+            if let Some(line) = uncounted(&said) {
+                let mut out = crate::term::stdout();
+                let _ = out.line(format_args!(
+                    "gemini-mcp: the commit was reviewed and passed; {line}"
+                ));
+            }
+            LET_RUN
+        }
         Some(super::output::FINDINGS) => {
             crate::term::say!(
                 "{said}\nThe commit was stopped: Gemini's review of the pending changes found \
@@ -130,6 +140,17 @@ fn review(top: &Path, fail_on: FailOn) -> u8 {
             NOT_REVIEWED
         }
     }
+}
+
+/// The part of the review's last line that says how many unverified findings were not counted
+/// (the gate's default), if any.
+fn uncounted(review: &str) -> Option<&str> {
+    review
+        .lines()
+        .rev()
+        .find_map(|l| l.find(" unverified finding(s)").map(|_| l))
+        .and_then(|l| l.split_once(").").map(|(_, rest)| rest.trim()))
+        .filter(|rest| !rest.is_empty())
 }
 
 /// Whether the shell `command` runs `git commit`: `Some` with the directory given by `git -C`
@@ -532,6 +553,21 @@ mod words {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uncounted_unverified_findings_are_found_in_the_review() {
+        let review = "1. [HIGH] `a.rs:3` x\n\nPASS: no finding at or above high (--fail-on high). 2 unverified finding(s) at or above high not counted (--fail-on-unverified counts them).\n";
+        assert_eq!(
+            uncounted(review),
+            Some(
+                "2 unverified finding(s) at or above high not counted (--fail-on-unverified counts them)."
+            )
+        );
+        assert_eq!(
+            uncounted("PASS: no finding at or above high (--fail-on high).\n"),
+            None
+        );
+    }
 
     #[test]
     fn only_the_projects_own_repository_is_reviewed() {

@@ -23,7 +23,7 @@ use super::flags::{
     ANALYSIS_TYPES, ANALYZE_OUTPUTS, CommonArgs, FailOn, Format, REVIEW_TYPES, ReviewFormat,
     SEVERITY_FILTERS, absolute, choice,
 };
-use super::output::Printed;
+use super::output::{Gate, Printed};
 
 /// The subcommands that run a tool, in the order `--help` lists them.
 #[derive(Debug, Subcommand)]
@@ -123,6 +123,9 @@ pub struct PrecommitArgs {
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::High)]
     pub fail_on: FailOn,
+    /// Count unverified findings (location not found in what was sent) toward --fail-on.
+    #[arg(long)]
+    pub fail_on_unverified: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -137,7 +140,7 @@ impl ToolArgs for PrecommitArgs {
     fn printed(&self) -> Printed {
         Printed::Review {
             format: self.format,
-            fail_on: self.fail_on,
+            gate: Gate::new(self.fail_on, self.fail_on_unverified),
         }
     }
 
@@ -205,6 +208,9 @@ pub struct CodeReviewArgs {
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::None)]
     pub fail_on: FailOn,
+    /// Count unverified findings (location not found in what was sent) toward --fail-on.
+    #[arg(long)]
+    pub fail_on_unverified: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -219,7 +225,7 @@ impl ToolArgs for CodeReviewArgs {
     fn printed(&self) -> Printed {
         Printed::Review {
             format: self.format,
-            fail_on: self.fail_on,
+            gate: Gate::new(self.fail_on, self.fail_on_unverified),
         }
     }
 
@@ -604,6 +610,7 @@ mod tests {
             panic!("not precommit")
         };
         assert_eq!(a.fail_on, FailOn::High);
+        assert!(!a.fail_on_unverified);
         assert_eq!(a.format, ReviewFormat::Text);
         let plan = a.plan(&cwd(), None).unwrap();
         assert_eq!(plan.tool, Tool::Precommit);
@@ -628,6 +635,7 @@ mod tests {
             "sarif",
             "--fail-on",
             "medium",
+            "--fail-on-unverified",
             "--max-depth",
             "0",
             "--index-file",
@@ -644,6 +652,7 @@ mod tests {
         };
         assert_eq!(a.format, ReviewFormat::Sarif);
         assert_eq!(a.fail_on, FailOn::Medium);
+        assert!(a.fail_on_unverified);
         let plan = a.plan(&cwd(), None).unwrap();
         let git = plan.git.clone().unwrap();
         assert_eq!(git.path, at("sub"));

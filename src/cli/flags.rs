@@ -120,10 +120,15 @@ pub fn absolute(cwd: &std::path::Path, paths: Vec<String>) -> Vec<String> {
 pub enum ReviewFormat {
     /// For people: the review, coloured when stdout is a terminal.
     Text,
-    /// For scripts: the structured reply, plus `text`, `fail_on` and `passed`.
+    /// For scripts: the structured reply, plus `text`, `fail_on`, `fail_on_unverified`,
+    /// `unverified_not_counted` and `passed`.
     Json,
-    /// SARIF 2.1.0, for code-scanning UIs (GitHub, GitLab, IDEs).
+    /// SARIF 2.1.0, for code-scanning UIs (GitHub, GitLab, IDEs); checked edits as `fixes`.
     Sarif,
+    /// The checked edits as one unified diff, for `git apply` at the project root.
+    Patch,
+    /// GitLab's Code Quality report (a JSON array of issues).
+    Codequality,
 }
 
 /// How an answer is printed.

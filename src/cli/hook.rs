@@ -129,6 +129,8 @@ fn script_for(exe: &str, fail_on: FailOn, windows: bool) -> String {
         "#!/bin/sh\n\
          {MARKER}: installed by `gemini-mcp hook install`, removed by `gemini-mcp hook uninstall`.\n\
          # Reviews what is about to be committed with Gemini; fails on findings at or above {fail}.\n\
+         # Unverified findings (their location not found in what was sent) are not counted; the\n\
+         # review says how many. Add --fail-on-unverified to the command below to count them.\n\
          # Skip it once with `git commit --no-verify`.\n\
          bin={quoted}\n\
          [ -x \"$bin\" ] || bin=gemini-mcp\n\
@@ -300,6 +302,17 @@ mod tests {
         let text = std::fs::read_to_string(&hook).unwrap();
         assert!(text.starts_with("#!/bin/sh\n"));
         assert!(text.contains("--fail-on high"), "{text}");
+        // The default gate leaves unverified findings out, and the script says how to count them.
+        assert!(
+            !text.contains("--fail-on high --fail-on-unverified"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "# Unverified findings (their location not found in what was sent) are not counted"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains(r"bin='/opt/it'\''s here/gemini-mcp'"),
             "{text}"

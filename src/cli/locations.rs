@@ -84,13 +84,15 @@ pub(super) fn has_scheme(s: &str) -> bool {
 }
 
 /// Checks every finding of `reply`: its `file`/`line` become the checked ones (empty file: no
-/// location), and the Markdown text cites the checked location instead of the given one.
+/// location), and the Markdown text cites the checked location instead of the given one. A file
+/// outside the project is not shown where the text or a finding's unverified reason quotes it.
 pub fn check(reply: &mut Finished, base: &Path, sandbox: &Sandbox) {
     let Some(findings) = reply.findings_mut() else {
         return;
     };
     // The text's citations, replaced in the findings' order once the findings are checked.
     let mut moved: Vec<(String, String)> = Vec::new();
+    let mut hidden: Vec<String> = Vec::new();
     for f in findings {
         let (file, line) = match place(&f.file, f.line, base, sandbox) {
             Place::At { file, line } => (file, line),
@@ -109,13 +111,27 @@ pub fn check(reply: &mut Finished, base: &Path, sandbox: &Sandbox) {
             cited(&file, line)
         };
         moved.push((cited(&f.file, f.line), shown));
+        if file.is_empty() && !f.file.trim().is_empty() {
+            // The verify step's reason names the file as given: not shown either.
+            let quoted = cited(&f.file, None);
+            if let Some(why) = f.unverified_reason.as_mut() {
+                *why = why.replace(&quoted, HIDDEN);
+            }
+            hidden.push(quoted);
+        }
         f.file = file;
         f.line = line;
     }
     for (from, to) in moved {
         reply.text = reply.text.replacen(&from, &to, 1);
     }
+    for from in hidden {
+        reply.text = reply.text.replace(&from, HIDDEN);
+    }
 }
+
+/// A file named outside the project, where a reason or the text quoted it.
+const HIDDEN: &str = "its file (outside the project, not shown)";
 
 #[cfg(test)]
 mod tests {

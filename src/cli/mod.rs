@@ -11,12 +11,15 @@
 //! table. stdout carries only the command's output; errors, progress and logs go to stderr.
 
 mod agent_hook;
+mod codequality;
 mod commands;
 mod doctor;
+mod edits;
 mod flags;
 pub mod hook;
 mod locations;
 mod output;
+mod patch;
 mod progress;
 mod sarif;
 mod threads;
@@ -297,7 +300,12 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
             // Whole: the command line prints it all.
             let mut reply = reply.finish(None);
             locations::check(&mut reply, &base, app.collector().sandbox());
-            print(&reply, printed, name, &base)
+            let edits = if printed.wants_edits() {
+                edits::gather(reply.findings(), app.collector())
+            } else {
+                edits::Edits::default()
+            };
+            print(&reply, printed, name, &base, &edits)
         }
         Err(e) => fail(name, flag, e),
     }
@@ -306,7 +314,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
 /// Whether a question can be asked: stdin and stderr are a terminal.
 fn terminal_to_ask() -> bool {
     use std::io::IsTerminal;
-    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+    std::io::stdin().is_terminal() && crate::term::stderr_is_terminal()
 }
 
 /// Shows the ceiling's refusal and asks whether to send anyway; only `y` or `yes` goes on.
@@ -356,8 +364,9 @@ fn print(
     printed: Printed,
     name: &str,
     base: &std::path::Path,
+    edits: &edits::Edits,
 ) -> u8 {
-    match output::print(reply, printed, name, base) {
+    match output::print(reply, printed, name, base, edits) {
         Ok(code) => code,
         Err(e) => {
             say!("gemini-mcp {name}: cannot write the output: {e}");

@@ -15,11 +15,12 @@ use std::path::Path;
 use anstyle::{AnsiColor, Style};
 use serde_json::Value;
 
+use super::edits::Edits;
 use super::flags::{FailOn, Format, ReviewFormat};
-use super::sarif;
+use super::{codequality, patch, sarif};
 use crate::term::{self, Sink};
 use crate::tools::reply::{Finished, Status};
-use crate::tools::review::{Severity, Verdict};
+use crate::tools::review::{Finding, Severity, Verdict};
 
 pub const PASS: u8 = 0;
 pub const FINDINGS: u8 = 1;
@@ -29,32 +30,74 @@ pub const COULD_NOT_RUN: u8 = 2;
 #[derive(Debug, Clone, Copy)]
 pub enum Printed {
     /// codereview, precommit: findings, with an exit code from `--fail-on`.
-    Review {
-        format: ReviewFormat,
-        fail_on: FailOn,
-    },
+    Review { format: ReviewFormat, gate: Gate },
     /// The other tools: an answer.
     Answer { format: Format },
 }
 
-/// Findings at or above the threshold.
-pub fn failing(reply: &Finished, fail_on: FailOn) -> usize {
-    match fail_on.threshold() {
-        None => 0,
-        Some(min) => reply
-            .findings()
-            .iter()
-            .filter(|f| f.severity >= min)
-            .count(),
+impl Printed {
+    /// Whether the output carries the review's checked edits (read from the files).
+    pub fn wants_edits(self) -> bool {
+        matches!(
+            self,
+            Printed::Review {
+                format: ReviewFormat::Patch | ReviewFormat::Sarif,
+                ..
+            }
+        )
     }
 }
 
+/// What fails a review: findings at or above `fail_on`; unverified ones (their location not found
+/// in what was sent) only with `unverified` (`--fail-on-unverified`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gate {
+    pub fail_on: FailOn,
+    pub unverified: bool,
+}
+
+impl Gate {
+    pub fn new(fail_on: FailOn, unverified: bool) -> Gate {
+        Gate {
+            fail_on,
+            unverified,
+        }
+    }
+
+    /// Whether `f` is at or above the threshold, counted or not.
+    fn reaches(self, f: &Finding) -> bool {
+        self.fail_on
+            .threshold()
+            .is_some_and(|min| f.severity >= min)
+    }
+}
+
+/// Findings at or above the threshold that count.
+pub fn failing(reply: &Finished, gate: Gate) -> usize {
+    reply
+        .findings()
+        .iter()
+        .filter(|f| gate.reaches(f) && (gate.unverified || f.trusted()))
+        .count()
+}
+
+/// Unverified findings at or above the threshold that were not counted.
+pub fn not_counted(reply: &Finished, gate: Gate) -> usize {
+    reply
+        .findings()
+        .iter()
+        .filter(|f| gate.reaches(f) && !gate.unverified && !f.trusted())
+        .count()
+}
+
 /// Gemini's verdict is `do_not_commit` while no finding at or above the threshold says why (its
-/// findings were filtered, or it gave none): a gate honours the verdict.
-pub fn blocked_by_verdict(reply: &Finished, fail_on: FailOn) -> bool {
-    fail_on.threshold().is_some()
+/// findings were filtered, or it gave none): a gate honours the verdict. Unverified findings at or
+/// above the threshold do say why; when they are not counted, neither is the verdict they explain.
+pub fn blocked_by_verdict(reply: &Finished, gate: Gate) -> bool {
+    gate.fail_on.threshold().is_some()
         && reply.verdict() == Some(Verdict::DoNotCommit)
-        && failing(reply, fail_on) == 0
+        && failing(reply, gate) == 0
+        && not_counted(reply, gate) == 0
 }
 
 /// The exit code of a reply.
@@ -63,8 +106,8 @@ pub fn exit_code(reply: &Finished, printed: Printed) -> u8 {
         Status::RequiresClarification | Status::ResendPrompt => COULD_NOT_RUN,
         Status::NothingToReview => PASS,
         Status::Success => match printed {
-            Printed::Review { fail_on, .. }
-                if failing(reply, fail_on) > 0 || blocked_by_verdict(reply, fail_on) =>
+            Printed::Review { gate, .. }
+                if failing(reply, gate) > 0 || blocked_by_verdict(reply, gate) =>
             {
                 FINDINGS
             }
@@ -73,21 +116,57 @@ pub fn exit_code(reply: &Finished, printed: Printed) -> u8 {
     }
 }
 
-/// Prints the reply on stdout and returns the exit code.
-pub fn print(reply: &Finished, printed: Printed, tool: &str, root: &Path) -> std::io::Result<u8> {
+/// Prints the reply on stdout and returns the exit code. `edits` are the review's checked edits
+/// placed in their files (empty unless [`Printed::wants_edits`]); what was left out of them is
+/// said on stderr.
+pub fn print(
+    reply: &Finished,
+    printed: Printed,
+    tool: &str,
+    root: &Path,
+    edits: &Edits,
+) -> std::io::Result<u8> {
     let code = exit_code(reply, printed);
+    let mut notes = edits.notes.clone();
     let mut out = term::stdout();
     match printed {
         Printed::Review {
             format: ReviewFormat::Sarif,
             ..
-        } => out.json(&sarif::log(reply, tool, root))?,
+        } => out.json(&sarif::log(reply, tool, root, edits))?,
+        Printed::Review {
+            format: ReviewFormat::Patch,
+            ..
+        } => {
+            let patch = patch::render(edits, &mut notes);
+            if patch.is_empty() && reply.status() == Status::Success {
+                notes.push("no finding carries an applicable edit: the patch is empty".into());
+            }
+            // Byte for byte into a file or pipe (CRLF lines keep their `\r`); shown, not
+            // obeyed, on a terminal. Gemini's text in it holds no control character
+            // (`edits`), the rest is the user's own files.
+            term::stdout_exact(&patch)?;
+        }
+        Printed::Review {
+            format: ReviewFormat::Codequality,
+            ..
+        } => {
+            let (report, unplaced) = codequality::report(reply.findings(), tool);
+            if unplaced > 0 {
+                notes.push(format!(
+                    "{unplaced} finding(s) without a file left out of the Code Quality report (GitLab places each issue at a file)"
+                ));
+            }
+            out.json(&report)?;
+        }
         Printed::Review {
             format: ReviewFormat::Json,
-            fail_on,
+            gate,
         } => {
             let mut v = json(reply)?;
-            v["fail_on"] = Value::from(fail_on.as_str());
+            v["fail_on"] = Value::from(gate.fail_on.as_str());
+            v["fail_on_unverified"] = Value::from(gate.unverified);
+            v["unverified_not_counted"] = Value::from(not_counted(reply, gate));
             v["passed"] = Value::from(code == PASS);
             out.json(&v)?;
         }
@@ -96,44 +175,12 @@ pub fn print(reply: &Finished, printed: Printed, tool: &str, root: &Path) -> std
         } => out.json(&json(reply)?)?,
         Printed::Review {
             format: ReviewFormat::Text,
-            fail_on,
+            gate,
         } => {
             text(&mut out, &reply.text)?;
-            if reply.status() == Status::Success
-                && let Some(min) = fail_on.threshold()
-            {
+            if reply.status() == Status::Success && gate.fail_on.threshold().is_some() {
                 out.line("")?;
-                let n = failing(reply, fail_on);
-                let (style, word, rest) = if blocked_by_verdict(reply, fail_on) {
-                    (
-                        paint(AnsiColor::Red).bold(),
-                        "FAIL",
-                        format!(
-                            ": Gemini's verdict is do_not_commit, with no finding at or above {} to say why; read the review above.",
-                            min.as_str()
-                        ),
-                    )
-                } else if n > 0 {
-                    (
-                        paint(AnsiColor::Red).bold(),
-                        "FAIL",
-                        format!(
-                            ": {n} finding(s) at or above {} (--fail-on {}).",
-                            min.as_str(),
-                            fail_on.as_str()
-                        ),
-                    )
-                } else {
-                    (
-                        paint(AnsiColor::Green).bold(),
-                        "PASS",
-                        format!(
-                            ": no finding at or above {} (--fail-on {}).",
-                            min.as_str(),
-                            fail_on.as_str()
-                        ),
-                    )
-                };
+                let (style, word, rest) = outcome(reply, gate);
                 out.styled(style, word)?;
                 out.line(rest)?;
             }
@@ -144,12 +191,52 @@ pub fn print(reply: &Finished, printed: Printed, tool: &str, root: &Path) -> std
     }
     out.flush()?;
     drop(out);
+    for note in notes {
+        term::say!("gemini-mcp {tool}: {note}");
+    }
     if reply.status() == Status::RequiresClarification {
         term::say!(
             "gemini-mcp {tool}: Gemini needs more material before it can answer (see above); run again with --continuation-id and the files it asks for."
         );
     }
     Ok(code)
+}
+
+/// The last line of a text review: PASS or FAIL, and why; unverified findings not counted are
+/// said either way.
+fn outcome(reply: &Finished, gate: Gate) -> (Style, &'static str, String) {
+    let (min, fail_on) = (
+        gate.fail_on.threshold().map_or("", Severity::as_str),
+        gate.fail_on.as_str(),
+    );
+    let n = failing(reply, gate);
+    let skipped = match not_counted(reply, gate) {
+        0 => String::new(),
+        k => format!(
+            " {k} unverified finding(s) at or above {min} not counted (--fail-on-unverified counts them)."
+        ),
+    };
+    if blocked_by_verdict(reply, gate) {
+        (
+            paint(AnsiColor::Red).bold(),
+            "FAIL",
+            format!(
+                ": Gemini's verdict is do_not_commit, with no finding at or above {min} to say why; read the review above."
+            ),
+        )
+    } else if n > 0 {
+        (
+            paint(AnsiColor::Red).bold(),
+            "FAIL",
+            format!(": {n} finding(s) at or above {min} (--fail-on {fail_on}).{skipped}"),
+        )
+    } else {
+        (
+            paint(AnsiColor::Green).bold(),
+            "PASS",
+            format!(": no finding at or above {min} (--fail-on {fail_on}).{skipped}"),
+        )
+    }
 }
 
 /// The structured reply plus its Markdown text.
@@ -260,7 +347,119 @@ mod tests {
     fn review(fail_on: FailOn) -> Printed {
         Printed::Review {
             format: ReviewFormat::Text,
-            fail_on,
+            gate: Gate::new(fail_on, false),
+        }
+    }
+
+    /// Findings of these severities, verified or not.
+    fn checked(findings: &[(Severity, bool)], verdict: Option<Verdict>) -> Finished {
+        Reply::review(ReviewBody {
+            summary: String::new(),
+            findings: findings
+                .iter()
+                .map(|&(severity, verified)| Finding {
+                    verified: Some(verified),
+                    unverified_reason: (!verified)
+                        .then(|| "its quoted evidence is not in `a.rs` as sent".into()),
+                    ..Finding::new(severity, "a.rs".into(), Some(1), "t".into())
+                })
+                .collect(),
+            verdict,
+            filtered_out: 0,
+            min: Severity::Low,
+        })
+        .finish(None)
+    }
+
+    /// Findings (severity, verified), verdict, --fail-on, --fail-on-unverified; then the exit
+    /// code, the findings counted and those not counted.
+    type Case = (
+        &'static [(Severity, bool)],
+        Option<Verdict>,
+        FailOn,
+        bool,
+        u8,
+        usize,
+        usize,
+    );
+
+    #[test]
+    fn unverified_findings_count_only_when_asked() {
+        use Severity::*;
+        let cases: &[Case] = &[
+            // (findings, verdict, --fail-on, --fail-on-unverified, exit, counted, not counted)
+            (&[(High, false)], None, FailOn::High, false, PASS, 0, 1),
+            (&[(High, false)], None, FailOn::High, true, FINDINGS, 1, 0),
+            (
+                &[(High, true), (Critical, false)],
+                None,
+                FailOn::High,
+                false,
+                FINDINGS,
+                1,
+                1,
+            ),
+            (
+                &[(High, true), (Critical, false)],
+                None,
+                FailOn::High,
+                true,
+                FINDINGS,
+                2,
+                0,
+            ),
+            (&[(Low, false)], None, FailOn::High, false, PASS, 0, 0),
+            (&[(Critical, false)], None, FailOn::None, true, PASS, 0, 0),
+            // The verdict an unverified finding explains is not counted either; without any
+            // finding at or above the threshold, the verdict fails the gate.
+            (
+                &[(High, false)],
+                Some(Verdict::DoNotCommit),
+                FailOn::High,
+                false,
+                PASS,
+                0,
+                1,
+            ),
+            (
+                &[(High, false)],
+                Some(Verdict::DoNotCommit),
+                FailOn::High,
+                true,
+                FINDINGS,
+                1,
+                0,
+            ),
+            (
+                &[(Low, false)],
+                Some(Verdict::DoNotCommit),
+                FailOn::High,
+                false,
+                FINDINGS,
+                0,
+                0,
+            ),
+        ];
+        for (i, &(findings, verdict, fail_on, unverified, code, counted, skipped)) in
+            cases.iter().enumerate()
+        {
+            let r = checked(findings, verdict);
+            let gate = Gate::new(fail_on, unverified);
+            let printed = Printed::Review {
+                format: ReviewFormat::Json,
+                gate,
+            };
+            assert_eq!(exit_code(&r, printed), code, "case {i}");
+            assert_eq!(failing(&r, gate), counted, "case {i}");
+            assert_eq!(not_counted(&r, gate), skipped, "case {i}");
+            // The text's last line says what was not counted.
+            let (_, word, rest) = outcome(&r, gate);
+            assert_eq!(word == "FAIL", code == FINDINGS, "case {i}: {word}{rest}");
+            assert_eq!(
+                rest.contains(&format!("{skipped} unverified finding(s) at or above high not counted (--fail-on-unverified counts them)")),
+                skipped > 0,
+                "case {i}: {rest}"
+            );
         }
     }
 

@@ -1,14 +1,24 @@
 //! SARIF 2.1.0 output of a review, for code-scanning UIs (GitHub code scanning, GitLab, IDEs).
 //!
 //! Written with `serde_json` rather than a SARIF crate: the subset needed (one run, four rules —
-//! one per severity —, results with a location) is a few dozen lines, and the generated SARIF
-//! type crates are large for what they add. The integration tests check every field the 2.1.0
-//! schema requires.
+//! one per severity —, results with a location, fixes) is a few dozen lines, and the generated
+//! SARIF type crates are large for what they add. The tests validate it against the OASIS 2.1.0
+//! schema (`fixtures/sarif/`).
+//!
+//! A finding whose location could not be verified carries `properties.verified: false` and its
+//! `unverified_reason`, and a lower `rank` (SARIF's 0–100 priority): a verified (or unchecked)
+//! finding ranks by severity — critical 90, high 70, medium 50, low 30 —, an unverified one a
+//! quarter of that (22.5, 17.5, 12.5, 7.5), below every verified finding. A finding moved to
+//! where its evidence is keeps the line Gemini gave in `properties.line_given`. A checked edit is
+//! a `fix`: one artifact change replacing the region of `old` (lines and columns in UTF-16 code
+//! units, the run's explicit `columnKind`, counted in the file as read by [`super::edits`]) by
+//! `new`.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::edits::{Edits, FileEdits, Placed, position};
 use crate::tools::reply::Finished;
 use crate::tools::review::{Finding, Severity};
 
@@ -35,7 +45,7 @@ fn rule_id(tool: &str, s: Severity) -> String {
 }
 
 /// The SARIF log of one review. `root` is the project root paths are relative to.
-pub fn log(reply: &Finished, tool: &str, root: &Path) -> Value {
+pub fn log(reply: &Finished, tool: &str, root: &Path, edits: &Edits) -> Value {
     let rules: Vec<Value> = SEVERITIES
         .iter()
         .map(|&s| {
@@ -52,7 +62,14 @@ pub fn log(reply: &Finished, tool: &str, root: &Path) -> Value {
     let results: Vec<Value> = reply
         .findings()
         .iter()
-        .map(|f| result(f, tool, root))
+        .enumerate()
+        .map(|(i, f)| {
+            let mut r = result(f, tool, root);
+            if let Some(fix) = edits.of(i).and_then(|(file, e)| fix(f, file, e, root)) {
+                r["fixes"] = json!([fix]);
+            }
+            r
+        })
         .collect();
     let mut properties = serde_json::Map::new();
     properties.insert("status".into(), json!(reply.status()));
@@ -76,7 +93,7 @@ pub fn log(reply: &Finished, tool: &str, root: &Path) -> Value {
                 "rules": rules
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": dir_uri(root)}},
-            "columnKind": "unicodeCodePoints",
+            "columnKind": "utf16CodeUnits",
             "results": results,
             "properties": properties
         }]
@@ -101,9 +118,19 @@ fn result(f: &Finding, tool: &str, root: &Path) -> Value {
         "ruleId": rule_id(tool, f.severity),
         "ruleIndex": index,
         "level": level(f.severity),
+        "rank": rank(f),
         "message": {"text": text},
         "properties": {"severity": f.severity.as_str(), "title": f.title}
     });
+    if !f.trusted() {
+        r["properties"]["verified"] = json!(false);
+        if let Some(why) = &f.unverified_reason {
+            r["properties"]["unverified_reason"] = json!(why);
+        }
+    }
+    if let Some(given) = f.line_given {
+        r["properties"]["line_given"] = json!(given);
+    }
     if let Some(location) = artifact(&f.file, root) {
         // SARIF needs a region for the result to be placed; a finding without a line is placed
         // at the top of its file and says so in its properties.
@@ -117,6 +144,43 @@ fn result(f: &Finding, tool: &str, root: &Path) -> Value {
         }
     }
     r
+}
+
+/// SARIF's `rank` (0–100) of a finding: by severity, and a quarter of that when unverified.
+fn rank(f: &Finding) -> f64 {
+    let by_severity = match f.severity {
+        Severity::Critical => 90.0,
+        Severity::High => 70.0,
+        Severity::Medium => 50.0,
+        Severity::Low => 30.0,
+    };
+    if f.trusted() {
+        by_severity
+    } else {
+        by_severity / 4.0
+    }
+}
+
+/// A checked edit as a SARIF `fix`: the region of `old` in the file, replaced by `new`.
+fn fix(f: &Finding, file: &FileEdits, e: &Placed, root: &Path) -> Option<Value> {
+    let location = artifact(file.path.to_str()?, root)?;
+    let (start_line, start_column) = position(&file.text, e.start, false);
+    let (end_line, end_column) = position(&file.text, e.end, true);
+    Some(json!({
+        "description": {"text": f.fix.clone().unwrap_or_else(|| format!("Fix: {}", f.title))},
+        "artifactChanges": [{
+            "artifactLocation": location,
+            "replacements": [{
+                "deletedRegion": {
+                    "startLine": start_line,
+                    "startColumn": start_column,
+                    "endLine": end_line,
+                    "endColumn": end_column
+                },
+                "insertedContent": {"text": e.new}
+            }]
+        }]
+    }))
 }
 
 /// The artifact location of a finding's file: relative to the project root when it can be.
@@ -192,13 +256,202 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-// The root `/proj` is a Unix absolute path (its URI `file:///proj/`); on Windows the same with
-// `C:\proj` and `file:///C:/proj/`.
-#[cfg(all(test, unix))]
-mod tests {
+#[cfg(test)]
+pub(crate) mod tests {
     use super::*;
     use crate::tools::reply::{Reply, ReviewBody};
+    use crate::tools::review::Edit;
 
+    /// What the OASIS SARIF 2.1.0 schema (vendored: `fixtures/sarif/`) finds wrong with `log`.
+    pub(crate) fn schema_errors(log: &Value) -> Vec<String> {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../fixtures/sarif/sarif-schema-2.1.0.json"))
+                .unwrap();
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft4)
+            .should_validate_formats(true)
+            .build(&schema)
+            .expect("the SARIF schema compiles");
+        validator
+            .iter_errors(log)
+            .map(|e| format!("{e} (at {})", e.instance_path()))
+            .collect()
+    }
+
+    /// The byte offset of a SARIF line and UTF-16 column in `text`.
+    fn offset(text: &str, line: u64, column: u64) -> usize {
+        let start: usize = text
+            .split_inclusive('\n')
+            .take(line as usize - 1)
+            .map(str::len)
+            .sum();
+        let mut units = 0;
+        for (i, c) in text[start..].char_indices() {
+            if units == column as usize - 1 {
+                return start + i;
+            }
+            units += c.len_utf16();
+        }
+        assert_eq!(units, column as usize - 1, "column past the text");
+        text.len()
+    }
+
+    fn edit(file: &str, old: &str, new: &str) -> Option<Edit> {
+        Some(Edit {
+            file: file.into(),
+            old: old.into(),
+            new: new.into(),
+            applicable: true,
+        })
+    }
+
+    /// Unverified and re-anchored findings are marked, checked edits become fixes whose regions
+    /// (UTF-16 columns, CRLF lines) replace exactly `old`, and the log is valid SARIF 2.1.0.
+    #[test]
+    fn fixes_and_verification_validate_against_the_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("src")).unwrap();
+        let lib = "fn f() {\n    let s = \"𝄞é\"; old(s);\n}\n";
+        let win = "fn g() {\r\n    a();\r\n    b();\r\n}\r\n";
+        std::fs::write(root.join("src/lib.rs"), lib).unwrap();
+        std::fs::write(root.join("win.rs"), win).unwrap();
+        let collector =
+            crate::collector::Collector::new(&crate::config::Config::for_tests(&root).collector())
+                .unwrap();
+        let findings = vec![
+            Finding {
+                verified: Some(true),
+                edit: edit("src/lib.rs", "old(s);", "new(s);"),
+                fix: Some("Call new".into()),
+                ..Finding::new(
+                    Severity::High,
+                    "src/lib.rs".into(),
+                    Some(2),
+                    "Old call".into(),
+                )
+            },
+            Finding {
+                verified: Some(false),
+                unverified_reason: Some(
+                    "its quoted evidence is not in `src/lib.rs` as sent".into(),
+                ),
+                ..Finding::new(
+                    Severity::Critical,
+                    "src/lib.rs".into(),
+                    Some(9),
+                    "Ghost".into(),
+                )
+            },
+            Finding {
+                verified: Some(true),
+                line_given: Some(7),
+                edit: edit("win.rs", "    a();\r\n    b();\r\n", "    c();\r\n"),
+                ..Finding::new(
+                    Severity::Medium,
+                    "win.rs".into(),
+                    Some(2),
+                    "Two calls".into(),
+                )
+            },
+            Finding {
+                verified: Some(true),
+                // Starts inside the first edit's `old`: the later one is left out.
+                edit: edit("src/lib.rs", "s);\n}\n", "s);\n}\n// end\n"),
+                ..Finding::new(
+                    Severity::Low,
+                    "src/lib.rs".into(),
+                    Some(2),
+                    "Overlaps".into(),
+                )
+            },
+        ];
+        let reply = Reply::review(ReviewBody {
+            summary: String::new(),
+            findings,
+            verdict: None,
+            filtered_out: 0,
+            min: Severity::Low,
+        })
+        .finish(None);
+        let edits = crate::cli::edits::gather(reply.findings(), &collector);
+        assert_eq!(edits.notes.len(), 1, "{:?}", edits.notes);
+        assert!(edits.notes[0].contains("overlaps"), "{:?}", edits.notes);
+        let log = log(&reply, "codereview", &root, &edits);
+        let errors = schema_errors(&log);
+        assert!(errors.is_empty(), "{errors:#?}");
+        let run = &log["runs"][0];
+        assert_eq!(run["columnKind"], "utf16CodeUnits");
+        let results = run["results"].as_array().unwrap();
+        let by_title = |t: &str| {
+            results
+                .iter()
+                .find(|r| r["properties"]["title"] == t)
+                .unwrap_or_else(|| panic!("{t}"))
+        };
+        let ghost = by_title("Ghost");
+        assert_eq!(ghost["properties"]["verified"], false);
+        assert!(
+            ghost["properties"]["unverified_reason"]
+                .as_str()
+                .unwrap()
+                .contains("not in")
+        );
+        assert_eq!(ghost["rank"], 22.5);
+        assert!(ghost.get("fixes").is_none());
+        let old_call = by_title("Old call");
+        assert_eq!(old_call["rank"], 70.0);
+        assert!(old_call["properties"].get("verified").is_none());
+        assert_eq!(old_call["fixes"][0]["description"]["text"], "Call new");
+        assert_eq!(by_title("Two calls")["properties"]["line_given"], 7);
+        assert!(by_title("Overlaps").get("fixes").is_none());
+        // Every unverified finding ranks below every verified one.
+        let lowest_verified = results
+            .iter()
+            .filter(|r| r["properties"].get("verified").is_none())
+            .map(|r| r["rank"].as_f64().unwrap())
+            .fold(f64::MAX, f64::min);
+        assert!(ghost["rank"].as_f64().unwrap() < lowest_verified);
+        // Each fix's region, read back in the file, is exactly the edit's `old`.
+        for (title, file, text, old, new) in [
+            ("Old call", "src/lib.rs", lib, "old(s);", "new(s);"),
+            (
+                "Two calls",
+                "win.rs",
+                win,
+                "    a();\r\n    b();\r\n",
+                "    c();\r\n",
+            ),
+        ] {
+            let change = &by_title(title)["fixes"][0]["artifactChanges"][0];
+            assert_eq!(change["artifactLocation"]["uri"], file);
+            let r = &change["replacements"][0];
+            let d = &r["deletedRegion"];
+            let at =
+                |l: &str, c: &str| offset(text, d[l].as_u64().unwrap(), d[c].as_u64().unwrap());
+            assert_eq!(
+                &text[at("startLine", "startColumn")..at("endLine", "endColumn")],
+                old,
+                "{title}: {d}"
+            );
+            assert_eq!(r["insertedContent"]["text"], new);
+        }
+        // The columns count UTF-16 units: `old(s);` starts after `    let s = "𝄞é"; ` (19 units).
+        let d = &by_title("Old call")["fixes"][0]["artifactChanges"][0]["replacements"][0]["deletedRegion"];
+        assert_eq!(
+            (d["startLine"].as_u64(), d["startColumn"].as_u64()),
+            (Some(2), Some(20))
+        );
+        // The schema check can fail.
+        let mut broken = log.clone();
+        broken["runs"][0]["results"][0]["rank"] = json!(150.0);
+        assert!(!schema_errors(&broken).is_empty());
+        let mut broken = log.clone();
+        broken["runs"][0]["columnKind"] = json!("bytes");
+        assert!(!schema_errors(&broken).is_empty());
+    }
+
+    #[cfg(unix)]
     fn finding(severity: Severity, file: &str, line: Option<u32>) -> Finding {
         Finding {
             detail: "panics on empty input".into(),
@@ -207,6 +460,9 @@ mod tests {
         }
     }
 
+    // The root `/proj` is a Unix absolute path (its URI `file:///proj/`); on Windows the same
+    // with `C:\proj` and `file:///C:/proj/`.
+    #[cfg(unix)]
     #[test]
     fn results_carry_rule_level_message_and_location() {
         let reply = Reply::review(ReviewBody {
@@ -224,7 +480,7 @@ mod tests {
             min: Severity::Low,
         })
         .finish(None);
-        let log = log(&reply, "precommit", Path::new("/proj"));
+        let log = log(&reply, "precommit", Path::new("/proj"), &Edits::default());
         assert_eq!(log["version"], "2.1.0");
         let run = &log["runs"][0];
         assert_eq!(run["tool"]["driver"]["rules"].as_array().unwrap().len(), 4);

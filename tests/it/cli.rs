@@ -485,8 +485,27 @@ fn json_output_has_the_reply_findings_and_the_outcome() {
     assert!(sent[0].last_user_text().contains("Make add subtract"));
 }
 
-/// The fields SARIF 2.1.0 requires (and those code-scanning UIs need) of what we emit.
+/// What the OASIS SARIF 2.1.0 schema (vendored: `fixtures/sarif/`) finds wrong with `log`.
+fn sarif_schema_errors(log: &Value) -> Vec<String> {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../fixtures/sarif/sarif-schema-2.1.0.json")).unwrap();
+    let validator = jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft4)
+        .should_validate_formats(true)
+        .build(&schema)
+        .expect("the SARIF schema compiles");
+    validator
+        .iter_errors(log)
+        .map(|e| format!("{e} (at {})", e.instance_path()))
+        .collect()
+}
+
+/// Valid against the SARIF 2.1.0 schema, with the fields code-scanning UIs need beside it.
 fn validate_sarif(log: &Value) -> Result<(), String> {
+    let errors = sarif_schema_errors(log);
+    if !errors.is_empty() {
+        return Err(format!("not valid SARIF 2.1.0: {errors:#?}"));
+    }
     let req = |v: &Value, what: &str| -> Result<(), String> {
         if v.is_null() {
             Err(format!("missing {what}"))
@@ -765,7 +784,8 @@ fn codereview_and_analyze_run_as_subcommands_on_files() {
     let fake = fake();
     let v = vars(&fake);
     let env = with(&v);
-    fake.push(review(&[("critical", "src/lib.rs", Some(2))], "ready"));
+    // At line 1: its quote is the same before and after the change the other tests make.
+    fake.push(review(&[("critical", "src/lib.rs", Some(1))], "ready"));
     let r = run(gemini_mcp(&p.root, &env).args([
         "codereview",
         "src/lib.rs",
@@ -983,7 +1003,8 @@ fn gemini_cannot_drive_the_terminal() {
         "findings": [{"severity": "high", "file": "src/lib\u{1b}]52;c;eA==\u{7}.rs", "line": 2,
                       "title": "Bad\u{1b}[8m hidden", "detail": "d\u{9b}2J", "fix": "f\r"}]
     })));
-    let r = run(gemini_mcp(&p.root, &env).args(["precommit"]));
+    // Its file is not one that was sent (its name is hostile): unverified, counted on request.
+    let r = run(gemini_mcp(&p.root, &env).args(["precommit", "--fail-on-unverified"]));
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("^[[2JAll clear."), "{:?}", r.stdout);
     assert!(
@@ -1026,46 +1047,60 @@ fn the_gate_never_passes_a_review_it_could_not_read() {
     let p = changed_project();
     let fake = fake();
     let v = vars(&fake);
-    for (answer, want, shown) in [
+    let other_words = json!({"summary": "", "verdict": "ready", "findings": [
+        {"level": "critical", "path": "src/lib.rs", "line_number": 2, "message": "add subtracts"}]});
+    for (answer, unverified, want, shown) in [
         // No findings list: the review was not read.
         (
             json!({"summary": "LGTM", "status": "approved"}),
+            false,
             2,
             "findings",
         ),
         (
             json!({"summary": "Bad.", "verdict": "do_not_commit"}),
+            false,
             2,
             "findings",
         ),
-        // A critical finding in other words is read, and fails the gate.
+        // A critical finding in other words is read; quoting no evidence, it is unverified:
+        // counted with --fail-on-unverified, else passed over, saying so.
+        (other_words.clone(), true, 1, "[CRITICAL]"),
         (
-            json!({"summary": "", "verdict": "ready", "findings": [
-                {"level": "critical", "path": "src/lib.rs", "line_number": 2, "message": "add subtracts"}]}),
-            1,
-            "[CRITICAL]",
+            other_words,
+            false,
+            0,
+            "1 unverified finding(s) at or above high not counted",
         ),
         // The verdict alone blocks.
         (
             json!({"summary": "Do not.", "verdict": "do_not_commit", "findings": []}),
+            false,
             1,
             "verdict is do_not_commit",
         ),
         (
             json!({"summary": "Meh.", "verdict": "do_not_commit", "findings": [
                 {"severity": "low", "file": "src/lib.rs", "title": "nit", "detail": "nit"}]}),
+            false,
             1,
             "verdict is do_not_commit",
         ),
         // What a readable, clean review looks like.
         (
             json!({"summary": "Fine.", "verdict": "ready", "findings": []}),
+            false,
             0,
             "PASS",
         ),
     ] {
         fake.push(Script::json(answer.clone()));
-        let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--fail-on", "high"]));
+        let mut cmd = gemini_mcp(&p.root, &with(&v));
+        cmd.args(["precommit", "--fail-on", "high"]);
+        if unverified {
+            cmd.arg("--fail-on-unverified");
+        }
+        let r = run(&mut cmd);
         assert_eq!(r.code, want, "{answer}: {}{}", r.stdout, r.stderr);
         assert!(
             format!("{}{}", r.stdout, r.stderr).contains(shown),
@@ -1089,7 +1124,13 @@ fn locations_outside_the_project_are_never_printed() {
         {"severity": "high", "file": "src/lib.rs", "line": 999999, "title": "Far", "detail": "d"},
         {"severity": "medium", "file": "src/lib.rs", "line": 2, "title": "Fine", "detail": "d"}]});
     fake.push(Script::json(answer.clone()));
-    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "sarif"]));
+    // None of them quotes evidence: unverified, counted on request.
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "precommit",
+        "--format",
+        "sarif",
+        "--fail-on-unverified",
+    ]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     let log: Value = serde_json::from_str(&r.stdout).unwrap();
     // Findings that lost their location have none (as a finding without a file always had);
@@ -1126,7 +1167,7 @@ fn locations_outside_the_project_are_never_printed() {
 
     // The text output cites the same checked locations.
     fake.push(Script::json(answer));
-    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit"]));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--fail-on-unverified"]));
     assert_eq!(r.code, 1, "{}", r.stderr);
     for bad in ["etc/passwd", "shadow", "evil.example", "hostname", "999999"] {
         assert!(!r.stdout.contains(bad), "{bad} in {}", r.stdout);
@@ -1433,4 +1474,230 @@ fn kubeconfig_and_docker_credentials_never_reach_gemini() {
             assert!(!a.contains(CLIENT_KEY) && !a.contains(DOCKER_AUTH), "{a}");
         }
     }
+}
+
+/// A review whose findings are given whole (evidence, edits), as Gemini would answer.
+fn review_of(findings: Value, verdict: &str) -> Script {
+    Script::json(json!({"summary": "Checked.", "findings": findings, "verdict": verdict}))
+}
+
+/// The project of the format tests: `src/lib.rs` changed (LF) and `src/win.rs` added (CRLF).
+fn formats_project() -> Project {
+    let p = changed_project();
+    p.write("src/win.rs", "fn g() {\r\n    a();\r\n    b();\r\n}\r\n");
+    p
+}
+
+/// Findings with a checked edit each (one in the CRLF file), and one whose location is not in
+/// what was sent.
+fn findings_with_edits() -> Value {
+    json!([
+        {"severity": "high", "file": "src/lib.rs", "line": 2, "title": "Subtracts",
+         "detail": "add subtracts.", "fix": "Add instead.", "evidence": "pub fn add(a: u32, b: u32) -> u32 {\n    a - b",
+         "edit": {"file": "src/lib.rs", "old": "    a - b\n", "new": "    a + b\n"}},
+        {"severity": "medium", "file": "src/win.rs", "line": 2, "title": "Two calls",
+         "detail": "a and b are one call.", "evidence": "a();\n    b();",
+         "edit": {"file": "src/win.rs", "old": "    a();\n    b();\n", "new": "    ab();\n"}},
+        {"severity": "critical", "file": "src/lib.rs", "line": 40, "title": "Ghost",
+         "detail": "Not there.", "evidence": "fn does_not_exist() {}"}
+    ])
+}
+
+/// `--fail-on` counts unverified findings only with `--fail-on-unverified`, and says so.
+#[test]
+fn unverified_findings_fail_only_when_asked() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let ghost = json!([{"severity": "critical", "file": "src/lib.rs", "line": 40,
+        "title": "Ghost", "detail": "Not there.", "evidence": "fn does_not_exist() {}"}]);
+    fake.push(review_of(ghost.clone(), "needs_changes"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--fail-on", "high"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("PASS: no finding at or above high (--fail-on high). 1 unverified finding(s) at or above high not counted (--fail-on-unverified counts them)."),
+        "{}",
+        r.stdout
+    );
+    fake.push(review_of(ghost.clone(), "needs_changes"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "precommit",
+        "--fail-on",
+        "high",
+        "--fail-on-unverified",
+    ]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("FAIL: 1 finding(s) at or above high"),
+        "{}",
+        r.stdout
+    );
+    // JSON says what was not counted.
+    fake.push(review_of(ghost, "needs_changes"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "json"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let out: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(out["unverified_not_counted"], 1);
+    assert_eq!(out["fail_on_unverified"], false);
+    assert_eq!(out["passed"], true);
+}
+
+/// `--format patch`: the checked edits as a diff `git apply --check` accepts at the project root
+/// (a CRLF file too), and applying it makes the edits; no edit is an empty patch and a note.
+#[test]
+fn the_patch_format_applies_with_git() {
+    let p = formats_project();
+    let fake = fake();
+    let v = vars(&fake);
+    fake.push(review_of(findings_with_edits(), "needs_changes"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "patch"]));
+    // Exit by --fail-on as usual (the high finding is verified).
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("--- a/src/lib.rs\n+++ b/src/lib.rs\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("-    a();\r\n-    b();\r\n+    ab();\r\n"),
+        "{:?}",
+        r.stdout
+    );
+    let patch = p.root.join(".home/the.patch");
+    std::fs::create_dir_all(patch.parent().unwrap()).unwrap();
+    std::fs::write(&patch, &r.stdout).unwrap();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .arg(&patch)
+            .current_dir(&p.root)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap()
+    };
+    let check = git(&["apply", "--check"]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(git(&["apply"]).status.success());
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("src/lib.rs")).unwrap(),
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(p.root.join("src/win.rs")).unwrap(),
+        "fn g() {\r\n    ab();\r\n}\r\n"
+    );
+
+    // No applicable edit: an empty patch, a note on stderr, the exit code by --fail-on.
+    fake.push(review(&[("high", "src/lib.rs", Some(2))], "needs_changes"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "precommit",
+        "--format",
+        "patch",
+        "--fail-on",
+        "critical",
+    ]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout, "");
+    assert!(r.stderr.contains("the patch is empty"), "{}", r.stderr);
+
+    // Two edits of one place: the first in the file is kept, the later left out and said.
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n",
+    );
+    fake.push(review_of(
+        json!([
+            {"severity": "low", "file": "src/lib.rs", "title": "Later", "detail": "d",
+             "edit": {"file": "src/lib.rs", "old": "- b\n}", "new": "+ b\n}"}},
+            {"severity": "low", "file": "src/lib.rs", "title": "Earlier", "detail": "d",
+             "edit": {"file": "src/lib.rs", "old": "    a - b", "new": "    b + a"}}
+        ]),
+        "needs_changes",
+    ));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "patch"]));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("+    b + a\n"), "{}", r.stdout);
+    assert!(!r.stdout.contains("+    a + b"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains(
+            "the edit of finding 1 (`src/lib.rs`) was left out: it overlaps the edit of finding 2"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+/// SARIF with fixes validates against the 2.1.0 schema; GitLab's Code Quality report has its
+/// shape, the unverified finding's reason in its description.
+#[test]
+fn sarif_fixes_and_codequality_reports() {
+    let p = formats_project();
+    let fake = fake();
+    let v = vars(&fake);
+    fake.push(review_of(findings_with_edits(), "needs_changes"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "sarif"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let log: Value = serde_json::from_str(&r.stdout).unwrap();
+    validate_sarif(&log).unwrap();
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    let with_fixes: Vec<&Value> = results
+        .iter()
+        .filter(|r| r.get("fixes").is_some())
+        .collect();
+    assert_eq!(with_fixes.len(), 2, "{results:#?}");
+    let win = with_fixes
+        .iter()
+        .find(|r| r["properties"]["title"] == "Two calls")
+        .unwrap();
+    let change = &win["fixes"][0]["artifactChanges"][0];
+    assert_eq!(change["artifactLocation"]["uri"], "src/win.rs");
+    assert_eq!(
+        change["replacements"][0]["deletedRegion"],
+        json!({"startLine": 2, "startColumn": 1, "endLine": 3, "endColumn": 11})
+    );
+    assert_eq!(
+        change["replacements"][0]["insertedContent"]["text"],
+        "    ab();\r\n"
+    );
+    let ghost = results
+        .iter()
+        .find(|r| r["properties"]["title"] == "Ghost")
+        .unwrap();
+    assert_eq!(ghost["properties"]["verified"], false);
+    assert!(ghost["rank"].as_f64().unwrap() < win["rank"].as_f64().unwrap());
+
+    fake.push(review_of(findings_with_edits(), "needs_changes"));
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "codequality"]));
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).unwrap();
+    let issues = report.as_array().unwrap();
+    assert_eq!(issues.len(), 3);
+    for issue in issues {
+        assert!(
+            issue["fingerprint"].as_str().unwrap().len() == 64,
+            "{issue}"
+        );
+        assert!(
+            ["info", "minor", "major", "critical", "blocker"]
+                .contains(&issue["severity"].as_str().unwrap())
+        );
+        assert!(issue["location"]["lines"]["begin"].as_u64().unwrap() >= 1);
+    }
+    let ghost = issues
+        .iter()
+        .find(|i| i["description"].as_str().unwrap().starts_with("Ghost"))
+        .unwrap();
+    assert!(
+        ghost["description"]
+            .as_str()
+            .unwrap()
+            .contains("(unverified: "),
+        "{ghost}"
+    );
+    assert_eq!(ghost["location"]["path"], "src/lib.rs");
 }

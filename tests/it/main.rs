@@ -6,6 +6,7 @@
 #[cfg(unix)]
 mod acp;
 mod acp_secrets;
+mod action;
 mod budget;
 mod cli;
 mod clients;
