@@ -822,7 +822,7 @@ fn the_windows_build_ending_with_a_gemini_cli_call_in_flight_ends_the_cli_and_it
 
 /// The library's unit tests that must hold on Windows, as `libtest` filters: the parts whose
 /// behaviour depends on the platform (files, paths, git through libgit2, the stores, the terminal,
-/// signals). They need neither the git CLI, redis-server nor Node.
+/// signals). They need neither redis-server nor Node.
 const LIB_TESTS: &[&str] = &[
     "collector::",
     "redact::",
@@ -838,7 +838,7 @@ const LIB_TESTS: &[&str] = &[
 /// Among [`LIB_TESTS`], those that make a symbolic link: Wine 8's `CreateSymbolicLinkW` reports
 /// success and makes nothing (the tests' link helper says so), so they run on Windows only.
 /// (`explore::`'s tests, left out above, all start from a tree with a link.)
-const LIB_TESTS_NEEDING_LINKS: &[&str] = &[
+const LIB_TESTS_MAKING_LINKS: &[&str] = &[
     "cli::locations::tests::locations_outside_the_roots_are_dropped_and_lines_clamped",
     "collector::sandbox::tests::open_refuses_a_symlink_even_on_a_checked_path",
     "collector::tests::collector_images_follow_the_sandbox_rules",
@@ -849,6 +849,9 @@ const LIB_TESTS_NEEDING_LINKS: &[&str] = &[
     "collector::tests::collector_skips_walked_secret_files_and_refuses_named_ones",
     "collector::tests::collector_walk_reports_symlinks_out_and_ends_loops",
 ];
+
+/// Among [`LIB_TESTS`], those that run the git CLI, which Wine's prefix lacks.
+const LIB_TESTS_RUNNING_GIT: &[&str] = &["cli::patch::tests::the_patch_applies_with_git"];
 
 /// How long the library's tests may run under Wine.
 const LIB_TESTS_LIMIT: Duration = Duration::from_secs(600);
@@ -909,7 +912,7 @@ fn the_library_unit_tests_that_must_hold_on_windows_pass_under_wine() {
     let log = logs.path().join("lib-tests");
     let mut cmd = Command::new(&w.wine);
     cmd.arg(&exe).args(LIB_TESTS);
-    for name in LIB_TESTS_NEEDING_LINKS {
+    for name in LIB_TESTS_MAKING_LINKS.iter().chain(LIB_TESTS_RUNNING_GIT) {
         cmd.args(["--skip", name]);
     }
     cmd.arg("--test-threads=2");
