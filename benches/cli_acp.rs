@@ -132,6 +132,7 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
 }
 
 /// The real CLI in a throw-away home, logged in with a dummy key against the fake API.
+#[cfg(unix)]
 fn wrapper(cli: &Path, node: &Path, base_url: &str, dir: &Path) -> Result<PathBuf, Error> {
     let home = dir.join("home");
     std::fs::create_dir_all(home.join(".gemini"))?;
@@ -153,6 +154,13 @@ fn wrapper(cli: &Path, node: &Path, base_url: &str, dir: &Path) -> Result<PathBu
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
     Ok(path)
+}
+
+/// The wrapper is a POSIX shell script (on Windows it would be a `gemini.cmd` setting the same
+/// variables around npm's `gemini.cmd` shim).
+#[cfg(not(unix))]
+fn wrapper(_cli: &Path, _node: &Path, _base_url: &str, _dir: &Path) -> Result<PathBuf, Error> {
+    Err("this benchmark runs on Unix only: its CLI wrapper is a POSIX shell script".into())
 }
 
 /// VmRSS of the running `gemini --acp` (the CLI runs as one Node process: no relaunch).

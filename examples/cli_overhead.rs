@@ -1,8 +1,8 @@
 //! Benchmark: our overhead around one Gemini CLI call (private files, spawn in a new process
 //! group, stdin, pipe readers, JSON parsing, group sweep, cleanup) beyond the CLI's own run time.
 //!
-//! A stand-in `gemini` (a POSIX shell script that reads its stdin and prints the 0.61.0 success
-//! JSON) is run, interleaved, (a) directly with `std::process::Command` (same argv, prompt on
+//! A stand-in `gemini` (a POSIX shell script, on Windows a batch file, that reads its stdin and
+//! prints the 0.61.0 success JSON) is run, interleaved, (a) directly with `std::process::Command` (same argv, prompt on
 //! stdin, output read, nothing else) and (b) through `CliBackend::generate`. The difference of
 //! the medians is our overhead.
 //!
@@ -11,8 +11,7 @@
 //! ```
 
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -20,10 +19,8 @@ use gemini_mcp_server::config::Config;
 use gemini_mcp_server::gemini::headless::CliBackend;
 use gemini_mcp_server::gemini::{CallContext, Catalogue, GenerateRequest, Message, ThinkingMode};
 
-const STAND_IN: &str = r#"#!/bin/sh
-cat > /dev/null
-cat <<'JSON'
-{
+/// The 0.61.0 success JSON.
+const REPLY: &str = r#"{
   "session_id": "763d5045-1df8-49dc-abf0-0e2f94617d86",
   "response": "FAKE-REPLY: the code is fine",
   "stats": {
@@ -39,8 +36,28 @@ cat <<'JSON'
     "files": { "totalLinesAdded": 0, "totalLinesRemoved": 0 }
   }
 }
-JSON
 "#;
+
+/// Writes the stand-in `gemini` into `dir`, executable.
+#[cfg(unix)]
+fn stand_in(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let program = dir.join("gemini");
+    let script = format!("#!/bin/sh\ncat > /dev/null\ncat <<'JSON'\n{REPLY}JSON\n");
+    std::fs::write(&program, script).expect("write the stand-in");
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    program
+}
+
+/// Writes the stand-in `gemini.cmd` into `dir`, its reply beside it.
+#[cfg(windows)]
+fn stand_in(dir: &Path) -> PathBuf {
+    let program = dir.join("gemini.cmd");
+    std::fs::write(dir.join("reply.json"), REPLY).expect("write the reply");
+    let script = "@echo off\r\nfindstr \"^\" > NUL\r\ntype \"%~dp0reply.json\"\r\n";
+    std::fs::write(&program, script).expect("write the stand-in");
+    program
+}
 
 fn main() {
     let runs: usize = std::env::args()
@@ -49,9 +66,7 @@ fn main() {
         .unwrap_or(200);
     let bin = tempfile::tempdir().expect("temp dir");
     let root = tempfile::tempdir().expect("temp dir");
-    let program = bin.path().join("gemini");
-    std::fs::write(&program, STAND_IN).expect("write the stand-in");
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let program = stand_in(bin.path());
     let config = Config::for_tests(root.path());
     let backend = CliBackend::new(program.clone(), &config.gemini());
     let rt = tokio::runtime::Builder::new_multi_thread()

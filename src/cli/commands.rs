@@ -571,8 +571,22 @@ mod tests {
         Args::try_parse_from(full).map(|a| a.command.expect("a subcommand"))
     }
 
+    /// The cases' working directory, absolute on each platform.
+    #[cfg(unix)]
+    const PROJ: &str = "/work/proj";
+    #[cfg(windows)]
+    const PROJ: &str = r"C:\work\proj";
+
     fn cwd() -> PathBuf {
-        PathBuf::from("/work/proj")
+        PathBuf::from(PROJ)
+    }
+
+    /// `rel` below [`PROJ`], as a plan names it.
+    fn at(rel: &str) -> String {
+        let p = cwd().join(rel).display().to_string();
+        #[cfg(windows)]
+        let p = p.replace('/', "\\");
+        p
     }
 
     #[test]
@@ -601,7 +615,7 @@ mod tests {
         let plan = a.plan(&cwd(), None).unwrap();
         assert_eq!(plan.tool, Tool::Precommit);
         let git = plan.git.unwrap();
-        assert_eq!(git.path, "/work/proj");
+        assert_eq!(git.path, PROJ);
         assert!(git.include_staged && git.include_unstaged && git.include_untracked);
         assert_eq!(git.max_depth, 5);
         assert_eq!(git.index_file, None);
@@ -641,14 +655,11 @@ mod tests {
         assert!(a.fail_on_unverified);
         let plan = a.plan(&cwd(), None).unwrap();
         let git = plan.git.clone().unwrap();
-        assert_eq!(git.path, "/work/proj/sub");
+        assert_eq!(git.path, at("sub"));
         assert!(git.include_staged && !git.include_unstaged && !git.include_untracked);
         assert_eq!(git.compare_to.as_deref(), Some("main"));
         assert_eq!(git.max_depth, 0);
-        assert_eq!(
-            git.index_file,
-            Some(PathBuf::from("/work/proj/.git/index.lock"))
-        );
+        assert_eq!(git.index_file, Some(PathBuf::from(at(".git/index.lock"))));
         assert!(plan.request.contains("Add retries"));
         assert_eq!(plan.model.as_deref(), Some("flash"));
         assert_eq!(plan.continuation, Some(crate::tools::Continuation::Latest));
@@ -719,10 +730,7 @@ mod tests {
         assert_eq!(a.fail_on, FailOn::High);
         let plan = a.plan(&cwd(), None).unwrap();
         assert_eq!(plan.tool, Tool::CodeReview);
-        assert_eq!(
-            plan.files,
-            vec!["/work/proj/src/db.rs", "/work/proj/src/pool.rs"]
-        );
+        assert_eq!(plan.files, vec![at("src/db.rs"), at("src/pool.rs")]);
         assert!(matches!(
             plan.output,
             Output::Review {
@@ -745,7 +753,7 @@ mod tests {
         assert_eq!(plan.tool, Tool::Chat);
         assert!(plan.request.contains("Is a trie overkill?"));
         assert!(plan.web_search);
-        assert_eq!(plan.files, vec!["/work/proj/src/router.rs"]);
+        assert_eq!(plan.files, vec![at("src/router.rs")]);
 
         let Command::Tool(ToolCommand::Analyze(a)) = parse(&[
             "analyze",

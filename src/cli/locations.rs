@@ -23,11 +23,16 @@ pub enum Place {
 pub fn place(file: &str, line: Option<u32>, base: &Path, sandbox: &Sandbox) -> Place {
     let file = file.trim();
     let given = Path::new(file);
+    // A prefix only with a root (`C:\x`, not the drive-relative `C:x`); the sandbox judges the
+    // absolute forms.
+    let drive_relative =
+        !given.is_absolute() && matches!(given.components().next(), Some(Component::Prefix(_)));
     if file.is_empty()
         || has_scheme(file)
+        || drive_relative
         || given
             .components()
-            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+            .any(|c| matches!(c, Component::ParentDir))
     {
         return Place::Nowhere;
     }
@@ -55,6 +60,10 @@ pub fn place(file: &str, line: Option<u32>, base: &Path, sandbox: &Sandbox) -> P
     };
     match path.strip_prefix(base) {
         Ok(rel) if !rel.as_os_str().is_empty() => Place::At {
+            // With `/` on every platform, as the sandbox shows a path.
+            #[cfg(windows)]
+            file: rel.to_string_lossy().replace('\\', "/"),
+            #[cfg(not(windows))]
             file: rel.to_string_lossy().into_owned(),
             line,
         },
@@ -137,7 +146,7 @@ mod tests {
         std::fs::write(root.join("src/b.rs"), "no newline at the end").unwrap();
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "x\n").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
+        crate::collector::symlink(outside.path().join("secret"), root.join("link"));
         let sandbox = Sandbox::new(vec![root.clone()]);
         let at = |file: &str, line: Option<u32>| Place::At {
             file: file.into(),

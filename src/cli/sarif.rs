@@ -451,6 +451,7 @@ pub(crate) mod tests {
         assert!(!schema_errors(&broken).is_empty());
     }
 
+    #[cfg(unix)]
     fn finding(severity: Severity, file: &str, line: Option<u32>) -> Finding {
         Finding {
             detail: "panics on empty input".into(),
@@ -459,6 +460,9 @@ pub(crate) mod tests {
         }
     }
 
+    // The root `/proj` is a Unix absolute path (its URI `file:///proj/`); on Windows the same
+    // with `C:\proj` and `file:///C:/proj/`.
+    #[cfg(unix)]
     #[test]
     fn results_carry_rule_level_message_and_location() {
         let reply = Reply::review(ReviewBody {

@@ -608,3 +608,30 @@ pub fn read_file(p: &SandboxedPath, max: u64) -> Result<Vec<u8>, Unread> {
 pub fn secret_rule(path: &std::path::Path) -> Option<&'static str> {
     secrets::name_rule(path)
 }
+
+/// A symbolic link in a test's tree, made as the platform makes one: on Windows a directory link
+/// when the target is a directory (a relative target read from the link's directory), a file
+/// link otherwise (a dangling one too).
+#[cfg(test)]
+pub(crate) fn symlink(target: impl AsRef<Path>, link: impl AsRef<Path>) {
+    let (target, link) = (target.as_ref(), link.as_ref());
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink(target, link);
+    #[cfg(windows)]
+    let made = match link
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(target)
+        .is_dir()
+    {
+        true => std::os::windows::fs::symlink_dir(target, link),
+        false => std::os::windows::fs::symlink_file(target, link),
+    };
+    made.unwrap_or_else(|e| panic!("symlink {} -> {}: {e}", link.display(), target.display()));
+    // Wine's CreateSymbolicLinkW reports success and makes nothing.
+    assert!(
+        link.symlink_metadata().is_ok(),
+        "no link was made at {}",
+        link.display()
+    );
+}

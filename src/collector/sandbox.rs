@@ -208,7 +208,11 @@ impl Sandbox {
             return if rel.is_empty() {
                 ".".into()
             } else {
-                super::secrets::shown_name(&String::from_utf8_lossy(rel))
+                let rel = String::from_utf8_lossy(rel);
+                // With `/` on every platform, as git and Gemini's citations write a path.
+                #[cfg(windows)]
+                let rel = rel.replace('\\', "/");
+                super::secrets::shown_name(&rel)
             };
         }
         super::secrets::shown_name(&shown(p).display().to_string())
@@ -305,10 +309,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(root.join("real"), "x").unwrap();
-        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        crate::collector::symlink(root.join("real"), root.join("link"));
         std::fs::create_dir(root.join("d")).unwrap();
         std::fs::write(root.join("d/f"), "y").unwrap();
-        std::os::unix::fs::symlink(root.join("d"), root.join("dlink")).unwrap();
+        crate::collector::symlink(root.join("d"), root.join("dlink"));
         let s = Sandbox::new(vec![root.clone()]);
         // `check` trusts its caller; `open` still refuses to go through a symlink (the race
         // where a component is swapped for a symlink after the check).

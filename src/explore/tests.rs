@@ -42,8 +42,9 @@ fn tree() -> Tree {
     );
     std::fs::write(root.join("blob.bin"), [0u8, 1, 2, 3]).unwrap();
     std::fs::write(outside.path().join("secret.rs"), "fn admit() {}\n").unwrap();
-    std::os::unix::fs::symlink(outside.path().join("secret.rs"), root.join("src/escape.rs"))
-        .unwrap();
+    crate::collector::symlink(outside.path().join("secret.rs"), root.join("src/escape.rs"));
+    // A FIFO; a Windows named pipe lives outside the file tree.
+    #[cfg(unix)]
     nix_mkfifo(&root.join("pipe.rs"));
     let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
     Tree {
@@ -53,6 +54,7 @@ fn tree() -> Tree {
     }
 }
 
+#[cfg(unix)]
 fn nix_mkfifo(path: &Path) {
     let status = std::process::Command::new("mkfifo")
         .arg(path)
@@ -133,7 +135,10 @@ fn paths_outside_the_root_fifos_and_binaries_are_refused_as_results() {
         (json!({"path": "../etc/passwd"}), "Cannot read"),
         (json!({"path": "pipe.rs"}), "cannot be read as text"),
         (json!({"path": "blob.bin"}), "cannot be read as text"),
-    ] {
+    ]
+    .into_iter()
+    .filter(|(args, _)| cfg!(unix) || args["path"] != "pipe.rs")
+    {
         let o = t.explorer.execute("read_file", &args);
         assert!(o.text.contains(expect), "{args}: {}", o.text);
         assert!(o.summary.ends_with("refused"), "{args}: {}", o.summary);
@@ -504,6 +509,8 @@ fn key_blocks_are_searched_as_their_marker_and_counting_stops_at_its_cap() {
     assert!(o.text.contains("and at least 900 more"), "{}", o.text);
 }
 
+// `*` cannot be in a Windows file name; there the same holds for a root named `[a]p`.
+#[cfg(unix)]
 #[test]
 fn revisions_and_pathspecs_cannot_reach_past_the_root() {
     // The repository holds the project root `a*p` and siblings outside it: `abp` (which the root's

@@ -350,29 +350,33 @@ fn client_command(bin: &Path) -> std::process::Command {
 }
 
 /// Runs a client to completion in its own process group (killed with everything it started
-/// if it overruns [`RUN_LIMIT`]), with a cleared environment plus `PATH`; fails the test on a
-/// non-zero exit, showing the client's output.
+/// if it overruns [`RUN_LIMIT`]; on Windows the client alone is killed: a Job object would take
+/// its children too), with a cleared environment plus `PATH`; fails the test on a non-zero exit,
+/// showing the client's output.
 fn run(mut cmd: std::process::Command, path: &str, cwd: &Path, home: &Path, name: &str) {
-    use std::os::unix::process::CommandExt;
     let stdout = home.join(format!("{name}.stdout"));
     let stderr = home.join(format!("{name}.stderr"));
-    let mut child = cmd
-        .env("PATH", path)
+    cmd.env("PATH", path)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout).unwrap())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .process_group(0)
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
             break Some(status);
         }
         if started.elapsed() > RUN_LIMIT {
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            #[cfg(unix)]
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            #[cfg(not(unix))]
+            let _ = child.kill();
             let _ = child.wait();
             break None;
         }

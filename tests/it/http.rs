@@ -405,6 +405,8 @@ async fn readiness_reports_a_gemini_backend_that_cannot_work() {
     assert!(!body.to_string().contains(KEY));
 }
 
+// On Windows the counterpart is Ctrl-Break sent to the server's console process group.
+#[cfg(unix)]
 #[tokio::test]
 async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
     let env = Env::new();

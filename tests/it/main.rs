@@ -1,6 +1,9 @@
 //! The one integration-test binary: the real `gemini-mcp` binary driven by an MCP client, a fake
 //! Gemini API speaking the real wire format, real git repositories and a real redis-server.
 
+// The stand-in agent is a script run through its `#!` line, and /proc finds the agents left
+// behind; on Windows it would be a `gemini.cmd` shim and a process snapshot.
+#[cfg(unix)]
 mod acp;
 mod acp_secrets;
 mod action;
@@ -11,6 +14,8 @@ mod clients;
 mod compat;
 mod dry_run;
 mod gemini_api;
+// The stand-in `gemini` is a POSIX shell script (on Windows it would be a `gemini.cmd`).
+#[cfg(unix)]
 mod gemini_cli;
 mod hardening;
 mod host;
@@ -21,6 +26,8 @@ mod reply;
 mod setup;
 mod stdio;
 mod support;
+// A pseudo-terminal; Windows' counterpart is a ConPTY.
+#[cfg(unix)]
 mod terminal;
 mod threads;
 mod tools;

@@ -227,6 +227,7 @@ fn host_target() -> String {
 /// The release target the cross-built Windows `.exe` (`x86_64-pc-windows-gnu`, run under Wine
 /// by `windows.rs`) is packaged as here: the release builds it with MSVC on a Windows runner, and
 /// packages it like this.
+#[cfg(target_os = "linux")]
 const WINDOWS_TARGET: &str = "x86_64-pc-windows-msvc";
 
 /// Cargo binstall's template from Cargo.toml, filled in as binstall does for `target`: the
@@ -333,6 +334,7 @@ fn unpack(archive: &Path, dest: &Path) -> Vec<String> {
 }
 
 /// Runs the Windows `.exe` at `exe` with `--version` under Wine (the tests' prefix): what it said.
+#[cfg(target_os = "linux")]
 fn version_under_wine(wine: &crate::windows::Wine, exe: &Path, log: &Path) -> String {
     let mut cmd = std::process::Command::new(&wine.wine);
     cmd.arg(exe).arg("--version");
@@ -362,7 +364,11 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
         return;
     };
     let made = tempfile::tempdir().unwrap();
+    // Wine runs the Windows build from a Linux host only (`crate::windows`).
+    #[cfg(target_os = "linux")]
     let mut wine = None;
+    #[cfg(not(target_os = "linux"))]
+    let wine: Option<()> = None;
     let dist = match std::env::var_os("GEMINI_MCP_RELEASE_DIR") {
         Some(d) => std::path::PathBuf::from(d),
         None if std::env::consts::OS == "windows" => {
@@ -384,9 +390,12 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
                 )
             };
             package(&host_target(), Path::new(env!("CARGO_BIN_EXE_gemini-mcp")));
-            wine = crate::windows::wine();
-            if let Some(w) = &wine {
-                package(WINDOWS_TARGET, &w.exe);
+            #[cfg(target_os = "linux")]
+            {
+                wine = crate::windows::wine();
+                if let Some(w) = &wine {
+                    package(WINDOWS_TARGET, &w.exe);
+                }
             }
             run_ok(
                 std::process::Command::new("python3")
@@ -476,6 +485,7 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
             let said = run_ok(std::process::Command::new(&binary).arg("--version"));
             assert!(said.contains(&version), "{said}");
         }
+        #[cfg(target_os = "linux")]
         if let Some(w) = wine.as_ref().filter(|_| target == WINDOWS_TARGET) {
             let said = version_under_wine(w, &binary, &made.path().join("zipped"));
             assert!(said.contains(&version), "{said}");
@@ -800,6 +810,7 @@ async fn the_compose_deployment_accepts_the_public_host_name_behind_a_load_balan
 
 /// Node told it runs on Windows (on Linux, for the launcher test), its programs started under
 /// Wine: the command the launcher spawns is written to `$SPAWNED`, then run by `$WINE`.
+#[cfg(target_os = "linux")]
 const NODE_ON_WINDOWS: &str = r#"
 Object.defineProperty(process, "platform", { value: "win32" });
 Object.defineProperty(process, "arch", { value: "x64" });
@@ -816,6 +827,8 @@ cp.spawn = (command, args, options) => {
 /// it here), and once installed beside the main package (here with `npm install --force`), the
 /// launcher, with Node told it runs on Windows, runs that package's `gemini-mcp.exe` (under
 /// Wine). The packages are made on Linux, as the release makes them.
+// Under Wine, from a Linux host (`crate::windows`).
+#[cfg(target_os = "linux")]
 #[test]
 fn the_npm_launcher_on_windows_runs_the_exe_of_the_win32_package() {
     if std::env::consts::OS == "windows" {

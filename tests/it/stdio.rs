@@ -376,6 +376,8 @@ async fn closing_stdin_before_initialize_exits_cleanly() {
 
 /// Started by hand on a terminal, the server says what it is, how to add it to the clients, how
 /// to check the setup and how to stop — on stderr, stdout staying MCP's — and Ctrl-D stops it.
+// A pseudo-terminal; Windows' counterpart is a ConPTY.
+#[cfg(unix)]
 #[test]
 fn on_a_terminal_the_server_says_what_it_is_and_how_to_use_it() {
     use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
@@ -439,6 +441,8 @@ fn on_a_terminal_the_server_says_what_it_is_and_how_to_use_it() {
     assert!(out.is_empty(), "nothing but MCP on stdout: {out}");
 }
 
+// On Windows the counterpart is Ctrl-Break sent to the server's console process group.
+#[cfg(unix)]
 #[tokio::test]
 async fn sigterm_ends_the_server_cleanly() {
     let dir = project();

@@ -34,8 +34,8 @@ pub const CANARY: &str = "CANARY-0b1d-outside-the-project-root-never-sent";
 ///     c1 -> c2 -> c3 -> <base>/outside/secret.txt   (a chain, absolute at the end)
 ///     in1 -> sub/../in2 -> main.rs                   (a chain that stays inside)
 ///     loop1 <-> loop2, self -> self, sub/up -> ..    (loops)
-///     slash -> /, procroot -> /proc/self/root, stdin -> /dev/stdin
-///     fifo                                           (a FIFO: opening it must not block)
+///     slash -> /, procroot -> /proc/self/root, stdin -> /dev/stdin   (the last two on Unix)
+///     fifo                                           (on Unix, a FIFO: opening it must not block)
 ///     <255-byte name>.rs
 /// ```
 pub struct Tree {
@@ -47,7 +47,6 @@ pub struct Tree {
 
 impl Tree {
     pub fn new() -> Tree {
-        use std::os::unix::fs::symlink;
         let dir = tempfile::tempdir().expect("temp dir");
         let base = std::fs::canonicalize(dir.path()).expect("canonical temp dir");
         let root = base.join("root");
@@ -73,18 +72,24 @@ impl Tree {
             ("self", "self".into()),
             ("sub/up", "..".into()),
             ("slash", "/".into()),
+            #[cfg(unix)]
             ("procroot", "/proc/self/root".into()),
+            #[cfg(unix)]
             ("stdin", "/dev/stdin".into()),
         ];
         for (name, target) in links {
-            symlink(target, root.join(name)).unwrap();
+            symlink(target, &root.join(name)).unwrap();
         }
+        #[cfg(unix)]
         let fifo = root.join("fifo");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .expect("mkfifo runs");
-        assert!(made.success(), "mkfifo {}", fifo.display());
+        #[cfg(unix)]
+        {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .expect("mkfifo runs");
+            assert!(made.success(), "mkfifo {}", fifo.display());
+        }
         Tree {
             _dir: dir,
             base,
@@ -162,9 +167,14 @@ fn opened_stays_inside(t: &Tree, p: &gemini_mcp_server::collector::SandboxedPath
     let Ok(mut file) = sandbox::open(p) else {
         return;
     };
-    use std::os::fd::AsRawFd;
-    let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .expect("the descriptor's path");
+    #[cfg(unix)]
+    let real = {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .expect("the descriptor's path")
+    };
+    #[cfg(windows)]
+    let real = gemini_mcp_server::collector::handle::final_path(&file).expect("the handle's path");
     assert!(
         inside(&real, &t.root),
         "{raw:?}: opened {} outside the root",
@@ -178,6 +188,29 @@ fn opened_stays_inside(t: &Tree, p: &gemini_mcp_server::collector::SandboxedPath
         "{raw:?}: read the canary through {}",
         real.display()
     );
+}
+
+/// A symbolic link.
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// A symbolic link (on Windows a directory link when the target, read from the link's
+/// directory, is a directory).
+#[cfg(windows)]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    match link
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(target)
+        .is_dir()
+    {
+        true => std::os::windows::fs::symlink_dir(target, link)?,
+        false => std::os::windows::fs::symlink_file(target, link)?,
+    }
+    // Wine's CreateSymbolicLinkW reports success and makes nothing.
+    link.symlink_metadata().map(|_| ())
 }
 
 /// `path` is `root` or below it, component-wise (a sibling `root-evil` is not inside).

@@ -45,6 +45,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+#[cfg(unix)]
 fn mkfifo(path: &Path) {
     let _ = std::fs::remove_file(path);
     let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
@@ -55,6 +56,7 @@ fn mkfifo(path: &Path) {
 /// committed, modified and untracked content are canaries).
 struct Tree {
     _base: tempfile::TempDir,
+    #[cfg_attr(not(unix), allow(dead_code))] // The FIFO cases' outer ignore file.
     base: PathBuf,
     root: PathBuf,
     outside: PathBuf,
@@ -150,7 +152,7 @@ async fn hardening_git_metadata_never_leads_precommit_outside_the_root() {
         ),
         (
             "a .git symlink",
-            |t| std::os::unix::fs::symlink(t.outside.join(".git"), t.root.join(".git")).unwrap(),
+            |t| crate::support::symlink(t.outside.join(".git"), t.root.join(".git")),
             "outside PROJECT_ROOT",
         ),
         (
@@ -194,6 +196,8 @@ async fn hardening_git_metadata_never_leads_precommit_outside_the_root() {
     }
 }
 
+// FIFOs; a Windows named pipe lives outside the file tree.
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hardening_a_fifo_as_a_git_or_ignore_file_does_not_hang_precommit() {
     for fifo in [
@@ -214,6 +218,8 @@ async fn hardening_a_fifo_as_a_git_or_ignore_file_does_not_hang_precommit() {
     }
 }
 
+// FIFOs; a Windows named pipe lives outside the file tree.
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hardening_a_fifo_as_an_ignore_file_does_not_hang_the_walker() {
     type Setup = fn(&Tree);

@@ -23,6 +23,8 @@ pub mod fuzz_bodies;
 mod gemini_faults;
 mod git_escape;
 mod paths;
+// Signals; on Windows the counterparts are Ctrl-C and Ctrl-Break to a console process group.
+#[cfg(unix)]
 mod process;
 mod protocol;
 mod redis_faults;

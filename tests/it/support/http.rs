@@ -107,6 +107,7 @@ impl HttpServer {
     }
 
     /// Sends SIGTERM.
+    #[cfg(unix)]
     pub fn terminate(&self) {
         let pid = self.child.id().expect("server still running") as i32;
         nix::sys::signal::kill(
