@@ -822,8 +822,9 @@ fn the_windows_build_ending_with_a_gemini_cli_call_in_flight_ends_the_cli_and_it
 
 /// The library's unit tests that must hold on Windows, as `libtest` filters: the parts whose
 /// behaviour depends on the platform (files, paths, git through libgit2, the stores, the terminal,
-/// signals). They need neither redis-server nor Node.
+/// signals, the audit log's lock and appends). They need neither redis-server nor Node.
 const LIB_TESTS: &[&str] = &[
+    "audit::",
     "collector::",
     "redact::",
     "config::",
