@@ -726,6 +726,10 @@ mod tests {
             ),
             (vec![("GEMINI_MCP_AUDIT_LOG", "/")], "GEMINI_MCP_AUDIT_LOG"),
             (
+                vec![("GEMINI_MCP_AUDIT_LOG", "/definitely/not/here/audit.jsonl")],
+                "GEMINI_MCP_AUDIT_LOG",
+            ),
+            (
                 vec![("GEMINI_MCP_RATE_LIMITS", "chat=0/min")],
                 "GEMINI_MCP_RATE_LIMITS",
             ),

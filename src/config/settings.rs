@@ -233,8 +233,13 @@ pub const SETTINGS: &[Setting] = &[
                 .map(|p| p.trim().to_string())
                 .filter(|p| !p.is_empty())
                 .map(|p| var.cwd().join(p));
-            if c.audit_log.as_ref().is_some_and(|p| p.is_dir()) {
-                return Err(var.invalid("names a directory; name the log file"));
+            if let Some(p) = &c.audit_log {
+                if p.is_dir() {
+                    return Err(var.invalid("names a directory; name the log file"));
+                }
+                if p.parent().is_some_and(|d| !d.is_dir()) {
+                    return Err(var.invalid("is in a directory that does not exist; create it"));
+                }
             }
             Ok(())
         },
