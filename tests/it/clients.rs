@@ -1231,7 +1231,8 @@ fn the_claude_code_plugin_reviews_a_commit_before_it_lands() {
         "summary": "add now subtracts.",
         "verdict": "do_not_commit",
         "findings": [{"severity": "high", "file": "lib.rs", "line": 2,
-                      "title": "SUBTRACTS-INSTEAD-OF-ADDING", "detail": "a - b", "fix": "a + b"}]
+                      "title": "SUBTRACTS-INSTEAD-OF-ADDING", "detail": "a - b", "fix": "a + b",
+                      "evidence": "a - b"}]
     })));
     gemini.push(Script::json(
         json!({"summary": "Fine.", "verdict": "commit", "findings": []}),
