@@ -207,8 +207,17 @@ fn artifact(file: &str, root: &Path) -> Option<Value> {
     Some(json!({"uri": encode(rel), "uriBaseId": "%SRCROOT%"}))
 }
 
+/// The `file:` URI of a directory: `file:///home/x/`, `file:///C:/Users/x/` (a Windows path
+/// without its `\\?\`), `file://server/share/` (a network path).
 fn dir_uri(root: &Path) -> String {
-    let mut s = format!("file://{}", encode(&root.to_string_lossy()));
+    let path = encode(&crate::collector::sandbox::shown(root).to_string_lossy());
+    let mut s = if path.starts_with("//") {
+        format!("file:{path}")
+    } else if path.starts_with('/') {
+        format!("file://{path}")
+    } else {
+        format!("file:///{path}")
+    };
     if !s.ends_with('/') {
         s.push('/');
     }
@@ -307,6 +316,22 @@ pub(crate) mod tests {
 
     /// Unverified and re-anchored findings are marked, checked edits become fixes whose regions
     /// (UTF-16 columns, CRLF lines) replace exactly `old`, and the log is valid SARIF 2.1.0.
+    #[test]
+    fn the_source_root_is_a_file_uri_on_every_platform() {
+        assert_eq!(
+            dir_uri(Path::new("/home/zoë/p")),
+            "file:///home/zo%C3%AB/p/"
+        );
+        assert_eq!(
+            dir_uri(Path::new("C:\\Users\\x\\p")),
+            "file:///C:/Users/x/p/"
+        );
+        assert_eq!(
+            dir_uri(Path::new("\\\\server\\share\\p")),
+            "file://server/share/p/"
+        );
+    }
+
     #[test]
     fn fixes_and_verification_validate_against_the_schema() {
         let dir = tempfile::tempdir().unwrap();

@@ -62,7 +62,13 @@ fn clients_dir() -> PathBuf {
 /// `None` (after saying so) when it is not installed and not required.
 pub(crate) fn locate(client: Client) -> Option<(PathBuf, String)> {
     let dir = clients_dir();
-    let bin = dir.join("node_modules/.bin").join(client.bin_name());
+    // npm's shims: `claude` on Unix, `claude.cmd` on Windows.
+    let shim = if cfg!(windows) {
+        format!("{}.cmd", client.bin_name())
+    } else {
+        client.bin_name().to_string()
+    };
+    let bin = dir.join("node_modules/.bin").join(shim);
     if !bin.exists() {
         let why = format!(
             "{} is not installed at {} (run .ci/install-clients, or set GEMINI_MCP_CLIENTS_DIR)",
@@ -75,12 +81,26 @@ pub(crate) fn locate(client: Client) -> Option<(PathBuf, String)> {
         eprintln!("skipped: {why}");
         return None;
     }
-    let mut path = std::env::var("PATH").unwrap_or_default();
+    let path = std::env::var("PATH").unwrap_or_default();
     let node = dir.join("node_modules/node/bin");
-    if node.join("node").exists() {
-        path = format!("{}:{path}", node.display());
-    }
+    let path = if node
+        .join(if cfg!(windows) { "node.exe" } else { "node" })
+        .exists()
+    {
+        prepend_path(&node, &path)
+    } else {
+        path
+    };
     Some((bin, path))
+}
+
+/// `dir` first on the search path `path`, with the platform's separator.
+fn prepend_path(dir: &Path, path: &str) -> String {
+    let dirs = std::iter::once(dir.to_path_buf()).chain(std::env::split_paths(path));
+    std::env::join_paths(dirs)
+        .expect("a directory without the path separator")
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A project for the server to work in, and the fake Gemini API behind the server.
@@ -955,12 +975,7 @@ fn gemini_cli_runs_our_prompt_as_a_slash_command() {
 
 /// `PATH` for a client that starts `gemini-mcp` by name: the built binary's directory first.
 fn path_with_our_binary(path: &str) -> String {
-    let dir = Path::new(mcp::binary())
-        .parent()
-        .unwrap()
-        .display()
-        .to_string();
-    format!("{dir}:{path}")
+    prepend_path(Path::new(mcp::binary()).parent().unwrap(), path)
 }
 
 /// Runs a client command to its end with `stdin` written to it: whether it succeeded, and its
@@ -1073,7 +1088,7 @@ fn the_gemini_cli_extension_archive_brings_its_own_binary() {
     assert!(status.success());
     let our_dir = Path::new(mcp::binary()).parent().unwrap().to_path_buf();
     assert!(
-        !path.split(':').any(|d| Path::new(d) == our_dir),
+        !std::env::split_paths(&path).any(|d| d == our_dir),
         "gemini-mcp must not be on PATH here"
     );
     let gemini =
