@@ -109,7 +109,7 @@ pub fn markdown(thread: &Thread) -> String {
         if !turn.files.is_empty() {
             out.push_str("Files sent:\n");
             for f in &turn.files {
-                out.push_str(&format!("- {}\n", f.path));
+                out.push_str(&format!("- {}\n", shown_file(&thread.project, &f.path)));
             }
             out.push('\n');
         }
@@ -120,6 +120,17 @@ pub fn markdown(thread: &Thread) -> String {
         out.push_str("\n\n");
     }
     out
+}
+
+/// A file a thread sent, as shown: below its project's root (the roots, one per line) with `/`,
+/// else the whole path (without Windows' `\\?\`).
+fn shown_file(project: &str, path: &str) -> String {
+    use crate::collector::sandbox;
+    let path = std::path::Path::new(path);
+    project
+        .lines()
+        .find_map(|root| sandbox::shown_below(std::path::Path::new(root), path))
+        .unwrap_or_else(|| sandbox::shown(path).display().to_string())
 }
 
 /// One thread as JSON: its id and turns as stored.
@@ -142,6 +153,13 @@ pub fn iso(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn files_sent_are_shown_below_their_root() {
+        let project = "/work/a\n/work/b";
+        assert_eq!(shown_file(project, "/work/b/src/x.rs"), "src/x.rs");
+        assert_eq!(shown_file(project, "/elsewhere/y.rs"), "/elsewhere/y.rs");
+    }
 
     #[test]
     fn times_are_shown_in_utc() {

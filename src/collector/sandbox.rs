@@ -265,6 +265,20 @@ pub fn open(p: &SandboxedPath) -> io::Result<File> {
     super::handle::open_exact(&p.path)
 }
 
+/// `path` below `root` as shown: its names joined with `/` on every platform (as git and
+/// Gemini's citations write a path); `None` when it is not below `root`.
+pub fn shown_below(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).ok()?;
+    if rel.as_os_str().is_empty() {
+        return None;
+    }
+    let names: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(names.join("/"))
+}
+
 /// A canonical path as people write it: on Windows without the `\\?\` that canonical paths
 /// carry, where that changes nothing (`dunce`).
 pub fn shown(p: &Path) -> &Path {
@@ -276,6 +290,18 @@ pub fn shown(p: &Path) -> &Path {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_below_a_root_are_shown_with_slashes() {
+        let root = Path::new("/p");
+        assert_eq!(
+            shown_below(root, Path::new("/p/src/a.rs")).as_deref(),
+            Some("src/a.rs")
+        );
+        assert_eq!(shown_below(root, Path::new("/q/a.rs")), None);
+        assert_eq!(shown_below(root, root), None);
+        assert_eq!(shown_below(root, Path::new("/p-evil/a.rs")), None);
+    }
 
     #[test]
     fn check_refuses_non_canonical_forms() {

@@ -248,13 +248,9 @@ fn known_or_count(known: u64, text: &str) -> u64 {
 
 /// A path as shown in notes: relative to the project root when inside it.
 fn display(project: &Path, path: &Path) -> String {
-    let shown = path
-        .strip_prefix(project)
-        .ok()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(path)
-        .display()
-        .to_string();
+    use crate::collector::sandbox;
+    let shown = sandbox::shown_below(project, path)
+        .unwrap_or_else(|| sandbox::shown(path).display().to_string());
     crate::collector::secrets::shown_name(&shown)
 }
 
