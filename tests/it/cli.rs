@@ -329,6 +329,17 @@ fn evidence(file: &str, line: u32) -> &'static str {
     }
 }
 
+/// The `file:` URI SARIF gives a (canonical) project root: `file:///tmp/x/`, on Windows
+/// `file:///C:/…/x/` (no `\\?\`, forward slashes).
+fn root_uri(root: &Path) -> String {
+    let shown = gemini_mcp_server::collector::sandbox::shown(root)
+        .display()
+        .to_string()
+        .replace('\\', "/");
+    let slash = if shown.starts_with('/') { "" } else { "/" };
+    format!("file://{slash}{shown}/")
+}
+
 fn fake() -> FakeGemini {
     let fake = FakeGemini::start();
     fake.require_key(KEY);
@@ -602,7 +613,7 @@ fn sarif_output_is_valid_and_places_the_findings() {
     assert_eq!(run0["properties"]["verdict"], "do_not_commit");
     assert_eq!(
         run0["originalUriBaseIds"]["%SRCROOT%"]["uri"],
-        format!("file://{}/", p.root.display())
+        root_uri(&p.root)
     );
 
     // Run from a subdirectory (PROJECT_ROOT there too), paths stay repository-relative and
@@ -619,7 +630,7 @@ fn sarif_output_is_valid_and_places_the_findings() {
     validate_sarif(&from_sub).unwrap();
     assert_eq!(
         from_sub["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"],
-        format!("file://{}/", p.root.display())
+        root_uri(&p.root)
     );
     assert_eq!(
         from_sub["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],

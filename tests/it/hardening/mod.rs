@@ -42,6 +42,7 @@ pub fn long_tests() -> bool {
 }
 
 /// The resident set size of a process, in KiB, from `/proc/<pid>/status`.
+#[cfg(not(windows))]
 pub fn rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
     status
@@ -50,6 +51,30 @@ pub fn rss_kib(pid: u32) -> u64 {
         .and_then(|v| v.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .expect("VmRSS in /proc status")
+}
+
+/// The resident set size (working set) of a process, in KiB, from `GetProcessMemoryInfo`.
+#[cfg(windows)]
+pub fn rss_kib(pid: u32) -> u64 {
+    use windows_sys::Win32::Foundation::CloseHandle;
+    use windows_sys::Win32::System::ProcessStatus::{
+        GetProcessMemoryInfo, PROCESS_MEMORY_COUNTERS,
+    };
+    use windows_sys::Win32::System::Threading::{
+        OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_VM_READ,
+    };
+    // SAFETY: a handle opened here and closed below; `counters` is a plain C struct of the size
+    // given.
+    unsafe {
+        let process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_VM_READ, 0, pid);
+        assert!(!process.is_null(), "the process {pid} cannot be opened");
+        let mut counters: PROCESS_MEMORY_COUNTERS = std::mem::zeroed();
+        let size = std::mem::size_of::<PROCESS_MEMORY_COUNTERS>() as u32;
+        let ok = GetProcessMemoryInfo(process, &mut counters, size);
+        CloseHandle(process);
+        assert!(ok != 0, "no memory counters for {pid}");
+        counters.WorkingSetSize as u64 / 1024
+    }
 }
 
 /// A project directory with a small source file, and a fake Gemini API.
