@@ -83,6 +83,9 @@ fn unc_share(s: &str) -> Result<&str, &'static str> {
     Ok(parts.next().unwrap_or(""))
 }
 
+/// The longest name of one file or folder on Windows' file systems, in UTF-16 units.
+const MAX_NAME_UNITS: usize = 255;
+
 /// Names Windows maps to devices in every directory, with or without an extension.
 const DEVICES: &[&str] = &[
     "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$", "CLOCK$", "COM0", "COM1", "COM2", "COM3",
@@ -97,6 +100,13 @@ fn refused_name(name: &str) -> Option<String> {
     }
     let escaped = name.escape_debug().to_string();
     let shown = crate::echo::echo(&escaped);
+    let units = name.encode_utf16().count();
+    if units > MAX_NAME_UNITS {
+        return Some(format!(
+            "`{shown}` is longer than a Windows file name can be ({units} UTF-16 units; at most \
+             {MAX_NAME_UNITS})"
+        ));
+    }
     if name.contains(':') {
         return Some(format!(
             "`{shown}` names an alternate data stream (`file:stream`); name the file itself"
@@ -202,6 +212,23 @@ mod tests {
         refused("*.rs", "wildcards");
         refused("a?.txt", "wildcards");
         refused("a|b", "`|`");
+    }
+
+    #[test]
+    fn names_longer_than_windows_allows_are_refused() {
+        let long = "A".repeat(1 << 20);
+        refused(
+            &format!("src\\{long}"),
+            "longer than a Windows file name can be",
+        );
+        let why = refused_form(&long).unwrap();
+        assert!(
+            why.len() < 1000,
+            "the name is quoted cut: {} bytes",
+            why.len()
+        );
+        assert_eq!(refused_form(&"é".repeat(255)), None);
+        assert!(refused_form(&"é".repeat(256)).is_some());
     }
 
     #[test]
