@@ -51,14 +51,7 @@ impl Shutdown {
                         }
                     });
                 }
-                _ => {
-                    tokio::spawn(async move {
-                        loop {
-                            signal_fallback().await;
-                            trigger.request();
-                        }
-                    });
-                }
+                _ => on_fallback(trigger),
             }
         }
         #[cfg(windows)]
@@ -77,23 +70,11 @@ impl Shutdown {
                         }
                     });
                 }
-                _ => {
-                    tokio::spawn(async move {
-                        loop {
-                            signal_fallback().await;
-                            trigger.request();
-                        }
-                    });
-                }
+                _ => on_fallback(trigger),
             }
         }
         #[cfg(not(any(unix, windows)))]
-        tokio::spawn(async move {
-            loop {
-                signal_fallback().await;
-                trigger.request();
-            }
-        });
+        on_fallback(trigger);
         shutdown
     }
 
@@ -103,6 +84,17 @@ impl Shutdown {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// One request per signal [`signal_fallback`] sees: where the platform's own listeners could
+/// not be made.
+fn on_fallback(trigger: Trigger) {
+    tokio::spawn(async move {
+        loop {
+            signal_fallback().await;
+            trigger.request();
+        }
+    });
 }
 
 /// Ctrl-C through the portable listener, for platforms (or failures) without Unix signals; on
