@@ -215,7 +215,13 @@ async fn redis_sessions(
 ) -> Result<Option<Arc<sessions::RedisSessions>>, ExitCode> {
     match (app.store_kind(), &config.redis_url) {
         ("redis", Some(url)) => {
-            match sessions::RedisSessions::connect(url, &config.key_prefix).await {
+            match sessions::RedisSessions::connect(
+                url,
+                &config.key_prefix,
+                config.redis_ca_file.as_deref(),
+            )
+            .await
+            {
                 Ok(s) => Ok(Some(Arc::new(s))),
                 Err(e) => {
                     crate::term::say!("gemini-mcp: {e}");
