@@ -1,0 +1,294 @@
+//! A private Redis Cluster for one test: six servers on free loopback ports (three masters,
+//! three replicas: `--cluster-enabled yes`, joined by `redis-cli --cluster create
+//! --cluster-replicas 1`), each in its own directory, no persistence, a node timeout of
+//! 1000 ms so a killed master's replica takes over within seconds, and every server killed
+//! (SIGKILL) on drop. Ready when every node agrees the cluster is `ok`, knows all six nodes
+//! and every replica is in sync with its master.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{free_port, server_binary};
+
+/// Masters and replicas: one replica each.
+const MASTERS: usize = 3;
+const NODES: usize = 6;
+
+struct Node {
+    port: u16,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+}
+
+/// A role in `CLUSTER NODES`, as one node sees it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub id: String,
+    pub port: u16,
+    pub master: bool,
+    pub failed: bool,
+    /// The master's id, for a replica.
+    pub master_id: Option<String>,
+    /// Slot ranges, for a master.
+    pub slots: Vec<(u16, u16)>,
+}
+
+pub struct RedisCluster {
+    nodes: Vec<Node>,
+}
+
+impl RedisCluster {
+    /// Starts six servers and joins them into a cluster; panics (with the nodes' view) if it is
+    /// not ready within 30 s.
+    pub fn start() -> RedisCluster {
+        let nodes: Vec<Node> = (0..NODES).map(|_| Node::start()).collect();
+        let cluster = RedisCluster { nodes };
+        let addrs: Vec<String> = cluster
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("redis-cli is installed and on PATH");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster.wait_until("ready", Duration::from_secs(30), |c| c.is_ready());
+        cluster
+    }
+
+    /// `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>`: three of the six as seeds.
+    pub fn url(&self) -> String {
+        let seeds: Vec<String> = self.nodes[..3]
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        format!("redis+cluster://{}", seeds.join(","))
+    }
+
+    /// The same cluster as a comma-separated list of `redis://` URLs, every node a seed.
+    pub fn url_list(&self) -> String {
+        let urls: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("redis://127.0.0.1:{}", n.port))
+            .collect();
+        urls.join(",")
+    }
+
+    /// Runs one command through `redis-cli -c` (following redirections) on a live node.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .expect("a live node");
+        node.cli_c(args)
+    }
+
+    /// The slot of `key`.
+    pub fn slot(&self, key: &str) -> u16 {
+        self.cli(&["CLUSTER", "KEYSLOT", key])
+            .trim()
+            .parse()
+            .expect("CLUSTER KEYSLOT answers a number")
+    }
+
+    /// The live master serving `slot`, as a live node sees the cluster.
+    pub fn master_of(&self, slot: u16) -> Seen {
+        self.view()
+            .into_iter()
+            .find(|s| s.master && !s.failed && s.slots.iter().any(|&(a, b)| a <= slot && slot <= b))
+            .unwrap_or_else(|| panic!("no master serves slot {slot}:\n{}", self.nodes_text()))
+    }
+
+    /// Kills (SIGKILL, as a crash would) the master serving `slot`; returns its port.
+    pub fn kill_master_of(&mut self, slot: u16) -> u16 {
+        let master = self.master_of(slot);
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == master.port)
+            .expect("the master is one of ours");
+        node.kill();
+        master.port
+    }
+
+    /// Waits until a live node other than `dead` serves `slot` and the cluster is `ok` again.
+    pub fn wait_for_new_master(&self, slot: u16, dead: u16) {
+        self.wait_until("a replica promoted", Duration::from_secs(30), |c| {
+            c.live().all(|n| n.cluster_ok())
+                && c.view().iter().any(|s| {
+                    s.master
+                        && !s.failed
+                        && s.port != dead
+                        && s.slots.iter().any(|&(a, b)| a <= slot && slot <= b)
+                })
+        });
+    }
+
+    /// `CLUSTER NODES` as a live node sees it, parsed.
+    pub fn view(&self) -> Vec<Seen> {
+        self.nodes_text().lines().filter_map(parse_line).collect()
+    }
+
+    fn nodes_text(&self) -> String {
+        self.cli(&["CLUSTER", "NODES"])
+    }
+
+    fn live(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.child.is_some())
+    }
+
+    fn is_ready(&self) -> bool {
+        let nodes_agree = self.nodes.iter().all(|n| {
+            let info = n.cli_c(&["CLUSTER", "INFO"]);
+            info.contains("cluster_state:ok") && info.contains(&format!("cluster_known_nodes:{NODES}"))
+        });
+        if !nodes_agree {
+            return false;
+        }
+        let view = self.view();
+        let masters = view.iter().filter(|s| s.master && !s.slots.is_empty()).count();
+        masters == MASTERS
+            && view.iter().filter(|s| !s.master).all(|replica| {
+                let node = self.nodes.iter().find(|n| n.port == replica.port);
+                node.is_some_and(|n| {
+                    n.cli_c(&["INFO", "replication"])
+                        .contains("master_link_status:up")
+                })
+            })
+    }
+
+    fn wait_until(&self, what: &str, limit: Duration, mut ready: impl FnMut(&Self) -> bool) {
+        let deadline = Instant::now() + limit;
+        while !ready(self) {
+            assert!(
+                Instant::now() < deadline,
+                "the Redis Cluster was not {what} within {limit:?}:\n{}",
+                self.nodes_text()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Node {
+    /// Starts one cluster-enabled server on a free port (its bus on another); retries when a port
+    /// was taken in between.
+    fn start() -> Node {
+        for _ in 0..5 {
+            let mut node = Node {
+                port: free_port(),
+                child: None,
+                dir: tempfile::tempdir().expect("temp dir for a cluster node"),
+            };
+            if node.spawn() {
+                return node;
+            }
+        }
+        panic!("a cluster node did not start on a free port after 5 attempts");
+    }
+
+    fn spawn(&mut self) -> bool {
+        let bus = free_port();
+        let mut child = Command::new(server_binary())
+            .args(["--port", &self.port.to_string()])
+            .args(["--cluster-port", &bus.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--cluster-enabled", "yes"])
+            .args(["--cluster-config-file", "nodes.conf"])
+            .args(["--cluster-node-timeout", "1000"])
+            // A replica in sync at once (no 5 s wait for more replicas), and one that lost its
+            // master long ago still takes over: the tests kill masters on purpose.
+            .args(["--repl-diskless-sync-delay", "0"])
+            .args(["--cluster-replica-validity-factor", "0"])
+            .args(["--save", "", "--appendonly", "no"])
+            .args(["--daemonize", "no", "--loglevel", "warning"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the Redis server binary is installed and on PATH");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                return false;
+            }
+            if self.cli_c(&["PING"]).trim() == "PONG" {
+                self.child = Some(child);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+
+    fn cluster_ok(&self) -> bool {
+        self.cli_c(&["CLUSTER", "INFO"])
+            .contains("cluster_state:ok")
+    }
+
+    /// `redis-cli -c -p <port> args…`: its output, empty when it cannot connect.
+    fn cli_c(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-c", "-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("redis-cli is installed and on PATH");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One line of `CLUSTER NODES`: `<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch>
+/// <link> <slot>…`.
+fn parse_line(line: &str) -> Option<Seen> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() < 8 {
+        return None;
+    }
+    let port = f[1].split('@').next()?.rsplit(':').next()?.parse().ok()?;
+    let flags: Vec<&str> = f[2].split(',').collect();
+    let slots = f[8..]
+        .iter()
+        .filter(|s| !s.starts_with('['))
+        .filter_map(|s| match s.split_once('-') {
+            Some((a, b)) => Some((a.parse().ok()?, b.parse().ok()?)),
+            None => s.parse().ok().map(|a| (a, a)),
+        })
+        .collect();
+    Some(Seen {
+        id: f[0].to_string(),
+        port,
+        master: flags.contains(&"master"),
+        failed: flags.contains(&"fail") || flags.contains(&"fail?"),
+        master_id: (f[3] != "-").then(|| f[3].to_string()),
+        slots,
+    })
+}
