@@ -11,6 +11,7 @@ mod audit;
 mod budget;
 mod cli;
 mod clients;
+mod cluster;
 mod compat;
 mod dry_run;
 mod gemini_api;

@@ -16,6 +16,8 @@ const NODES: usize = 6;
 
 struct Node {
     port: u16,
+    /// The cluster bus port, kept across a restart.
+    bus: u16,
     child: Option<Child>,
     dir: tempfile::TempDir,
 }
@@ -23,12 +25,9 @@ struct Node {
 /// A role in `CLUSTER NODES`, as one node sees it.
 #[derive(Debug, Clone)]
 pub struct Seen {
-    pub id: String,
     pub port: u16,
     pub master: bool,
     pub failed: bool,
-    /// The master's id, for a replica.
-    pub master_id: Option<String>,
     /// Slot ranges, for a master.
     pub slots: Vec<(u16, u16)>,
 }
@@ -135,6 +134,20 @@ impl RedisCluster {
         });
     }
 
+    /// Starts the node on `port` again (it was killed): it rejoins from its `nodes.conf`, as a
+    /// replica of whoever took its slots, and the cluster is ready again (every replica in sync).
+    pub fn restart(&mut self, port: u16) {
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .expect("one of our nodes");
+        assert!(node.spawn(), "the node on port {port} did not start again");
+        self.wait_until("ready after a restart", Duration::from_secs(30), |c| {
+            c.is_ready()
+        });
+    }
+
     /// `CLUSTER NODES` as a live node sees it, parsed.
     pub fn view(&self) -> Vec<Seen> {
         self.nodes_text().lines().filter_map(parse_line).collect()
@@ -188,6 +201,7 @@ impl Node {
         for _ in 0..5 {
             let mut node = Node {
                 port: free_port(),
+                bus: free_port(),
                 child: None,
                 dir: tempfile::tempdir().expect("temp dir for a cluster node"),
             };
@@ -199,7 +213,7 @@ impl Node {
     }
 
     fn spawn(&mut self) -> bool {
-        let bus = free_port();
+        let bus = self.bus;
         let mut child = Command::new(server_binary())
             .args(["--port", &self.port.to_string()])
             .args(["--cluster-port", &bus.to_string()])
@@ -284,11 +298,9 @@ fn parse_line(line: &str) -> Option<Seen> {
         })
         .collect();
     Some(Seen {
-        id: f[0].to_string(),
         port,
         master: flags.contains(&"master"),
         failed: flags.contains(&"fail") || flags.contains(&"fail?"),
-        master_id: (f[3] != "-").then(|| f[3].to_string()),
         slots,
     })
 }
