@@ -297,7 +297,10 @@ impl RedisSessions {
         let target = Target::parse(url.expose())?;
         let ca_pem = match ca_file {
             Some(path) => Some(tokio::fs::read(path).await.map_err(|e| {
-                format!("cannot read GEMINI_MCP_REDIS_CA_FILE {}: {e}", path.display())
+                format!(
+                    "cannot read GEMINI_MCP_REDIS_CA_FILE {}: {e}",
+                    path.display()
+                )
             })?),
             None => None,
         };

@@ -61,11 +61,19 @@ async fn a_cluster_keeps_a_thread_in_one_slot_and_indexes_it_after() {
     let id = ThreadId::new();
     assert_eq!(s.append(id, "/p", &local, &turn("1")).await.unwrap(), 1);
 
-    let (header, turns) = (format!("slot:thread:{{{id}}}"), format!("slot:thread:{{{id}}}:turns"));
+    let (header, turns) = (
+        format!("slot:thread:{{{id}}}"),
+        format!("slot:thread:{{{id}}}:turns"),
+    );
     assert_eq!(cluster.slot(&header), cluster.slot(&turns));
     assert_eq!(cluster.cli(&["EXISTS", &header]).trim(), "1");
     assert_eq!(cluster.cli(&["LLEN", &turns]).trim(), "1");
-    assert_eq!(cluster.cli(&["EXISTS", &format!("slot:thread:{id}")]).trim(), "0");
+    assert_eq!(
+        cluster
+            .cli(&["EXISTS", &format!("slot:thread:{id}")])
+            .trim(),
+        "0"
+    );
 
     // The index update lost (as if its node failed between the two steps).
     let digest = {
@@ -73,8 +81,15 @@ async fn a_cluster_keeps_a_thread_in_one_slot_and_indexes_it_after() {
         hex::encode(Sha256::digest(b"/p"))[..32].to_string()
     };
     let index = format!("slot:project:{digest}");
-    assert_eq!(cluster.cli(&["ZSCORE", &index, &id.to_string()]).trim(), "1");
-    assert_ne!(cluster.slot(&index), cluster.slot(&header), "this case needs two slots");
+    assert_eq!(
+        cluster.cli(&["ZSCORE", &index, &id.to_string()]).trim(),
+        "1"
+    );
+    assert_ne!(
+        cluster.slot(&index),
+        cluster.slot(&header),
+        "this case needs two slots"
+    );
     cluster.cli(&["DEL", &index]);
     assert_eq!(s.load(id).await.unwrap().turns, vec![turn("1")]);
     assert_eq!(s.latest("/p", &local).await.unwrap(), None);
@@ -91,7 +106,10 @@ async fn a_cluster_keeps_a_thread_in_one_slot_and_indexes_it_after() {
     // The list form of the URL, and the daily counts seen by both handles.
     let other = open(&config(dir.path(), &cluster.url_list(), "slot")).await;
     assert_eq!(other.load(id).await.unwrap().turns.len(), 2);
-    let (key, day) = (SpendKey::Project("/p".into()), Day::of_ms(1_763_942_400_000));
+    let (key, day) = (
+        SpendKey::Project("/p".into()),
+        Day::of_ms(1_763_942_400_000),
+    );
     let add = Spent {
         tokens: 100,
         micro_usd: 7,
@@ -120,7 +138,11 @@ async fn two_instances_on_a_cluster_share_threads_sessions_and_the_daily_cap() {
     ];
     let a = HttpServer::start(dir.path(), &vars).await;
     let b = HttpServer::start(dir.path(), &vars).await;
-    assert!(a.stderr().contains("legacy sessions shared through Redis"), "{}", a.stderr());
+    assert!(
+        a.stderr().contains("legacy sessions shared through Redis"),
+        "{}",
+        a.stderr()
+    );
 
     let first = Raw::new(&a.url())
         .call(1, "chat", json!({"prompt": "remember the word pelican"}))
@@ -130,7 +152,11 @@ async fn two_instances_on_a_cluster_share_threads_sessions_and_the_daily_cap() {
         .unwrap_or_else(|| panic!("{}", first.text))
         .to_string();
     let second = Raw::new(&b.url())
-        .call(2, "chat", json!({"prompt": "which word?", "continuation_id": "latest"}))
+        .call(
+            2,
+            "chat",
+            json!({"prompt": "which word?", "continuation_id": "latest"}),
+        )
         .await;
     assert_eq!(
         second.message["result"]["structuredContent"]["continuation_id"],
@@ -138,12 +164,24 @@ async fn two_instances_on_a_cluster_share_threads_sessions_and_the_daily_cap() {
         "{}",
         second.text
     );
-    assert!(result_text(&second.message).contains("turns=2"), "{}", second.text);
+    assert!(
+        result_text(&second.message).contains("turns=2"),
+        "{}",
+        second.text
+    );
     let sent = fake.generate_requests();
-    let history: String = sent.last().unwrap().messages().iter().map(|(_, t)| t.as_str()).collect();
+    let history: String = sent
+        .last()
+        .unwrap()
+        .messages()
+        .iter()
+        .map(|(_, t)| t.as_str())
+        .collect();
     assert!(history.contains("remember the word pelican"), "{history}");
     assert_eq!(
-        cluster.cli(&["LLEN", &format!("team:thread:{{{id}}}:turns")]).trim(),
+        cluster
+            .cli(&["LLEN", &format!("team:thread:{{{id}}}:turns")])
+            .trim(),
         "2"
     );
 
@@ -164,32 +202,46 @@ async fn two_instances_on_a_cluster_share_threads_sessions_and_the_daily_cap() {
     let capped: Vec<(&str, &str)> = vars
         .iter()
         .copied()
-        .chain([("GEMINI_MCP_DAILY_TOKENS", "5000"), ("GEMINI_MCP_KEY_PREFIX", "capped")])
+        .chain([
+            ("GEMINI_MCP_DAILY_TOKENS", "5000"),
+            ("GEMINI_MCP_KEY_PREFIX", "capped"),
+        ])
         .collect();
     let one = mcp::start(dir.path(), &capped).await;
     let two = mcp::start(dir.path(), &capped).await;
     fake.push(Script::text("spent").usage(6_000, 100, 0, 0));
-    let r = mcp::call(&one, "chat", json!({"prompt": "first"})).await.unwrap();
+    let r = mcp::call(&one, "chat", json!({"prompt": "first"}))
+        .await
+        .unwrap();
     assert_ne!(r.is_error, Some(true), "{}", mcp::text(&r));
     let before = fake.generate_requests().len();
-    let r = mcp::call(&two, "chat", json!({"prompt": "second"})).await.unwrap();
+    let r = mcp::call(&two, "chat", json!({"prompt": "second"}))
+        .await
+        .unwrap();
     assert_eq!(r.is_error, Some(true), "{}", mcp::text(&r));
     let t = mcp::text(&r);
     assert!(
         t.contains("daily token cap of 5000") && t.contains("6100 tokens spent today"),
         "{t}"
     );
-    assert_eq!(fake.generate_requests().len(), before, "the refused call reached Gemini");
+    assert_eq!(
+        fake.generate_requests().len(),
+        before,
+        "the refused call reached Gemini"
+    );
     one.cancel().await.unwrap();
     two.cancel().await.unwrap();
 }
 
 /// Appends turns to four threads in a loop, each thread by one writer, through a store that
-/// waits for one replica (`GEMINI_MCP_REDIS_WAIT_REPLICAS=1`); SIGKILLs the master of the first
-/// thread's slot mid-load; waits for its replica's promotion and for the killed node to come
-/// back (as a replica of the new master: until then the promoted master has no replica to
-/// confirm a turn, and refuses to acknowledge one). Every turn that was acknowledged is there,
-/// in order, once.
+/// waits for one replica (`GEMINI_MCP_REDIS_WAIT_REPLICAS=1`). Mid-load the replica of the
+/// first thread's master is stopped (SIGSTOP: it falls behind, as a slow replica does), its
+/// master is killed (SIGKILL) while turns are in flight, and the replica goes on and is
+/// promoted; then the killed node comes back as the new master's replica (until then the
+/// promoted master has no replica to confirm a turn, and none is acknowledged). Every turn that
+/// was acknowledged is there, in order, once. Without the wait the turns the master
+/// acknowledged while its replica was stopped are lost with it (this test fails with the
+/// setting at 0).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
     let mut cluster = RedisCluster::start();
@@ -198,7 +250,8 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
     c.redis_wait_replicas = 1;
     let s = open(&c).await;
     let ids: Vec<ThreadId> = (0..4).map(|_| ThreadId::new()).collect();
-    let victim_slot = cluster.slot(&format!("fo:thread:{{{}}}", ids[0]));
+    let ids0 = ids[0];
+    let victim_slot = cluster.slot(&format!("fo:thread:{{{ids0}}}"));
 
     let stop = Arc::new(AtomicBool::new(false));
     let acked: Arc<std::sync::Mutex<HashMap<ThreadId, Vec<usize>>>> = Arc::default();
@@ -212,7 +265,10 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
-                    match s.append(id, "/fo", &Owner::local(), &turn(&n.to_string())).await {
+                    match s
+                        .append(id, "/fo", &Owner::local(), &turn(&n.to_string()))
+                        .await
+                    {
                         Ok(_) => acked.lock().unwrap().entry(id).or_default().push(n),
                         Err(e) => {
                             failed.fetch_add(1, Ordering::SeqCst);
@@ -238,15 +294,26 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            panic!("the writers did not reach {target} acknowledged turns each: {:?}", acks(&acked));
+            panic!(
+                "the writers did not reach {target} acknowledged turns each: {:?}",
+                acks(&acked)
+            );
         }
     };
 
     until_each_has(20).await;
     let before = acks(&acked);
     let cluster = tokio::task::spawn_blocking(move || {
+        let master = cluster.master_of(victim_slot).port;
+        let replica = cluster.replica_of(master);
+        cluster.freeze(replica, true);
+        // 32 MB more than the loopback's socket buffers hold: the turns written next wait in
+        // the master's memory, not in the stopped replica's kernel buffers.
+        cluster.ballast(master, &format!("fo:ballast:{{{}}}", ids0), 32 << 20);
+        std::thread::sleep(Duration::from_millis(300));
         let dead = cluster.kill_master_of(victim_slot);
-        eprintln!("killed the master on port {dead}");
+        cluster.freeze(replica, false);
+        eprintln!("killed the master on port {dead}, its replica on {replica} stopped before");
         cluster.wait_for_new_master(victim_slot, dead);
         eprintln!("a replica took over slot {victim_slot}");
         cluster.restart(dead);
@@ -269,7 +336,14 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
     );
     let acked = acked.lock().unwrap().clone();
     for id in &ids {
-        let stored: Vec<String> = s.load(*id).await.unwrap().turns.into_iter().map(|t| t.request).collect();
+        let stored: Vec<String> = s
+            .load(*id)
+            .await
+            .unwrap()
+            .turns
+            .into_iter()
+            .map(|t| t.request)
+            .collect();
         let mut last = None;
         for n in &acked[id] {
             let want = turn(&n.to_string()).request;
@@ -281,7 +355,11 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
         let mut unique = stored.clone();
         unique.sort();
         unique.dedup();
-        assert_eq!(unique.len(), stored.len(), "thread {id}: a turn is stored twice");
+        assert_eq!(
+            unique.len(),
+            stored.len(),
+            "thread {id}: a turn is stored twice"
+        );
     }
     drop(cluster);
 }

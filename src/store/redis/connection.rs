@@ -61,9 +61,12 @@ impl Target {
         let invalid = |why: &str| format!("REDIS_URL is not a valid Redis URL ({why}); {FORMS}");
         let cluster_form = ["redis+cluster://", "rediss+cluster://"]
             .iter()
-            .find_map(|s| url.strip_prefix(s).map(|rest| (s.starts_with("rediss"), rest)));
+            .find_map(|s| {
+                url.strip_prefix(s)
+                    .map(|rest| (s.starts_with("rediss"), rest))
+            });
         let (topology, urls) = match cluster_form {
-            Some((tls, rest)) => (Topology::Cluster, seed_urls(tls, rest).map_err(|w| invalid(w))?),
+            Some((tls, rest)) => (Topology::Cluster, seed_urls(tls, rest).map_err(&invalid)?),
             None if url.contains(',') => (
                 Topology::Cluster,
                 url.split(',').map(|u| u.trim().to_string()).collect(),
@@ -301,7 +304,10 @@ mod tests {
             ("notaurl://:topsecret@@", "redis+cluster://"),
             ("redis+cluster://:topsecret@", "names no host"),
             ("redis+cluster://:topsecret@a:7000/3", "database 0"),
-            ("redis://:topsecret@a:7000/1,redis://:topsecret@b:7000/1", "database 0"),
+            (
+                "redis://:topsecret@a:7000/1,redis://:topsecret@b:7000/1",
+                "database 0",
+            ),
             ("redis://:topsecret@a:7000,ftp://b", "cannot be read"),
         ] {
             let e = Target::parse(url).unwrap_err();

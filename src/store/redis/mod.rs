@@ -117,14 +117,15 @@ impl RedisStore {
                 "cannot reach Redis at {place} (from REDIS_URL): {e}. Start Redis or correct REDIS_URL; or unset REDIS_URL (or set GEMINI_MCP_STORE=embedded) to keep threads in the embedded store instead"
             ),
         };
-        let scrub = |e: &RedisError| scrub(&e.to_string(), url.expose(), target.password.as_deref());
-        let conn =
-            match tokio::time::timeout(OP_TIMEOUT, target.connect(options.ca_pem.as_deref())).await
-            {
-                Ok(Ok(c)) => c,
-                Ok(Err(e)) => return Err(startup_error(scrub(&e))),
-                Err(_) => return Err(startup_error("no answer within 10 s".into())),
-            };
+        let scrub =
+            |e: &RedisError| scrub(&e.to_string(), url.expose(), target.password.as_deref());
+        let conn = match tokio::time::timeout(OP_TIMEOUT, target.connect(options.ca_pem.as_deref()))
+            .await
+        {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(startup_error(scrub(&e))),
+            Err(_) => return Err(startup_error("no answer within 10 s".into())),
+        };
         let (append, delete) = match target.topology {
             Topology::Single => (scripts::APPEND, scripts::DELETE),
             Topology::Cluster => (scripts::APPEND_THREAD, scripts::DELETE_THREAD),
@@ -299,7 +300,9 @@ impl RedisStore {
             .await;
         let failed = match &outcome {
             Ok(reply) => match reply.first() {
-                Some(v) if redis::from_redis_value_ref::<String>(v).ok().as_deref() == Some("ok") => {
+                Some(v)
+                    if redis::from_redis_value_ref::<String>(v).ok().as_deref() == Some("ok") =>
+                {
                     return;
                 }
                 _ => format!("{:?}", reply.get(1)),

@@ -121,6 +121,55 @@ impl RedisCluster {
         master.port
     }
 
+    /// The port of a replica of the master on `port`.
+    pub fn replica_of(&self, port: u16) -> u16 {
+        let view = self.nodes_text();
+        let id = view
+            .lines()
+            .find(|l| parse_line(l).is_some_and(|s| s.port == port))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no node on port {port}:\n{view}"))
+            .to_string();
+        view.lines()
+            .filter(|l| l.split_whitespace().nth(3) == Some(id.as_str()))
+            .find_map(parse_line)
+            .unwrap_or_else(|| panic!("the master on port {port} has no replica:\n{view}"))
+            .port
+    }
+
+    /// Stops (SIGSTOP) the node on `port`, or lets it go on (SIGCONT): a stopped replica
+    /// receives nothing from its master, as a slow or partitioned one.
+    #[cfg(unix)]
+    pub fn freeze(&self, port: u16, frozen: bool) {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        let node = self
+            .nodes
+            .iter()
+            .find(|n| n.port == port)
+            .expect("one of ours");
+        let pid = node.child.as_ref().expect("a live node").id();
+        let signal = if frozen {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        kill(Pid::from_raw(pid as i32), signal).expect("signal a cluster node");
+    }
+
+    /// Writes `bytes` bytes under `key` straight to the node on `port` (a master serving the
+    /// key's slot): a stopped replica's socket buffers fill up, and what its master writes after
+    /// stays in the master's memory until the replica reads again.
+    pub fn ballast(&self, port: u16, key: &str, bytes: usize) {
+        let client = ::redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+        let mut conn = client.get_connection().expect("connect to a master");
+        let _: () = ::redis::cmd("SET")
+            .arg(key)
+            .arg(vec![b'x'; bytes])
+            .query(&mut conn)
+            .expect("SET the ballast");
+    }
+
     /// Waits until a live node other than `dead` serves `slot` and the cluster is `ok` again.
     pub fn wait_for_new_master(&self, slot: u16, dead: u16) {
         self.wait_until("a replica promoted", Duration::from_secs(30), |c| {
@@ -164,13 +213,17 @@ impl RedisCluster {
     fn is_ready(&self) -> bool {
         let nodes_agree = self.nodes.iter().all(|n| {
             let info = n.cli_c(&["CLUSTER", "INFO"]);
-            info.contains("cluster_state:ok") && info.contains(&format!("cluster_known_nodes:{NODES}"))
+            info.contains("cluster_state:ok")
+                && info.contains(&format!("cluster_known_nodes:{NODES}"))
         });
         if !nodes_agree {
             return false;
         }
         let view = self.view();
-        let masters = view.iter().filter(|s| s.master && !s.slots.is_empty()).count();
+        let masters = view
+            .iter()
+            .filter(|s| s.master && !s.slots.is_empty())
+            .count();
         masters == MASTERS
             && view.iter().filter(|s| !s.master).all(|replica| {
                 let node = self.nodes.iter().find(|n| n.port == replica.port);
