@@ -1,7 +1,8 @@
 //! The thread store on a Redis Cluster (three masters, three replicas, private to each test:
 //! `support::redis::RedisCluster`): a thread's keys in one slot, the index and the daily counts
 //! in theirs; two real servers over HTTP continuing each other's threads and legacy sessions
-//! and sharing the daily cap; and a master killed mid-load losing no acknowledged turn.
+//! and sharing the daily cap; a master killed mid-load losing no acknowledged turn; and TLS to
+//! one server and to a cluster, checked against a private CA.
 //! The thread store's behavioural suite runs on a cluster too (`threads.rs`).
 
 use std::collections::HashMap;
@@ -17,7 +18,7 @@ use serde_json::json;
 use crate::support::fake_gemini::{FakeGemini, Script};
 use crate::support::http::{HttpServer, Raw, result_text};
 use crate::support::mcp::{self, KEY};
-use crate::support::redis::RedisCluster;
+use crate::support::redis::{RedisCluster, Tls, TlsServer};
 
 fn config(dir: &std::path::Path, url: &str, prefix: &str) -> Config {
     let mut c = Config::for_tests(dir);
@@ -362,4 +363,43 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
         );
     }
     drop(cluster);
+}
+
+/// `rediss://` and `rediss+cluster://` with the certificate of a private CA: trusted through
+/// `GEMINI_MCP_REDIS_CA_FILE`, refused without it (the system's roots do not know the CA), the
+/// refusal naming `REDIS_URL` and the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_one_redis_and_to_a_cluster_trusts_the_configured_ca_only() {
+    let tls = Tls::make();
+    let server = TlsServer::start(&tls);
+    let cluster = RedisCluster::start_tls(&tls);
+    let dir = tempfile::tempdir().unwrap();
+    for url in [server.url(), cluster.url()] {
+        let mut c = config(dir.path(), &url, "tls");
+        let Err(e) = store::open(&c.threads()).await else {
+            panic!("{url}: a certificate of an unknown CA was accepted");
+        };
+        let msg = e.to_string();
+        assert!(
+            msg.contains("REDIS_URL") && msg.contains("cannot reach Redis"),
+            "{url}: {msg}"
+        );
+
+        c.redis_ca_file = Some(tls.ca());
+        let s = open(&c).await;
+        let id = ThreadId::new();
+        s.append(id, "/tls", &Owner::local(), &turn("over TLS"))
+            .await
+            .unwrap();
+        assert_eq!(
+            s.load(id).await.unwrap().turns,
+            vec![turn("over TLS")],
+            "{url}"
+        );
+        assert_eq!(
+            s.latest("/tls", &Owner::local()).await.unwrap(),
+            Some(id),
+            "{url}"
+        );
+    }
 }

@@ -2,22 +2,123 @@
 //! three replicas: `--cluster-enabled yes`, joined by `redis-cli --cluster create
 //! --cluster-replicas 1`), each in its own directory, no persistence, a node timeout of
 //! 1000 ms so a killed master's replica takes over within seconds, and every server killed
-//! (SIGKILL) on drop. Ready when every node agrees the cluster is `ok`, knows all six nodes
-//! and every replica is in sync with its master.
+//! (SIGKILL) on drop. Ready when every node agrees the cluster is `ok`, knows all its nodes
+//! and every replica is in sync with its master. [`RedisCluster::start_tls`]: three masters
+//! speaking only TLS (clients, bus and replication), with certificates of a private CA
+//! ([`Tls`]); [`TlsServer`]: one server the same way.
 
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{free_port, server_binary};
 
-/// Masters and replicas: one replica each.
+/// Masters (each with one replica, unless TLS).
 const MASTERS: usize = 3;
-const NODES: usize = 6;
+
+/// A private CA and a certificate it signed for `127.0.0.1` and `localhost` (made by `openssl`).
+pub struct Tls {
+    dir: tempfile::TempDir,
+}
+
+impl Tls {
+    pub fn make() -> Arc<Tls> {
+        let dir = tempfile::tempdir().expect("temp dir for certificates");
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl is installed and on PATH");
+            assert!(out.status.success(), "openssl {args:?}: {out:?}");
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=gemini-mcp test CA",
+        ]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ]);
+        std::fs::write(
+            dir.path().join("san.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+        )
+        .unwrap();
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ]);
+        Arc::new(Tls { dir })
+    }
+
+    /// The CA's certificate (PEM), for `GEMINI_MCP_REDIS_CA_FILE`.
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+/// One server speaking only TLS, with [`Tls`]'s certificate; killed on drop.
+pub struct TlsServer {
+    node: Node,
+}
+
+impl TlsServer {
+    pub fn start(tls: &Arc<Tls>) -> TlsServer {
+        TlsServer {
+            node: Node::start(false, Some(tls.clone())),
+        }
+    }
+
+    /// `rediss://127.0.0.1:<port>/0`
+    pub fn url(&self) -> String {
+        format!("rediss://127.0.0.1:{}/0", self.node.port)
+    }
+}
 
 struct Node {
     port: u16,
     /// The cluster bus port, kept across a restart.
     bus: u16,
+    cluster: bool,
+    tls: Option<Arc<Tls>>,
     child: Option<Child>,
     dir: tempfile::TempDir,
 }
@@ -34,24 +135,43 @@ pub struct Seen {
 
 pub struct RedisCluster {
     nodes: Vec<Node>,
+    tls: bool,
 }
 
 impl RedisCluster {
     /// Starts six servers and joins them into a cluster; panics (with the nodes' view) if it is
     /// not ready within 30 s.
     pub fn start() -> RedisCluster {
-        let nodes: Vec<Node> = (0..NODES).map(|_| Node::start()).collect();
-        let cluster = RedisCluster { nodes };
+        RedisCluster::start_with(None)
+    }
+
+    /// Three masters without replicas, speaking only TLS with `tls`'s certificate.
+    pub fn start_tls(tls: &Arc<Tls>) -> RedisCluster {
+        RedisCluster::start_with(Some(tls.clone()))
+    }
+
+    fn start_with(tls: Option<Arc<Tls>>) -> RedisCluster {
+        let (count, replicas) = if tls.is_some() {
+            (MASTERS, "0")
+        } else {
+            (2 * MASTERS, "1")
+        };
+        let nodes: Vec<Node> = (0..count).map(|_| Node::start(true, tls.clone())).collect();
+        let cluster = RedisCluster {
+            nodes,
+            tls: tls.is_some(),
+        };
         let addrs: Vec<String> = cluster
             .nodes
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect();
         let out = Command::new("redis-cli")
+            .args(cluster.nodes[0].tls_args())
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
-            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .args(["--cluster-replicas", replicas, "--cluster-yes"])
             .output()
             .expect("redis-cli is installed and on PATH");
         assert!(
@@ -70,7 +190,8 @@ impl RedisCluster {
             .iter()
             .map(|n| format!("127.0.0.1:{}", n.port))
             .collect();
-        format!("redis+cluster://{}", seeds.join(","))
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}+cluster://{}", seeds.join(","))
     }
 
     /// The same cluster as a comma-separated list of `redis://` URLs, every node a seed.
@@ -214,7 +335,7 @@ impl RedisCluster {
         let nodes_agree = self.nodes.iter().all(|n| {
             let info = n.cli_c(&["CLUSTER", "INFO"]);
             info.contains("cluster_state:ok")
-                && info.contains(&format!("cluster_known_nodes:{NODES}"))
+                && info.contains(&format!("cluster_known_nodes:{}", self.nodes.len()))
         });
         if !nodes_agree {
             return false;
@@ -250,11 +371,13 @@ impl RedisCluster {
 impl Node {
     /// Starts one cluster-enabled server on a free port (its bus on another); retries when a port
     /// was taken in between.
-    fn start() -> Node {
+    fn start(cluster: bool, tls: Option<Arc<Tls>>) -> Node {
         for _ in 0..5 {
             let mut node = Node {
                 port: free_port(),
                 bus: free_port(),
+                cluster,
+                tls: tls.clone(),
                 child: None,
                 dir: tempfile::tempdir().expect("temp dir for a cluster node"),
             };
@@ -266,18 +389,30 @@ impl Node {
     }
 
     fn spawn(&mut self) -> bool {
-        let bus = self.bus;
-        let mut child = Command::new(server_binary())
-            .args(["--port", &self.port.to_string()])
-            .args(["--cluster-port", &bus.to_string()])
+        let port = self.port.to_string();
+        let mut cmd = Command::new(server_binary());
+        match &self.tls {
+            None => cmd.args(["--port", &port]),
+            Some(tls) => cmd
+                .args(["--port", "0", "--tls-port", &port])
+                .args(["--tls-cert-file", &tls.file("server.pem")])
+                .args(["--tls-key-file", &tls.file("server.key")])
+                .args(["--tls-ca-cert-file", &tls.file("ca.pem")])
+                .args(["--tls-auth-clients", "no"])
+                .args(["--tls-cluster", "yes", "--tls-replication", "yes"]),
+        };
+        if self.cluster {
+            cmd.args(["--cluster-port", &self.bus.to_string()])
+                .args(["--cluster-enabled", "yes"])
+                .args(["--cluster-config-file", "nodes.conf"])
+                .args(["--cluster-node-timeout", "1000"])
+                // A replica in sync at once (no 5 s wait for more replicas), and one that lost
+                // its master long ago still takes over: the tests kill masters on purpose.
+                .args(["--repl-diskless-sync-delay", "0"])
+                .args(["--cluster-replica-validity-factor", "0"]);
+        }
+        let mut child = cmd
             .args(["--bind", "127.0.0.1"])
-            .args(["--cluster-enabled", "yes"])
-            .args(["--cluster-config-file", "nodes.conf"])
-            .args(["--cluster-node-timeout", "1000"])
-            // A replica in sync at once (no 5 s wait for more replicas), and one that lost its
-            // master long ago still takes over: the tests kill masters on purpose.
-            .args(["--repl-diskless-sync-delay", "0"])
-            .args(["--cluster-replica-validity-factor", "0"])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--loglevel", "warning"])
             .arg("--dir")
@@ -311,12 +446,21 @@ impl Node {
     /// `redis-cli -c -p <port> args…`: its output, empty when it cannot connect.
     fn cli_c(&self, args: &[&str]) -> String {
         let out = Command::new("redis-cli")
+            .args(self.tls_args())
             .args(["-c", "-h", "127.0.0.1", "-p", &self.port.to_string()])
             .args(args)
             .stdin(Stdio::null())
             .output()
             .expect("redis-cli is installed and on PATH");
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `redis-cli`'s TLS arguments for this node.
+    fn tls_args(&self) -> Vec<String> {
+        match &self.tls {
+            Some(tls) => vec!["--tls".into(), "--cacert".into(), tls.file("ca.pem")],
+            None => vec![],
+        }
     }
 
     fn kill(&mut self) {

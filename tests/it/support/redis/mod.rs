@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod cluster;
-pub use cluster::RedisCluster;
+pub use cluster::{RedisCluster, Tls, TlsServer};
 
 pub struct RedisServer {
     child: Option<Child>,
