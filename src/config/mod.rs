@@ -723,6 +723,12 @@ mod tests {
             ),
             (vec![("PROJECT_ROOT", "/")], "PROJECT_ROOT"),
             (vec![("GEMINI_MCP_STORE", "redis")], "REDIS_URL"),
+            (vec![("REDIS_URL", "redis+cluster://:pw@")], "REDIS_URL"),
+            (vec![("REDIS_URL", "redis+cluster://h:7000/2")], "REDIS_URL"),
+            (
+                vec![("GEMINI_MCP_REDIS_WAIT_REPLICAS", "all")],
+                "GEMINI_MCP_REDIS_WAIT_REPLICAS",
+            ),
             // Tool names (DISABLED_TOOLS, GEMINI_MCP_RATE_LIMITS) are checked against the tools'
             // table by `tools::spec::check_settings`, whose tests hold those cases.
             (vec![("GEMINI_TIMEOUT_SECS", "0")], "GEMINI_TIMEOUT_SECS"),

@@ -599,7 +599,7 @@ pub const SETTINGS: &[Setting] = &[
             if let Some(url) = &c.redis_url {
                 // Checked here for a clear error at start; the message never holds the value.
                 crate::store::redis::connection::Target::parse(url.expose())
-                    .map_err(|e| var.invalid(e))?;
+                    .map_err(|e| var.invalid(format!("the URL {}", e.reason())))?;
             }
             if c.store == StoreChoice::Redis && c.redis_url.is_none() {
                 return Err(var.invalid(format!(

@@ -294,7 +294,7 @@ impl RedisSessions {
         prefix: &str,
         ca_file: Option<&std::path::Path>,
     ) -> Result<RedisSessions, String> {
-        let target = Target::parse(url.expose())?;
+        let target = Target::parse(url.expose()).map_err(|e| e.to_string())?;
         let ca_pem = match ca_file {
             Some(path) => Some(tokio::fs::read(path).await.map_err(|e| {
                 format!(

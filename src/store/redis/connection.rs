@@ -56,9 +56,9 @@ pub struct Target {
 
 impl Target {
     /// Reads `url`. The error names `REDIS_URL` and the accepted forms, never the value.
-    pub fn parse(url: &str) -> Result<Target, String> {
+    pub fn parse(url: &str) -> Result<Target, UrlError> {
         let url = url.trim();
-        let invalid = |why: &str| format!("REDIS_URL is not a valid Redis URL ({why}); {FORMS}");
+        let invalid = |why: &str| UrlError(format!("is not a valid Redis URL ({why}); {FORMS}"));
         let cluster_form = ["redis+cluster://", "rediss+cluster://"]
             .iter()
             .find_map(|s| {
@@ -93,10 +93,10 @@ impl Target {
             Topology::Single => format!("{}/{}", first.addr(), first.redis_settings().db()),
             Topology::Cluster => {
                 if nodes.iter().any(|n| n.redis_settings().db() != 0) {
-                    return Err(format!(
-                        "REDIS_URL names a database other than 0 for a Redis Cluster, which has \
-                         only database 0: drop the /db from REDIS_URL; {FORMS}"
-                    ));
+                    return Err(UrlError(format!(
+                        "names a database other than 0 for a Redis Cluster, which has only \
+                         database 0: drop the /db from REDIS_URL; {FORMS}"
+                    )));
                 }
                 if nodes
                     .iter()
@@ -158,6 +158,23 @@ impl Target {
                 Ok(Connection::Cluster(client.get_async_connection().await?))
             }
         }
+    }
+}
+
+/// What is wrong with `REDIS_URL` (never its value): shown as `REDIS_URL <reason>`.
+#[derive(Debug)]
+pub struct UrlError(String);
+
+impl UrlError {
+    /// What is wrong, after the setting's name.
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for UrlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "REDIS_URL {}", self.0)
     }
 }
 
@@ -310,7 +327,7 @@ mod tests {
             ),
             ("redis://:topsecret@a:7000,ftp://b", "cannot be read"),
         ] {
-            let e = Target::parse(url).unwrap_err();
+            let e = Target::parse(url).unwrap_err().to_string();
             assert!(e.contains("REDIS_URL"), "{url}: {e}");
             assert!(e.contains(needle), "{url}: {e}");
             assert!(!e.contains("topsecret"), "{url}: {e}");

@@ -106,9 +106,9 @@ impl RedisStore {
     /// message naming `REDIS_URL` (never its value) when the URL is invalid or Redis does not
     /// answer.
     pub async fn connect(url: &Secret, options: Options) -> Result<RedisStore, ThreadError> {
-        let target = Target::parse(url.expose()).map_err(|message| ThreadError::Unavailable {
+        let target = Target::parse(url.expose()).map_err(|e| ThreadError::Unavailable {
             store: "redis",
-            message,
+            message: e.to_string(),
         })?;
         let place = target.place.clone();
         let startup_error = |e: String| ThreadError::Unavailable {
