@@ -43,8 +43,8 @@ pub enum Topology {
     Cluster,
 }
 
-/// Where `REDIS_URL` points, parsed once.
-#[derive(Debug)]
+/// Where `REDIS_URL` points, parsed once. Its `Debug` shows the topology and the place only
+/// (the nodes hold the password).
 pub struct Target {
     pub topology: Topology,
     nodes: Vec<ConnectionInfo>,
@@ -158,6 +158,15 @@ impl Target {
                 Ok(Connection::Cluster(client.get_async_connection().await?))
             }
         }
+    }
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("topology", &self.topology)
+            .field("place", &self.place)
+            .finish_non_exhaustive()
     }
 }
 
