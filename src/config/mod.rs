@@ -148,6 +148,8 @@ pub struct HttpSettings {
     pub max_sessions_per_client: usize,
     /// How long in-flight calls may take to finish after SIGTERM.
     pub shutdown_grace: Duration,
+    /// Tokens for `/metrics`; empty: the clients' tokens.
+    pub metrics_tokens: Vec<Secret>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -505,6 +507,7 @@ impl Config {
                 client_concurrency: 1,
                 max_sessions_per_client: 1,
                 shutdown_grace: Duration::ZERO,
+                metrics_tokens: Vec::new(),
             },
         }
     }

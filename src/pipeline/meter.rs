@@ -7,9 +7,13 @@
 //! checked and counted on its own). The Gemini CLI's agent, whose requests are its own, is
 //! checked with its prompt before it starts ([`Meter::admit`]) and counted after
 //! ([`Meter::record`]). The meter also keeps what the call's requests were and used
-//! ([`Meter::seen`]: their hashes as sent, the usage and cost summed) for its audit record.
+//! ([`Meter::seen`]: their hashes as sent, the usage and cost summed) for its audit record, and
+//! how long the call waited on Gemini ([`Meter::waited`]); each request's latency, tokens and
+//! cost go to the metrics as it ends.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use crate::gemini::{
     CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage, prices,
@@ -17,6 +21,7 @@ use crate::gemini::{
 use crate::spend::{
     Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
 };
+use crate::metrics::Metrics;
 use crate::store::{Owner, ThreadStore};
 use crate::tools::ToolError;
 
@@ -31,6 +36,9 @@ pub struct Meter {
     /// ceiling).
     call_micro_usd: std::sync::atomic::AtomicU64,
     seen: std::sync::Mutex<Seen>,
+    metrics: Arc<Metrics>,
+    /// Time spent waiting on Gemini so far, in nanoseconds.
+    waited_nanos: std::sync::atomic::AtomicU64,
 }
 
 /// What a call's requests were and used, so far.
@@ -53,6 +61,7 @@ impl Meter {
         holds: Arc<Holds>,
         project: &str,
         owner: &Owner,
+        metrics: Arc<Metrics>,
     ) -> Meter {
         let mut keys = Vec::new();
         if caps.any() {
@@ -71,7 +80,32 @@ impl Meter {
                 cost_usd: Some(0.0),
                 ..Seen::default()
             }),
+            metrics,
+            waited_nanos: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How long the call's requests have waited on Gemini so far.
+    pub fn waited(&self) -> Duration {
+        Duration::from_nanos(self.waited_nanos.load(Ordering::Relaxed))
+    }
+
+    /// `work` (a request to Gemini of `model`, or the Gemini CLI's agent), its time counted as
+    /// the call's wait on Gemini and in the metrics' request latency.
+    pub async fn timed<T, E>(
+        &self,
+        model: &str,
+        work: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        let started = Instant::now();
+        let result = work.await;
+        let took = started.elapsed();
+        self.waited_nanos.fetch_add(
+            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.metrics.request(model, result.is_ok(), took);
+        result
     }
 
     /// What the call's requests were and used, so far.
@@ -100,7 +134,7 @@ impl Meter {
             Hold::none()
         };
         let model = req.model.id.clone();
-        let answer = gemini.generate(req, ctx).await?;
+        let answer = self.timed(&model, gemini.generate(req, ctx)).await?;
         if let Some(sent) = &answer.request_sha256 {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
             seen.requests.push(sent.clone());
@@ -159,6 +193,13 @@ impl Meter {
     /// logged, not fatal (the answer is already here).
     pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
         let cost = prices::estimate(model, usage, prices::today());
+        let tokens = crate::metrics::Tokens {
+            input: usage.input,
+            output: usage.output,
+            cached: usage.cached,
+            thinking: usage.thinking,
+        };
+        self.metrics.tokens(model, tokens, cost);
         if let Some(c) = cost {
             self.call_micro_usd.fetch_add(
                 (c * 1e6).round() as u64,
@@ -236,7 +277,14 @@ mod tests {
             daily_usd: None,
             call_usd: None,
         };
-        let meter = Meter::new(caps, store, Arc::default(), "/p", &Owner::local());
+        let meter = Meter::new(
+            caps,
+            store,
+            Arc::default(),
+            "/p",
+            &Owner::local(),
+            Arc::default(),
+        );
         let model = model();
         let each = Estimate {
             turn: 600,

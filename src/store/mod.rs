@@ -15,6 +15,7 @@
 //! `max_turns` inside the same atomic step as the append, so concurrent writers can neither lose
 //! a turn nor overshoot the limit.
 
+pub mod counted;
 pub mod embedded;
 pub mod memory;
 pub mod redis;
