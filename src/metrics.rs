@@ -421,10 +421,28 @@ mod tests {
         assert!(!text.contains("made-up"), "{text}");
     }
 
-    /// Both formats carry every family; OpenMetrics ends with `# EOF`.
+    /// Every family once observed, in both formats; OpenMetrics ends with `# EOF`. A family
+    /// with no series yet is left out (as Prometheus' own clients do).
     #[test]
-    fn both_formats_name_every_family() {
+    fn both_formats_carry_every_family() {
         let m = Metrics::new();
+        m.know_models(["m".to_string(), "f".to_string()]);
+        m.call("chat", Some("m"), "ok", Duration::from_millis(3));
+        m.refused_call("chat", "rate_limit");
+        m.request("m", true, Duration::from_secs(2));
+        m.tokens(
+            "m",
+            Tokens {
+                input: 10,
+                output: 2,
+                cached: 4,
+                thinking: 1,
+            },
+            Some(0.5),
+        );
+        m.retry("m");
+        m.fallback("m", "f");
+        m.store_error("redis", "append", "unavailable");
         let sampled = Sampled {
             in_flight: 2,
             sessions: 3,
@@ -434,29 +452,28 @@ mod tests {
         let open = m.encode(sampled, true);
         assert!(open.trim_end().ends_with("# EOF"), "{open}");
         assert!(!prom.contains("# EOF"), "{prom}");
-        for name in [
-            "gemini_mcp_tool_calls",
-            "gemini_mcp_tool_call_own_seconds",
-            "gemini_mcp_gemini_request_seconds",
-            "gemini_mcp_gemini_tokens",
-            "gemini_mcp_gemini_cost_usd",
-            "gemini_mcp_gemini_retries",
-            "gemini_mcp_gemini_fallbacks",
-            "gemini_mcp_refusals",
-            "gemini_mcp_store_errors",
+        for line in [
+            r#"gemini_mcp_tool_calls_total{tool="chat",model="m",outcome="ok"} 1"#,
+            r#"gemini_mcp_tool_calls_total{tool="chat",model="none",outcome="rate_limit"} 1"#,
+            r#"gemini_mcp_tool_call_own_seconds_count{tool="chat"} 1"#,
+            r#"gemini_mcp_gemini_request_seconds_count{model="m",outcome="ok"} 1"#,
+            r#"gemini_mcp_gemini_tokens_total{model="m",kind="cached"} 4"#,
+            r#"gemini_mcp_gemini_cost_usd_total{model="m"} 0.5"#,
+            r#"gemini_mcp_gemini_retries_total{model="m"} 1"#,
+            r#"gemini_mcp_gemini_fallbacks_total{from="m",to="f"} 1"#,
+            r#"gemini_mcp_refusals_total{tool="chat",reason="rate_limit"} 1"#,
+            r#"gemini_mcp_store_errors_total{store="redis",op="append",error="unavailable"} 1"#,
+            "gemini_mcp_tool_calls_in_flight 2",
+            "gemini_mcp_http_sessions 3",
+            "gemini_mcp_acp_processes 1",
+            r#"gemini_mcp_build_info{version=""#,
         ] {
-            assert!(prom.contains(&format!("# TYPE {name}")), "{name}:\n{prom}");
-            assert!(open.contains(&format!("# TYPE {name}")), "{name}:\n{open}");
-        }
-        for (name, value) in [
-            ("gemini_mcp_tool_calls_in_flight", 2),
-            ("gemini_mcp_http_sessions", 3),
-            ("gemini_mcp_acp_processes", 1),
-        ] {
-            assert!(
-                prom.lines().any(|l| l == format!("{name} {value}")),
-                "{name}:\n{prom}"
-            );
+            for (format, text) in [("Prometheus", &prom), ("OpenMetrics", &open)] {
+                assert!(
+                    text.lines().any(|l| l.starts_with(line)),
+                    "{format} lacks {line}:\n{text}"
+                );
+            }
         }
     }
 }

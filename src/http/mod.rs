@@ -174,7 +174,14 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
                 .with_state(scrape),
         )
         .layer(middleware::from_fn(limit_headers));
-    announce(&config, local, &tokens, &rates, shared_sessions, metrics_access);
+    announce(
+        &config,
+        local,
+        &tokens,
+        &rates,
+        shared_sessions,
+        metrics_access,
+    );
 
     let serving = axum::serve(
         listener,

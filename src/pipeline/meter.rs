@@ -18,10 +18,10 @@ use std::time::{Duration, Instant};
 use crate::gemini::{
     CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage, prices,
 };
+use crate::metrics::Metrics;
 use crate::spend::{
     Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
 };
-use crate::metrics::Metrics;
 use crate::store::{Owner, ThreadStore};
 use crate::tools::ToolError;
 

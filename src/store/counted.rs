@@ -100,10 +100,21 @@ mod tests {
         async fn latest(&self, _: &str, _: &Owner) -> Result<Option<ThreadId>, ThreadError> {
             Err(down())
         }
-        async fn append(&self, _: ThreadId, _: &str, _: &Owner, _: &Turn) -> Result<u32, ThreadError> {
+        async fn append(
+            &self,
+            _: ThreadId,
+            _: &str,
+            _: &Owner,
+            _: &Turn,
+        ) -> Result<u32, ThreadError> {
             Err(down())
         }
-        async fn list(&self, _: &str, _: &Owner, _: usize) -> Result<Vec<ThreadSummary>, ThreadError> {
+        async fn list(
+            &self,
+            _: &str,
+            _: &Owner,
+            _: usize,
+        ) -> Result<Vec<ThreadSummary>, ThreadError> {
             Err(down())
         }
         async fn delete(&self, _: ThreadId, _: &Owner) -> Result<bool, ThreadError> {

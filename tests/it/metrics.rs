@@ -55,6 +55,14 @@ impl Scraped {
         found.first().copied().unwrap_or(0.0)
     }
 
+    /// `gemini_mcp_tool_calls_total` of `tool`, `model` and `outcome`.
+    fn calls(&self, tool: &str, model: &str, outcome: &str) -> f64 {
+        self.value(
+            "gemini_mcp_tool_calls_total",
+            &[("tool", tool), ("model", model), ("outcome", outcome)],
+        )
+    }
+
     /// The sum of `name` over every series whose labels include `labels`.
     fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         self.samples
@@ -70,38 +78,14 @@ impl Scraped {
             .sum()
     }
 
-    /// Every name a query can use: the samples' names, and for each family the names it
-    /// exports (`_bucket`, `_sum`, `_count` of a histogram) even before it has a series.
+    /// The names of the series in the scrape (a family with no series yet has none).
     fn names(&self) -> BTreeSet<String> {
-        let mut names = BTreeSet::new();
-        for line in self.text.lines() {
-            if let Some(rest) = line.strip_prefix("# TYPE ") {
-                let mut words = rest.split_whitespace();
-                let (Some(name), Some(kind)) = (words.next(), words.next()) else {
-                    continue;
-                };
-                match kind {
-                    "histogram" => {
-                        for suffix in ["_bucket", "_sum", "_count"] {
-                            names.insert(format!("{name}{suffix}"));
-                        }
-                    }
-                    "counter" if !name.ends_with("_total") => {
-                        names.insert(format!("{name}_total"));
-                    }
-                    "info" => {
-                        names.insert(format!("{name}_info"));
-                    }
-                    _ => {
-                        names.insert(name.to_string());
-                    }
-                }
-            } else if !line.starts_with('#') && !line.is_empty() {
-                let name = line.split(['{', ' ']).next().unwrap_or_default();
-                names.insert(name.to_string());
-            }
-        }
-        names
+        self.text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .map(String::from)
+            .collect()
     }
 }
 
@@ -175,17 +159,23 @@ async fn make(raw: &Raw, id: u64, tool: &'static str, args: Value) -> Made {
 /// Calls of four tools with every kind of outcome, then one scrape: each counter equals what
 /// was made — calls by tool, model and outcome, the gate's refusal, Gemini's retries and the
 /// fallback, requests by outcome, the tokens the stand-in reported and the cost the replies
-/// estimated — and our own time never includes the wait on Gemini.
+/// estimated — and our own time never includes the wait on Gemini. Then the thread store goes
+/// down: the call it fails is counted, and so is the store's error. The last scrape, every
+/// family in it, holds every metric the Grafana dashboard queries.
 #[tokio::test]
 async fn the_counters_match_the_calls_made() {
     let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
     let fake = FakeGemini::start();
     let url = fake.base_url();
+    let mut redis = RedisServer::start();
+    let redis_url = redis.url();
     let server = HttpServer::start(
         dir.path(),
         &[
             ("GEMINI_API_KEY", KEY),
             ("GEMINI_BASE_URL", url.as_str()),
+            ("REDIS_URL", &redis_url),
+            ("GEMINI_MCP_STORE", "redis"),
             ("GEMINI_MCP_HTTP_TOKEN", CLIENT_TOKEN),
             ("GEMINI_MCP_METRICS_TOKEN", METRICS_TOKEN),
             ("GEMINI_MCP_RATE_LIMITS", "chat=3/min"),
@@ -205,7 +195,11 @@ async fn the_counters_match_the_calls_made() {
     let gemini_delay = Duration::from_millis(400);
     let mut made = Vec::new();
     // 1. chat, answered after a delay.
-    fake.push(Script::text("first").usage(120, 11, 7, 40).delay_headers(gemini_delay));
+    fake.push(
+        Script::text("first")
+            .usage(120, 11, 7, 40)
+            .delay_headers(gemini_delay),
+    );
     made.push(make(&raw, 1, "chat", json!({"prompt": "one"})).await);
     // 2. chat: a 503, retried, then answered.
     fake.push(Script::overloaded());
@@ -238,16 +232,15 @@ async fn the_counters_match_the_calls_made() {
     assert_ne!(requested, fallback);
 
     let m = scrape(&server, Some(METRICS_TOKEN)).await;
-    let calls = |tool, model: &str, outcome| {
-        m.value(
-            "gemini_mcp_tool_calls_total",
-            &[("tool", tool), ("model", model), ("outcome", outcome)],
-        )
-    };
-    assert_eq!(calls("chat", &requested, "ok"), 3.0, "{}", m.text);
-    assert_eq!(calls("debug", &requested, "gemini_api"), 1.0, "{}", m.text);
-    assert_eq!(calls("thinkdeep", &fallback, "ok"), 1.0, "{}", m.text);
-    assert_eq!(calls("chat", "none", "rate_limit"), 1.0, "{}", m.text);
+    assert_eq!(m.calls("chat", &requested, "ok"), 3.0, "{}", m.text);
+    assert_eq!(
+        m.calls("debug", &requested, "gemini_api"),
+        1.0,
+        "{}",
+        m.text
+    );
+    assert_eq!(m.calls("thinkdeep", &fallback, "ok"), 1.0, "{}", m.text);
+    assert_eq!(m.calls("chat", "none", "rate_limit"), 1.0, "{}", m.text);
     assert_eq!(
         m.sum("gemini_mcp_tool_calls_total", &[]),
         made.len() as f64,
@@ -371,10 +364,54 @@ async fn the_counters_match_the_calls_made() {
     let m = scrape(&server, Some(METRICS_TOKEN)).await;
     assert_eq!(m.value("gemini_mcp_http_sessions", &[]), 1.0, "{}", m.text);
 
+    // The store goes down: Gemini answers, the turn cannot be kept (the answer says so).
+    redis.kill();
+    fake.push(Script::text("not kept").usage(10, 1, 0, 0));
+    let lost = make(&raw, 7, "debug", json!({"error_description": "seven"})).await;
+    assert!(lost.ok(), "{}", lost.reply);
+    assert!(
+        lost.structured()["notices"][0]
+            .as_str()
+            .is_some_and(|n| n.contains("could not be saved")),
+        "{}",
+        lost.reply
+    );
+    let m = scrape(&server, Some(METRICS_TOKEN)).await;
+    assert_eq!(
+        m.value(
+            "gemini_mcp_store_errors_total",
+            &[
+                ("store", "redis"),
+                ("op", "append"),
+                ("error", "unavailable")
+            ]
+        ),
+        1.0,
+        "{}",
+        m.text
+    );
+    assert_eq!(
+        m.sum("gemini_mcp_store_errors_total", &[]),
+        1.0,
+        "{}",
+        m.text
+    );
+    assert_eq!(m.calls("debug", &requested, "gemini_api"), 1.0);
+    assert_eq!(m.calls("debug", &requested, "ok"), 1.0, "{}", m.text);
+
     // No label holds what a client sent.
-    for secret in [CLIENT_TOKEN, METRICS_TOKEN, KEY, "boom", "four", "token#1"] {
+    for secret in [
+        CLIENT_TOKEN,
+        METRICS_TOKEN,
+        KEY,
+        "boom",
+        "four",
+        "seven",
+        "token#1",
+    ] {
         assert!(!m.text.contains(secret), "{secret} in\n{}", m.text);
     }
+    the_dashboard_queries_only(&m.names());
 }
 
 /// With its own token `/metrics` takes only that one (not a client's); without it, a client's
@@ -403,7 +440,10 @@ async fn who_may_read_the_metrics() {
     assert_eq!(status, 401, "{body}");
     assert!(body.contains("GEMINI_MCP_METRICS_TOKEN"), "{body}");
     let (status, _, body) = get_metrics(&server, Some(CLIENT_TOKEN), None).await;
-    assert_eq!(status, 401, "a client's token does not read the metrics: {body}");
+    assert_eq!(
+        status, 401,
+        "a client's token does not read the metrics: {body}"
+    );
     let (status, _, body) = get_metrics(&server, Some(&format!("{METRICS_TOKEN}x")), None).await;
     assert_eq!(status, 401, "{body}");
     assert!(!body.contains(METRICS_TOKEN), "{body}");
@@ -416,13 +456,16 @@ async fn who_may_read_the_metrics() {
     assert_eq!(status, 200, "{body}");
     assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
     assert!(body.trim_end().ends_with("# EOF"), "{body}");
-    assert!(body.contains("# TYPE gemini_mcp_tool_calls counter"), "{body}");
+    assert!(body.contains("# TYPE gemini_mcp_build info"), "{body}");
     assert!(server.stderr().contains("/metrics"), "{}", server.stderr());
     assert!(!server.stderr().contains(METRICS_TOKEN));
     drop(server);
 
-    let server = HttpServer::start(dir.path(), &with(&[("GEMINI_MCP_HTTP_TOKEN", CLIENT_TOKEN)]))
-        .await;
+    let server = HttpServer::start(
+        dir.path(),
+        &with(&[("GEMINI_MCP_HTTP_TOKEN", CLIENT_TOKEN)]),
+    )
+    .await;
     let (status, _, body) = get_metrics(&server, None, None).await;
     assert_eq!(status, 401, "{body}");
     assert!(body.contains("GEMINI_MCP_HTTP_TOKEN"), "{body}");
@@ -433,58 +476,13 @@ async fn who_may_read_the_metrics() {
     scrape(&server, None).await;
 }
 
-/// A thread store that stops answering is counted, by operation, as the call it failed.
-#[tokio::test]
-async fn store_errors_are_counted() {
-    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
-    let fake = FakeGemini::start();
-    let url = fake.base_url();
-    let mut redis = RedisServer::start();
-    let redis_url = redis.url();
-    let server = HttpServer::start(
-        dir.path(),
-        &[
-            ("GEMINI_API_KEY", KEY),
-            ("GEMINI_BASE_URL", url.as_str()),
-            ("REDIS_URL", &redis_url),
-            ("GEMINI_MCP_STORE", "redis"),
-        ],
-    )
-    .await;
-    let raw = Raw::new(&server.url());
-    let ok = make(&raw, 1, "chat", json!({"prompt": "kept"})).await;
-    assert!(ok.ok(), "{}", ok.reply);
-    redis.kill();
-    let failed = make(&raw, 2, "chat", json!({"prompt": "lost"})).await;
-    assert!(!failed.ok(), "{}", failed.reply);
-
-    let m = scrape(&server, None).await;
-    assert_eq!(
-        m.value(
-            "gemini_mcp_store_errors_total",
-            &[("store", "redis"), ("op", "append"), ("error", "unavailable")]
-        ),
-        1.0,
-        "{}",
-        m.text
+/// Every metric the Grafana dashboard queries is one of `exported` (the names a scrape holding
+/// every family exports), and it shows every family.
+fn the_dashboard_queries_only(exported: &BTreeSet<String>) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/packaging/grafana/gemini-mcp.json"
     );
-    assert_eq!(m.sum("gemini_mcp_store_errors_total", &[]), 1.0, "{}", m.text);
-    let model = ok.model();
-    assert_eq!(
-        m.value(
-            "gemini_mcp_tool_calls_total",
-            &[("tool", "chat"), ("model", &model), ("outcome", "thread")]
-        ),
-        1.0,
-        "{}",
-        m.text
-    );
-}
-
-/// Every metric the Grafana dashboard queries is one the server exports.
-#[tokio::test]
-async fn the_dashboard_queries_only_exported_metrics() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/grafana/gemini-mcp.json");
     let dashboard: Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard"))
             .expect("the dashboard is JSON");
@@ -496,37 +494,32 @@ async fn the_dashboard_queries_only_exported_metrics() {
         .iter()
         .flat_map(|e| name.find_iter(e).map(|m| m.as_str().to_string()))
         .collect();
-
-    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
-    let fake = FakeGemini::start();
-    let url = fake.base_url();
-    let server = HttpServer::start(
-        dir.path(),
-        &[("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())],
-    )
-    .await;
-    let exported = scrape(&server, None).await.names();
-    let unknown: Vec<&String> = used.difference(&exported).collect();
+    let unknown: Vec<&String> = used.difference(exported).collect();
     assert!(
         unknown.is_empty(),
         "the dashboard queries metrics the server does not export: {unknown:?}\nexported: {exported:?}"
     );
-    // And it shows every family the issue asks for.
-    for wanted in [
-        "gemini_mcp_tool_calls_total",
-        "gemini_mcp_tool_call_own_seconds_bucket",
-        "gemini_mcp_gemini_request_seconds_bucket",
-        "gemini_mcp_gemini_tokens_total",
-        "gemini_mcp_gemini_cost_usd_total",
-        "gemini_mcp_gemini_retries_total",
-        "gemini_mcp_gemini_fallbacks_total",
-        "gemini_mcp_refusals_total",
-        "gemini_mcp_store_errors_total",
-        "gemini_mcp_http_sessions",
-        "gemini_mcp_acp_processes",
-    ] {
-        assert!(used.contains(wanted), "the dashboard does not show {wanted}");
-    }
+    let shown: BTreeSet<&str> = used
+        .iter()
+        .map(|n| {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .fold(n.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n))
+        })
+        .collect();
+    let families: BTreeSet<&str> = exported
+        .iter()
+        .map(|n| {
+            ["_bucket", "_sum", "_count"]
+                .iter()
+                .fold(n.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n))
+        })
+        .collect();
+    let missing: Vec<&&str> = families.difference(&shown).collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard does not show {missing:?}"
+    );
 }
 
 /// Every query in a Grafana dashboard: the panels' `expr`, the variables' `query` and
