@@ -51,8 +51,8 @@ impl Access {
         }
     }
 
-    /// `Err` with the 401 to send when `req` may not read the metrics.
-    fn check(&self, req: &Request) -> Result<(), Response> {
+    /// Whether `req` may read the metrics; if not, why, and the setting that holds the tokens.
+    fn check(&self, req: &Request) -> Result<(), (auth::Denied, &'static str)> {
         let (tokens, setting) = match self {
             Access::Open => return Ok(()),
             Access::Clients(t) => (t, "GEMINI_MCP_HTTP_TOKEN"),
@@ -65,7 +65,7 @@ impl Access {
         tokens
             .check(presented)
             .map(|_| ())
-            .map_err(|denied| auth::unauthorized_for(denied, setting))
+            .map_err(|denied| (denied, setting))
     }
 }
 
@@ -79,8 +79,8 @@ pub struct Scrape {
 }
 
 pub async fn metrics(State(scrape): State<Scrape>, req: Request) -> Response {
-    if let Err(refused) = scrape.access.check(&req) {
-        return refused;
+    if let Err((denied, setting)) = scrape.access.check(&req) {
+        return auth::unauthorized_for(denied, setting);
     }
     let openmetrics = req
         .headers()
