@@ -195,7 +195,7 @@ impl Metrics {
         );
         r.register_with_unit(
             "gemini_request",
-            "One request to Gemini, from sending to the whole answer (retries, backoff and a capacity fallback included), by model and outcome (ok, error)",
+            "One request to Gemini, from sending to the whole answer (retries, backoff and a capacity fallback included), by model and outcome (ok, error, cancelled: given up before Gemini answered)",
             Unit::Seconds,
             self.requests.clone(),
         );
@@ -304,11 +304,12 @@ impl Metrics {
             .inc();
     }
 
-    /// One request to Gemini ended after `took`.
-    pub fn request(&self, model: &str, ok: bool, took: Duration) {
+    /// One request to Gemini ended after `took`: `ok`, `error`, or `cancelled` (given up
+    /// before Gemini answered).
+    pub fn request(&self, model: &str, outcome: &'static str, took: Duration) {
         let labels = RequestLabels {
             model: self.model(model),
-            outcome: if ok { "ok" } else { "error" },
+            outcome,
         };
         self.requests
             .get_or_create(&labels)
@@ -429,7 +430,7 @@ mod tests {
         m.know_models(["m".to_string(), "f".to_string()]);
         m.call("chat", Some("m"), "ok", Duration::from_millis(3));
         m.refused_call("chat", "rate_limit");
-        m.request("m", true, Duration::from_secs(2));
+        m.request("m", "ok", Duration::from_secs(2));
         m.tokens(
             "m",
             Tokens {

@@ -91,20 +91,21 @@ impl Meter {
     }
 
     /// `work` (a request to Gemini of `model`, or the Gemini CLI's agent), its time counted as
-    /// the call's wait on Gemini and in the metrics' request latency.
+    /// the call's wait on Gemini and in the metrics' request latency — also when it is dropped
+    /// unfinished (the call cancelled, an investigation's deadline).
     pub async fn timed<T, E>(
         &self,
         model: &str,
         work: impl Future<Output = Result<T, E>>,
     ) -> Result<T, E> {
-        let started = Instant::now();
+        let mut waiting = Waiting {
+            meter: self,
+            model,
+            started: Instant::now(),
+            outcome: "cancelled",
+        };
         let result = work.await;
-        let took = started.elapsed();
-        self.waited_nanos.fetch_add(
-            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
-            Ordering::Relaxed,
-        );
-        self.metrics.request(model, result.is_ok(), took);
+        waiting.outcome = if result.is_ok() { "ok" } else { "error" };
         result
     }
 
@@ -240,6 +241,26 @@ impl Meter {
     /// Whether any cap or the per-call ceiling applies (an estimate is made only then).
     pub fn is_on(&self) -> bool {
         !self.keys.is_empty() || self.caps.call_usd.is_some()
+    }
+}
+
+/// A wait on Gemini in progress: counted when it ends or is given up.
+struct Waiting<'a> {
+    meter: &'a Meter,
+    model: &'a str,
+    started: Instant,
+    /// `ok` or `error` once answered; `cancelled` while not.
+    outcome: &'static str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let took = self.started.elapsed();
+        self.meter.waited_nanos.fetch_add(
+            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.meter.metrics.request(self.model, self.outcome, took);
     }
 }
 

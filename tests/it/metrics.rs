@@ -18,8 +18,8 @@ const CLIENT_TOKEN: &str = "client-token-0123456789abcdef";
 const METRICS_TOKEN: &str = "metrics-token-fedcba9876543210";
 
 /// A parsed scrape.
-struct Scraped {
-    text: String,
+pub struct Scraped {
+    pub text: String,
     samples: Vec<prometheus_parse::Sample>,
 }
 
@@ -35,7 +35,7 @@ impl Scraped {
 
     /// The value of the series `name` whose labels are exactly `labels` (0 when there is none:
     /// a counter never incremented has no series).
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         let want: HashMap<String, String> = labels
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -56,7 +56,7 @@ impl Scraped {
     }
 
     /// `gemini_mcp_tool_calls_total` of `tool`, `model` and `outcome`.
-    fn calls(&self, tool: &str, model: &str, outcome: &str) -> f64 {
+    pub fn calls(&self, tool: &str, model: &str, outcome: &str) -> f64 {
         self.value(
             "gemini_mcp_tool_calls_total",
             &[("tool", tool), ("model", model), ("outcome", outcome)],
@@ -115,7 +115,8 @@ async fn get_metrics(
     (status, kind, resp.text().await.unwrap_or_default())
 }
 
-async fn scrape(server: &HttpServer, token: Option<&str>) -> Scraped {
+/// `/metrics` of `server` in the Prometheus text format, parsed.
+pub async fn scrape(server: &HttpServer, token: Option<&str>) -> Scraped {
     let (status, kind, text) = get_metrics(server, token, None).await;
     assert_eq!(status, 200, "{text}");
     assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
