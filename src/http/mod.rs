@@ -13,7 +13,8 @@
 //! over [`MAX_HEADER_BYTES`] in total get 431 on every route; a legacy session answers only the
 //! client that opened it, and each client keeps at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT`
 //! live, a session answering a request never being the one closed ([`sessions::SessionOwners`]);
-//! threads belong to the token that started them.
+//! threads belong to the token that started them; `/metrics` takes `GEMINI_MCP_METRICS_TOKEN`
+//! when set, else the clients' tokens ([`metrics`]).
 //!
 //! Shutdown (SIGTERM or SIGINT): the listener closes, idle connections close, the gate refuses
 //! new tool calls, standalone SSE streams end (clients reconnect elsewhere), and calls in flight
