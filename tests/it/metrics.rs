@@ -415,6 +415,52 @@ async fn the_counters_match_the_calls_made() {
     the_dashboard_queries_only(&m.names());
 }
 
+/// A call refused by the daily cap is counted as a call of that outcome and as a refusal, and
+/// no request to Gemini.
+#[tokio::test]
+async fn cap_refusals_are_counted() {
+    let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
+    let fake = FakeGemini::start();
+    let url = fake.base_url();
+    let server = HttpServer::start(
+        dir.path(),
+        &[
+            ("GEMINI_API_KEY", KEY),
+            ("GEMINI_BASE_URL", url.as_str()),
+            ("GEMINI_MCP_DAILY_TOKENS", "1"),
+        ],
+    )
+    .await;
+    let raw = Raw::new(&server.url());
+    let args = json!({"files": ["main.rs"], "question": "why?"});
+    let refused = make(&raw, 1, "analyze", args).await;
+    assert!(!refused.ok(), "{}", refused.reply);
+    assert!(fake.generate_requests().is_empty(), "refused before Gemini");
+    let m = scrape(&server, None).await;
+    assert_eq!(
+        m.value(
+            "gemini_mcp_refusals_total",
+            &[("tool", "analyze"), ("reason", "spending_cap")]
+        ),
+        1.0,
+        "{}",
+        m.text
+    );
+    assert_eq!(m.sum("gemini_mcp_refusals_total", &[]), 1.0, "{}", m.text);
+    assert_eq!(
+        m.sum(
+            "gemini_mcp_tool_calls_total",
+            &[("tool", "analyze"), ("outcome", "spending_cap")]
+        ),
+        1.0,
+        "{}",
+        m.text
+    );
+    assert_eq!(m.sum("gemini_mcp_tool_calls_total", &[]), 1.0);
+    assert_eq!(m.sum("gemini_mcp_gemini_request_seconds_count", &[]), 0.0);
+    assert_eq!(m.sum("gemini_mcp_gemini_tokens_total", &[]), 0.0);
+}
+
 /// With its own token `/metrics` takes only that one (not a client's); without it, a client's
 /// token; with no token at all (loopback), none. OpenMetrics when asked for.
 #[tokio::test]
