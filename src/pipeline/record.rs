@@ -3,15 +3,18 @@
 //! with their hashes, the redactions per rule), then what its requests were and used (from the
 //! call's [`Meter`]) and its outcome, and appended to the audit log once when the call ends. A
 //! call dropped before it ends (its client cancelled, the process interrupted) is recorded as
-//! `abandoned` when it is dropped. Without an audit log nothing is gathered.
+//! `abandoned` when it is dropped. Without an audit log nothing is gathered but what the metrics
+//! count once per call: the tool, the model, the outcome and our own time (the call's wall time
+//! less its wait on Gemini, from the meter).
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::Services;
 use super::gather::Material;
 use super::meter::Meter;
 use crate::audit::{AuditLog, FileKind, FileRecord, Record, Usage, rfc3339};
+use crate::metrics::Metrics;
 use crate::redact::Counts;
 use crate::tools::{Plan, ToolError};
 
@@ -21,6 +24,16 @@ pub(super) struct Trail {
     /// `None` once written (or without a log).
     record: Option<Record>,
     meter: Arc<Meter>,
+    /// What the metrics count, once (`None` once counted).
+    measure: Option<Measure>,
+}
+
+/// A call as the metrics count it.
+struct Measure {
+    metrics: Arc<Metrics>,
+    tool: &'static str,
+    model: Option<String>,
+    started: Instant,
 }
 
 impl Trail {
@@ -53,10 +66,24 @@ impl Trail {
             outcome: String::new(),
             error: None,
         });
-        Trail { log, record, meter }
+        let measure = Some(Measure {
+            metrics: services.metrics.clone(),
+            tool: plan.tool.name(),
+            model: None,
+            started: Instant::now(),
+        });
+        Trail {
+            log,
+            record,
+            meter,
+            measure,
+        }
     }
 
     pub(super) fn model(&mut self, id: &str) {
+        if let Some(m) = &mut self.measure {
+            m.model = Some(id.to_string());
+        }
         if let Some(r) = &mut self.record {
             r.model = Some(id.to_string());
         }
@@ -120,6 +147,7 @@ impl Trail {
     /// Writes the record: `ok`, or the kind of `error` (off the runtime's threads). A log that
     /// cannot be written is reported in the server's log; the call's outcome stands.
     pub(super) async fn finish(mut self, error: Option<&ToolError>) {
+        self.count(error.map_or("ok", ToolError::kind));
         let Some((log, record)) = self.completed(error.map(ToolError::kind)) else {
             return;
         };
@@ -128,6 +156,19 @@ impl Trail {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!("{e}"),
             Err(e) => tracing::error!("the audit record was not written: {e}"),
+        }
+    }
+
+    /// The call in the metrics, once: its outcome (`ok`, an error's kind, `abandoned`), and a
+    /// refusal when a cap refused it.
+    fn count(&mut self, outcome: &'static str) {
+        let Some(m) = self.measure.take() else {
+            return;
+        };
+        let own = m.started.elapsed().saturating_sub(self.meter.waited());
+        m.metrics.call(m.tool, m.model.as_deref(), outcome, own);
+        if matches!(outcome, "spending_cap" | "over_call_ceiling") {
+            m.metrics.refusal(m.tool, outcome);
         }
     }
 
@@ -155,6 +196,7 @@ impl Drop for Trail {
     /// A call dropped before it ended: recorded here, at once (it is one short line, and the
     /// process may be on its way out).
     fn drop(&mut self) {
+        self.count("abandoned");
         if let Some((log, record)) = self.completed(Some("abandoned"))
             && let Err(e) = log.append(&record)
         {
