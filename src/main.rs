@@ -3,14 +3,14 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// How long the end of the process waits for the collector to take the last spans.
+const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        // Through the terminal sink: a log line can quote what came from outside.
-        .with_writer(gemini_mcp_server::term::stderr)
-        .with_ansi(false)
-        .with_env_filter(log_filter(std::env::var("GEMINI_MCP_LOG").ok()))
-        .init();
     let args = gemini_mcp_server::cli::Args::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -25,7 +25,36 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Traces, when OpenTelemetry's variables name a collector: the batch task runs on the
+    // runtime, so the exporter is built inside it.
+    let traces = {
+        let _inside = runtime.enter();
+        gemini_mcp_server::traces::export::start(&|name| std::env::var(name).ok())
+    };
+    let (traces, traces_off) = match traces {
+        Ok(t) => (t, None),
+        Err(why) => (None, Some(why)),
+    };
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                // Through the terminal sink: a log line can quote what came from outside.
+                .with_writer(gemini_mcp_server::term::stderr)
+                .with_ansi(false)
+                .with_filter(log_filter(std::env::var("GEMINI_MCP_LOG").ok())),
+        )
+        .with(traces.as_ref().map(|t| t.layer()))
+        .init();
+    if let Some(why) = traces_off {
+        tracing::warn!("{why}");
+    } else if traces.is_some() {
+        tracing::info!("traces: exporting over OTLP/HTTP to the collector OTEL_EXPORTER_OTLP_ENDPOINT names");
+    }
     let code = runtime.block_on(gemini_mcp_server::cli::run(args));
+    // The calls are over (drained or abandoned): their spans go out while the runtime runs.
+    if let Some(traces) = traces {
+        traces.shutdown(TRACES_FLUSH);
+    }
     // Whatever was to be written has been: do not wait for blocking threads still stuck in a
     // read (tokio's stdin reader, a file or FIFO opened by a run that was interrupted), or a
     // signal would leave the process alive until its stdin closes.

@@ -4,6 +4,9 @@
 //! call's [`Meter`]) and its outcome, and appended to the audit log once when the call ends. A
 //! call dropped before it ends (its client cancelled, the process interrupted) is recorded as
 //! `abandoned` when it is dropped. Without an audit log nothing is gathered.
+//!
+//! The call's trace span ([`crate::traces::call`]) is told the same facts at the same points:
+//! the steps run inside it, and it ends with the outcome and what the meter saw.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -21,6 +24,8 @@ pub(super) struct Trail {
     /// `None` once written (or without a log).
     record: Option<Record>,
     meter: Arc<Meter>,
+    /// The call's span; `None` once its outcome is recorded.
+    span: Option<tracing::Span>,
 }
 
 impl Trail {
@@ -53,10 +58,28 @@ impl Trail {
             outcome: String::new(),
             error: None,
         });
-        Trail { log, record, meter }
+        let span = crate::traces::call(
+            plan.tool.name(),
+            plan.continuation.is_some(),
+            plan.trace_parent.as_ref(),
+        );
+        Trail {
+            log,
+            record,
+            meter,
+            span: Some(span),
+        }
+    }
+
+    /// The call's span, for the steps to run in.
+    pub(super) fn span(&self) -> tracing::Span {
+        self.span.clone().unwrap_or_else(tracing::Span::none)
     }
 
     pub(super) fn model(&mut self, id: &str) {
+        if let Some(span) = &self.span {
+            crate::traces::call_model(span, id);
+        }
         if let Some(r) = &mut self.record {
             r.model = Some(id.to_string());
         }
@@ -120,6 +143,7 @@ impl Trail {
     /// Writes the record: `ok`, or the kind of `error` (off the runtime's threads). A log that
     /// cannot be written is reported in the server's log; the call's outcome stands.
     pub(super) async fn finish(mut self, error: Option<&ToolError>) {
+        self.end_span(error.map(ToolError::kind));
         let Some((log, record)) = self.completed(error.map(ToolError::kind)) else {
             return;
         };
@@ -129,6 +153,23 @@ impl Trail {
             Ok(Err(e)) => tracing::error!("{e}"),
             Err(e) => tracing::error!("the audit record was not written: {e}"),
         }
+    }
+
+    /// Ends the call's span with its outcome and what the meter saw (once).
+    fn end_span(&mut self, error: Option<&'static str>) {
+        let Some(span) = self.span.take() else {
+            return;
+        };
+        let seen = self.meter.seen();
+        let usage = crate::traces::Usage {
+            input: seen.usage.input,
+            output: seen.usage.output,
+            thinking: seen.usage.thinking,
+            cached: seen.usage.cached,
+            requests: seen.requests.len(),
+            cost_usd: seen.cost_usd,
+        };
+        crate::traces::end_call(&span, error, &usage);
     }
 
     /// The record, completed with what the meter saw and the outcome (once).
@@ -155,6 +196,7 @@ impl Drop for Trail {
     /// A call dropped before it ended: recorded here, at once (it is one short line, and the
     /// process may be on its way out).
     fn drop(&mut self) {
+        self.end_span(Some("abandoned"));
         if let Some((log, record)) = self.completed(Some("abandoned"))
             && let Err(e) = log.append(&record)
         {
