@@ -48,7 +48,9 @@ fn main() -> ExitCode {
     if let Some(why) = traces_off {
         tracing::warn!("{why}");
     } else if traces.is_some() {
-        tracing::info!("traces: exporting over OTLP/HTTP to the collector OTEL_EXPORTER_OTLP_ENDPOINT names");
+        tracing::info!(
+            "traces: exporting over OTLP/HTTP to the collector OTEL_EXPORTER_OTLP_ENDPOINT names"
+        );
     }
     let code = runtime.block_on(gemini_mcp_server::cli::run(args));
     // The calls are over (drained or abandoned): their spans go out while the runtime runs.

@@ -51,7 +51,14 @@ pub(super) async fn gather(
         Ok(Gathered::Material(m)) => {
             let diff_blocks = m.diff.as_ref().map_or(0, |d| d.sent.len());
             let (files, images) = (m.collected.files.len(), m.images.len());
-            crate::traces::collected(&span, files, m.skipped.len(), diff_blocks, images, m.tokens());
+            crate::traces::collected(
+                &span,
+                files,
+                m.skipped.len(),
+                diff_blocks,
+                images,
+                m.tokens(),
+            );
         }
         Ok(Gathered::NothingToReview(_)) => crate::traces::collected(&span, 0, 0, 0, 0, 0),
         Err(e) => crate::traces::failed(&span, e.kind()),

@@ -26,6 +26,8 @@ pub(super) struct Trail {
     meter: Arc<Meter>,
     /// The call's span; `None` once its outcome is recorded.
     span: Option<tracing::Span>,
+    /// The call's model as last learnt, for its span.
+    model: Option<String>,
 }
 
 impl Trail {
@@ -68,6 +70,7 @@ impl Trail {
             record,
             meter,
             span: Some(span),
+            model: None,
         }
     }
 
@@ -77,9 +80,7 @@ impl Trail {
     }
 
     pub(super) fn model(&mut self, id: &str) {
-        if let Some(span) = &self.span {
-            crate::traces::call_model(span, id);
-        }
+        self.model = Some(id.to_string());
         if let Some(r) = &mut self.record {
             r.model = Some(id.to_string());
         }
@@ -168,6 +169,7 @@ impl Trail {
             cached: seen.usage.cached,
             requests: seen.requests.len(),
             cost_usd: seen.cost_usd,
+            model: self.model.take(),
         };
         crate::traces::end_call(&span, error, &usage);
     }

@@ -230,9 +230,7 @@ fn trace_parent_of(ctx: &RequestContext<RoleServer>) -> Option<crate::traces::Pa
             };
             Parent::parse(one("traceparent")?, one("tracestate"))
         });
-    from_header.or_else(|| {
-        Parent::parse(ctx.meta.get_traceparent()?, ctx.meta.get_tracestate())
-    })
+    from_header.or_else(|| Parent::parse(ctx.meta.get_traceparent()?, ctx.meta.get_tracestate()))
 }
 
 /// Whose threads the caller may continue: the owner the HTTP transport put in the request's

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use tracing::Subscriber;
@@ -34,9 +35,8 @@ pub const ENDPOINT_VARS: [&str; 2] = [
 /// Whether traces are to be exported: a collector named (`ENDPOINT_VARS`), and neither
 /// `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none`.
 pub fn wanted(env: &dyn Fn(&str) -> Option<String>) -> bool {
-    let is = |name: &str, value: &str| {
-        env(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value))
-    };
+    let is =
+        |name: &str, value: &str| env(name).is_some_and(|v| v.trim().eq_ignore_ascii_case(value));
     ENDPOINT_VARS
         .iter()
         .any(|v| env(v).is_some_and(|s| !s.trim().is_empty()))
@@ -72,11 +72,12 @@ pub fn start(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Exporting>, 
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
         .build()
         .map_err(|e| format!("cannot set up the OTLP exporter ({e}); traces are off"))?;
-    let processor = opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
-        Logged::new(exporter),
-        opentelemetry_sdk::runtime::Tokio,
-    )
-    .build();
+    let processor =
+        opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
+            Logged::new(exporter),
+            opentelemetry_sdk::runtime::Tokio,
+        )
+        .build();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(processor)
         .with_resource(resource())
@@ -116,6 +117,8 @@ impl Exporting {
             .with_location(false)
             .with_threads(false)
             .with_tracked_inactivity(false)
+            .with_target(false)
+            .with_level(false)
             .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
                 meta.is_span() && meta.target() == super::TARGET
             }))
@@ -223,17 +226,32 @@ mod tests {
             (&[("OTEL_EXPORTER_OTLP_ENDPOINT", " ")], false),
             (&[("OTEL_SERVICE_NAME", "x")], false),
             (&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")], true),
-            (&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://c:4318/v1/traces")], true),
             (
-                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), ("OTEL_SDK_DISABLED", "TRUE")],
+                &[(
+                    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                    "http://c:4318/v1/traces",
+                )],
+                true,
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    ("OTEL_SDK_DISABLED", "TRUE"),
+                ],
                 false,
             ),
             (
-                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), ("OTEL_TRACES_EXPORTER", "none")],
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    ("OTEL_TRACES_EXPORTER", "none"),
+                ],
                 false,
             ),
             (
-                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"), ("OTEL_SDK_DISABLED", "false")],
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"),
+                    ("OTEL_SDK_DISABLED", "false"),
+                ],
                 true,
             ),
         ];

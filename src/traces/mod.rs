@@ -90,8 +90,14 @@ pub fn call(tool: &str, continued: bool, parent: Option<&Parent>) -> Span {
     span
 }
 
+/// A count as OpenTelemetry holds integers (`tracing-opentelemetry` would write a `u64` as a
+/// string).
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// What a call used, for its span: summed over its requests.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Usage {
     pub input: u64,
     pub output: u64,
@@ -101,11 +107,8 @@ pub struct Usage {
     pub requests: usize,
     /// The estimated cost in US dollars, when every model used has a known price.
     pub cost_usd: Option<f64>,
-}
-
-/// Records the model that answered `call` (as the API reports it).
-pub fn call_model(call: &Span, model: &str) {
-    call.record("gen_ai.response.model", model);
+    /// The model that answered (as the API reports it), once one was chosen.
+    pub model: Option<String>,
 }
 
 /// Records that the step of `span` failed: the error's kind (one word, never its message) as
@@ -117,7 +120,8 @@ pub fn failed(span: &Span, kind: &'static str) {
 }
 
 /// Records how `call` ended: `ok`, or an error's kind (`abandoned` when it was dropped), and
-/// what its requests used.
+/// what its requests used. Each attribute is recorded once: a field recorded twice would be
+/// exported twice.
 pub fn end_call(call: &Span, error: Option<&'static str>, usage: &Usage) {
     match error {
         None => {
@@ -125,11 +129,14 @@ pub fn end_call(call: &Span, error: Option<&'static str>, usage: &Usage) {
         }
         Some(kind) => failed(call, kind),
     }
-    call.record("gen_ai.usage.input_tokens", usage.input);
-    call.record("gen_ai.usage.output_tokens", usage.output);
-    call.record("gemini.usage.thinking_tokens", usage.thinking);
-    call.record("gemini.usage.cached_tokens", usage.cached);
-    call.record("gemini.requests", usage.requests as u64);
+    if let Some(model) = &usage.model {
+        call.record("gen_ai.response.model", model.as_str());
+    }
+    call.record("gen_ai.usage.input_tokens", int(usage.input));
+    call.record("gen_ai.usage.output_tokens", int(usage.output));
+    call.record("gemini.usage.thinking_tokens", int(usage.thinking));
+    call.record("gemini.usage.cached_tokens", int(usage.cached));
+    call.record("gemini.requests", int(usage.requests as u64));
     if let Some(cost) = usage.cost_usd {
         call.record("cost_usd", cost);
     }
@@ -162,11 +169,11 @@ pub fn collected(
     tokens: u64,
 ) {
     span.record("outcome", "ok");
-    span.record("files.sent", files as u64);
-    span.record("files.skipped", skipped as u64);
-    span.record("diff.blocks", diff_blocks as u64);
-    span.record("images", images as u64);
-    span.record("tokens", tokens);
+    span.record("files.sent", int(files as u64));
+    span.record("files.skipped", int(skipped as u64));
+    span.record("diff.blocks", int(diff_blocks as u64));
+    span.record("images", int(images as u64));
+    span.record("tokens", int(tokens));
 }
 
 /// The span of one request to Gemini: `attempt` counts from 1 (a retry is a new request), on
@@ -178,8 +185,8 @@ pub fn gemini_request(backend: &'static str, model: &str, attempt: u32) -> Span 
         "otel.kind" = "client",
         "gemini.backend" = backend,
         "gen_ai.request.model" = model,
-        "gemini.attempt" = attempt,
-        "http.request.resend_count" = attempt.saturating_sub(1),
+        "gemini.attempt" = i64::from(attempt),
+        "http.request.resend_count" = i64::from(attempt.saturating_sub(1)),
         "http.response.status_code" = Empty,
         outcome = Empty,
         "error.type" = Empty,
@@ -192,7 +199,7 @@ pub fn gemini_request(backend: &'static str, model: &str, attempt: u32) -> Span 
 /// Records the HTTP status of the answer to the request whose span is current (where the
 /// status is read); nothing when no `gemini.request` span is.
 pub fn gemini_status(status: u16) {
-    Span::current().record("http.response.status_code", status);
+    Span::current().record("http.response.status_code", i64::from(status));
 }
 
 /// Records a request's answer: `ok` with its input and output tokens, or the error's kind.
@@ -200,8 +207,8 @@ pub fn gemini_answered(span: &Span, answer: Result<(u64, u64), &'static str>) {
     match answer {
         Ok((input, output)) => {
             span.record("outcome", "ok");
-            span.record("gen_ai.usage.input_tokens", input);
-            span.record("gen_ai.usage.output_tokens", output);
+            span.record("gen_ai.usage.input_tokens", int(input));
+            span.record("gen_ai.usage.output_tokens", int(output));
         }
         Err(kind) => failed(span, kind),
     }
@@ -237,7 +244,7 @@ pub fn store_save(store: &'static str) -> Span {
 pub fn stored(span: &Span, result: Result<u32, &'static str>) {
     match result {
         Ok(turns) => {
-            span.record("turns", turns);
+            span.record("turns", i64::from(turns));
             span.record("outcome", "ok");
         }
         Err(kind) => failed(span, kind),
@@ -272,7 +279,11 @@ mod tests {
             format!("0-{tid}-{sid}-01"),
         ];
         for bad in refused {
-            assert_eq!(Parent::parse(&bad, None), None, "{bad:?} is not a traceparent");
+            assert_eq!(
+                Parent::parse(&bad, None),
+                None,
+                "{bad:?} is not a traceparent"
+            );
         }
     }
 
@@ -282,6 +293,10 @@ mod tests {
         let with = Parent::parse(tp, Some("vendor=value")).unwrap();
         assert_eq!(with.0.trace_state().header(), "vendor=value");
         let bad = Parent::parse(tp, Some("not a tracestate")).unwrap();
-        assert_eq!(bad.0.trace_state().header(), "", "the parent stays, the state goes");
+        assert_eq!(
+            bad.0.trace_state().header(),
+            "",
+            "the parent stays, the state goes"
+        );
     }
 }

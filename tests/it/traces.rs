@@ -32,7 +32,8 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let file = format!("// {FILE_MARK}\nconst KEY: &str = \"{SECRET_IN_FILE}\";\nfn helper() {{}}\n");
+        let file =
+            format!("// {FILE_MARK}\nconst KEY: &str = \"{SECRET_IN_FILE}\";\nfn helper() {{}}\n");
         Env {
             dir: crate::support::project::with(&[(FILE_NAME, file.as_str())]),
             fake: FakeGemini::start(),
@@ -140,17 +141,20 @@ async fn a_call_continues_the_callers_trace_with_its_steps_as_children_and_no_co
         .await;
     assert!(succeeded(&second.message), "{}", second.text);
 
-    let arrived = env.collector.until(30, |spans| {
-        call_with(spans, TRACE_1, &["collect", "gemini.request", "store.save"]).is_some()
-            && call_with(
-                spans,
-                TRACE_2,
-                &["store.load", "collect", "gemini.request", "store.save"],
-            )
-            .is_some()
-    });
+    let arrived = env
+        .collector
+        .until(30, |spans| {
+            call_with(spans, TRACE_1, &["collect", "gemini.request", "store.save"]).is_some()
+                && call_with(
+                    spans,
+                    TRACE_2,
+                    &["store.load", "collect", "gemini.request", "store.save"],
+                )
+                .is_some()
+        })
+        .await;
     let spans = env.collector.spans();
-    assert!(arrived.await, "spans received: {spans:#?}");
+    assert!(arrived, "spans received: {spans:#?}");
 
     // The call spans continue the callers' spans.
     let call_1 = call_with(&spans, TRACE_1, &[]).unwrap();
@@ -169,7 +173,10 @@ async fn a_call_continues_the_callers_trace_with_its_steps_as_children_and_no_co
         assert!(attr_str(call, "gen_ai.response.model").is_some());
         // Every span of the call is its child: none hangs elsewhere in the trace.
         let trace = hex(&call.trace_id);
-        for s in spans.iter().filter(|s| hex(&s.trace_id) == trace && s.name != "call") {
+        for s in spans
+            .iter()
+            .filter(|s| hex(&s.trace_id) == trace && s.name != "call")
+        {
             assert_eq!(s.parent_span_id, call.span_id, "{} of {trace}", s.name);
         }
     }
@@ -189,8 +196,20 @@ async fn a_call_continues_the_callers_trace_with_its_steps_as_children_and_no_co
         .collect();
     assert_eq!(
         seen,
-        [(Some(1), Some(503), Some("gemini_api")), (Some(2), Some(200), Some("ok"))]
+        [
+            (Some(1), Some(503), Some("gemini_api")),
+            (Some(2), Some(200), Some("ok"))
+        ]
     );
+
+    // Each attribute once per span (a field recorded twice would be exported twice).
+    for s in &spans {
+        let mut keys: Vec<&str> = s.attributes.iter().map(|kv| kv.key.as_str()).collect();
+        keys.sort();
+        let all = keys.len();
+        keys.dedup();
+        assert_eq!(keys.len(), all, "{} repeats an attribute: {keys:?}", s.name);
+    }
 
     // The collect step counts, it does not name.
     let collect = named(&spans, TRACE_1, "collect")[0];
@@ -284,12 +303,20 @@ async fn the_last_spans_are_sent_when_the_server_stops() {
         .call(1, "chat", chat(None))
         .await;
     assert!(succeeded(&a.message), "{}", a.text);
-    assert!(env.collector.spans().is_empty(), "nothing sent before the stop");
+    assert!(
+        env.collector.spans().is_empty(),
+        "nothing sent before the stop"
+    );
     server.terminate();
     assert!(server.wait().await.success(), "{}", server.stderr());
     let spans = env.collector.spans();
     assert!(
-        call_with(&spans, TRACE_1, &["collect", "gemini.request", "store.save"]).is_some(),
+        call_with(
+            &spans,
+            TRACE_1,
+            &["collect", "gemini.request", "store.save"]
+        )
+        .is_some(),
         "spans received: {spans:#?}"
     );
 }
@@ -299,7 +326,10 @@ async fn the_last_spans_are_sent_when_the_server_stops() {
 async fn traces_are_off_unless_a_collector_is_named() {
     let env = Env::new();
     for off in [
-        [("OTEL_EXPORTER_OTLP_ENDPOINT", ""), ("GEMINI_MCP_LOG", "info")],
+        [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
+            ("GEMINI_MCP_LOG", "info"),
+        ],
         [("OTEL_SDK_DISABLED", "true"), ("GEMINI_MCP_LOG", "info")],
     ] {
         let server = env.server(&off).await;
@@ -322,6 +352,10 @@ async fn traces_are_off_unless_a_collector_is_named() {
     let server = env.server(&[("GEMINI_MCP_LOG", "info")]).await;
     let a = Raw::new(&server.url()).call(1, "chat", chat(None)).await;
     assert!(succeeded(&a.message), "{}", a.text);
-    assert!(server.stderr().contains("traces: exporting"), "{}", server.stderr());
+    assert!(
+        server.stderr().contains("traces: exporting"),
+        "{}",
+        server.stderr()
+    );
     assert!(env.collector.until(30, |s| !s.is_empty()).await);
 }

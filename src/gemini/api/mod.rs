@@ -184,7 +184,11 @@ impl ApiClient {
         };
         let body = Bytes::from(body);
         let deadline = Instant::now() + self.call_timeout;
-        let backend = if self.vertex.is_some() { "vertex" } else { "api" };
+        let backend = if self.vertex.is_some() {
+            "vertex"
+        } else {
+            "api"
+        };
         let work = retry::run(&self.policy, ctx, deadline, |attempt| {
             let span = crate::traces::gemini_request(backend, &req.model.id, attempt);
             let once = self.stream_once(&url, body.clone(), ctx);

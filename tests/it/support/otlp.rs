@@ -83,8 +83,7 @@ async fn traces(
     body: Bytes,
 ) -> (StatusCode, [(&'static str, &'static str); 1], Vec<u8>) {
     let protobuf = [("content-type", "application/x-protobuf")];
-    if headers.get("content-type").and_then(|v| v.to_str().ok()) != Some("application/x-protobuf")
-    {
+    if headers.get("content-type").and_then(|v| v.to_str().ok()) != Some("application/x-protobuf") {
         return (StatusCode::UNSUPPORTED_MEDIA_TYPE, protobuf, Vec::new());
     }
     match ExportTraceServiceRequest::decode(body) {
