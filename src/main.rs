@@ -69,8 +69,10 @@ fn main() -> ExitCode {
 /// at `debug` — tool arguments included, where agents paste logs with tokens in them — so unless
 /// the filter names `rmcp` (e.g. `debug,rmcp=trace`), rmcp stays at `warn` up to a general
 /// `info` and at `info` under `debug` or `trace`: quiet by default, details at debug, and safe to
-/// share.
+/// share. The trace spans (`traces::TARGET`) are the collector's, not the log's, unless the
+/// filter names them.
 fn log_filter(spec: Option<String>) -> tracing_subscriber::EnvFilter {
+    let traces = gemini_mcp_server::traces::TARGET;
     let spec = spec
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "warn".into());
@@ -90,6 +92,11 @@ fn log_filter(spec: Option<String>) -> tracing_subscriber::EnvFilter {
         };
         format!("{spec},rmcp={rmcp}")
     };
+    let spec = if spec.contains(traces) {
+        spec
+    } else {
+        format!("{spec},{traces}=off")
+    };
     tracing_subscriber::EnvFilter::try_new(spec)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("warn,{traces}=off")))
 }

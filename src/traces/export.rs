@@ -165,15 +165,23 @@ impl<E> Logged<E> {
         }
     }
 
-    /// Says that an export failed, unless it was said less than a minute ago (then counts it).
-    fn failed(&self, error: &dyn std::fmt::Display) {
+    /// Whether a failed export is to be said now: `Some(n)` with the `n` failures not said
+    /// since, when nothing was said for a minute; else `None`, and it is counted.
+    fn to_say(&self) -> Option<u64> {
         let mut last = self.last_warned.lock().unwrap_or_else(|p| p.into_inner());
         if last.is_some_and(|at| at.elapsed() < WARN_EVERY) {
             self.failed_since.fetch_add(1, Ordering::Relaxed);
-            return;
+            return None;
         }
         *last = Some(Instant::now());
-        let more = self.failed_since.swap(0, Ordering::Relaxed);
+        Some(self.failed_since.swap(0, Ordering::Relaxed))
+    }
+
+    /// Says that an export failed, unless that was said less than a minute ago.
+    fn failed(&self, error: &dyn std::fmt::Display) {
+        let Some(more) = self.to_say() else {
+            return;
+        };
         let more = if more > 0 {
             format!(" ({more} more failed exports since the last message)")
         } else {
@@ -264,6 +272,24 @@ mod tests {
     fn without_a_collector_no_exporter_is_built() {
         // Outside a runtime: building one would need it, so `None` proves nothing was built.
         assert!(matches!(start(&env(&[])), Ok(None)));
+    }
+
+    #[test]
+    fn failed_exports_are_said_once_a_minute_with_the_count_between() {
+        let logged = Logged::new(());
+        assert_eq!(logged.to_say(), Some(0), "the first is said");
+        assert_eq!(logged.to_say(), None);
+        assert_eq!(logged.to_say(), None);
+        let Some(long_ago) = Instant::now().checked_sub(WARN_EVERY + Duration::from_secs(1)) else {
+            return; // A clock this young cannot go back a minute.
+        };
+        *logged.last_warned.lock().unwrap() = Some(long_ago);
+        assert_eq!(
+            logged.to_say(),
+            Some(2),
+            "a minute on: said, with the two not said"
+        );
+        assert_eq!(logged.to_say(), None);
     }
 
     #[test]

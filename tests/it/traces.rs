@@ -359,3 +359,35 @@ async fn traces_are_off_unless_a_collector_is_named() {
     );
     assert!(env.collector.until(30, |s| !s.is_empty()).await);
 }
+
+/// A collector that cannot be reached costs the calls nothing: they succeed, and the log says
+/// so (at most once a minute: `traces::export`'s own test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_that_is_down_fails_no_call() {
+    let env = Env::new();
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let server = env
+        .server(&[("OTEL_EXPORTER_OTLP_ENDPOINT", closed.as_str())])
+        .await;
+    for id in 1..=3 {
+        let a = Raw::new(&server.url())
+            .header("traceparent", &traceparent(TRACE_1, PARENT_1))
+            .call(id, "chat", chat(None))
+            .await;
+        assert!(succeeded(&a.message), "{}", a.text);
+    }
+    let said = |log: &str| log.matches("traces: could not send spans").count();
+    let mut log = server.stderr();
+    for _ in 0..600 {
+        if said(&log) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        log = server.stderr();
+    }
+    assert_eq!(said(&log), 1, "{log}");
+    assert!(!log.contains(&closed), "no endpoint in the log: {log}");
+}
