@@ -27,3 +27,4 @@ pub mod stdio;
 pub mod store;
 pub mod term;
 pub mod tools;
+pub mod traces;

@@ -20,6 +20,8 @@ mod vocabulary;
 
 use std::sync::{Arc, OnceLock};
 
+use tracing::Instrument;
+
 use crate::collector::Collector;
 
 pub use api::VertexSettings;
@@ -382,10 +384,24 @@ impl Gemini {
     ) -> Result<GenerateResponse, GeminiError> {
         match &self.backend {
             Backend::Api(c) => c.generate(req, ctx).await,
-            Backend::Cli(c) => match &self.warm {
-                Some(warm) => warm.generate(c, &self.agents()?, req, ctx).await,
-                None => c.generate(req, ctx).await,
-            },
+            Backend::Cli(c) => {
+                // The CLI's own retries are its own: one request as far as we can see.
+                let span = crate::traces::gemini_request("cli", &req.model.id, 1);
+                let answer = async {
+                    match &self.warm {
+                        Some(warm) => warm.generate(c, &self.agents()?, req, ctx).await,
+                        None => c.generate(req, ctx).await,
+                    }
+                }
+                .instrument(span.clone())
+                .await;
+                let used = match &answer {
+                    Ok(a) => Ok((a.usage.input, a.usage.output)),
+                    Err(e) => Err(e.kind()),
+                };
+                crate::traces::gemini_answered(&span, used);
+                answer
+            }
             Backend::Unconfigured(message) => Err(GeminiError::NotConfigured {
                 message: message.clone(),
             }),

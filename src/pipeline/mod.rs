@@ -26,6 +26,8 @@ mod verify;
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use crate::audit::AuditLog;
 use crate::collector::Collector;
 use crate::config::Config;
@@ -292,7 +294,10 @@ pub async fn run(
         meter
     });
     let mut trail = Trail::begin(services, client, &plan, meter.clone());
-    let result = steps(services, plan, ctx, &meter, &mut trail).await;
+    let span = trail.span();
+    let result = steps(services, plan, ctx, &meter, &mut trail)
+        .instrument(span)
+        .await;
     trail.finish(result.as_ref().err()).await;
     result
 }
@@ -388,10 +393,27 @@ async fn load_thread(
     continuation: Option<Continuation>,
     owner: &Owner,
 ) -> Result<(ThreadId, Option<Thread>), ToolError> {
+    let Some(continuation) = continuation else {
+        return Ok((ThreadId::new(), None));
+    };
+    let span = crate::traces::store_load(services.store.kind());
+    let found = find_thread(services, continuation, owner)
+        .instrument(span.clone())
+        .await;
+    let turns = found.as_ref().map(|(_, t)| t.turns.len() as u32);
+    crate::traces::stored(&span, turns.map_err(ToolError::kind));
+    found.map(|(id, thread)| (id, Some(thread)))
+}
+
+/// The thread `continuation` names, if `owner` may continue it here ([`load_thread`]).
+async fn find_thread(
+    services: &Services,
+    continuation: Continuation,
+    owner: &Owner,
+) -> Result<(ThreadId, Thread), ToolError> {
     let id = match continuation {
-        None => return Ok((ThreadId::new(), None)),
-        Some(Continuation::Thread(id)) => id,
-        Some(Continuation::Latest) => services
+        Continuation::Thread(id) => id,
+        Continuation::Latest => services
             .store
             .latest(&services.project(), owner)
             .await?
@@ -408,7 +430,7 @@ async fn load_thread(
         }
         .into());
     }
-    Ok((id, Some(thread)))
+    Ok((id, thread))
 }
 
 /// The tool's system prompt, with what the project tools are for when the call may explore.

@@ -6,6 +6,9 @@
 //! `abandoned` when it is dropped. Without an audit log nothing is gathered but what the metrics
 //! count once per call: the tool, the model, the outcome and our own time (the call's wall time
 //! less its wait on Gemini, from the meter).
+//!
+//! The call's trace span ([`crate::traces::call`]) is told the same facts at the same points:
+//! the steps run inside it, and it ends with the outcome and what the meter saw.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -26,6 +29,10 @@ pub(super) struct Trail {
     meter: Arc<Meter>,
     /// What the metrics count, once (`None` once counted).
     measure: Option<Measure>,
+    /// The call's span; `None` once its outcome is recorded.
+    span: Option<tracing::Span>,
+    /// The call's model as last learnt, for its span.
+    model: Option<String>,
 }
 
 /// A call as the metrics count it.
@@ -72,18 +79,31 @@ impl Trail {
             model: None,
             started: Instant::now(),
         });
+        let span = crate::traces::call(
+            plan.tool.name(),
+            plan.continuation.is_some(),
+            plan.trace_parent.as_ref(),
+        );
         Trail {
             log,
             record,
             meter,
             measure,
+            span: Some(span),
+            model: None,
         }
+    }
+
+    /// The call's span, for the steps to run in.
+    pub(super) fn span(&self) -> tracing::Span {
+        self.span.clone().unwrap_or_else(tracing::Span::none)
     }
 
     pub(super) fn model(&mut self, id: &str) {
         if let Some(m) = &mut self.measure {
             m.model = Some(id.to_string());
         }
+        self.model = Some(id.to_string());
         if let Some(r) = &mut self.record {
             r.model = Some(id.to_string());
         }
@@ -148,6 +168,7 @@ impl Trail {
     /// cannot be written is reported in the server's log; the call's outcome stands.
     pub(super) async fn finish(mut self, error: Option<&ToolError>) {
         self.count(error.map_or("ok", ToolError::kind));
+        self.end_span(error.map(ToolError::kind));
         let Some((log, record)) = self.completed(error.map(ToolError::kind)) else {
             return;
         };
@@ -170,6 +191,24 @@ impl Trail {
         if matches!(outcome, "spending_cap" | "over_call_ceiling") {
             m.metrics.refusal(m.tool, outcome);
         }
+    }
+
+    /// Ends the call's span with its outcome and what the meter saw (once).
+    fn end_span(&mut self, error: Option<&'static str>) {
+        let Some(span) = self.span.take() else {
+            return;
+        };
+        let seen = self.meter.seen();
+        let usage = crate::traces::Usage {
+            input: seen.usage.input,
+            output: seen.usage.output,
+            thinking: seen.usage.thinking,
+            cached: seen.usage.cached,
+            requests: seen.requests.len(),
+            cost_usd: seen.cost_usd,
+            model: self.model.take(),
+        };
+        crate::traces::end_call(&span, error, &usage);
     }
 
     /// The record, completed with what the meter saw and the outcome (once).
@@ -197,6 +236,7 @@ impl Drop for Trail {
     /// process may be on its way out).
     fn drop(&mut self) {
         self.count("abandoned");
+        self.end_span(Some("abandoned"));
         if let Some((log, record)) = self.completed(Some("abandoned"))
             && let Err(e) = log.append(&record)
         {

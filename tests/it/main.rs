@@ -33,6 +33,7 @@ mod support;
 mod terminal;
 mod threads;
 mod tools;
+mod traces;
 mod verify;
 mod vertex;
 // The Windows build under Wine, from a Linux host.

@@ -23,6 +23,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 mod answer;
 mod retry;
@@ -191,11 +192,26 @@ impl ApiClient {
         };
         let body = Bytes::from(body);
         let deadline = Instant::now() + self.call_timeout;
+        let backend = if self.vertex.is_some() {
+            "vertex"
+        } else {
+            "api"
+        };
         let work = retry::run(&self.policy, ctx, deadline, |attempt| {
             if let (true, Some(m)) = (attempt > 1, &self.metrics) {
                 m.retry(&req.model.id);
             }
-            self.stream_once(&url, body.clone(), ctx)
+            let span = crate::traces::gemini_request(backend, &req.model.id, attempt);
+            let once = self.stream_once(&url, body.clone(), ctx);
+            async move {
+                let answer = once.instrument(span.clone()).await;
+                let used = match &answer {
+                    Ok(a) => Ok((a.usage.input, a.usage.output)),
+                    Err(f) => Err(f.error.kind()),
+                };
+                crate::traces::gemini_answered(&span, used);
+                answer
+            }
         });
         let mut answer = self.bounded(ctx, deadline, work).await?;
         answer.request_sha256 = Some(sent);
@@ -352,6 +368,7 @@ impl ApiClient {
             Ok(Ok(r)) => r,
         };
         let status = response.status();
+        crate::traces::gemini_status(status.as_u16());
         if status.is_success() {
             return Ok(response);
         }
