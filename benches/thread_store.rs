@@ -12,7 +12,7 @@
 //! `THREAD_BENCH_RECOUNT=1` stores the turns without their files' token counts, so the collector
 //! counts every file again on each rebuild (the cost before `Collector::collect_counted`).
 
-#[allow(dead_code)] // Shared with the tests, which use all of it.
+#[allow(dead_code, unused_imports)] // Shared with the tests, which use all of it.
 #[path = "../tests/it/support/redis/mod.rs"]
 mod redis_server;
 
