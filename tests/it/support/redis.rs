@@ -7,6 +7,25 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// True (after saying so) when `redis-server` or `redis-cli` is not on `PATH` here and not
+/// required (`GEMINI_MCP_REQUIRE_REDIS=1` or `CI=true`, where it fails): the test is skipped.
+/// Windows has no Redis of its own (the release workflow installs one); Wine's prefix has none.
+pub fn missing() -> bool {
+    let absent: Vec<&str> = ["redis-server", "redis-cli"]
+        .into_iter()
+        .filter(|program| !super::runs(program))
+        .collect();
+    super::skip_when(
+        (!absent.is_empty()).then(|| {
+            format!(
+                "{} not found on PATH (this test starts a private Redis)",
+                absent.join(" and ")
+            )
+        }),
+        "GEMINI_MCP_REQUIRE_REDIS",
+    )
+}
+
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
