@@ -68,6 +68,9 @@ fn project() -> Project {
         let mut cfg = repo.config().unwrap();
         cfg.set_str("user.name", "Test").unwrap();
         cfg.set_str("user.email", "test@example.com").unwrap();
+        // Files as written, whatever the machine's git says (Git for Windows' system
+        // configuration turns core.autocrlf on, which libgit2 reads too).
+        cfg.set_bool("core.autocrlf", false).unwrap();
     }
     let p = Project {
         _dir: dir,
