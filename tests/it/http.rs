@@ -355,7 +355,7 @@ async fn the_concurrency_limit_is_per_client() {
 #[tokio::test]
 async fn health_and_readiness_follow_redis() {
     let env = Env::new();
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let mut redis = RedisServer::start();
@@ -413,7 +413,7 @@ async fn readiness_reports_a_gemini_backend_that_cannot_work() {
 #[tokio::test]
 async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
     let env = Env::new();
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();
@@ -500,7 +500,7 @@ async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
 #[tokio::test]
 async fn two_instances_share_threads_and_legacy_sessions() {
     let env = Env::new();
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();
@@ -568,7 +568,7 @@ async fn two_instances_share_threads_and_legacy_sessions() {
 #[tokio::test]
 async fn concurrent_turns_on_two_instances_lose_nothing() {
     let env = Env::new();
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();
@@ -715,7 +715,7 @@ async fn ping_status(url: &str, token: &str, session: &str) -> u16 {
 #[tokio::test]
 async fn threads_and_sessions_belong_to_the_token_that_started_them() {
     let env = Env::new();
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();

@@ -393,7 +393,7 @@ async fn ping(f: &Fixture) {
 }
 
 async fn run_suite(backend: Backend) {
-    if backend == Backend::Redis && crate::support::redis::missing() {
+    if backend == Backend::Redis && crate::support::redis_missing() {
         return;
     }
     let fixture = Fixture::new(backend);
@@ -441,7 +441,7 @@ fn redis_config(dir: &Path, url: &str, prefix: &str, max_turns: u32) -> Config {
 
 #[tokio::test]
 async fn thread_store_selection() {
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();
@@ -466,7 +466,7 @@ async fn thread_store_selection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_store_redis_killed_and_restarted() {
     const PASSWORD: &str = "s3cret-pw-4711";
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let mut redis = RedisServer::start_with_password(PASSWORD);
@@ -536,7 +536,7 @@ async fn thread_store_redis_down_at_start_names_redis_url() {
 
 #[tokio::test]
 async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();
@@ -602,7 +602,7 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
 
 #[tokio::test]
 async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();
@@ -639,7 +639,7 @@ async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
 
 #[tokio::test]
 async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();
@@ -1054,7 +1054,7 @@ mod e2e {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thread_two_servers_share_redis() {
-        if crate::support::redis::missing() {
+        if crate::support::redis_missing() {
             return;
         }
         let redis = RedisServer::start();
@@ -1074,7 +1074,7 @@ mod e2e {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thread_redis_outage_seen_through_the_server() {
         const PASSWORD: &str = "outage-pw-9931";
-        if crate::support::redis::missing() {
+        if crate::support::redis_missing() {
             return;
         }
         let mut redis = RedisServer::start_with_password(PASSWORD);
@@ -1293,7 +1293,7 @@ async fn the_daily_cap_is_shared_by_instances_on_one_redis() {
     use crate::support::fake_gemini::{FakeGemini, Script};
     use crate::support::mcp::{self, KEY};
     use serde_json::json;
-    if crate::support::redis::missing() {
+    if crate::support::redis_missing() {
         return;
     }
     let redis = RedisServer::start();

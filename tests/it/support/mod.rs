@@ -99,6 +99,12 @@ pub fn git_missing() -> bool {
     )
 }
 
+/// A private Redis, for the tests that start one: true (after saying why) when `redis-server`
+/// or `redis-cli` is missing here and not required (`GEMINI_MCP_REQUIRE_REDIS=1` or `CI=true`).
+pub fn redis_missing() -> bool {
+    skip_when(redis::why_missing(), "GEMINI_MCP_REQUIRE_REDIS")
+}
+
 /// Symbolic links, for the tests whose tree has them: true (after saying why) when this machine
 /// cannot make them and they are not required (`GEMINI_MCP_REQUIRE_LINKS=1` or `CI=true`). On
 /// Windows a link needs the privilege to make one (an elevated process, as on GitHub's runners,

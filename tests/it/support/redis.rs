@@ -7,23 +7,26 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// True (after saying so) when `redis-server` or `redis-cli` is not on `PATH` here and not
-/// required (`GEMINI_MCP_REQUIRE_REDIS=1` or `CI=true`, where it fails): the test is skipped.
-/// Windows has no Redis of its own (the release workflow installs one); Wine's prefix has none.
-pub fn missing() -> bool {
+/// Why no private Redis can be started here (`redis-server` or `redis-cli` not on `PATH`), or
+/// `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
+/// has none. (The tests skip on it through `support::redis_missing`.)
+pub fn why_missing() -> Option<String> {
     let absent: Vec<&str> = ["redis-server", "redis-cli"]
         .into_iter()
-        .filter(|program| !super::runs(program))
+        .filter(|program| {
+            !Command::new(program)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
         .collect();
-    super::skip_when(
-        (!absent.is_empty()).then(|| {
-            format!(
-                "{} not found on PATH (this test starts a private Redis)",
-                absent.join(" and ")
-            )
-        }),
-        "GEMINI_MCP_REQUIRE_REDIS",
-    )
+    (!absent.is_empty()).then(|| {
+        format!(
+            "{} not found on PATH (this test starts a private Redis)",
+            absent.join(" and ")
+        )
+    })
 }
 
 pub struct RedisServer {
