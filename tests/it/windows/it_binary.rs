@@ -144,7 +144,7 @@ fn the_integration_tests_built_for_windows_pass_under_wine() {
     let passed = libtest_count(&out, "passed").unwrap_or(0);
     let skipped = skips(&out);
     eprintln!(
-        "the Windows test binary under Wine: {passed} passed in {took:?}; {} skipped:",
+        "the Windows test binary under Wine: {passed} passed in {took:?}, {} of them skipped:",
         skipped.len()
     );
     for (test, why) in &skipped {
@@ -158,5 +158,7 @@ fn the_integration_tests_built_for_windows_pass_under_wine() {
         unexpected.is_empty(),
         "skipped under Wine for a reason other than what Wine lacks: {unexpected:?}"
     );
-    assert!(passed >= 200, "only {passed} tests passed:\n{err}");
+    // Skipped tests pass too: what ran is the rest.
+    let ran = passed.saturating_sub(skipped.len() as u64);
+    assert!(ran >= 150, "only {ran} tests ran (and passed):\n{err}");
 }
