@@ -12,8 +12,9 @@ pub mod scripted_model;
 
 /// The variables a Windows process needs whatever it does, kept by [`Hermetic::hermetic_env`]:
 /// without `SystemRoot` Winsock cannot load its provider and every socket fails
-/// (WSAEPROVIDERFAILEDINIT), so the server could not reach the stand-in Gemini; `ComSpec` starts
-/// npm's `.cmd` shims; `TEMP`/`TMP` are the temporary directory, as `/tmp` is on Unix.
+/// (WSAEPROVIDERFAILEDINIT), so the server could not reach the stand-in Gemini; `ComSpec` is the
+/// shell Node starts `.cmd` files with; `TEMP`/`TMP` are the temporary directory, as `/tmp` is
+/// on Unix.
 #[cfg(windows)]
 const WINDOWS_SYSTEM_VARS: &[&str] = &[
     "SystemRoot",
