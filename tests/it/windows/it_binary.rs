@@ -55,9 +55,14 @@ fn it_exe() -> PathBuf {
             )
         });
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let sources = ["src", "tests", "prompts"]
+    // What the binary is compiled from (the tests' snapshots and fixtures are read as it runs).
+    let tests = crate::support::walk(&manifest.join("tests/it"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"));
+    let sources = ["src", "prompts"]
         .into_iter()
         .flat_map(|d| crate::support::walk(&manifest.join(d)))
+        .chain(tests)
         .chain(["Cargo.toml", "Cargo.lock", "build.rs"].map(|f| manifest.join(f)));
     if let Some(newer) = sources.into_iter().find(|p| built(p) > Some(exe_time)) {
         panic!(
