@@ -150,6 +150,8 @@ pub struct HttpSettings {
     pub max_sessions_per_client: usize,
     /// How long in-flight calls may take to finish after SIGTERM.
     pub shutdown_grace: Duration,
+    /// Tokens for `/metrics`; empty: the clients' tokens.
+    pub metrics_tokens: Vec<Secret>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -509,6 +511,7 @@ impl Config {
                 client_concurrency: 1,
                 max_sessions_per_client: 1,
                 shutdown_grace: Duration::ZERO,
+                metrics_tokens: Vec::new(),
             },
         }
     }
@@ -757,6 +760,14 @@ mod tests {
                 vec![("GEMINI_MCP_HTTP_SHUTDOWN_SECS", "-1")],
                 "GEMINI_MCP_HTTP_SHUTDOWN_SECS",
             ),
+            (
+                vec![("GEMINI_MCP_METRICS_TOKEN", "two words")],
+                "GEMINI_MCP_METRICS_TOKEN",
+            ),
+            (
+                vec![("GEMINI_MCP_METRICS_TOKEN_FILE", "/definitely/not/here")],
+                "GEMINI_MCP_METRICS_TOKEN_FILE",
+            ),
         ] {
             let err = load(&vars).unwrap_err().to_string();
             assert!(err.starts_with(name), "{vars:?}: {err}");
@@ -797,6 +808,25 @@ mod tests {
         assert!(err.contains("token #2"), "{err}");
         assert!(!err.contains("SECRETPART"), "{err}");
         assert!(!format!("{c:?}").contains("second-token"));
+    }
+
+    /// `/metrics` has tokens of its own, from the environment or a file, kept apart from the
+    /// clients'.
+    #[test]
+    fn metrics_tokens_from_env_or_file() {
+        let c = load(&[("GEMINI_MCP_HTTP_TOKEN", "client")]).unwrap();
+        assert!(c.http.metrics_tokens.is_empty());
+        let c = load(&[("GEMINI_MCP_METRICS_TOKEN", "scraper-a, scraper-b")]).unwrap();
+        let got: Vec<&str> = c.http.metrics_tokens.iter().map(Secret::expose).collect();
+        assert_eq!(got, ["scraper-a", "scraper-b"]);
+        assert!(c.http_tokens.is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("metrics-token");
+        std::fs::write(&file, "from-a-file\n").unwrap();
+        let f = file.to_string_lossy().into_owned();
+        let c = load(&[("GEMINI_MCP_METRICS_TOKEN_FILE", &f)]).unwrap();
+        assert_eq!(c.http.metrics_tokens[0].expose(), "from-a-file");
+        assert!(!format!("{c:?}").contains("from-a-file"));
     }
 
     #[test]

@@ -869,6 +869,30 @@ pub const SETTINGS: &[Setting] = &[
         },
     },
     Setting {
+        name: "GEMINI_MCP_METRICS_TOKEN",
+        default: "—",
+        doc: "Bearer token for `/metrics` (Prometheus), apart from the clients' tokens; several separated by commas. Or `GEMINI_MCP_METRICS_TOKEN_FILE`: one per line. Unset: `/metrics` takes a client's `GEMINI_MCP_HTTP_TOKEN`, or no token when there is none (loopback only).",
+        also_reads: &["GEMINI_MCP_METRICS_TOKEN_FILE"],
+        read: |var, c| {
+            c.http.metrics_tokens = match var.get() {
+                Some(t) => tokens(var.name, &t, ',')?,
+                None => match var.os("GEMINI_MCP_METRICS_TOKEN_FILE") {
+                    Some(path) => {
+                        let t = std::fs::read_to_string(&path).map_err(|e| {
+                            invalid(
+                                "GEMINI_MCP_METRICS_TOKEN_FILE",
+                                format!("cannot read {path}: {e}"),
+                            )
+                        })?;
+                        tokens("GEMINI_MCP_METRICS_TOKEN_FILE", &t, '\n')?
+                    }
+                    None => Vec::new(),
+                },
+            };
+            Ok(())
+        },
+    },
+    Setting {
         name: "GEMINI_MCP_CONFIG",
         default: "—",
         doc: "A TOML file with any of these settings as keys; the environment wins.",

@@ -1,6 +1,7 @@
 //! Conversation threads behind one async trait: Redis when configured (`redis`), an embedded
 //! SQLite store by default (`embedded`), memory for tests (`memory`); `history` turns a stored
-//! thread back into prompt messages. A thread is named by a `ThreadId` (UUID) and holds turns; any
+//! thread back into prompt messages; `counted` wraps the store the app opened to count its
+//! failures in the metrics. A thread is named by a `ThreadId` (UUID) and holds turns; any
 //! tool continues a thread started by any other.
 //!
 //! A thread belongs to the client that started it ([`Owner`]: `local` on stdio and the command
@@ -15,6 +16,7 @@
 //! `max_turns` inside the same atomic step as the append, so concurrent writers can neither lose
 //! a turn nor overshoot the limit.
 
+pub mod counted;
 pub mod embedded;
 pub mod memory;
 pub mod redis;

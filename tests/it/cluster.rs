@@ -55,6 +55,9 @@ fn turn(label: &str) -> Turn {
 /// cluster.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_keeps_a_thread_in_one_slot_and_indexes_it_after() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let cluster = RedisCluster::start();
     let dir = tempfile::tempdir().unwrap();
     let s = open(&config(dir.path(), &cluster.url(), "slot")).await;
@@ -126,6 +129,9 @@ async fn a_cluster_keeps_a_thread_in_one_slot_and_indexes_it_after() {
 /// `latest`), a legacy session opened on A is served by B; two servers share the daily cap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_on_a_cluster_share_threads_sessions_and_the_daily_cap() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let cluster = RedisCluster::start();
     let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
     let fake = FakeGemini::start();
@@ -245,6 +251,9 @@ async fn two_instances_on_a_cluster_share_threads_sessions_and_the_daily_cap() {
 /// setting at 0).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let mut cluster = RedisCluster::start();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path(), &cluster.url(), "fo");
@@ -370,6 +379,9 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
 /// refusal naming `REDIS_URL` and the fix.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_to_one_redis_and_to_a_cluster_trusts_the_configured_ca_only() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let tls = Tls::make();
     let server = TlsServer::start(&tls);
     let cluster = RedisCluster::start_tls(&tls);

@@ -22,6 +22,7 @@ mod hardening;
 mod host;
 mod http;
 mod investigate;
+mod metrics;
 mod packaging;
 mod reply;
 mod setup;
@@ -32,6 +33,7 @@ mod support;
 mod terminal;
 mod threads;
 mod tools;
+mod traces;
 mod verify;
 mod vertex;
 // The Windows build under Wine, from a Linux host.

@@ -401,6 +401,10 @@ async fn ping(f: &Fixture) {
 }
 
 async fn run_suite(backend: Backend) {
+    if matches!(backend, Backend::Redis | Backend::RedisCluster) && crate::support::redis_missing()
+    {
+        return;
+    }
     let fixture = Fixture::new(backend);
     let mut failed = Vec::new();
     for (name, case) in CASES {
@@ -451,6 +455,9 @@ fn redis_config(dir: &Path, url: &str, prefix: &str, max_turns: u32) -> Config {
 
 #[tokio::test]
 async fn thread_store_selection() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut c = Config::for_tests(dir.path());
@@ -473,6 +480,9 @@ async fn thread_store_selection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_store_redis_killed_and_restarted() {
     const PASSWORD: &str = "s3cret-pw-4711";
+    if crate::support::redis_missing() {
+        return;
+    }
     let mut redis = RedisServer::start_with_password(PASSWORD);
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "kill", 20).threads())
@@ -540,6 +550,9 @@ async fn thread_store_redis_down_at_start_names_redis_url() {
 
 #[tokio::test]
 async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "cor", 20).threads())
@@ -603,6 +616,9 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
 
 #[tokio::test]
 async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "ls", 20).threads())
@@ -637,6 +653,9 @@ async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
 
 #[tokio::test]
 async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "rt", 20).threads())
@@ -1049,6 +1068,9 @@ mod e2e {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thread_two_servers_share_redis() {
+        if crate::support::redis_missing() {
+            return;
+        }
         let redis = RedisServer::start();
         let url = redis.url();
         two_servers_continue_one_thread(&[
@@ -1066,6 +1088,9 @@ mod e2e {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thread_redis_outage_seen_through_the_server() {
         const PASSWORD: &str = "outage-pw-9931";
+        if crate::support::redis_missing() {
+            return;
+        }
         let mut redis = RedisServer::start_with_password(PASSWORD);
         let fake = FakeGemini::start();
         let dir = tempfile::tempdir().unwrap();
@@ -1282,6 +1307,9 @@ async fn the_daily_cap_is_shared_by_instances_on_one_redis() {
     use crate::support::fake_gemini::{FakeGemini, Script};
     use crate::support::mcp::{self, KEY};
     use serde_json::json;
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
     let fake = FakeGemini::start();

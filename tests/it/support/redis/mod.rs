@@ -14,6 +14,28 @@ use std::time::{Duration, Instant};
 mod cluster;
 pub use cluster::{RedisCluster, Tls, TlsServer};
 
+/// Why no private Redis can be started here (`redis-server` or `redis-cli` not on `PATH`), or
+/// `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
+/// has none. (The tests skip on it through `support::redis_missing`.)
+pub fn why_missing() -> Option<String> {
+    let absent: Vec<&str> = ["redis-server", "redis-cli"]
+        .into_iter()
+        .filter(|program| {
+            !Command::new(program)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    (!absent.is_empty()).then(|| {
+        format!(
+            "{} not found on PATH (this test starts a private Redis)",
+            absent.join(" and ")
+        )
+    })
+}
+
 pub struct RedisServer {
     child: Option<Child>,
     port: u16,
