@@ -1,5 +1,6 @@
 //! Thread stores: one table of behavioural cases run against all three stores (memory, embedded,
-//! Redis on a private `redis-server`), then the faults particular to each: Redis killed and
+//! Redis on a private `redis-server` and on a private Redis Cluster), then the faults particular
+//! to each: Redis killed and
 //! restarted, Redis down at start, corrupt values, two processes sharing the embedded store.
 
 use std::future::Future;
@@ -15,7 +16,7 @@ use gemini_mcp_server::config::{Config, Secret, StoreChoice};
 use gemini_mcp_server::store::Usage;
 use gemini_mcp_server::store::{self, FileRef, Owner, ThreadError, ThreadId, ThreadStore, Turn};
 
-use crate::support::redis::RedisServer;
+use crate::support::redis::{RedisCluster, RedisServer};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -24,6 +25,7 @@ enum Backend {
     Memory,
     Embedded,
     Redis,
+    RedisCluster,
 }
 
 /// Opens stores of one backend, each in a fresh namespace (state directory or key prefix).
@@ -31,6 +33,7 @@ struct Fixture {
     backend: Backend,
     dir: tempfile::TempDir,
     redis: Option<RedisServer>,
+    cluster: Option<RedisCluster>,
     next: AtomicU32,
 }
 
@@ -40,6 +43,7 @@ impl Fixture {
             backend,
             dir: tempfile::tempdir().unwrap(),
             redis: (backend == Backend::Redis).then(RedisServer::start),
+            cluster: (backend == Backend::RedisCluster).then(RedisCluster::start),
             next: AtomicU32::new(0),
         }
     }
@@ -56,6 +60,10 @@ impl Fixture {
             Backend::Redis => {
                 c.store = StoreChoice::Auto;
                 c.redis_url = Some(Secret::new(self.redis.as_ref().unwrap().url()));
+            }
+            Backend::RedisCluster => {
+                c.store = StoreChoice::Auto;
+                c.redis_url = Some(Secret::new(self.cluster.as_ref().unwrap().url()));
             }
         }
         c
@@ -78,7 +86,7 @@ impl Fixture {
         let expected = match self.backend {
             Backend::Memory => "memory",
             Backend::Embedded => "embedded",
-            Backend::Redis => "redis",
+            Backend::Redis | Backend::RedisCluster => "redis",
         };
         assert_eq!(a.kind(), expected);
         let b = match self.backend {
@@ -393,7 +401,7 @@ async fn ping(f: &Fixture) {
 }
 
 async fn run_suite(backend: Backend) {
-    if backend == Backend::Redis && crate::support::redis_missing() {
+    if matches!(backend, Backend::Redis | Backend::RedisCluster) && crate::support::redis_missing() {
         return;
     }
     let fixture = Fixture::new(backend);
@@ -426,6 +434,11 @@ async fn thread_store_suite_embedded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_store_suite_redis() {
     run_suite(Backend::Redis).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_store_suite_redis_cluster() {
+    run_suite(Backend::RedisCluster).await;
 }
 
 // ---- Faults and backend-specific behaviour ----

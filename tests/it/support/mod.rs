@@ -5,6 +5,7 @@ pub mod fake_gemini;
 pub mod gemma_ref;
 pub mod http;
 pub mod mcp;
+pub mod otlp;
 pub mod project;
 pub mod redis;
 pub mod responses_api;
