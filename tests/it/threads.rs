@@ -401,7 +401,8 @@ async fn ping(f: &Fixture) {
 }
 
 async fn run_suite(backend: Backend) {
-    if matches!(backend, Backend::Redis | Backend::RedisCluster) && crate::support::redis_missing() {
+    if matches!(backend, Backend::Redis | Backend::RedisCluster) && crate::support::redis_missing()
+    {
         return;
     }
     let fixture = Fixture::new(backend);

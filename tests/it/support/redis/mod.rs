@@ -18,7 +18,8 @@ pub use cluster::{RedisCluster, Tls, TlsServer};
 /// `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
 /// has none. (The tests skip on it through `support::redis_missing`.)
 pub fn why_missing() -> Option<String> {
-    let absent: Vec<&str> = ["redis-server", "redis-cli"]
+    let server = server_binary();
+    let absent: Vec<&str> = [server.as_str(), "redis-cli"]
         .into_iter()
         .filter(|program| {
             !Command::new(program)
