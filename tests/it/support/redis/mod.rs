@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 mod cluster;
 pub use cluster::{RedisCluster, Tls, TlsServer};
 
-/// Why no private Redis can be started here (`redis-server` or `redis-cli` not on `PATH`), or
-/// `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
+/// Why no private Redis can be started here (the server the tests start, [`server_binary`], or
+/// `redis-cli` not on `PATH`), or `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
 /// has none. (The tests skip on it through `support::redis_missing`.)
 pub fn why_missing() -> Option<String> {
     let server = server_binary();
