@@ -5,6 +5,9 @@
 //! one server and to a cluster, checked against a private CA.
 //! The thread store's behavioural suite runs on a cluster too (`threads.rs`).
 
+// The failover test (SIGSTOP) is Unix-only; what only it uses is unused on Windows.
+#![cfg_attr(not(unix), allow(unused_imports))]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -249,6 +252,9 @@ async fn two_instances_on_a_cluster_share_threads_sessions_and_the_daily_cap() {
 /// was acknowledged is there, in order, once. Without the wait the turns the master
 /// acknowledged while its replica was stopped are lost with it (this test fails with the
 /// setting at 0).
+// SIGSTOP has no Windows twin here (`RedisCluster::freeze` is Unix-only); the other cluster
+// tests run on Windows too.
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
     if crate::support::redis_missing() {

@@ -7,6 +7,9 @@
 //! speaking only TLS (clients, bus and replication), with certificates of a private CA
 //! ([`Tls`]); [`TlsServer`]: one server the same way.
 
+// The failover test (SIGSTOP) is Unix-only; what only it uses is unused on Windows.
+#![cfg_attr(not(unix), allow(dead_code))]
+
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

@@ -14,11 +14,12 @@ use std::time::{Duration, Instant};
 mod cluster;
 pub use cluster::{RedisCluster, Tls, TlsServer};
 
-/// Why no private Redis can be started here (`redis-server` or `redis-cli` not on `PATH`), or
-/// `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
+/// Why no private Redis can be started here (the server the tests start, [`server_binary`], or
+/// `redis-cli` not on `PATH`), or `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
 /// has none. (The tests skip on it through `support::redis_missing`.)
 pub fn why_missing() -> Option<String> {
-    let absent: Vec<&str> = ["redis-server", "redis-cli"]
+    let server = server_binary();
+    let absent: Vec<&str> = [server.as_str(), "redis-cli"]
         .into_iter()
         .filter(|program| {
             !Command::new(program)
