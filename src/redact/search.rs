@@ -56,12 +56,6 @@ impl Caches {
             each: rules.each.iter().map(|_| None).collect(),
         }
     }
-
-    /// Bytes held by the caches made so far.
-    #[cfg(test)]
-    pub(super) fn memory_usage(&self) -> usize {
-        self.each.iter().flatten().map(meta::Cache::memory_usage).sum()
-    }
 }
 
 /// The cache in `slot` for `re`, made on first use.
