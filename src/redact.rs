@@ -23,7 +23,7 @@ mod search;
 use rules::RULES;
 #[cfg(test)]
 use search::COMPILED;
-use search::{Caches, Rules, accepted, with_rules};
+use search::{Rules, accepted};
 
 /// How many values were replaced, per rule (the rule's marker name: `aws-access-key`,
 /// `password`, …). Never the values: only names and numbers.
@@ -68,7 +68,7 @@ pub fn redact(text: &str) -> (String, usize) {
 
 /// [`redact`], counting the replaced values per rule.
 pub fn redact_counted(text: &str) -> (String, Counts) {
-    with_rules(|rules, caches| redact_with(rules, caches, text, Marker::Kind)).unwrap_or_else(
+    redact_with(text, Marker::Kind).unwrap_or_else(
         || {
             tracing::error!("secret rules do not compile; withholding text");
             let lines = text.matches('\n').count();
@@ -85,8 +85,7 @@ pub fn redact_counted(text: &str) -> (String, Counts) {
 /// The same rules for a message (an error, a line of a subprocess's output): every value replaced
 /// by `[redacted]`, with no rule named and no line kept.
 pub fn scrub(text: &str) -> String {
-    with_rules(|rules, caches| redact_with(rules, caches, text, Marker::Plain).0)
-        .unwrap_or_else(|| "[redacted]".into())
+    redact_with(text, Marker::Plain).map_or_else(|| "[redacted]".into(), |(text, _)| text)
 }
 
 /// How a replaced value is shown.
@@ -98,9 +97,20 @@ enum Marker {
     Plain,
 }
 
-fn redact_with(rules: &Rules, caches: &mut Caches, text: &str, marker: Marker) -> (String, Counts) {
+/// `None` if the rules did not compile.
+fn redact_with(text: &str, marker: Marker) -> Option<(String, Counts)> {
+    let (rules, spans) = accepted(text)?;
+    Some(replace(rules, spans, text, marker))
+}
+
+/// `text` with the values at `spans` (`(start, end, rule)`) replaced.
+fn replace(
+    rules: &Rules,
+    mut spans: Vec<(usize, usize, usize)>,
+    text: &str,
+    marker: Marker,
+) -> (String, Counts) {
     let mut counts = Counts::default();
-    let mut spans = accepted(rules, caches, text);
     if spans.is_empty() {
         return (text.to_string(), counts);
     }

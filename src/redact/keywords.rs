@@ -25,7 +25,7 @@ pub(super) struct Keywords {
 }
 
 /// Where each rule's keywords occur in one text: per rule, `(start, end)` of each occurrence,
-/// sorted by start.
+/// sorted by start (nothing allocated for a text without any).
 pub(super) struct Hits {
     by_rule: Vec<Vec<(usize, usize)>>,
 }
@@ -100,12 +100,15 @@ impl Keywords {
 
     /// Every occurrence of every rule's keywords in `text` (overlapping ones too).
     pub(super) fn find(&self, text: &str) -> Hits {
-        let mut by_rule = vec![Vec::new(); self.rules];
+        let mut by_rule: Vec<Vec<(usize, usize)>> = Vec::new();
         let bytes = text.as_bytes();
         for m in self.automaton.find_overlapping_iter(text) {
             let (start, end) = (m.start(), m.end());
             for &(rule, exact) in &self.owners[m.pattern().as_usize()] {
                 if exact.is_none_or(|e| &bytes[start..end] == e) {
+                    if by_rule.is_empty() {
+                        by_rule.resize(self.rules, Vec::new());
+                    }
                     by_rule[rule].push((start, end));
                 }
             }
@@ -120,9 +123,16 @@ impl Keywords {
 }
 
 impl Hits {
+    /// Whether no rule's keyword occurs.
+    pub(super) fn is_empty(&self) -> bool {
+        self.by_rule.is_empty()
+    }
+
     /// The occurrences of rule `rule`'s keywords that start at or after `at`.
     pub(super) fn from(&self, rule: usize, at: usize) -> &[(usize, usize)] {
-        let hits = &self.by_rule[rule];
+        let Some(hits) = self.by_rule.get(rule) else {
+            return &[];
+        };
         &hits[hits.partition_point(|&(s, _)| s < at)..]
     }
 
@@ -149,7 +159,7 @@ mod tests {
     fn found(text: &str) -> Vec<&'static str> {
         let hits = Keywords::new(RULES).unwrap().find(text);
         let mut kinds: Vec<&str> = (0..RULES.len())
-            .filter(|&i| !hits.by_rule[i].is_empty())
+            .filter(|&i| !hits.from(i, 0).is_empty())
             .map(|i| RULES[i].kind)
             .collect();
         kinds.dedup();

@@ -135,17 +135,16 @@ static SPARE: Mutex<Vec<Box<Caches>>> = Mutex::new(Vec::new());
 /// Cache sets kept: more than the threads that redact at once only costs memory.
 const SPARE_COPIES: usize = 8;
 
-/// Runs `f` with the rules and caches for them (`None` if the rules did not compile).
-pub(super) fn with_rules<R>(f: impl FnOnce(&Rules, &mut Caches) -> R) -> Option<R> {
-    let rules = COMPILED.as_ref().ok()?;
+/// Runs `f` with a cache set for `rules`, taken from the spare ones and put back after.
+fn with_caches<R>(rules: &Rules, f: impl FnOnce(&mut Caches) -> R) -> R {
     let spare = SPARE.lock().unwrap_or_else(|p| p.into_inner()).pop();
     let mut caches = spare.unwrap_or_else(|| Box::new(Caches::new(rules)));
-    let out = f(rules, &mut caches);
+    let out = f(&mut caches);
     let mut spare = SPARE.lock().unwrap_or_else(|p| p.into_inner());
     if spare.len() < SPARE_COPIES {
         spare.push(caches);
     }
-    Some(out)
+    out
 }
 
 /// The marker of the generic `name = value` rules.
@@ -200,11 +199,13 @@ impl<'a> Runner<'a> {
     }
 }
 
-/// How often each rule's regex was run on `text` (by rule), and the caches' size after.
+/// How often each rule's regex was run on `text`, by rule.
 #[cfg(test)]
 pub(super) fn runs(text: &str) -> Vec<(&'static str, usize)> {
-    with_rules(|rules, caches| {
-        let mut search = Search::new(rules, caches, text);
+    let rules = COMPILED.as_ref().expect("the rules compile");
+    with_caches(rules, |caches| {
+        let hits = rules.keywords.find(text);
+        let mut search = Search::new(rules, caches, text, hits);
         let mut spans = Vec::new();
         search.candidates(&mut spans);
         let runs = search.run.runs.clone();
@@ -212,19 +213,24 @@ pub(super) fn runs(text: &str) -> Vec<(&'static str, usize)> {
             .map(|i| (rules.kind(i), runs[i]))
             .collect()
     })
-    .unwrap_or_default()
 }
 
-/// The accepted values in `text`, as `(start, end, rule)`, in no particular order.
-pub(super) fn accepted(rules: &Rules, caches: &mut Caches, text: &str) -> Vec<(usize, usize, usize)> {
+/// The rules, and the values they accept in `text` as `(start, end, rule)`, in no particular
+/// order (`None` if the rules did not compile). Text without keywords takes no cache set.
+pub(super) fn accepted(text: &str) -> Option<(&'static Rules, Vec<(usize, usize, usize)>)> {
+    let rules = COMPILED.as_ref().ok()?;
+    let hits = rules.keywords.find(text);
     let mut spans = Vec::new();
-    Search::new(rules, caches, text).candidates(&mut spans);
-    spans
+    if !hits.is_empty() {
+        with_caches(rules, |caches| {
+            Search::new(rules, caches, text, hits).candidates(&mut spans)
+        });
+    }
+    Some((rules, spans))
 }
 
 impl<'a> Search<'a> {
-    fn new(rules: &'a Rules, caches: &'a mut Caches, text: &'a str) -> Search<'a> {
-        let hits = rules.keywords.find(text);
+    fn new(rules: &'a Rules, caches: &'a mut Caches, text: &'a str, hits: Hits) -> Search<'a> {
         let n = rules.each.len();
         Search {
             active: (0..n).filter(|&i| !hits.from(i, 0).is_empty()).collect(),
