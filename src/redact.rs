@@ -68,18 +68,16 @@ pub fn redact(text: &str) -> (String, usize) {
 
 /// [`redact`], counting the replaced values per rule.
 pub fn redact_counted(text: &str) -> (String, Counts) {
-    redact_with(text, Marker::Kind).unwrap_or_else(
-        || {
-            tracing::error!("secret rules do not compile; withholding text");
-            let lines = text.matches('\n').count();
-            let mut counts = Counts::default();
-            counts.add("unavailable", 1);
-            (
-                format!("[REDACTED:unavailable]{}", "\n".repeat(lines)),
-                counts,
-            )
-        },
-    )
+    redact_with(text, Marker::Kind).unwrap_or_else(|| {
+        tracing::error!("secret rules do not compile; withholding text");
+        let lines = text.matches('\n').count();
+        let mut counts = Counts::default();
+        counts.add("unavailable", 1);
+        (
+            format!("[REDACTED:unavailable]{}", "\n".repeat(lines)),
+            counts,
+        )
+    })
 }
 
 /// The same rules for a message (an error, a line of a subprocess's output): every value replaced
@@ -265,8 +263,8 @@ fn hunk_header(line: &str) -> Option<(u32, u32, u32, u32, usize)> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
-#[cfg(test)]
 mod equivalence;
 #[cfg(test)]
 mod reference;
+#[cfg(test)]
+pub(crate) mod tests;

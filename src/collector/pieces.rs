@@ -196,7 +196,10 @@ mod tests {
                 count.is_some()
             })
             .count();
-        assert!(remembered > 0 && remembered < SHARDS * SLOTS, "{remembered}");
+        assert!(
+            remembered > 0 && remembered < SHARDS * SLOTS,
+            "{remembered}"
+        );
         assert_eq!(memory.get(b"piece_0000000_of_many"), None);
         // Too long to keep, or too many tokens for a slot: not remembered, never wrong.
         let long = "x".repeat(LONGEST + 1);

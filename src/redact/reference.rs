@@ -303,7 +303,6 @@ fn values(
     }
 }
 
-
 /// The accepted values in `text` as the earlier engine found them, as `(start, end, rule)`,
 /// sorted; and the bytes its caches held after.
 pub(super) fn accepted(text: &str) -> (Vec<(usize, usize, usize)>, usize) {

@@ -66,7 +66,9 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?-u:\b)",
         group: 0,
         check: always,
-        keywords: &["AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"],
+        keywords: &[
+            "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA",
+        ],
         reach: Reach::Line,
     },
     Spec {
@@ -82,7 +84,9 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r"(?-u:\b)(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
         group: 0,
         check: always,
-        keywords: &["glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-", "glcbt-"],
+        keywords: &[
+            "glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-", "glcbt-",
+        ],
         reach: Reach::Line,
     },
     Spec {
