@@ -406,12 +406,7 @@ impl<'a> Search<'a> {
     /// reaching the region's end is matched again, anchored, on the whole text, to see all of
     /// it. After a candidate the search goes on from its value or end, as in
     /// [`Search::candidates`].
-    fn values(
-        &mut self,
-        index: usize,
-        region: Range<usize>,
-        spans: &mut Vec<Value>,
-    ) {
+    fn values(&mut self, index: usize, region: Range<usize>, spans: &mut Vec<Value>) {
         if !self.hits.within(index, region.clone()) {
             return;
         }
