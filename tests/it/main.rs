@@ -21,6 +21,7 @@ mod hardening;
 mod host;
 mod http;
 mod investigate;
+mod kubernetes;
 mod packaging;
 mod reply;
 mod setup;
