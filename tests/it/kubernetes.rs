@@ -174,7 +174,7 @@ fn the_deployment_runs_replicas_with_probes_secrets_and_a_locked_down_pod() {
     ] {
         assert_eq!(
             env[name],
-            json!({"valueFrom": {"secretKeyRef": {"name": "gemini-mcp", "key": key}}}),
+            json!({"name": name, "valueFrom": {"secretKeyRef": {"name": "gemini-mcp", "key": key}}}),
             "{name}"
         );
     }
@@ -273,14 +273,20 @@ fn env_of(container: &Value) -> BTreeMap<String, Value> {
         .collect()
 }
 
-/// Every variable the manifests set is a setting the binary reads (its table, or a variable
-/// a setting also reads), and the Secret they reference is the one the README tells how to
-/// create, with the same keys.
+/// Every variable the manifests set is one the binary reads: a setting of its table, a variable
+/// a setting also reads, or one `main.rs` reads before the configuration (the log filter); and
+/// the Secret they reference is the one the README tells how to create, with the same keys.
 #[test]
 fn the_manifests_set_only_settings_the_binary_knows_from_the_secret_the_readme_makes() {
+    let main = read("src/main.rs");
+    let before_config = main
+        .split("env::var(\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next());
     let known: BTreeSet<&str> = gemini_mcp_server::config::SETTINGS
         .iter()
         .flat_map(|s| std::iter::once(s.name).chain(s.also_reads.iter().copied()))
+        .chain(before_config)
         .collect();
     let c = server_container(&server_deployment());
     let env = env_of(&c);
