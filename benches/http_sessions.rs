@@ -155,7 +155,7 @@ impl Target {
             "name": "chat", "arguments": {"prompt": prompt(i)}}});
         let (status, _, text) = self.post(i, Some(session), body).await?;
         let elapsed = start.elapsed();
-        let v: Value = serde_json::from_str(&text).map_err(|_| format!("{status}: {text}"))?;
+        let v = message(&text).ok_or_else(|| format!("{status}: {text}"))?;
         if status != 200 || v["result"].is_null() || v["result"]["isError"] == true {
             return Err(format!("tools/call: {status}: {text}"));
         }
@@ -203,6 +203,18 @@ impl Target {
         }
         Ok(start.elapsed())
     }
+}
+
+/// The JSON-RPC answer in a body: the body itself (JSON), or the SSE event holding a `result`
+/// or an `error` (a session's requests are answered on an event stream).
+fn message(text: &str) -> Option<Value> {
+    if let Ok(v) = serde_json::from_str::<Value>(text) {
+        return Some(v);
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("result").is_some() || v.get("error").is_some())
 }
 
 fn prompt(i: usize) -> String {
@@ -511,14 +523,27 @@ async fn main() {
     let (open_mb, peak) = memory_round(&t, n, pid, &fake, &mut errors).await;
     let after_memory_mb = rss(pid).0;
 
+    // The baseline's connections to the fake, opened before it is timed (as the server's were
+    // in the memory round).
+    let warm = all(n, |i| {
+        let t = t.clone();
+        async move { t.direct(i).await }
+    })
+    .await;
+    errors.keep(warm);
+
     let before = redis_server.as_ref().map(commandstats);
     let cpu_before = cpu_ms(pid);
+    let stop = Arc::new(AtomicBool::new(false));
+    let watch = sampler(pid, fake.clone(), stop.clone());
     let mut timed = Timed::default();
     let mut loads = Vec::new();
     for _ in 0..a.rounds {
         timed_round(&t, n, &mut errors, &mut timed).await;
         loads.push(load_average());
     }
+    stop.store(true, Ordering::Relaxed);
+    let timed_peak = watch.join().unwrap_or_default();
     let cpu_per_session = (cpu_ms(pid) - cpu_before) / (a.rounds * n) as f64;
     let after = redis_server.as_ref().map(commandstats);
     let end_mb = rss(pid).0;
@@ -531,6 +556,10 @@ async fn main() {
         (open_mb - warm_mb).max(0.0) * 1024.0 / n as f64,
         peak.rss_mb,
         (peak.rss_mb - warm_mb).max(0.0) * 1024.0 / n as f64,
+    );
+    println!(
+        "over the timed rounds: peak RSS {:.1} MB, peak open descriptors {}, the fake's calls in flight at once {} of {n}",
+        timed_peak.rss_mb, timed_peak.fds, timed_peak.in_flight
     );
     println!(
         "open descriptors: idle {idle_fds}, peak {} → {:.2} per in-flight session; the fake's calls in flight at once: {} of {n}",
@@ -564,10 +593,10 @@ async fn main() {
 fn report(a: &Args, timed: &Timed, errors: &Errors) {
     println!();
     println!(
-        "errors: {} (of {} sessions and {} baseline calls, memory round and first call included)",
+        "errors: {} (of {} sessions and {} baseline calls, memory round, warm-up and first call included)",
         errors.count,
         (a.rounds + 1) * a.sessions + 1,
-        a.rounds * a.sessions
+        (a.rounds + 1) * a.sessions
     );
     for e in &errors.first {
         println!("  {}", e.chars().take(300).collect::<String>());

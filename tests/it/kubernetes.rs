@@ -395,13 +395,13 @@ async fn the_probes_answer_on_the_binary_run_with_the_manifests_settings() {
 }
 
 /// The resource requests cover the load profile measured in BENCHMARKS.md ("1,000 sessions over
-/// HTTP", its sizing table): memory at least the peak RSS of one instance holding the profile's
-/// sessions, CPU at least the CPU those sessions cost per second; the memory limit at least the
+/// HTTP", its sizing table): memory at least the largest RSS of one instance serving the
+/// profile, CPU at least the CPU those sessions cost per second; the memory limit at least the
 /// request.
 #[test]
 fn the_resource_requests_cover_the_measured_load_profile() {
     let figures = sizing_figures(&read("BENCHMARKS.md"));
-    let peak_mib = figures["peak RSS with every session's call in flight, MiB"];
+    let peak_mib = figures["largest RSS of one instance over the profile, MiB"];
     let cpu_ms = figures["server CPU per session, ms"];
     let per_second = figures["sessions per second in the profile"];
 
