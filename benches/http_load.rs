@@ -15,8 +15,8 @@
 
 #[path = "../tests/it/support/fake_gemini/mod.rs"]
 mod fake_gemini;
-#[path = "../tests/it/support/redis.rs"]
-#[allow(dead_code)]
+#[path = "../tests/it/support/redis/mod.rs"]
+#[allow(dead_code, unused_imports)] // Shared with the tests; this bench uses one server only.
 mod redis;
 
 #[path = "support/served.rs"]

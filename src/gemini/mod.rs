@@ -20,6 +20,8 @@ mod vocabulary;
 
 use std::sync::{Arc, OnceLock};
 
+use tracing::Instrument;
+
 use crate::collector::Collector;
 
 pub use api::VertexSettings;
@@ -82,6 +84,8 @@ pub struct Gemini {
     collector: Option<Arc<Collector>>,
     catalogue: Catalogue,
     fallback_model: String,
+    /// Where fallbacks (and the REST client's retries) are counted.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// The CLI backend over ACP, with the per-call CLI as its fallback.
@@ -182,6 +186,7 @@ impl Gemini {
             collector: None,
             catalogue: Catalogue::builtin(&config.default_model),
             fallback_model: config.fallback_model.clone(),
+            metrics: None,
         })
     }
 
@@ -189,6 +194,15 @@ impl Gemini {
     /// names also judge their permission requests); without it they read nothing.
     pub fn with_collector(mut self, collector: Arc<Collector>) -> Gemini {
         self.collector = Some(collector);
+        self
+    }
+
+    /// Counts fallbacks and the REST client's retries in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Gemini {
+        if let Backend::Api(client) = &mut self.backend {
+            client.set_metrics(metrics.clone());
+        }
+        self.metrics = Some(metrics);
         self
     }
 
@@ -337,6 +351,9 @@ impl Gemini {
                     req.model.id, fallback.id
                 ));
                 let from = req.model.id.clone();
+                if let Some(m) = &self.metrics {
+                    m.fallback(&from, &fallback.id);
+                }
                 let mut req = req;
                 req.model = fallback;
                 let mut resp = self.generate_once(&req, ctx).await?;
@@ -367,10 +384,24 @@ impl Gemini {
     ) -> Result<GenerateResponse, GeminiError> {
         match &self.backend {
             Backend::Api(c) => c.generate(req, ctx).await,
-            Backend::Cli(c) => match &self.warm {
-                Some(warm) => warm.generate(c, &self.agents()?, req, ctx).await,
-                None => c.generate(req, ctx).await,
-            },
+            Backend::Cli(c) => {
+                // The CLI's own retries are its own: one request as far as we can see.
+                let span = crate::traces::gemini_request("cli", &req.model.id, 1);
+                let answer = async {
+                    match &self.warm {
+                        Some(warm) => warm.generate(c, &self.agents()?, req, ctx).await,
+                        None => c.generate(req, ctx).await,
+                    }
+                }
+                .instrument(span.clone())
+                .await;
+                let used = match &answer {
+                    Ok(a) => Ok((a.usage.input, a.usage.output)),
+                    Err(e) => Err(e.kind()),
+                };
+                crate::traces::gemini_answered(&span, used);
+                answer
+            }
             Backend::Unconfigured(message) => Err(GeminiError::NotConfigured {
                 message: message.clone(),
             }),

@@ -281,6 +281,26 @@ pub(crate) fn cli_error(message: impl Into<String>) -> GeminiError {
 }
 
 impl GeminiError {
+    /// What kind of error this is, as one word for records (the audit log, traces): never the
+    /// message, which may quote the caller's input.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            GeminiError::Api { .. } => "gemini_api",
+            GeminiError::Blocked { .. } => "gemini_blocked",
+            GeminiError::MaxTokens => "gemini_max_tokens",
+            GeminiError::Empty { .. } => "gemini_empty",
+            GeminiError::Timeout { .. } => "gemini_timeout",
+            GeminiError::Stalled { .. } => "gemini_stalled",
+            GeminiError::Withheld { .. } => "gemini_withheld",
+            GeminiError::Cancelled => "cancelled",
+            GeminiError::Transport { .. } => "gemini_transport",
+            GeminiError::Malformed { .. } => "gemini_malformed",
+            GeminiError::NotConfigured { .. } => "gemini_not_configured",
+            GeminiError::UnknownModel { .. } => "unknown_model",
+            GeminiError::Cli { .. } => "gemini_cli",
+        }
+    }
+
     /// A failure of the Gemini CLI, phrased with what to do (a sentence: a final period is added
     /// when missing).
     pub(crate) fn cli(exit_code: Option<i32>, message: impl Into<String>) -> GeminiError {

@@ -2,6 +2,8 @@
 //! precommit), the files asked for and the thread's files that changed, the images — or, when
 //! precommit finds nothing pending, the reply without asking Gemini.
 
+use tracing::Instrument;
+
 use super::{Services, blocking, earlier_turns};
 use crate::collector::{CollectRequest, Collected, ImageEntry, Skipped};
 use crate::git::{DiffContext, DiffRequest};
@@ -36,6 +38,36 @@ pub(super) enum Gathered {
 /// files asked for plus the thread's files that changed since they were sent (their notes in
 /// the history point here), and the images.
 pub(super) async fn gather(
+    services: &Services,
+    plan: &Plan,
+    budget: u64,
+    history: &earlier_turns::History,
+) -> Result<Gathered, ToolError> {
+    let span = crate::traces::collect();
+    let gathered = gather_in(services, plan, budget, history)
+        .instrument(span.clone())
+        .await;
+    match &gathered {
+        Ok(Gathered::Material(m)) => {
+            let diff_blocks = m.diff.as_ref().map_or(0, |d| d.sent.len());
+            let (files, images) = (m.collected.files.len(), m.images.len());
+            crate::traces::collected(
+                &span,
+                files,
+                m.skipped.len(),
+                diff_blocks,
+                images,
+                m.tokens(),
+            );
+        }
+        Ok(Gathered::NothingToReview(_)) => crate::traces::collected(&span, 0, 0, 0, 0, 0),
+        Err(e) => crate::traces::failed(&span, e.kind()),
+    }
+    gathered
+}
+
+/// The body of [`gather`], inside its span.
+async fn gather_in(
     services: &Services,
     plan: &Plan,
     mut budget: u64,

@@ -26,10 +26,13 @@ mod verify;
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use crate::audit::AuditLog;
 use crate::collector::Collector;
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
+use crate::metrics::Metrics;
 use crate::spend::Holds;
 use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadStore};
 use crate::tools::reply::investigation::steps_note;
@@ -47,8 +50,8 @@ use save::save_turn;
 const INLINE_COUNT_BYTES: usize = 16 * 1024;
 
 /// What every call runs on: the configuration, the collector, Gemini, the thread store, the
-/// audit log and the daily caps' holds. Built once by the application (`app::App::start`) and
-/// shared by its calls.
+/// audit log, the daily caps' holds and the metrics. Built once by the application
+/// (`app::App::start`) and shared by its calls.
 pub struct Services {
     pub config: Arc<Config>,
     pub collector: Arc<Collector>,
@@ -56,6 +59,7 @@ pub struct Services {
     pub store: Arc<dyn ThreadStore>,
     /// `GEMINI_MCP_AUDIT_LOG`, when set.
     pub audit: Option<Arc<AuditLog>>,
+    pub metrics: Arc<Metrics>,
     /// The daily caps' holds of the calls in flight.
     holds: Arc<Holds>,
     /// Set once the model list has been asked for (on the first call, never at startup).
@@ -69,6 +73,7 @@ impl Services {
         gemini: Arc<Gemini>,
         store: Arc<dyn ThreadStore>,
         audit: Option<Arc<AuditLog>>,
+        metrics: Arc<Metrics>,
     ) -> Services {
         Services {
             config,
@@ -76,6 +81,7 @@ impl Services {
             gemini,
             store,
             audit,
+            metrics,
             holds: Arc::default(),
             refresh: tokio::sync::OnceCell::new(),
         }
@@ -98,9 +104,13 @@ impl Services {
     /// background, `listmodels` waits for it. A failure keeps the built-in catalogue.
     pub async fn refresh_models(&self, wait: bool) {
         let gemini = self.gemini.clone();
+        let metrics = self.metrics.clone();
         let refresh = async move {
             match gemini.refresh_models().await {
-                Ok(n) => tracing::debug!(models = n, "model catalogue refreshed"),
+                Ok(n) => {
+                    tracing::debug!(models = n, "model catalogue refreshed");
+                    metrics.know_models(gemini.catalogue().list().into_iter().map(|m| m.id));
+                }
                 Err(e) => {
                     tracing::warn!("could not refresh the model list (using the built-in one): {e}")
                 }
@@ -132,6 +142,7 @@ impl Services {
             self.holds.clone(),
             &self.project(),
             owner,
+            self.metrics.clone(),
         )
     }
 }
@@ -283,7 +294,10 @@ pub async fn run(
         meter
     });
     let mut trail = Trail::begin(services, client, &plan, meter.clone());
-    let result = steps(services, plan, ctx, &meter, &mut trail).await;
+    let span = trail.span();
+    let result = steps(services, plan, ctx, &meter, &mut trail)
+        .instrument(span)
+        .await;
     trail.finish(result.as_ref().err()).await;
     result
 }
@@ -379,10 +393,27 @@ async fn load_thread(
     continuation: Option<Continuation>,
     owner: &Owner,
 ) -> Result<(ThreadId, Option<Thread>), ToolError> {
+    let Some(continuation) = continuation else {
+        return Ok((ThreadId::new(), None));
+    };
+    let span = crate::traces::store_load(services.store.kind());
+    let found = find_thread(services, continuation, owner)
+        .instrument(span.clone())
+        .await;
+    let turns = found.as_ref().map(|(_, t)| t.turns.len() as u32);
+    crate::traces::stored(&span, turns.map_err(ToolError::kind));
+    found.map(|(id, thread)| (id, Some(thread)))
+}
+
+/// The thread `continuation` names, if `owner` may continue it here ([`load_thread`]).
+async fn find_thread(
+    services: &Services,
+    continuation: Continuation,
+    owner: &Owner,
+) -> Result<(ThreadId, Thread), ToolError> {
     let id = match continuation {
-        None => return Ok((ThreadId::new(), None)),
-        Some(Continuation::Thread(id)) => id,
-        Some(Continuation::Latest) => services
+        Continuation::Thread(id) => id,
+        Continuation::Latest => services
             .store
             .latest(&services.project(), owner)
             .await?
@@ -399,7 +430,7 @@ async fn load_thread(
         }
         .into());
     }
-    Ok((id, Some(thread)))
+    Ok((id, thread))
 }
 
 /// The tool's system prompt, with what the project tools are for when the call may explore.

@@ -1,6 +1,8 @@
 //! The save step: the turn stored in the thread (the request's text after its files, the files
 //! with their hashes, the answer, the usage), and the reply told how to continue.
 
+use tracing::Instrument;
+
 use super::gather::Material;
 use super::{INLINE_COUNT_BYTES, Services, blocking};
 use crate::collector::tokens;
@@ -53,11 +55,14 @@ pub(super) async fn save_turn(
         usage: answer.usage.into(),
         at_ms: now_ms(),
     };
-    match services
+    let span = crate::traces::store_save(services.store.kind());
+    let appended = services
         .store
         .append(id, &services.project(), &plan.owner, &turn)
-        .await
-    {
+        .instrument(span.clone())
+        .await;
+    crate::traces::stored(&span, appended.as_ref().copied().map_err(|_| "thread"));
+    match appended {
         Ok(count) => {
             reply.saved = Some(SavedTurn {
                 continuation_id: id.to_string(),

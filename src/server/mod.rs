@@ -127,7 +127,12 @@ impl Server {
         self.app.admit(plan.tool, &client_of(ctx))
     }
 
-    async fn run(&self, plan: Plan, ctx: &RequestContext<RoleServer>) -> Result<Reply, ToolError> {
+    async fn run(
+        &self,
+        mut plan: Plan,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Reply, ToolError> {
+        plan.trace_parent = trace_parent_of(ctx);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
         let progress: crate::gemini::ProgressFn = Arc::new(move |p| {
             let _ = tx.send(p);
@@ -204,6 +209,28 @@ fn client_of(ctx: &RequestContext<RoleServer>) -> ClientId {
         .and_then(|p| p.extensions.get::<ClientId>())
         .cloned()
         .unwrap_or_else(|| ClientId("stdio".into()))
+}
+
+/// The caller's trace a call continues (W3C Trace Context): the `traceparent` header (with its
+/// `tracestate`) of the HTTP request carrying the call, else `_meta.traceparent` (and
+/// `_meta.tracestate`, SEP-414) of the call itself. An invalid or repeated header is ignored,
+/// as is an invalid `_meta` value: the call then starts a trace of its own.
+fn trace_parent_of(ctx: &RequestContext<RoleServer>) -> Option<crate::traces::Parent> {
+    use crate::traces::Parent;
+    let from_header = ctx
+        .extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| {
+            let one = |name: &str| {
+                let mut values = p.headers.get_all(name).iter();
+                match (values.next(), values.next()) {
+                    (Some(v), None) => v.to_str().ok(),
+                    _ => None,
+                }
+            };
+            Parent::parse(one("traceparent")?, one("tracestate"))
+        });
+    from_header.or_else(|| Parent::parse(ctx.meta.get_traceparent()?, ctx.meta.get_tracestate()))
 }
 
 /// Whose threads the caller may continue: the owner the HTTP transport put in the request's

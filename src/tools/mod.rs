@@ -124,6 +124,8 @@ pub struct Plan {
     /// The per-call ceiling (`GEMINI_MCP_CALL_USD`) does not apply: the user, asked on a
     /// terminal, chose to go on. The daily caps still do.
     pub over_ceiling_ok: bool,
+    /// The caller's trace this call continues (a W3C `traceparent` the MCP edge found), if any.
+    pub trace_parent: Option<crate::traces::Parent>,
 }
 
 impl Plan {
@@ -162,6 +164,7 @@ impl Plan {
             agent: None,
             owner: Owner::local(),
             over_ceiling_ok: false,
+            trace_parent: None,
         })
     }
 }
@@ -215,7 +218,6 @@ impl ToolError {
     /// What kind of error this is, as one word for records (the audit log): never the message,
     /// which may quote the caller's input.
     pub fn kind(&self) -> &'static str {
-        use crate::gemini::GeminiError as G;
         match self {
             ToolError::InvalidArgument { .. } => "invalid_argument",
             ToolError::TooLarge { .. } => "too_large",
@@ -226,21 +228,7 @@ impl ToolError {
             ToolError::Internal(_) => "internal",
             ToolError::SpendingCap(_) => "spending_cap",
             ToolError::OverCallCeiling { .. } => "over_call_ceiling",
-            ToolError::Gemini(g) => match g {
-                G::Api { .. } => "gemini_api",
-                G::Blocked { .. } => "gemini_blocked",
-                G::MaxTokens => "gemini_max_tokens",
-                G::Empty { .. } => "gemini_empty",
-                G::Timeout { .. } => "gemini_timeout",
-                G::Stalled { .. } => "gemini_stalled",
-                G::Withheld { .. } => "gemini_withheld",
-                G::Cancelled => "cancelled",
-                G::Transport { .. } => "gemini_transport",
-                G::Malformed { .. } => "gemini_malformed",
-                G::NotConfigured { .. } => "gemini_not_configured",
-                G::UnknownModel { .. } => "unknown_model",
-                G::Cli { .. } => "gemini_cli",
-            },
+            ToolError::Gemini(g) => g.kind(),
         }
     }
 

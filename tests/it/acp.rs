@@ -5,6 +5,7 @@
 
 mod bridge;
 mod context;
+mod metrics;
 mod result_cap;
 
 use std::path::PathBuf;

@@ -18,18 +18,27 @@ fn read(p: &str) -> String {
 }
 
 /// The linter's executable: in `GEMINI_MCP_LINTERS_DIR` (default `target/linters`, a virtual
+<<<<<<< HEAD
 /// environment), else on `PATH`; `None` (after saying so) when missing and not required. Also
 /// `kubernetes-validate` for `kubernetes.rs`.
 pub(crate) fn linter(name: &str) -> Option<PathBuf> {
+=======
+/// environment: `bin/`, on Windows `Scripts\` and a `.exe`), else on `PATH`; `None` (after
+/// saying so) when missing and not required.
+fn linter(name: &str) -> Option<PathBuf> {
+>>>>>>> main
     let dir = std::env::var_os("GEMINI_MCP_LINTERS_DIR")
         .map_or_else(|| repo().join("target/linters"), PathBuf::from);
-    let bin = dir.join("bin").join(name);
+    let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let bin = dir
+        .join(if cfg!(windows) { "Scripts" } else { "bin" })
+        .join(&exe);
     if bin.exists() {
         return Some(bin);
     }
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
-            .map(|d| d.join(name))
+            .map(|d| d.join(&exe))
             .find(|p| p.is_file())
     });
     if on_path.is_some() {

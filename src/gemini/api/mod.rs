@@ -23,6 +23,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde::de::DeserializeOwned;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 mod answer;
 mod retry;
@@ -68,6 +69,8 @@ pub struct ApiClient {
     idle_timeout: Duration,
     /// The model list, fetched once.
     models: OnceCell<Vec<ModelInfo>>,
+    /// Where retries are counted (`Gemini::with_metrics`).
+    metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 /// How requests are authorised.
@@ -126,7 +129,13 @@ impl ApiClient {
             call_timeout: config.call_timeout,
             idle_timeout: config.idle_timeout,
             models: OnceCell::new(),
+            metrics: None,
         })
+    }
+
+    /// Counts this client's retries in `metrics`.
+    pub fn set_metrics(&mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) {
+        self.metrics = Some(metrics);
     }
 
     /// The HTTP client, built on first use; every call shares its connection pool.
@@ -183,8 +192,26 @@ impl ApiClient {
         };
         let body = Bytes::from(body);
         let deadline = Instant::now() + self.call_timeout;
-        let work = retry::run(&self.policy, ctx, deadline, |_attempt| {
-            self.stream_once(&url, body.clone(), ctx)
+        let backend = if self.vertex.is_some() {
+            "vertex"
+        } else {
+            "api"
+        };
+        let work = retry::run(&self.policy, ctx, deadline, |attempt| {
+            if let (true, Some(m)) = (attempt > 1, &self.metrics) {
+                m.retry(&req.model.id);
+            }
+            let span = crate::traces::gemini_request(backend, &req.model.id, attempt);
+            let once = self.stream_once(&url, body.clone(), ctx);
+            async move {
+                let answer = once.instrument(span.clone()).await;
+                let used = match &answer {
+                    Ok(a) => Ok((a.usage.input, a.usage.output)),
+                    Err(f) => Err(f.error.kind()),
+                };
+                crate::traces::gemini_answered(&span, used);
+                answer
+            }
         });
         let mut answer = self.bounded(ctx, deadline, work).await?;
         answer.request_sha256 = Some(sent);
@@ -341,6 +368,7 @@ impl ApiClient {
             Ok(Ok(r)) => r,
         };
         let status = response.status();
+        crate::traces::gemini_status(status.as_u16());
         if status.is_success() {
             return Ok(response);
         }
