@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_gemini::{FakeGemini, Script};
-use served::{cpu_ms, ms, percentile, reset_peak, rss};
 use serde_json::{Value, json};
+use served::{cpu_ms, ms, percentile, reset_peak, rss};
 
 const CONCURRENCY: usize = 200;
 /// Calls made one at a time, for the fixed cost of a call.

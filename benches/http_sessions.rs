@@ -45,8 +45,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use fake_gemini::{FakeGemini, Script};
-use served::{cpu_ms, fds, ms, percentile, reset_peak, rss};
 use serde_json::{Value, json};
+use served::{cpu_ms, fds, ms, percentile, reset_peak, rss};
 
 /// How long the fake holds every generate call.
 const DELAY: Duration = Duration::from_secs(2);
@@ -387,10 +387,7 @@ async fn timed_round(t: &Arc<Target>, n: usize, errors: &mut Errors, out: &mut T
         }
     }
     out.direct.extend(direct.iter().flatten().map(|d| ms(*d)));
-    let ids: Vec<Option<String>> = sessions
-        .into_iter()
-        .map(|s| s.map(|(s, ..)| s))
-        .collect();
+    let ids: Vec<Option<String>> = sessions.into_iter().map(|s| s.map(|(s, ..)| s)).collect();
     close_all(t, &Arc::new(ids), errors).await;
 }
 
@@ -604,7 +601,10 @@ fn report(a: &Args, timed: &Timed, errors: &Errors) {
     println!();
     println!("| ms | p50 | p90 | p99 | max |");
     println!("|---|---|---|---|---|");
-    row("baseline: the Gemini call sent to the fake directly", &timed.direct);
+    row(
+        "baseline: the Gemini call sent to the fake directly",
+        &timed.direct,
+    );
     row("initialize", &timed.init);
     row("notifications/initialized", &timed.initialized);
     row("tools/call chat through gemini-mcp", &timed.call);

@@ -18,15 +18,9 @@ fn read(p: &str) -> String {
 }
 
 /// The linter's executable: in `GEMINI_MCP_LINTERS_DIR` (default `target/linters`, a virtual
-<<<<<<< HEAD
-/// environment), else on `PATH`; `None` (after saying so) when missing and not required. Also
-/// `kubernetes-validate` for `kubernetes.rs`.
-pub(crate) fn linter(name: &str) -> Option<PathBuf> {
-=======
 /// environment: `bin/`, on Windows `Scripts\` and a `.exe`), else on `PATH`; `None` (after
-/// saying so) when missing and not required.
-fn linter(name: &str) -> Option<PathBuf> {
->>>>>>> main
+/// saying so) when missing and not required. Also `kubernetes-validate` for `kubernetes.rs`.
+pub(crate) fn linter(name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("GEMINI_MCP_LINTERS_DIR")
         .map_or_else(|| repo().join("target/linters"), PathBuf::from);
     let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);

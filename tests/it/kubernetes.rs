@@ -117,7 +117,12 @@ fn every_manifest_is_valid_against_the_kubernetes_schemas() {
     let original = std::fs::read_to_string(repo().join(DIR).join("gemini-mcp.yaml")).unwrap();
     let broken = tempfile::tempdir().unwrap();
     for (what, from, to, version) in [
-        ("a misspelt field", "readinessProbe:", "readinesProbe:", "1.37.0"),
+        (
+            "a misspelt field",
+            "readinessProbe:",
+            "readinesProbe:",
+            "1.37.0",
+        ),
         ("a wrong type", "replicas: 3", "replicas: three", "1.37.0"),
         // The oldest schema without the preStop sleep action.
         ("a field too new", "", "", "1.28.0"),
@@ -140,7 +145,11 @@ fn the_deployment_runs_replicas_with_probes_secrets_and_a_locked_down_pod() {
     let spec = &d["spec"];
     let pod = &spec["template"]["spec"];
     let labels = &spec["template"]["metadata"]["labels"];
-    assert!(spec["replicas"].as_u64().unwrap() >= 2, "{}", spec["replicas"]);
+    assert!(
+        spec["replicas"].as_u64().unwrap() >= 2,
+        "{}",
+        spec["replicas"]
+    );
     assert_eq!(spec["selector"]["matchLabels"], *labels);
     assert_eq!(spec["strategy"]["rollingUpdate"]["maxUnavailable"], 0);
 
@@ -161,7 +170,10 @@ fn the_deployment_runs_replicas_with_probes_secrets_and_a_locked_down_pod() {
     // The port the image's entry point listens on, named by the probes and the Service.
     let entry = read("packaging/container/Dockerfile");
     assert!(entry.contains("\"serve\", \"--http\", \"0.0.0.0:8765\""));
-    assert_eq!(c["ports"], json!([{"name": "http", "containerPort": 8765, "protocol": "TCP"}]));
+    assert_eq!(
+        c["ports"],
+        json!([{"name": "http", "containerPort": 8765, "protocol": "TCP"}])
+    );
     assert_eq!(c["readinessProbe"]["httpGet"]["port"], "http");
     assert_eq!(c["livenessProbe"]["httpGet"]["port"], "http");
     // Each readiness check is bounded at 3 s by the server (`http::health::CHECK_TIMEOUT`).
@@ -190,10 +202,16 @@ fn the_deployment_runs_replicas_with_probes_secrets_and_a_locked_down_pod() {
         .as_u64()
         .unwrap();
     let grace = pod["terminationGracePeriodSeconds"].as_u64().unwrap();
-    assert!(grace >= sleep + drain + 2, "{grace} < {sleep} + {drain} + 2");
+    assert!(
+        grace >= sleep + drain + 2,
+        "{grace} < {sleep} + {drain} + 2"
+    );
 
     locked_down(pod, &c, 10001);
-    for (kind, name) in [("Service", "gemini-mcp"), ("PodDisruptionBudget", "gemini-mcp")] {
+    for (kind, name) in [
+        ("Service", "gemini-mcp"),
+        ("PodDisruptionBudget", "gemini-mcp"),
+    ] {
         let selector = &resource(kind, name)["spec"]["selector"];
         let selector = selector.get("matchLabels").unwrap_or(selector);
         assert_eq!(selector, labels, "{kind} {name} selects the server's pods");
@@ -234,14 +252,16 @@ fn redis_is_where_the_server_looks_and_only_the_server_reaches_it() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert!(args.windows(2).any(|w| w == ["--appendonly", "yes"]), "{args:?}");
+    assert!(
+        args.windows(2).any(|w| w == ["--appendonly", "yes"]),
+        "{args:?}"
+    );
     assert_eq!(container["volumeMounts"][0]["mountPath"], "/data");
     locked_down(pod, container, 999);
 
     let policy = resource("NetworkPolicy", "gemini-mcp-redis");
     assert_eq!(policy["spec"]["podSelector"]["matchLabels"], *labels);
-    let server_labels =
-        &server_deployment()["spec"]["template"]["metadata"]["labels"];
+    let server_labels = &server_deployment()["spec"]["template"]["metadata"]["labels"];
     assert_eq!(
         policy["spec"]["ingress"],
         json!([{"from": [{"podSelector": {"matchLabels": server_labels}}],
@@ -292,7 +312,10 @@ fn the_manifests_set_only_settings_the_binary_knows_from_the_secret_the_readme_m
     let env = env_of(&c);
     assert!(env.len() >= 8, "{env:?}");
     let unknown: Vec<&String> = env.keys().filter(|k| !known.contains(k.as_str())).collect();
-    assert!(unknown.is_empty(), "not settings of gemini-mcp: {unknown:?}");
+    assert!(
+        unknown.is_empty(),
+        "not settings of gemini-mcp: {unknown:?}"
+    );
 
     let referenced: BTreeSet<(String, String)> = env
         .values()
@@ -308,8 +331,14 @@ fn the_manifests_set_only_settings_the_binary_knows_from_the_secret_the_readme_m
     let readme = read(&format!("{DIR}/README.md"));
     let created = created_secret(&readme);
     for (name, key) in &referenced {
-        assert_eq!(&created.0, name, "the README creates the Secret the manifest names");
-        assert!(created.1.contains(key), "the README's Secret lacks {key}: {created:?}");
+        assert_eq!(
+            &created.0, name,
+            "the README creates the Secret the manifest names"
+        );
+        assert!(
+            created.1.contains(key),
+            "the README's Secret lacks {key}: {created:?}"
+        );
     }
 }
 
@@ -416,7 +445,11 @@ fn the_resource_requests_cover_the_measured_load_profile() {
     // CPU ms per second is millicores.
     let needed = cpu_ms * per_second;
     assert!(cpu >= needed, "CPU request {cpu}m < measured {needed:.0}m");
-    let limit = mebibytes(c["resources"]["limits"]["memory"].as_str().expect("a memory limit"));
+    let limit = mebibytes(
+        c["resources"]["limits"]["memory"]
+            .as_str()
+            .expect("a memory limit"),
+    );
     assert!(limit >= memory, "memory limit {limit} < request {memory}");
 }
 
@@ -465,7 +498,11 @@ fn mebibytes(q: &str) -> f64 {
 fn millicores(q: &str) -> f64 {
     match q.strip_suffix('m') {
         Some(m) => m.parse().unwrap_or_else(|_| panic!("CPU quantity {q}")),
-        None => q.parse::<f64>().unwrap_or_else(|_| panic!("CPU quantity {q}")) * 1000.0,
+        None => {
+            q.parse::<f64>()
+                .unwrap_or_else(|_| panic!("CPU quantity {q}"))
+                * 1000.0
+        }
     }
 }
 
