@@ -42,6 +42,12 @@ pub struct Pieces {
     shards: [Mutex<Shard>; SHARDS],
 }
 
+impl Default for Pieces {
+    fn default() -> Pieces {
+        Pieces::new()
+    }
+}
+
 /// The process's piece memory.
 static MEMORY: Pieces = Pieces::new();
 

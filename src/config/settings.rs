@@ -36,6 +36,20 @@ fn any_or_list(var: &Var<'_>) -> Option<Vec<String>> {
     (!list.iter().any(|h| h == "*")).then_some(list)
 }
 
+/// Tokens from the setting (comma-separated), else from the file its `_FILE` variant names (one
+/// per line), else none.
+fn token_list(var: &Var<'_>, file_var: &'static str) -> Result<Vec<Secret>, ConfigError> {
+    if let Some(t) = var.get() {
+        return tokens(var.name, &t, ',');
+    }
+    let Some(path) = var.os(file_var) else {
+        return Ok(Vec::new());
+    };
+    let t = std::fs::read_to_string(&path)
+        .map_err(|e| invalid(file_var, format!("cannot read {path}: {e}")))?;
+    tokens(file_var, &t, '\n')
+}
+
 /// Every setting the server reads, in the order they are read (a setting may check one read
 /// before it) and shown in the README.
 pub const SETTINGS: &[Setting] = &[
@@ -767,21 +781,7 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Bearer token for the HTTP transport, required unless it listens on loopback; several (one per client) separated by commas. Or `GEMINI_MCP_HTTP_TOKEN_FILE`: a file with one per line.",
         also_reads: &["GEMINI_MCP_HTTP_TOKEN_FILE"],
         read: |var, c| {
-            c.http_tokens = match var.get() {
-                Some(t) => tokens(var.name, &t, ',')?,
-                None => match var.os("GEMINI_MCP_HTTP_TOKEN_FILE") {
-                    Some(path) => {
-                        let t = std::fs::read_to_string(&path).map_err(|e| {
-                            invalid(
-                                "GEMINI_MCP_HTTP_TOKEN_FILE",
-                                format!("cannot read {path}: {e}"),
-                            )
-                        })?;
-                        tokens("GEMINI_MCP_HTTP_TOKEN_FILE", &t, '\n')?
-                    }
-                    None => Vec::new(),
-                },
-            };
+            c.http_tokens = token_list(var, "GEMINI_MCP_HTTP_TOKEN_FILE")?;
             Ok(())
         },
     },
@@ -874,21 +874,7 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Bearer token for `/metrics` (Prometheus), apart from the clients' tokens; several separated by commas. Or `GEMINI_MCP_METRICS_TOKEN_FILE`: one per line. Unset: `/metrics` takes a client's `GEMINI_MCP_HTTP_TOKEN`, or no token when there is none (loopback only).",
         also_reads: &["GEMINI_MCP_METRICS_TOKEN_FILE"],
         read: |var, c| {
-            c.http.metrics_tokens = match var.get() {
-                Some(t) => tokens(var.name, &t, ',')?,
-                None => match var.os("GEMINI_MCP_METRICS_TOKEN_FILE") {
-                    Some(path) => {
-                        let t = std::fs::read_to_string(&path).map_err(|e| {
-                            invalid(
-                                "GEMINI_MCP_METRICS_TOKEN_FILE",
-                                format!("cannot read {path}: {e}"),
-                            )
-                        })?;
-                        tokens("GEMINI_MCP_METRICS_TOKEN_FILE", &t, '\n')?
-                    }
-                    None => Vec::new(),
-                },
-            };
+            c.http.metrics_tokens = token_list(var, "GEMINI_MCP_METRICS_TOKEN_FILE")?;
             Ok(())
         },
     },

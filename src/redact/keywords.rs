@@ -15,12 +15,15 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 use super::rules::Spec;
 
+/// A pattern's owners: each rule it is a keyword of, with the bytes a hit must equal (`None`:
+/// any case, for a `(?i)` rule).
+type Owners = Vec<(usize, Option<&'static [u8]>)>;
+
 /// The keywords of every rule, in one automaton.
 pub(super) struct Keywords {
     automaton: AhoCorasick,
-    /// For each of the automaton's patterns: the rules it is a keyword of, each with the bytes
-    /// a hit must equal (`None`: any case, for a `(?i)` rule).
-    owners: Vec<Vec<(usize, Option<&'static [u8]>)>>,
+    /// For each of the automaton's patterns, its owners.
+    owners: Vec<Owners>,
     rules: usize,
 }
 
@@ -62,7 +65,7 @@ impl Keywords {
         // One pattern per spelling (ASCII case folded by the automaton), shared by the rules
         // that have it.
         let mut patterns: Vec<String> = Vec::new();
-        let mut owners: Vec<Vec<(usize, Option<&'static [u8]>)>> = Vec::new();
+        let mut owners: Vec<Owners> = Vec::new();
         for (rule, spec) in rules.iter().enumerate() {
             let any_case = ignores_case(spec.pattern);
             for &keyword in spec.keywords {

@@ -147,6 +147,12 @@ fn with_caches<R>(rules: &Rules, f: impl FnOnce(&mut Caches) -> R) -> R {
     out
 }
 
+/// An accepted value: its start, its end and the rule's index.
+pub(super) type Value = (usize, usize, usize);
+
+/// A candidate told apart: the rule, its whole match and the value in it, as byte ranges.
+type Told = (usize, (usize, usize), (usize, usize));
+
 /// The marker of the generic `name = value` rules.
 const GENERIC: &str = "password";
 
@@ -217,7 +223,7 @@ pub(super) fn runs(text: &str) -> Vec<(&'static str, usize)> {
 
 /// The rules, and the values they accept in `text` as `(start, end, rule)`, in no particular
 /// order (`None` if the rules did not compile). Text without keywords takes no cache set.
-pub(super) fn accepted(text: &str) -> Option<(&'static Rules, Vec<(usize, usize, usize)>)> {
+pub(super) fn accepted(text: &str) -> Option<(&'static Rules, Vec<Value>)> {
     let rules = COMPILED.as_ref().ok()?;
     let hits = rules.keywords.find(text);
     let mut spans = Vec::new();
@@ -258,7 +264,7 @@ impl<'a> Search<'a> {
     /// (the name part of a candidate, or a rejected whole-match candidate) is searched by each
     /// other rule, within that stretch only. Those stretches do not overlap, so the whole costs
     /// at most one pass per rule over the lines holding its keywords.
-    fn candidates(&mut self, spans: &mut Vec<(usize, usize, usize)>) {
+    fn candidates(&mut self, spans: &mut Vec<Value>) {
         let (text, rules) = (self.text, self.rules);
         let mut at = 0;
         while at < text.len() {
@@ -355,7 +361,7 @@ impl<'a> Search<'a> {
 
     /// Which rule a candidate starting at `start` is: the first that matches there, seen from
     /// there on (as `^(?:rule)` on the rest of the text), with its match and value.
-    fn which(&mut self, start: usize) -> Option<(usize, (usize, usize), (usize, usize))> {
+    fn which(&mut self, start: usize) -> Option<Told> {
         let here = &self.text[start..];
         for k in 0..self.active.len() {
             let i = self.active[k];
@@ -400,12 +406,7 @@ impl<'a> Search<'a> {
     /// reaching the region's end is matched again, anchored, on the whole text, to see all of
     /// it. After a candidate the search goes on from its value or end, as in
     /// [`Search::candidates`].
-    fn values(
-        &mut self,
-        index: usize,
-        region: Range<usize>,
-        spans: &mut Vec<(usize, usize, usize)>,
-    ) {
+    fn values(&mut self, index: usize, region: Range<usize>, spans: &mut Vec<Value>) {
         if !self.hits.within(index, region.clone()) {
             return;
         }

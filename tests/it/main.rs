@@ -22,6 +22,7 @@ mod hardening;
 mod host;
 mod http;
 mod investigate;
+mod kubernetes;
 mod metrics;
 mod packaging;
 mod reply;
