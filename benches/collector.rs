@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use gemini_mcp_server::collector::{CollectRequest, Collected, Collector, tokens};
+use gemini_mcp_server::collector::{CollectRequest, Collected, Collector, pieces, tokens};
 use gemini_mcp_server::config::Config;
 
 type Error = Box<dyn std::error::Error>;
@@ -79,9 +79,11 @@ fn bench(name: &str, root: &Path, budget: u64, threads: usize, runs: usize) -> R
         already_sent: Default::default(),
     };
     // Cold: the first request to a freshly started collector (its workers warmed at start, as in
-    // the server, but nothing of this corpus seen).
+    // the server, but nothing of this corpus seen: the pieces' counts, shared by every thread,
+    // are forgotten first).
     let mut cold = Vec::new();
     for _ in 0..5 {
+        pieces::memory().clear();
         let fresh = Collector::new(&config.collector())?.with_threads(threads);
         fresh.warm_up();
         fresh.wait_ready();

@@ -15,17 +15,20 @@
 
 #[path = "../tests/it/support/fake_gemini/mod.rs"]
 mod fake_gemini;
-#[path = "../tests/it/support/redis.rs"]
-#[allow(dead_code)]
+#[path = "../tests/it/support/redis/mod.rs"]
+#[allow(dead_code, unused_imports)] // Shared with the tests; this bench uses one server only.
 mod redis;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+#[path = "support/served.rs"]
+#[allow(dead_code)]
+mod served;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_gemini::{FakeGemini, Script};
 use serde_json::{Value, json};
+use served::{cpu_ms, ms, percentile, reset_peak, rss};
 
 const CONCURRENCY: usize = 200;
 /// Calls made one at a time, for the fixed cost of a call.
@@ -34,100 +37,12 @@ const DELAY: Duration = Duration::from_millis(100);
 /// The fake's delay while memory is measured: long enough for all calls to be in flight at once.
 const HOLD: Duration = Duration::from_secs(1);
 
-/// The server under test: `GEMINI_MCP_BIN` (to compare two builds in one run), else the
-/// release build.
-fn binary() -> String {
-    std::env::var("GEMINI_MCP_BIN").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/gemini-mcp").into()
-    })
-}
-
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server(fake: &FakeGemini, root: &std::path::Path, redis: Option<&str>) -> Server {
-    let mut cmd = Command::new(binary());
-    cmd.args(["serve", "--http", "127.0.0.1:0"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", root)
-        .env("PROJECT_ROOT", root)
-        .env("GEMINI_MCP_STATE_DIR", root.join(".state"))
-        .env("GEMINI_API_KEY", "bench-key")
-        .env("GEMINI_BASE_URL", fake.base_url())
-        .env("GEMINI_MCP_RATE_LIMITS", "off")
-        .env("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", "10000")
-        .env("GEMINI_MCP_LOG", "warn")
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    match redis {
-        Some(url) => {
-            cmd.env("GEMINI_MCP_STORE", "redis").env("REDIS_URL", url);
-        }
-        None => {
-            cmd.env("GEMINI_MCP_STORE", "memory");
-        }
-    }
-    let mut child = cmd
-        .spawn()
-        .expect("spawn the release gemini-mcp (cargo build --release first)");
-    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server printed its address")
-            .expect("read stderr");
-        if let Some(rest) = line.split("at http://").nth(1) {
-            let addr = rest.split("/mcp").next().unwrap_or_default();
-            break format!("http://{addr}/mcp");
-        }
-    };
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, url }
-}
-
-/// (VmRSS, VmHWM) in MB.
-fn rss(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-            / 1024.0
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-/// CPU time the process has used (user + system), in ms.
-fn cpu_ms(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces) start after the last ')'.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
-    let hz = 100.0;
-    (ticks(11) + ticks(12)) * 1000.0 / hz
-}
-
-/// Resets the process's peak RSS (VmHWM) to its current RSS.
-fn reset_peak(pid: u32) -> bool {
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").is_ok()
+fn start_server(fake: &FakeGemini, root: &std::path::Path, redis: Option<&str>) -> served::Server {
+    let env = [
+        ("GEMINI_MCP_RATE_LIMITS", "off".to_string()),
+        ("GEMINI_MCP_HTTP_CLIENT_CONCURRENCY", "10000".to_string()),
+    ];
+    served::start(&fake.base_url(), root, redis, &env, None)
 }
 
 fn call_body(i: usize) -> Value {
@@ -202,17 +117,6 @@ where
         }
     }
     (out, start.elapsed())
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn percentile(v: &[f64], p: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let rank = ((p / 100.0) * (v.len() as f64 - 1.0)).round() as usize;
-    v[rank.min(v.len() - 1)]
 }
 
 fn push_delays(fake: &FakeGemini, n: usize, d: Duration) {

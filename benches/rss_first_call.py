@@ -1,5 +1,6 @@
 # Idle vs after-first-call RSS of the release server (stdio), against a tiny local fake Gemini.
-# usage: python3 benches/rss_first_call.py target/release/gemini-mcp PROJECT_ROOT FILE
+# usage: python3 benches/rss_first_call.py target/release/gemini-mcp PROJECT_ROOT FILE [TOOL]
+# TOOL is `chat` (default) or `analyze` (FILE may then be a folder, e.g. `.` for the whole root).
 import json, subprocess, sys, threading, time, os, re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -32,12 +33,14 @@ send({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"
 send({"jsonrpc":"2.0","method":"notifications/initialized"})
 send({"jsonrpc":"2.0","id":2,"method":"tools/list"}); recv(2)
 time.sleep(0.5); a=list(rss())
-send({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"chat","arguments":{"prompt":"Is this fine?","files":[sys.argv[3]]}}}); r=recv(3)
+tool=sys.argv[4] if len(sys.argv)>4 else "chat"
+args={"chat":{"prompt":"Is this fine?","files":[sys.argv[3]]},"analyze":{"question":"Is this fine?","files":[sys.argv[3]]}}[tool]
+send({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":tool,"arguments":args}}); r=recv(3)
 time.sleep(0.5); b=list(rss())
 ok = not r.get("error") and not r["result"].get("isError")
 mb=lambda k: int(k)/1024
 print(f"idle after tools/list: RSS {mb(a[1]):.1f} MB (peak {mb(a[0]):.1f}; anonymous {mb(a[2]):.1f}, file-backed {mb(a[3]):.1f}); "
-      f"after one chat call with a file: RSS {mb(b[1]):.1f} MB (peak {mb(b[0]):.1f}; anonymous {mb(b[2]):.1f}, file-backed {mb(b[3]):.1f}); call ok={ok}")
+      f"after one {tool} call with {sys.argv[3]}: RSS {mb(b[1]):.1f} MB (peak {mb(b[0]):.1f}; anonymous {mb(b[2]):.1f}, file-backed {mb(b[3]):.1f}); call ok={ok}")
 if os.environ.get("RSS_TRIM"):
     # How much of it is memory freed but kept by the allocator: ask glibc to give it back.
     subprocess.run(["gdb","-p",str(p.pid),"-batch","-ex","call (int)malloc_trim(0)"],capture_output=True)

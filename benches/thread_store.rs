@@ -1,16 +1,19 @@
 //! Thread-store benchmark (BENCHMARKS.md `## Thread store`): load a 20-turn thread that sent 30
 //! files and rebuild its history (the files re-read through the collector), as the pipeline does
 //! on every continued call; on the embedded store, on Redis over loopback (a private
-//! `redis-server` on a free port) and on the memory store for reference. Also counts the Redis
-//! commands of one load (`INFO commandstats`).
+//! `redis-server` on a free port), on a private Redis Cluster (three masters, three replicas;
+//! `cluster+w` waits for one replica, `GEMINI_MCP_REDIS_WAIT_REPLICAS=1`) and on the memory
+//! store for reference. Also counts the Redis commands of one load (`INFO commandstats`), and
+//! times the appends that fill a project with 1,000 threads and a listing of 20 of them.
 //!
-//! Run: `cargo bench --bench thread_store` (release build; needs `redis-server` on PATH).
+//! Run: `cargo bench --bench thread_store` (release build; needs `redis-server` and `redis-cli`
+//! on PATH).
 //! `THREAD_BENCH_ITERS` sets the number of timed iterations (default 300).
 //! `THREAD_BENCH_RECOUNT=1` stores the turns without their files' token counts, so the collector
 //! counts every file again on each rebuild (the cost before `Collector::collect_counted`).
 
-#[allow(dead_code)] // Shared with the tests, which use all of it.
-#[path = "../tests/it/support/redis.rs"]
+#[allow(dead_code, unused_imports)] // Shared with the tests, which use all of it.
+#[path = "../tests/it/support/redis/mod.rs"]
 mod redis_server;
 
 use std::path::Path;
@@ -68,20 +71,24 @@ async fn run(iters: usize) {
     );
 
     let redis = redis_server::RedisServer::start();
+    let cluster = redis_server::RedisCluster::start();
     let mut base = Config::for_tests(&root);
     base.max_turns = 100;
     let collector = Arc::new(Collector::new(&base.collector()).expect("collector"));
 
-    for (name, store, url) in [
-        ("embedded", StoreChoice::Embedded, None),
-        ("redis", StoreChoice::Redis, Some(redis.url())),
-        ("memory", StoreChoice::Memory, None),
+    for (name, store, url, wait) in [
+        ("embedded", StoreChoice::Embedded, None, 0),
+        ("redis", StoreChoice::Redis, Some(redis.url()), 0),
+        ("cluster", StoreChoice::Redis, Some(cluster.url()), 0),
+        ("cluster+w", StoreChoice::Redis, Some(cluster.url()), 1),
+        ("memory", StoreChoice::Memory, None, 0),
     ] {
         let mut c = base.clone();
         c.store = store;
         c.redis_url = url.map(Secret::new);
+        c.redis_wait_replicas = wait;
         c.state_dir = root.join(".state");
-        c.key_prefix = "bench".into();
+        c.key_prefix = format!("bench-{name}");
         let s = store::open(&c.threads()).await.expect("store");
         let id = ThreadId::new();
         for t in &turns {
@@ -129,16 +136,25 @@ async fn run(iters: usize) {
     }
 }
 
-/// Listing 20 of a project's 1,000 threads (resources/list, `gemini-mcp threads list`).
+/// Appending the first turn of 1,000 threads to one project, then listing 20 of them
+/// (resources/list, `gemini-mcp threads list`).
 async fn list_bench(s: &Arc<dyn ThreadStore>, root: &str, name: &str, first: &Turn, iters: usize) {
     let project = format!("{root}/listing");
     let mut turn = first.clone();
     turn.request = "## Question\nWhere does the rate limiter admit a burst?\n".into();
+    let mut appends = Vec::with_capacity(1_000);
     for _ in 0..1_000 {
+        let t = Instant::now();
         s.append(ThreadId::new(), &project, &Owner::local(), &turn)
             .await
             .expect("append");
+        appends.push(t.elapsed());
     }
+    println!(
+        "{name:>9}: append a thread's first turn median {} (p90 {})",
+        ms(median(&mut appends)),
+        ms(p90(&mut appends)),
+    );
     for _ in 0..20 {
         s.list(&project, &Owner::local(), 20).await.expect("list");
     }

@@ -15,6 +15,7 @@ pub mod git;
 pub mod http;
 pub mod jsonrpc;
 pub mod limits;
+pub mod metrics;
 pub mod pipeline;
 pub mod redact;
 pub mod schema;

@@ -1,6 +1,6 @@
 //! The application: the services every call runs on, built once from the configuration
 //! ([`App::start`]: the collector, Gemini, the thread store, the audit log, the daily caps'
-//! holds), the gate
+//! holds, the metrics), the gate
 //! that admits calls and counts those in flight, and the life cycle the edges call — one
 //! [`App::drain`] (stop admitting, wait for the calls in flight up to a grace) and one
 //! [`App::abort`] (end what still runs: Gemini calls, the Gemini CLI's processes).
@@ -18,6 +18,7 @@ use crate::collector::Collector;
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
 use crate::limits::{Admission, ClientId, Gate, RateLimits, Refusal};
+use crate::metrics::Metrics;
 use crate::pipeline::Services;
 use crate::store::ThreadStore;
 
@@ -36,32 +37,41 @@ pub struct App {
 }
 
 impl App {
-    /// Builds everything from the configuration: the collector, Gemini, the thread store. Every
-    /// call is admitted until [`App::with_limits`] sets limits.
+    /// Builds everything from the configuration: the collector, Gemini, the thread store, the
+    /// metrics. Every call is admitted until [`App::with_limits`] sets limits.
     pub async fn start(config: Arc<Config>) -> Result<App, StartError> {
+        let metrics = Arc::new(Metrics::new());
         let collector =
             Arc::new(Collector::new(&config.collector()).map_err(|e| StartError(e.to_string()))?);
         let gemini =
             Gemini::from_config(&config.gemini()).map_err(|e| StartError(e.to_string()))?;
-        let gemini = Arc::new(gemini.with_collector(collector.clone()));
+        let gemini = Arc::new(
+            gemini
+                .with_collector(collector.clone())
+                .with_metrics(metrics.clone()),
+        );
         let store = crate::store::open(&config.threads())
             .await
             .map_err(|e| StartError(e.to_string()))?;
-        Ok(App::new(config, collector, gemini, store))
+        Ok(App::new(config, collector, gemini, store, metrics))
     }
 
-    /// An application on services made by the caller.
+    /// An application on services made by the caller; the store's failures are counted in
+    /// `metrics`, which also learns the catalogue's models.
     pub fn new(
         config: Arc<Config>,
         collector: Arc<Collector>,
         gemini: Arc<Gemini>,
         store: Arc<dyn ThreadStore>,
+        metrics: Arc<Metrics>,
     ) -> App {
         let audit = config
             .audit()
             .map(|settings| Arc::new(crate::audit::AuditLog::new(settings)));
+        metrics.know_models(gemini.catalogue().list().into_iter().map(|m| m.id));
+        let store = Arc::new(crate::store::counted::Counted::new(store, metrics.clone()));
         App {
-            services: Services::new(config, collector, gemini, store, audit),
+            services: Services::new(config, collector, gemini, store, audit, metrics),
             gate: Gate::new(&RateLimits::default(), None),
         }
     }
@@ -108,10 +118,22 @@ impl App {
         self.services.refresh_models(wait).await
     }
 
-    /// Admits one call of `tool` from `client`, or says why not; the call counts as in flight
-    /// until the returned [`Admission`] is dropped.
+    /// The metrics of every call (read by the HTTP server's `/metrics`).
+    pub fn metrics(&self) -> &Metrics {
+        &self.services.metrics
+    }
+
+    /// Admits one call of `tool` from `client`, or says why not (counted in the metrics); the
+    /// call counts as in flight until the returned [`Admission`] is dropped.
     pub fn admit(&self, tool: Tool, client: &ClientId) -> Result<Admission, Refusal> {
-        self.gate.admit(tool.name(), client)
+        self.gate.admit(tool.name(), client).inspect_err(|refusal| {
+            let reason = match refusal {
+                Refusal::Rate { .. } => "rate_limit",
+                Refusal::Concurrency { .. } => "concurrency",
+                Refusal::ShuttingDown => "shutting_down",
+            };
+            self.services.metrics.refused_call(tool.name(), reason);
+        })
     }
 
     /// Runs one tool call of `client` through the pipeline (its audit record names the client).

@@ -21,6 +21,7 @@ pub mod handle;
 pub mod ignores;
 mod images;
 pub mod o200k;
+pub mod pieces;
 mod read;
 pub mod render;
 pub mod sandbox;

@@ -7,8 +7,9 @@
 //! text this module splits with a hand-written scanner that follows the regex alternative by
 //! alternative (the regex's Unicode classes reduce to six byte classes on ASCII); other text is
 //! split by the regex itself. A piece that is one token is found in the vocabulary's table at
-//! once; a longer one is merged and its count remembered per thread. Source code repeats its
-//! pieces (keywords, identifiers, indentation), so few are merged twice.
+//! once; a longer one is merged and its count remembered for every thread
+//! ([`super::pieces`], a fixed amount of memory). Source code repeats its pieces (keywords,
+//! identifiers, indentation), so few are merged twice.
 //!
 //! The scanner knows ASCII and `│` (the line-number separator of every rendered file, an "other"
 //! symbol to the regex). Text is cut into runs of lines at line ends where no piece can cross
@@ -19,12 +20,10 @@
 //! strings over every ASCII class and on random Unicode text, and (BENCHMARKS.md) on 56,776 files
 //! of real source and text (1.3 GB raw and rendered): no difference.
 
-use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use rustc_hash::FxHashMap;
-
 use super::bpe::Vocab;
+use super::pieces::{self, Pieces};
 
 /// o200k_base's pre-tokenizer pattern (tiktoken's `O200K_BASE_PAT_STR`; a test compares them).
 pub const PATTERN: &str = concat!(
@@ -43,18 +42,6 @@ pub const PATTERN: &str = concat!(
     r"\s+"
 );
 
-/// Pieces up to this long are remembered.
-const CACHED_PIECE: usize = 48;
-/// Distinct pieces remembered per thread before the memory is cleared.
-const CACHE_ENTRIES: usize = 1 << 16;
-
-type Cache = FxHashMap<Box<[u8]>, u32>;
-
-thread_local! {
-    /// Counts of the pieces of more than one token seen on this thread.
-    static PIECES: RefCell<Cache> = RefCell::new(FxHashMap::default());
-}
-
 /// The line-number separator, the one non-ASCII character the scanner knows.
 const BAR: &[u8] = "│".as_bytes();
 
@@ -65,36 +52,35 @@ fn regex() -> &'static fancy_regex::Regex {
 
 /// The o200k count of `text`, exactly as tiktoken's `encode_ordinary(text).len()`.
 pub fn count(text: &str) -> u64 {
+    count_with(text, pieces::memory())
+}
+
+/// [`count`], remembering merged pieces in `memory`.
+fn count_with(text: &str, memory: &Pieces) -> u64 {
     let vocab = super::bpe::vocab();
-    PIECES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if cache.len() > CACHE_ENTRIES {
-            cache.clear();
-        }
-        let mut total = 0u64;
-        for (segment, scannable) in segments(text) {
-            total += if scannable {
-                let mut n = 0u64;
-                for_each_piece(segment.as_bytes(), |piece| {
-                    n += u64::from(piece_count(vocab, &mut cache, piece))
-                });
-                n
-            } else {
-                split_by_regex(vocab, &mut cache, segment)
-            };
-        }
-        total
-    })
+    let mut total = 0u64;
+    for (segment, scannable) in segments(text) {
+        total += if scannable {
+            let mut n = 0u64;
+            for_each_piece(segment.as_bytes(), |piece| {
+                n += u64::from(piece_count(vocab, memory, piece))
+            });
+            n
+        } else {
+            split_by_regex(vocab, memory, segment)
+        };
+    }
+    total
 }
 
 /// Counts a segment the scanner does not know, split by the regex. The regex gives up on
 /// pathological input (its backtracking limit); every token is at least one byte, so the byte
 /// length then stands in, an upper bound.
-fn split_by_regex(vocab: &Vocab, cache: &mut Cache, segment: &str) -> u64 {
+fn split_by_regex(vocab: &Vocab, memory: &Pieces, segment: &str) -> u64 {
     let mut total = 0u64;
     for piece in regex().find_iter(segment) {
         match piece {
-            Ok(p) => total += u64::from(piece_count(vocab, cache, p.as_str().as_bytes())),
+            Ok(p) => total += u64::from(piece_count(vocab, memory, p.as_str().as_bytes())),
             Err(e) => {
                 tracing::debug!("o200k pattern gave up ({e}); counting the segment's bytes");
                 return segment.len() as u64;
@@ -104,17 +90,15 @@ fn split_by_regex(vocab: &Vocab, cache: &mut Cache, segment: &str) -> u64 {
     total
 }
 
-fn piece_count(vocab: &Vocab, cache: &mut Cache, piece: &[u8]) -> u32 {
+fn piece_count(vocab: &Vocab, memory: &Pieces, piece: &[u8]) -> u32 {
     if piece.len() < 2 || vocab.rank(piece).is_some() {
         return piece.len().min(1) as u32;
     }
-    if let Some(&n) = cache.get(piece) {
+    if let Some(n) = memory.get(piece) {
         return n;
     }
     let n = u32::try_from(vocab.count(piece)).unwrap_or(u32::MAX);
-    if piece.len() <= CACHED_PIECE {
-        cache.insert(piece.into(), n);
-    }
+    memory.put(piece, n);
     n
 }
 
@@ -402,30 +386,29 @@ mod tests {
     fn a_cold_start_remembers_the_pieces_of_more_than_one_token() {
         let text = "fn cold_start_example(alpha: u32, beta: u32) -> u32 {\n    alpha * beta + 17\n}\n\
                     let zxqvjk_wibble_frobnicate = 1;\n";
-        PIECES.with(|c| c.borrow_mut().clear());
-        assert_eq!(count(text), reference(text));
+        let memory = Pieces::new();
+        assert_eq!(count_with(text, &memory), reference(text));
         let vocab = crate::collector::bpe::vocab();
         let mut merged = 0;
-        PIECES.with(|c| {
-            let c = c.borrow();
-            for_each_piece(text.as_bytes(), |p| {
-                if vocab.rank(p).is_none() && p.len() > 1 {
-                    merged += 1;
-                    assert!(
-                        c.contains_key(p),
-                        "{:?} not remembered",
-                        String::from_utf8_lossy(p)
-                    );
-                }
-            });
-            // Only pieces of more than one token are kept; single tokens are in the vocabulary.
-            assert!(c.values().all(|&n| n > 1));
+        for_each_piece(text.as_bytes(), |p| {
+            if vocab.rank(p).is_none() && p.len() > 1 {
+                merged += 1;
+                assert!(
+                    memory.get(p).is_some(),
+                    "{:?} not remembered",
+                    String::from_utf8_lossy(p)
+                );
+            } else {
+                // Only pieces of more than one token are kept; single tokens are in the
+                // vocabulary.
+                assert_eq!(memory.get(p), None, "{:?}", String::from_utf8_lossy(p));
+            }
         });
         assert!(
             merged > 0,
             "the example has no piece of more than one token"
         );
-        assert_eq!(count(text), reference(text));
+        assert_eq!(count_with(text, &memory), reference(text));
     }
 
     #[test]

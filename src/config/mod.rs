@@ -80,6 +80,8 @@ pub struct Config {
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,
     pub key_prefix: String,
+    pub redis_wait_replicas: u32,
+    pub redis_ca_file: Option<PathBuf>,
     pub state_dir: PathBuf,
     pub thread_ttl: Duration,
     pub max_turns: u32,
@@ -148,6 +150,8 @@ pub struct HttpSettings {
     pub max_sessions_per_client: usize,
     /// How long in-flight calls may take to finish after SIGTERM.
     pub shutdown_grace: Duration,
+    /// Tokens for `/metrics`; empty: the clients' tokens.
+    pub metrics_tokens: Vec<Secret>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -487,6 +491,8 @@ impl Config {
             store: StoreChoice::Auto,
             redis_url: None,
             key_prefix: String::new(),
+            redis_wait_replicas: 0,
+            redis_ca_file: None,
             state_dir: PathBuf::new(),
             thread_ttl: Duration::ZERO,
             max_turns: 1,
@@ -505,6 +511,7 @@ impl Config {
                 client_concurrency: 1,
                 max_sessions_per_client: 1,
                 shutdown_grace: Duration::ZERO,
+                metrics_tokens: Vec::new(),
             },
         }
     }
@@ -548,6 +555,8 @@ impl Config {
             store: self.store,
             redis_url: self.redis_url.clone(),
             key_prefix: self.key_prefix.clone(),
+            redis_wait_replicas: self.redis_wait_replicas,
+            redis_ca_file: self.redis_ca_file.clone(),
             state_dir: self.state_dir.clone(),
             ttl: self.thread_ttl,
             max_turns: self.max_turns,
@@ -717,6 +726,12 @@ mod tests {
             ),
             (vec![("PROJECT_ROOT", "/")], "PROJECT_ROOT"),
             (vec![("GEMINI_MCP_STORE", "redis")], "REDIS_URL"),
+            (vec![("REDIS_URL", "redis+cluster://:pw@")], "REDIS_URL"),
+            (vec![("REDIS_URL", "redis+cluster://h:7000/2")], "REDIS_URL"),
+            (
+                vec![("GEMINI_MCP_REDIS_WAIT_REPLICAS", "all")],
+                "GEMINI_MCP_REDIS_WAIT_REPLICAS",
+            ),
             // Tool names (DISABLED_TOOLS, GEMINI_MCP_RATE_LIMITS) are checked against the tools'
             // table by `tools::spec::check_settings`, whose tests hold those cases.
             (vec![("GEMINI_TIMEOUT_SECS", "0")], "GEMINI_TIMEOUT_SECS"),
@@ -744,6 +759,14 @@ mod tests {
             (
                 vec![("GEMINI_MCP_HTTP_SHUTDOWN_SECS", "-1")],
                 "GEMINI_MCP_HTTP_SHUTDOWN_SECS",
+            ),
+            (
+                vec![("GEMINI_MCP_METRICS_TOKEN", "two words")],
+                "GEMINI_MCP_METRICS_TOKEN",
+            ),
+            (
+                vec![("GEMINI_MCP_METRICS_TOKEN_FILE", "/definitely/not/here")],
+                "GEMINI_MCP_METRICS_TOKEN_FILE",
             ),
         ] {
             let err = load(&vars).unwrap_err().to_string();
@@ -785,6 +808,25 @@ mod tests {
         assert!(err.contains("token #2"), "{err}");
         assert!(!err.contains("SECRETPART"), "{err}");
         assert!(!format!("{c:?}").contains("second-token"));
+    }
+
+    /// `/metrics` has tokens of its own, from the environment or a file, kept apart from the
+    /// clients'.
+    #[test]
+    fn metrics_tokens_from_env_or_file() {
+        let c = load(&[("GEMINI_MCP_HTTP_TOKEN", "client")]).unwrap();
+        assert!(c.http.metrics_tokens.is_empty());
+        let c = load(&[("GEMINI_MCP_METRICS_TOKEN", "scraper-a, scraper-b")]).unwrap();
+        let got: Vec<&str> = c.http.metrics_tokens.iter().map(Secret::expose).collect();
+        assert_eq!(got, ["scraper-a", "scraper-b"]);
+        assert!(c.http_tokens.is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("metrics-token");
+        std::fs::write(&file, "from-a-file\n").unwrap();
+        let f = file.to_string_lossy().into_owned();
+        let c = load(&[("GEMINI_MCP_METRICS_TOKEN_FILE", &f)]).unwrap();
+        assert_eq!(c.http.metrics_tokens[0].expose(), "from-a-file");
+        assert!(!format!("{c:?}").contains("from-a-file"));
     }
 
     #[test]

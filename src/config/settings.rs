@@ -36,6 +36,20 @@ fn any_or_list(var: &Var<'_>) -> Option<Vec<String>> {
     (!list.iter().any(|h| h == "*")).then_some(list)
 }
 
+/// Tokens from the setting (comma-separated), else from the file its `_FILE` variant names (one
+/// per line), else none.
+fn token_list(var: &Var<'_>, file_var: &'static str) -> Result<Vec<Secret>, ConfigError> {
+    if let Some(t) = var.get() {
+        return tokens(var.name, &t, ',');
+    }
+    let Some(path) = var.os(file_var) else {
+        return Ok(Vec::new());
+    };
+    let t = std::fs::read_to_string(&path)
+        .map_err(|e| invalid(file_var, format!("cannot read {path}: {e}")))?;
+    tokens(file_var, &t, '\n')
+}
+
 /// Every setting the server reads, in the order they are read (a setting may check one read
 /// before it) and shown in the README.
 pub const SETTINGS: &[Setting] = &[
@@ -591,11 +605,16 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "REDIS_URL",
         default: "—",
-        doc: "Redis for threads shared across instances, e.g. `redis://127.0.0.1:6379/0`.",
+        doc: "Redis for threads shared across instances: `redis://[:password@]host:6379/0` (`rediss://` for TLS); a Redis Cluster as `redis+cluster://[:password@]host:port,host:port` (`rediss+cluster://` for TLS) or a comma-separated list of `redis://` URLs.",
         also_reads: &[],
         read: |var, c| {
             // After GEMINI_MCP_STORE in the table: `redis` needs a URL.
             c.redis_url = var.get().map(|u| Secret::new(u.trim()));
+            if let Some(url) = &c.redis_url {
+                // Checked here for a clear error at start; the message never holds the value.
+                crate::store::redis::connection::Target::parse(url.expose())
+                    .map_err(|e| var.invalid(format!("the URL {}", e.reason())))?;
+            }
             if c.store == StoreChoice::Redis && c.redis_url.is_none() {
                 return Err(var.invalid(format!(
                     "GEMINI_MCP_STORE=redis needs {} (e.g. redis://127.0.0.1:6379/0)",
@@ -612,6 +631,26 @@ pub const SETTINGS: &[Setting] = &[
         also_reads: &[],
         read: |var, c| {
             c.key_prefix = trimmed(var.get(), "gemini-mcp");
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_REDIS_WAIT_REPLICAS",
+        default: "0",
+        doc: "Replicas that must confirm each turn (Redis `WAIT`, up to 2 s) before it is acknowledged; set it to the replicas each master has so a failover loses no acknowledged turn. 0: acknowledged once the master has it.",
+        also_reads: &[],
+        read: |var, c| {
+            c.redis_wait_replicas = var.parse(0)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_REDIS_CA_FILE",
+        default: "—",
+        doc: "PEM file of the CA that signed Redis's TLS certificate (a private CA, as Memorystore's); when set, TLS to Redis trusts it instead of the system's roots.",
+        also_reads: &[],
+        read: |var, c| {
+            c.redis_ca_file = var.get().map(|p| var.cwd().join(p.trim()));
             Ok(())
         },
     },
@@ -742,21 +781,7 @@ pub const SETTINGS: &[Setting] = &[
         doc: "Bearer token for the HTTP transport, required unless it listens on loopback; several (one per client) separated by commas. Or `GEMINI_MCP_HTTP_TOKEN_FILE`: a file with one per line.",
         also_reads: &["GEMINI_MCP_HTTP_TOKEN_FILE"],
         read: |var, c| {
-            c.http_tokens = match var.get() {
-                Some(t) => tokens(var.name, &t, ',')?,
-                None => match var.os("GEMINI_MCP_HTTP_TOKEN_FILE") {
-                    Some(path) => {
-                        let t = std::fs::read_to_string(&path).map_err(|e| {
-                            invalid(
-                                "GEMINI_MCP_HTTP_TOKEN_FILE",
-                                format!("cannot read {path}: {e}"),
-                            )
-                        })?;
-                        tokens("GEMINI_MCP_HTTP_TOKEN_FILE", &t, '\n')?
-                    }
-                    None => Vec::new(),
-                },
-            };
+            c.http_tokens = token_list(var, "GEMINI_MCP_HTTP_TOKEN_FILE")?;
             Ok(())
         },
     },
@@ -840,6 +865,16 @@ pub const SETTINGS: &[Setting] = &[
         also_reads: &[],
         read: |var, c| {
             c.http.shutdown_grace = var.secs(30)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_METRICS_TOKEN",
+        default: "—",
+        doc: "Bearer token for `/metrics` (Prometheus), apart from the clients' tokens; several separated by commas. Or `GEMINI_MCP_METRICS_TOKEN_FILE`: one per line. Unset: `/metrics` takes a client's `GEMINI_MCP_HTTP_TOKEN`, or no token when there is none (loopback only).",
+        also_reads: &["GEMINI_MCP_METRICS_TOKEN_FILE"],
+        read: |var, c| {
+            c.http.metrics_tokens = token_list(var, "GEMINI_MCP_METRICS_TOKEN_FILE")?;
             Ok(())
         },
     },

@@ -84,6 +84,8 @@ pub struct Gemini {
     collector: Option<Arc<Collector>>,
     catalogue: Catalogue,
     fallback_model: String,
+    /// Where fallbacks (and the REST client's retries) are counted.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 /// The CLI backend over ACP, with the per-call CLI as its fallback.
@@ -184,6 +186,7 @@ impl Gemini {
             collector: None,
             catalogue: Catalogue::builtin(&config.default_model),
             fallback_model: config.fallback_model.clone(),
+            metrics: None,
         })
     }
 
@@ -191,6 +194,15 @@ impl Gemini {
     /// names also judge their permission requests); without it they read nothing.
     pub fn with_collector(mut self, collector: Arc<Collector>) -> Gemini {
         self.collector = Some(collector);
+        self
+    }
+
+    /// Counts fallbacks and the REST client's retries in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Gemini {
+        if let Backend::Api(client) = &mut self.backend {
+            client.set_metrics(metrics.clone());
+        }
+        self.metrics = Some(metrics);
         self
     }
 
@@ -339,6 +351,9 @@ impl Gemini {
                     req.model.id, fallback.id
                 ));
                 let from = req.model.id.clone();
+                if let Some(m) = &self.metrics {
+                    m.fallback(&from, &fallback.id);
+                }
                 let mut req = req;
                 req.model = fallback;
                 let mut resp = self.generate_once(&req, ctx).await?;

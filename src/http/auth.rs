@@ -106,14 +106,21 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
 
 /// 401 with `WWW-Authenticate` (RFC 6750) and a JSON body saying what to send.
 pub fn unauthorized(denied: Denied) -> Response {
+    unauthorized_for(denied, "GEMINI_MCP_HTTP_TOKEN")
+}
+
+/// [`unauthorized`], naming `setting` as where the token is configured.
+pub fn unauthorized_for(denied: Denied, setting: &str) -> Response {
     let (challenge, message) = match denied {
         Denied::Missing => (
             r#"Bearer realm="gemini-mcp""#,
-            "this server needs a bearer token: send `Authorization: Bearer <token>` with the token configured in the server's GEMINI_MCP_HTTP_TOKEN",
+            format!(
+                "this server needs a bearer token: send `Authorization: Bearer <token>` with the token configured in the server's {setting}"
+            ),
         ),
         Denied::Invalid => (
             r#"Bearer realm="gemini-mcp", error="invalid_token", error_description="the token is not valid for this server""#,
-            "the bearer token is not valid for this server",
+            "the bearer token is not valid for this server".to_string(),
         ),
     };
     let body = serde_json::json!({ "error": "unauthorized", "message": message });

@@ -1,5 +1,5 @@
 //! The Streamable HTTP transport: `gemini-mcp serve --http ADDR`. rmcp's `StreamableHttpService`
-//! at `/mcp` in axum, behind a bearer-token check, plus `/healthz` and `/readyz`.
+//! at `/mcp` in axum, behind a bearer-token check, plus `/healthz`, `/readyz` and `/metrics`.
 //!
 //! Any instance answers any request: 2026-07-28 requests are stateless, and legacy sessions
 //! (`Mcp-Session-Id`) are restored from Redis on an instance that did not create them
@@ -13,7 +13,8 @@
 //! over [`MAX_HEADER_BYTES`] in total get 431 on every route; a legacy session answers only the
 //! client that opened it, and each client keeps at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT`
 //! live, a session answering a request never being the one closed ([`sessions::SessionOwners`]);
-//! threads belong to the token that started them.
+//! threads belong to the token that started them; `/metrics` takes `GEMINI_MCP_METRICS_TOKEN`
+//! when set, else the clients' tokens ([`metrics`]).
 //!
 //! Shutdown (SIGTERM or SIGINT): the listener closes, idle connections close, the gate refuses
 //! new tool calls, standalone SSE streams end (clients reconnect elsewhere), and calls in flight
@@ -22,6 +23,7 @@
 
 mod auth;
 mod health;
+mod metrics;
 mod sessions;
 
 use std::collections::HashSet;
@@ -131,6 +133,12 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let shared_sessions = redis_sessions.is_some();
     let session_store = redis_sessions.clone().map(|s| s as Arc<dyn SessionStore>);
     let manager = Arc::new(LocalSessionManager::default());
+    let scrape = metrics::Scrape {
+        app: app.clone(),
+        access: metrics::Access::new(tokens.clone(), &config.http.metrics_tokens),
+        sessions: manager.clone(),
+    };
+    let metrics_access = scrape.access.describe();
     let session_owners = Arc::new(sessions::SessionOwners::new(
         manager.clone(),
         redis_sessions,
@@ -161,8 +169,20 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
                 .route("/readyz", get(health::readyz))
                 .with_state(app.clone()),
         )
+        .merge(
+            Router::new()
+                .route("/metrics", get(metrics::metrics))
+                .with_state(scrape),
+        )
         .layer(middleware::from_fn(limit_headers));
-    announce(&config, local, &tokens, &rates, shared_sessions);
+    announce(
+        &config,
+        local,
+        &tokens,
+        &rates,
+        shared_sessions,
+        metrics_access,
+    );
 
     let serving = axum::serve(
         listener,
@@ -215,7 +235,13 @@ async fn redis_sessions(
 ) -> Result<Option<Arc<sessions::RedisSessions>>, ExitCode> {
     match (app.store_kind(), &config.redis_url) {
         ("redis", Some(url)) => {
-            match sessions::RedisSessions::connect(url, &config.key_prefix).await {
+            match sessions::RedisSessions::connect(
+                url,
+                &config.key_prefix,
+                config.redis_ca_file.as_deref(),
+            )
+            .await
+            {
                 Ok(s) => Ok(Some(Arc::new(s))),
                 Err(e) => {
                     crate::term::say!("gemini-mcp: {e}");
@@ -269,9 +295,10 @@ fn announce(
     tokens: &Tokens,
     rates: &RateLimits,
     shared_sessions: bool,
+    metrics_access: &str,
 ) {
     crate::term::say!(
-        "gemini-mcp: serving MCP over Streamable HTTP at http://{local}/mcp (health: /healthz, /readyz; token {}; rate limits {rates}; legacy sessions {})",
+        "gemini-mcp: serving MCP over Streamable HTTP at http://{local}/mcp (health: /healthz, /readyz; metrics: /metrics with {metrics_access}; token {}; rate limits {rates}; legacy sessions {})",
         if tokens.is_empty() {
             "not required on loopback"
         } else {

@@ -10,8 +10,10 @@
 //! would only reach a client connected to the instance that sent it. This server sends none.)
 //!
 //! Key: `<prefix>:mcp-session:<id>`, a JSON string, expiring [`SESSION_TTL`] after its last
-//! load. Used when the thread store is Redis; with the embedded or memory store, sessions stay
-//! per instance (a load balancer then needs sticky sessions for legacy clients only).
+//! load: one key per command, so a Redis Cluster serves it as one server does (through the
+//! store's connection, [`Target`]). Used when the thread store is Redis; with the embedded or
+//! memory store, sessions stay per instance (a load balancer then needs sticky sessions for
+//! legacy clients only).
 //!
 //! A session belongs to the client that opened it ([`Owner`], a digest of its token): the owner
 //! is saved beside the `initialize` parameters, read from [`REQUEST_OWNER`] (rmcp saves the
@@ -30,7 +32,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{
     SessionManager, SessionState, SessionStore, SessionStoreError,
@@ -39,6 +40,7 @@ use serde_json::Value;
 
 use crate::config::Secret;
 use crate::store::Owner;
+use crate::store::redis::connection::{Connection, Target};
 
 tokio::task_local! {
     /// The owner of the `/mcp` request being served (set by the guard around rmcp's handling).
@@ -267,7 +269,7 @@ const OP_TIMEOUT: Duration = Duration::from_secs(5);
 const MAX_ID_LEN: usize = 128;
 
 pub struct RedisSessions {
-    conn: ConnectionManager,
+    conn: Connection,
     prefix: String,
 }
 
@@ -285,21 +287,27 @@ fn timeout() -> SessionStoreError {
 }
 
 impl RedisSessions {
-    /// Connects to `url` (the thread store's Redis, already known to answer).
-    pub async fn connect(url: &Secret, prefix: &str) -> Result<RedisSessions, String> {
-        let client = redis::Client::open(url.expose())
-            .map_err(|_| "REDIS_URL is not a valid Redis URL".to_string())?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(OP_TIMEOUT))
-            .set_number_of_retries(2);
-        let conn = tokio::time::timeout(
-            OP_TIMEOUT,
-            ConnectionManager::new_with_config(client, config),
-        )
-        .await
-        .map_err(|_| "cannot reach Redis (from REDIS_URL) within 5 s".to_string())?
-        .map_err(|e| format!("cannot reach Redis (from REDIS_URL): {:?}", e.kind()))?;
+    /// Connects to `url` (the thread store's Redis, one server or a cluster, already known to
+    /// answer); `ca_file` as for the thread store.
+    pub async fn connect(
+        url: &Secret,
+        prefix: &str,
+        ca_file: Option<&std::path::Path>,
+    ) -> Result<RedisSessions, String> {
+        let target = Target::parse(url.expose()).map_err(|e| e.to_string())?;
+        let ca_pem = match ca_file {
+            Some(path) => Some(tokio::fs::read(path).await.map_err(|e| {
+                format!(
+                    "cannot read GEMINI_MCP_REDIS_CA_FILE {}: {e}",
+                    path.display()
+                )
+            })?),
+            None => None,
+        };
+        let conn = tokio::time::timeout(OP_TIMEOUT, target.connect(ca_pem.as_deref()))
+            .await
+            .map_err(|_| "cannot reach Redis (from REDIS_URL) within 5 s".to_string())?
+            .map_err(|e| format!("cannot reach Redis (from REDIS_URL): {:?}", e.kind()))?;
         Ok(RedisSessions {
             conn,
             prefix: prefix.to_string(),

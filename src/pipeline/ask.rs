@@ -141,7 +141,9 @@ async fn ask_agent(
     } else {
         Hold::none()
     };
-    let run = pool.prompt(prompt, ctx).await?;
+    let run = meter
+        .timed(&request.model.id, pool.prompt(prompt, ctx))
+        .await?;
     meter
         .record(hold, &request.model.id, &run.usage.unwrap_or_default())
         .await;

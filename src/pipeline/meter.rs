@@ -7,13 +7,18 @@
 //! checked and counted on its own). The Gemini CLI's agent, whose requests are its own, is
 //! checked with its prompt before it starts ([`Meter::admit`]) and counted after
 //! ([`Meter::record`]). The meter also keeps what the call's requests were and used
-//! ([`Meter::seen`]: their hashes as sent, the usage and cost summed) for its audit record.
+//! ([`Meter::seen`]: their hashes as sent, the usage and cost summed) for its audit record, and
+//! how long the call waited on Gemini ([`Meter::waited`]); each request's latency, tokens and
+//! cost go to the metrics as it ends.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use crate::gemini::{
     CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage, prices,
 };
+use crate::metrics::Metrics;
 use crate::spend::{
     Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
 };
@@ -31,6 +36,9 @@ pub struct Meter {
     /// ceiling).
     call_micro_usd: std::sync::atomic::AtomicU64,
     seen: std::sync::Mutex<Seen>,
+    metrics: Arc<Metrics>,
+    /// Time spent waiting on Gemini so far, in nanoseconds.
+    waited_nanos: std::sync::atomic::AtomicU64,
 }
 
 /// What a call's requests were and used, so far.
@@ -53,6 +61,7 @@ impl Meter {
         holds: Arc<Holds>,
         project: &str,
         owner: &Owner,
+        metrics: Arc<Metrics>,
     ) -> Meter {
         let mut keys = Vec::new();
         if caps.any() {
@@ -71,7 +80,33 @@ impl Meter {
                 cost_usd: Some(0.0),
                 ..Seen::default()
             }),
+            metrics,
+            waited_nanos: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// How long the call's requests have waited on Gemini so far.
+    pub fn waited(&self) -> Duration {
+        Duration::from_nanos(self.waited_nanos.load(Ordering::Relaxed))
+    }
+
+    /// `work` (a request to Gemini of `model`, or the Gemini CLI's agent), its time counted as
+    /// the call's wait on Gemini and in the metrics' request latency — also when it is dropped
+    /// unfinished (the call cancelled, an investigation's deadline).
+    pub async fn timed<T, E>(
+        &self,
+        model: &str,
+        work: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        let mut waiting = Waiting {
+            meter: self,
+            model,
+            started: Instant::now(),
+            outcome: "cancelled",
+        };
+        let result = work.await;
+        waiting.outcome = if result.is_ok() { "ok" } else { "error" };
+        result
     }
 
     /// What the call's requests were and used, so far.
@@ -100,7 +135,7 @@ impl Meter {
             Hold::none()
         };
         let model = req.model.id.clone();
-        let answer = gemini.generate(req, ctx).await?;
+        let answer = self.timed(&model, gemini.generate(req, ctx)).await?;
         if let Some(sent) = &answer.request_sha256 {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
             seen.requests.push(sent.clone());
@@ -159,6 +194,13 @@ impl Meter {
     /// logged, not fatal (the answer is already here).
     pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
         let cost = prices::estimate(model, usage, prices::today());
+        let tokens = crate::metrics::Tokens {
+            input: usage.input,
+            output: usage.output,
+            cached: usage.cached,
+            thinking: usage.thinking,
+        };
+        self.metrics.tokens(model, tokens, cost);
         if let Some(c) = cost {
             self.call_micro_usd.fetch_add(
                 (c * 1e6).round() as u64,
@@ -202,6 +244,26 @@ impl Meter {
     }
 }
 
+/// A wait on Gemini in progress: counted when it ends or is given up.
+struct Waiting<'a> {
+    meter: &'a Meter,
+    model: &'a str,
+    started: Instant,
+    /// `ok` or `error` once answered; `cancelled` while not.
+    outcome: &'static str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let took = self.started.elapsed();
+        self.meter.waited_nanos.fetch_add(
+            u64::try_from(took.as_nanos()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+        self.meter.metrics.request(self.model, self.outcome, took);
+    }
+}
+
 /// [`Estimate::of`], off the runtime's threads when the request is large.
 async fn estimate(req: &GenerateRequest) -> Result<Estimate, ToolError> {
     if approximate_bytes(req) <= INLINE_BYTES {
@@ -236,7 +298,14 @@ mod tests {
             daily_usd: None,
             call_usd: None,
         };
-        let meter = Meter::new(caps, store, Arc::default(), "/p", &Owner::local());
+        let meter = Meter::new(
+            caps,
+            store,
+            Arc::default(),
+            "/p",
+            &Owner::local(),
+            Arc::default(),
+        );
         let model = model();
         let each = Estimate {
             turn: 600,

@@ -32,6 +32,7 @@ use crate::audit::AuditLog;
 use crate::collector::Collector;
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
+use crate::metrics::Metrics;
 use crate::spend::Holds;
 use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadStore};
 use crate::tools::reply::investigation::steps_note;
@@ -49,8 +50,8 @@ use save::save_turn;
 const INLINE_COUNT_BYTES: usize = 16 * 1024;
 
 /// What every call runs on: the configuration, the collector, Gemini, the thread store, the
-/// audit log and the daily caps' holds. Built once by the application (`app::App::start`) and
-/// shared by its calls.
+/// audit log, the daily caps' holds and the metrics. Built once by the application
+/// (`app::App::start`) and shared by its calls.
 pub struct Services {
     pub config: Arc<Config>,
     pub collector: Arc<Collector>,
@@ -58,6 +59,7 @@ pub struct Services {
     pub store: Arc<dyn ThreadStore>,
     /// `GEMINI_MCP_AUDIT_LOG`, when set.
     pub audit: Option<Arc<AuditLog>>,
+    pub metrics: Arc<Metrics>,
     /// The daily caps' holds of the calls in flight.
     holds: Arc<Holds>,
     /// Set once the model list has been asked for (on the first call, never at startup).
@@ -71,6 +73,7 @@ impl Services {
         gemini: Arc<Gemini>,
         store: Arc<dyn ThreadStore>,
         audit: Option<Arc<AuditLog>>,
+        metrics: Arc<Metrics>,
     ) -> Services {
         Services {
             config,
@@ -78,6 +81,7 @@ impl Services {
             gemini,
             store,
             audit,
+            metrics,
             holds: Arc::default(),
             refresh: tokio::sync::OnceCell::new(),
         }
@@ -100,9 +104,13 @@ impl Services {
     /// background, `listmodels` waits for it. A failure keeps the built-in catalogue.
     pub async fn refresh_models(&self, wait: bool) {
         let gemini = self.gemini.clone();
+        let metrics = self.metrics.clone();
         let refresh = async move {
             match gemini.refresh_models().await {
-                Ok(n) => tracing::debug!(models = n, "model catalogue refreshed"),
+                Ok(n) => {
+                    tracing::debug!(models = n, "model catalogue refreshed");
+                    metrics.know_models(gemini.catalogue().list().into_iter().map(|m| m.id));
+                }
                 Err(e) => {
                     tracing::warn!("could not refresh the model list (using the built-in one): {e}")
                 }
@@ -134,6 +142,7 @@ impl Services {
             self.holds.clone(),
             &self.project(),
             owner,
+            self.metrics.clone(),
         )
     }
 }

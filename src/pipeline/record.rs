@@ -3,18 +3,21 @@
 //! with their hashes, the redactions per rule), then what its requests were and used (from the
 //! call's [`Meter`]) and its outcome, and appended to the audit log once when the call ends. A
 //! call dropped before it ends (its client cancelled, the process interrupted) is recorded as
-//! `abandoned` when it is dropped. Without an audit log nothing is gathered.
+//! `abandoned` when it is dropped. Without an audit log nothing is gathered but what the metrics
+//! count once per call: the tool, the model, the outcome and our own time (the call's wall time
+//! less its wait on Gemini, from the meter).
 //!
 //! The call's trace span ([`crate::traces::call`]) is told the same facts at the same points:
 //! the steps run inside it, and it ends with the outcome and what the meter saw.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::Services;
 use super::gather::Material;
 use super::meter::Meter;
 use crate::audit::{AuditLog, FileKind, FileRecord, Record, Usage, rfc3339};
+use crate::metrics::Metrics;
 use crate::redact::Counts;
 use crate::tools::{Plan, ToolError};
 
@@ -24,10 +27,20 @@ pub(super) struct Trail {
     /// `None` once written (or without a log).
     record: Option<Record>,
     meter: Arc<Meter>,
+    /// What the metrics count, once (`None` once counted).
+    measure: Option<Measure>,
     /// The call's span; `None` once its outcome is recorded.
     span: Option<tracing::Span>,
     /// The call's model as last learnt, for its span.
     model: Option<String>,
+}
+
+/// A call as the metrics count it.
+struct Measure {
+    metrics: Arc<Metrics>,
+    tool: &'static str,
+    model: Option<String>,
+    started: Instant,
 }
 
 impl Trail {
@@ -60,6 +73,12 @@ impl Trail {
             outcome: String::new(),
             error: None,
         });
+        let measure = Some(Measure {
+            metrics: services.metrics.clone(),
+            tool: plan.tool.name(),
+            model: None,
+            started: Instant::now(),
+        });
         let span = crate::traces::call(
             plan.tool.name(),
             plan.continuation.is_some(),
@@ -69,6 +88,7 @@ impl Trail {
             log,
             record,
             meter,
+            measure,
             span: Some(span),
             model: None,
         }
@@ -80,6 +100,9 @@ impl Trail {
     }
 
     pub(super) fn model(&mut self, id: &str) {
+        if let Some(m) = &mut self.measure {
+            m.model = Some(id.to_string());
+        }
         self.model = Some(id.to_string());
         if let Some(r) = &mut self.record {
             r.model = Some(id.to_string());
@@ -144,6 +167,7 @@ impl Trail {
     /// Writes the record: `ok`, or the kind of `error` (off the runtime's threads). A log that
     /// cannot be written is reported in the server's log; the call's outcome stands.
     pub(super) async fn finish(mut self, error: Option<&ToolError>) {
+        self.count(error.map_or("ok", ToolError::kind));
         self.end_span(error.map(ToolError::kind));
         let Some((log, record)) = self.completed(error.map(ToolError::kind)) else {
             return;
@@ -153,6 +177,19 @@ impl Trail {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!("{e}"),
             Err(e) => tracing::error!("the audit record was not written: {e}"),
+        }
+    }
+
+    /// The call in the metrics, once: its outcome (`ok`, an error's kind, `abandoned`), and a
+    /// refusal when a cap refused it.
+    fn count(&mut self, outcome: &'static str) {
+        let Some(m) = self.measure.take() else {
+            return;
+        };
+        let own = m.started.elapsed().saturating_sub(self.meter.waited());
+        m.metrics.call(m.tool, m.model.as_deref(), outcome, own);
+        if matches!(outcome, "spending_cap" | "over_call_ceiling") {
+            m.metrics.refusal(m.tool, outcome);
         }
     }
 
@@ -198,6 +235,7 @@ impl Drop for Trail {
     /// A call dropped before it ended: recorded here, at once (it is one short line, and the
     /// process may be on its way out).
     fn drop(&mut self) {
+        self.count("abandoned");
         self.end_span(Some("abandoned"));
         if let Some((log, record)) = self.completed(Some("abandoned"))
             && let Err(e) = log.append(&record)

@@ -1,158 +1,254 @@
 //! The value-shape rules of [`super`] as a table: each rule's marker name, pattern, the part it
-//! replaces and the check the value must pass. SECURITY.md lists every rule; keep the two in step.
+//! replaces, the check the value must pass, and its keywords. SECURITY.md lists every rule; keep
+//! the two in step.
 
-/// A rule as written: marker name, pattern, group to replace, check on the value.
-pub(super) type RuleSpec = (&'static str, &'static str, usize, fn(&str) -> bool);
+/// A rule as written.
+pub(super) struct Spec {
+    /// The marker's name: `[REDACTED:<kind>]`.
+    pub kind: &'static str,
+    pub pattern: &'static str,
+    /// The capture group replaced (0 = the whole match, [`FIRST_GROUP`]).
+    pub group: usize,
+    /// What the replaced value must pass.
+    pub check: fn(&str) -> bool,
+    /// Literals every match of the pattern contains, in the pattern's case (any case when the
+    /// pattern starts with `(?i)`). Text holding none of them cannot match, so the rule is not
+    /// run on it (`super::keywords`).
+    pub keywords: &'static [&'static str],
+    /// How far from a keyword a match can lie.
+    pub reach: Reach,
+}
+
+/// Where a rule's match lies, given a keyword in it: what its search must cover.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Reach {
+    /// Within the keyword's line: no match holds a `\n` but as its last byte (the patterns'
+    /// classes and repetitions exclude it). The rule is searched on those lines only.
+    Line,
+    /// Starting at the keyword itself (the pattern begins with it), however far it runs: the
+    /// rule is tried, anchored, at each keyword.
+    FromKeyword,
+}
+
+/// The generic `name = value` rules' keywords: their alternation of names, spelled out.
+const GENERIC_KEYWORDS: &[&str] = &[
+    "passw", // password, passwd
+    "pwd",
+    "secret",
+    "token",
+    "apikey",
+    "api_key",
+    "api-key",
+    "accesskey",
+    "access_key",
+    "access-key",
+    "privatekey",
+    "private_key",
+    "private-key",
+    "credential",
+];
 
 /// Shape rules, most specific first (where two overlap, the marker names the earlier rule).
 /// Runs of name characters are bounded (`{0,64}`), so a candidate is short and finding which
 /// rule it is costs little even inside a megabyte of identifier characters.
 /// SECURITY.md lists them; keep the two in step.
-pub(super) const RULES: &[RuleSpec] = &[
-    (
-        "private-key",
-        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.)*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)",
-        0,
-        always,
-    ),
-    (
-        "aws-access-key",
-        r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?-u:\b)",
-        0,
-        always,
-    ),
-    (
-        "github-token",
-        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
-        0,
-        always,
-    ),
-    (
-        "gitlab-token",
-        r"(?-u:\b)(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
-        0,
-        always,
-    ),
-    (
-        "huggingface-token",
-        r"(?-u:\b)hf_[A-Za-z0-9]{30,255}(?-u:\b)",
-        0,
-        mixed_case,
-    ),
-    (
-        "google-api-key",
-        r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
-        0,
-        always,
-    ),
-    (
-        "google-oauth-token",
-        r"(?-u:\b)ya29\.[0-9A-Za-z_\-.]+",
-        0,
-        always,
-    ),
-    (
-        "google-oauth-client-secret",
-        r"(?-u:\b)GOCSPX-[0-9A-Za-z_\-]{20,255}",
-        0,
-        always,
-    ),
-    (
-        "slack-token",
-        r"(?-u:\b)xox[abposr]-[0-9A-Za-z\-]{10,250}",
-        0,
-        letters_and_digits,
-    ),
-    (
-        "slack-webhook",
-        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}",
-        0,
-        always,
-    ),
-    (
-        "sendgrid-key",
-        r"(?-u:\b)SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
-        0,
-        always,
-    ),
-    (
-        "stripe-key",
-        r"(?-u:\b)(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
-        0,
-        always,
-    ),
-    (
-        "api-key",
-        r"(?-u:\b)sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
-        0,
-        letters_and_digits,
-    ),
-    (
-        "jwt",
-        r"(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-        0,
-        always,
-    ),
-    (
-        "kubeconfig-client-data",
-        r#"(?-u:\b)client-(?:key|certificate)-data["']?[ \t]*:[ \t]*["']?([A-Za-z0-9+/]{16,}={0,2})"#,
-        1,
-        always,
-    ),
-    (
-        "token",
-        r#"(?m)(?:^|[ \t"'{,+\-])(?:id-|access-|refresh-)?token["']?[ \t]*:[ \t]*(?:"([A-Za-z0-9._~+/=\-]{16,})"|'([A-Za-z0-9._~+/=\-]{16,})'|([A-Za-z0-9._~+/=\-]{16,})[ \t]*\r?$)"#,
-        FIRST_GROUP,
-        unquoted_secret_looking,
-    ),
-    (
-        "docker-auth",
-        r#""auth"[ \t]*:[ \t]*"([A-Za-z0-9+/]{8,}={0,2})""#,
-        1,
-        basic_credentials,
-    ),
-    (
-        "docker-auth",
-        r#""(?:identitytoken|registrytoken)"[ \t]*:[ \t]*"([A-Za-z0-9._~+/=\-]{16,})""#,
-        1,
-        always,
-    ),
-    (
-        "azure-key",
-        r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
-        1,
-        always,
-    ),
-    (
-        "basic-auth",
-        r"(?i)(?-u:\b)basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})",
-        1,
-        basic_credentials,
-    ),
-    (
-        "bearer-token",
-        r"(?i)(?-u:\b)bearer[ \t]+([A-Za-z0-9_\-.=+/~]{16,})",
-        1,
-        always,
-    ),
-    (
-        "url-password",
-        r"(?i)(?-u:\b)[a-z][a-z0-9+.\-]{0,31}://[^\s/:@'\x22]{0,256}:([^\s/@'\x22]{3,256})@",
-        1,
-        not_placeholder,
-    ),
-    (
-        "password",
-        r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}["']?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})"|'([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})')"#,
-        FIRST_GROUP,
-        secret_looking,
-    ),
-    (
-        "password",
-        r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}[ \t]*(?::=|=>|:|=)[ \t]*([A-Za-z0-9!%&+\-./=?@_~]{8,200})[ \t]*(?:[,;]|\r?\n|\z)"#,
-        1,
-        unquoted_secret_looking,
-    ),
+pub(super) const RULES: &[Spec] = &[
+    Spec {
+        kind: "private-key",
+        pattern: r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.)*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+        group: 0,
+        check: always,
+        keywords: &["-----BEGIN"],
+        reach: Reach::FromKeyword,
+    },
+    Spec {
+        kind: "aws-access-key",
+        pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?-u:\b)",
+        group: 0,
+        check: always,
+        keywords: &[
+            "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA",
+        ],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "github-token",
+        pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        group: 0,
+        check: always,
+        keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "gitlab-token",
+        pattern: r"(?-u:\b)(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
+        group: 0,
+        check: always,
+        keywords: &[
+            "glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-", "glcbt-",
+        ],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "huggingface-token",
+        pattern: r"(?-u:\b)hf_[A-Za-z0-9]{30,255}(?-u:\b)",
+        group: 0,
+        check: mixed_case,
+        keywords: &["hf_"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "google-api-key",
+        pattern: r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
+        group: 0,
+        check: always,
+        keywords: &["AIza"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "google-oauth-token",
+        pattern: r"(?-u:\b)ya29\.[0-9A-Za-z_\-.]+",
+        group: 0,
+        check: always,
+        keywords: &["ya29."],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "google-oauth-client-secret",
+        pattern: r"(?-u:\b)GOCSPX-[0-9A-Za-z_\-]{20,255}",
+        group: 0,
+        check: always,
+        keywords: &["GOCSPX-"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "slack-token",
+        pattern: r"(?-u:\b)xox[abposr]-[0-9A-Za-z\-]{10,250}",
+        group: 0,
+        check: letters_and_digits,
+        keywords: &["xox"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "slack-webhook",
+        pattern: r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}",
+        group: 0,
+        check: always,
+        keywords: &["https://hooks.slack.com/services/"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "sendgrid-key",
+        pattern: r"(?-u:\b)SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
+        group: 0,
+        check: always,
+        keywords: &["SG."],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "stripe-key",
+        pattern: r"(?-u:\b)(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
+        group: 0,
+        check: always,
+        keywords: &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "api-key",
+        pattern: r"(?-u:\b)sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+        group: 0,
+        check: letters_and_digits,
+        keywords: &["sk-"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "jwt",
+        pattern: r"(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        group: 0,
+        check: always,
+        keywords: &["eyJ"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "kubeconfig-client-data",
+        pattern: r#"(?-u:\b)client-(?:key|certificate)-data["']?[ \t]*:[ \t]*["']?([A-Za-z0-9+/]{16,}={0,2})"#,
+        group: 1,
+        check: always,
+        keywords: &["client-key-data", "client-certificate-data"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "token",
+        pattern: r#"(?m)(?:^|[ \t"'{,+\-])(?:id-|access-|refresh-)?token["']?[ \t]*:[ \t]*(?:"([A-Za-z0-9._~+/=\-]{16,})"|'([A-Za-z0-9._~+/=\-]{16,})'|([A-Za-z0-9._~+/=\-]{16,})[ \t]*\r?$)"#,
+        group: FIRST_GROUP,
+        check: unquoted_secret_looking,
+        keywords: &["token"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "docker-auth",
+        pattern: r#""auth"[ \t]*:[ \t]*"([A-Za-z0-9+/]{8,}={0,2})""#,
+        group: 1,
+        check: basic_credentials,
+        keywords: &["\"auth\""],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "docker-auth",
+        pattern: r#""(?:identitytoken|registrytoken)"[ \t]*:[ \t]*"([A-Za-z0-9._~+/=\-]{16,})""#,
+        group: 1,
+        check: always,
+        keywords: &["\"identitytoken\"", "\"registrytoken\""],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "azure-key",
+        pattern: r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
+        group: 1,
+        check: always,
+        keywords: &["accountkey", "sharedaccesskey"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "basic-auth",
+        pattern: r"(?i)(?-u:\b)basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})",
+        group: 1,
+        check: basic_credentials,
+        keywords: &["basic"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "bearer-token",
+        pattern: r"(?i)(?-u:\b)bearer[ \t]+([A-Za-z0-9_\-.=+/~]{16,})",
+        group: 1,
+        check: always,
+        keywords: &["bearer"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "url-password",
+        pattern: r"(?i)(?-u:\b)[a-z][a-z0-9+.\-]{0,31}://[^\s/:@'\x22]{0,256}:([^\s/@'\x22]{3,256})@",
+        group: 1,
+        check: not_placeholder,
+        keywords: &["://"],
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "password",
+        pattern: r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}["']?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})"|'([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})')"#,
+        group: FIRST_GROUP,
+        check: secret_looking,
+        keywords: GENERIC_KEYWORDS,
+        reach: Reach::Line,
+    },
+    Spec {
+        kind: "password",
+        pattern: r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}[ \t]*(?::=|=>|:|=)[ \t]*([A-Za-z0-9!%&+\-./=?@_~]{8,200})[ \t]*(?:[,;]|\r?\n|\z)"#,
+        group: 1,
+        check: unquoted_secret_looking,
+        keywords: GENERIC_KEYWORDS,
+        reach: Reach::Line,
+    },
 ];
 
 /// Replace the first capture group that took part in the match.

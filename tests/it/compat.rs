@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use crate::support::Hermetic as _;
 use crate::support::fake_gemini::{FakeGemini, Script};
 use crate::support::mcp::{self, KEY};
 
@@ -67,7 +68,7 @@ async fn profiles_add_their_tools_only_when_configured() {
 
     // A profile that does not exist: the server does not start, and says what to fix.
     let out = std::process::Command::new(mcp::binary())
-        .env_clear()
+        .hermetic_env()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", dir.path().join(".home"))
         .env("PROJECT_ROOT", dir.path())

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::Hermetic as _;
 use crate::support::fake_gemini::FakeGemini;
 use crate::support::mcp::KEY;
 
@@ -32,7 +33,7 @@ fn project() -> tempfile::TempDir {
 
 fn gemini_mcp(root: &Path, fake: &FakeGemini, extra: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gemini-mcp"));
-    cmd.env_clear()
+    cmd.hermetic_env()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", root.join(".home"))
         .env("PROJECT_ROOT", root)

@@ -355,6 +355,9 @@ async fn the_concurrency_limit_is_per_client() {
 #[tokio::test]
 async fn health_and_readiness_follow_redis() {
     let env = Env::new();
+    if crate::support::redis_missing() {
+        return;
+    }
     let mut redis = RedisServer::start();
     let url = redis.url();
     let server = env
@@ -410,6 +413,9 @@ async fn readiness_reports_a_gemini_backend_that_cannot_work() {
 #[tokio::test]
 async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
     let env = Env::new();
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let url = redis.url();
     let mut server = env
@@ -494,6 +500,9 @@ async fn sigterm_lets_the_call_in_flight_finish_and_keeps_its_turn() {
 #[tokio::test]
 async fn two_instances_share_threads_and_legacy_sessions() {
     let env = Env::new();
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let url = redis.url();
     let vars = [
@@ -559,6 +568,9 @@ async fn two_instances_share_threads_and_legacy_sessions() {
 #[tokio::test]
 async fn concurrent_turns_on_two_instances_lose_nothing() {
     let env = Env::new();
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let url = redis.url();
     let vars = [
@@ -703,6 +715,9 @@ async fn ping_status(url: &str, token: &str, session: &str) -> u16 {
 #[tokio::test]
 async fn threads_and_sessions_belong_to_the_token_that_started_them() {
     let env = Env::new();
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let url = redis.url();
     let tokens = format!("{TOKEN},{OTHER_TOKEN}");

@@ -6,9 +6,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::Hermetic as _;
+
 fn gemini_mcp(root: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gemini-mcp"));
-    cmd.env_clear()
+    cmd.hermetic_env()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", root.join(".home"))
         .env("GEMINI_MCP_STATE_DIR", root.join(".state"))

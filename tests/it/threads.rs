@@ -1,5 +1,6 @@
 //! Thread stores: one table of behavioural cases run against all three stores (memory, embedded,
-//! Redis on a private `redis-server`), then the faults particular to each: Redis killed and
+//! Redis on a private `redis-server` and on a private Redis Cluster), then the faults particular
+//! to each: Redis killed and
 //! restarted, Redis down at start, corrupt values, two processes sharing the embedded store.
 
 use std::future::Future;
@@ -15,7 +16,7 @@ use gemini_mcp_server::config::{Config, Secret, StoreChoice};
 use gemini_mcp_server::store::Usage;
 use gemini_mcp_server::store::{self, FileRef, Owner, ThreadError, ThreadId, ThreadStore, Turn};
 
-use crate::support::redis::RedisServer;
+use crate::support::redis::{RedisCluster, RedisServer};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
@@ -24,6 +25,7 @@ enum Backend {
     Memory,
     Embedded,
     Redis,
+    RedisCluster,
 }
 
 /// Opens stores of one backend, each in a fresh namespace (state directory or key prefix).
@@ -31,6 +33,7 @@ struct Fixture {
     backend: Backend,
     dir: tempfile::TempDir,
     redis: Option<RedisServer>,
+    cluster: Option<RedisCluster>,
     next: AtomicU32,
 }
 
@@ -40,6 +43,7 @@ impl Fixture {
             backend,
             dir: tempfile::tempdir().unwrap(),
             redis: (backend == Backend::Redis).then(RedisServer::start),
+            cluster: (backend == Backend::RedisCluster).then(RedisCluster::start),
             next: AtomicU32::new(0),
         }
     }
@@ -56,6 +60,10 @@ impl Fixture {
             Backend::Redis => {
                 c.store = StoreChoice::Auto;
                 c.redis_url = Some(Secret::new(self.redis.as_ref().unwrap().url()));
+            }
+            Backend::RedisCluster => {
+                c.store = StoreChoice::Auto;
+                c.redis_url = Some(Secret::new(self.cluster.as_ref().unwrap().url()));
             }
         }
         c
@@ -78,7 +86,7 @@ impl Fixture {
         let expected = match self.backend {
             Backend::Memory => "memory",
             Backend::Embedded => "embedded",
-            Backend::Redis => "redis",
+            Backend::Redis | Backend::RedisCluster => "redis",
         };
         assert_eq!(a.kind(), expected);
         let b = match self.backend {
@@ -393,6 +401,10 @@ async fn ping(f: &Fixture) {
 }
 
 async fn run_suite(backend: Backend) {
+    if matches!(backend, Backend::Redis | Backend::RedisCluster) && crate::support::redis_missing()
+    {
+        return;
+    }
     let fixture = Fixture::new(backend);
     let mut failed = Vec::new();
     for (name, case) in CASES {
@@ -425,6 +437,11 @@ async fn thread_store_suite_redis() {
     run_suite(Backend::Redis).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thread_store_suite_redis_cluster() {
+    run_suite(Backend::RedisCluster).await;
+}
+
 // ---- Faults and backend-specific behaviour ----
 
 fn redis_config(dir: &Path, url: &str, prefix: &str, max_turns: u32) -> Config {
@@ -438,6 +455,9 @@ fn redis_config(dir: &Path, url: &str, prefix: &str, max_turns: u32) -> Config {
 
 #[tokio::test]
 async fn thread_store_selection() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut c = Config::for_tests(dir.path());
@@ -460,6 +480,9 @@ async fn thread_store_selection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thread_store_redis_killed_and_restarted() {
     const PASSWORD: &str = "s3cret-pw-4711";
+    if crate::support::redis_missing() {
+        return;
+    }
     let mut redis = RedisServer::start_with_password(PASSWORD);
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "kill", 20).threads())
@@ -527,6 +550,9 @@ async fn thread_store_redis_down_at_start_names_redis_url() {
 
 #[tokio::test]
 async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "cor", 20).threads())
@@ -590,6 +616,9 @@ async fn thread_store_redis_corrupt_values_are_errors_for_that_thread() {
 
 #[tokio::test]
 async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "ls", 20).threads())
@@ -624,6 +653,9 @@ async fn thread_store_redis_listing_is_one_script_call_however_many_threads() {
 
 #[tokio::test]
 async fn thread_store_redis_load_is_one_pipeline_of_two_commands() {
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let s = store::open(&redis_config(dir.path(), &redis.url(), "rt", 20).threads())
@@ -1036,6 +1068,9 @@ mod e2e {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thread_two_servers_share_redis() {
+        if crate::support::redis_missing() {
+            return;
+        }
         let redis = RedisServer::start();
         let url = redis.url();
         two_servers_continue_one_thread(&[
@@ -1053,6 +1088,9 @@ mod e2e {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn thread_redis_outage_seen_through_the_server() {
         const PASSWORD: &str = "outage-pw-9931";
+        if crate::support::redis_missing() {
+            return;
+        }
         let mut redis = RedisServer::start_with_password(PASSWORD);
         let fake = FakeGemini::start();
         let dir = tempfile::tempdir().unwrap();
@@ -1269,6 +1307,9 @@ async fn the_daily_cap_is_shared_by_instances_on_one_redis() {
     use crate::support::fake_gemini::{FakeGemini, Script};
     use crate::support::mcp::{self, KEY};
     use serde_json::json;
+    if crate::support::redis_missing() {
+        return;
+    }
     let redis = RedisServer::start();
     let dir = crate::support::project::with(&[crate::support::project::MAIN_RS]);
     let fake = FakeGemini::start();

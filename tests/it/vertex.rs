@@ -14,6 +14,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 
+use crate::support::Hermetic as _;
 use crate::support::fake_gemini::{FakeGemini, Script};
 use crate::support::mcp;
 
@@ -186,7 +187,7 @@ async fn an_expiring_token_is_refreshed_and_never_logged() {
     let url = fake.base_url();
     let run = |prompt: &str| {
         std::process::Command::new(mcp::binary())
-            .env_clear()
+            .hermetic_env()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", dir.path().join(".home"))
             .env("PROJECT_ROOT", dir.path())
@@ -210,7 +211,7 @@ async fn an_expiring_token_is_refreshed_and_never_logged() {
     assert!(stderr.len() > 200, "trace logging was on: {stderr}");
     // Doctor names the backend and the credential source.
     let doctor = std::process::Command::new(mcp::binary())
-        .env_clear()
+        .hermetic_env()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", dir.path().join(".home"))
         .env("PROJECT_ROOT", dir.path())
@@ -453,43 +454,23 @@ async fn vertex_express_mode_sends_the_key_on_the_publisher_path() {
 
 /// A service-account key file: Google's auth library signs a JWT with the key (no token
 /// endpoint for scoped service-account tokens); the fake Vertex checks the signature with the
-/// public key (openssl), the issuer and the scope.
+/// public key, the issuer and the scope. The key is made here (RSA 2048, PKCS #8 PEM, as
+/// Google issues them) with aws-lc-rs, so no openssl binary is needed on any platform.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_account_key_signs_the_bearer_token() {
+    use aws_lc_rs::encoding::AsDer;
+    use aws_lc_rs::signature::{self, KeyPair as _};
     use base64::Engine;
     let dir = project();
     let keys = tempfile::tempdir().unwrap();
-    let key = keys.path().join("key.pem");
-    let public = keys.path().join("pub.pem");
-    let ok = std::process::Command::new("openssl")
-        .args([
-            "genpkey",
-            "-algorithm",
-            "RSA",
-            "-pkeyopt",
-            "rsa_keygen_bits:2048",
-            "-out",
-        ])
-        .arg(&key)
-        .output()
-        .unwrap()
-        .status
-        .success()
-        && std::process::Command::new("openssl")
-            .args(["pkey", "-pubout", "-in"])
-            .arg(&key)
-            .arg("-out")
-            .arg(&public)
-            .output()
-            .unwrap()
-            .status
-            .success();
-    assert!(ok, "openssl could not make a key");
+    let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let pkcs8 = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&pair).unwrap();
+    let public = pair.public_key().as_ref().to_vec();
     let sa = keys.path().join("sa.json");
     std::fs::write(
         &sa,
         json!({"type": "service_account", "project_id": "my-proj", "private_key_id": "kid-1",
-               "private_key": std::fs::read_to_string(&key).unwrap(),
+               "private_key": pem("PRIVATE KEY", pkcs8.as_ref()),
                "client_email": "reviewer@my-proj.iam.gserviceaccount.com", "client_id": "1",
                "token_uri": "http://127.0.0.1:9/token"})
         .to_string(),
@@ -498,8 +479,6 @@ async fn a_service_account_key_signs_the_bearer_token() {
     let fake = FakeGemini::start();
     let checked = Arc::new(Mutex::new(Vec::<Value>::new()));
     let seen = checked.clone();
-    let public_path = public.clone();
-    let work = keys.path().to_path_buf();
     fake.require_bearer(move |token| {
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let parts: Vec<&str> = token.split('.').collect();
@@ -513,18 +492,11 @@ async fn a_service_account_key_signs_the_bearer_token() {
         ) else {
             return false;
         };
-        let data = work.join("data");
-        let sig_path = work.join("sig");
-        std::fs::write(&data, format!("{}.{}", parts[0], parts[1])).unwrap();
-        std::fs::write(&sig_path, sig).unwrap();
-        let verified = std::process::Command::new("openssl")
-            .args(["dgst", "-sha256", "-verify"])
-            .arg(&public_path)
-            .arg("-signature")
-            .arg(&sig_path)
-            .arg(&data)
-            .output()
-            .is_ok_and(|o| o.status.success());
+        let signed = format!("{}.{}", parts[0], parts[1]);
+        let verified =
+            signature::UnparsedPublicKey::new(&signature::RSA_PKCS1_2048_8192_SHA256, &public)
+                .verify(signed.as_bytes(), &sig)
+                .is_ok();
         let header: Value = serde_json::from_slice(&header).unwrap_or(Value::Null);
         let claims: Value = serde_json::from_slice(&claims).unwrap_or(Value::Null);
         seen.lock()
@@ -681,4 +653,17 @@ async fn readiness_covers_the_credentials() {
     let (status, body) = server.get("/readyz").await;
     assert_eq!(status, 503, "{body}");
     assert_ne!(body["checks"]["gemini"]["status"], "ok", "{body}");
+}
+
+/// `der` in PEM armour (RFC 7468): base64 in lines of 64 between the label's lines.
+fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
 }

@@ -33,6 +33,8 @@ use serde_json::{Value, json};
 
 use crate::support::fake_gemini::FakeGemini;
 
+mod it_binary;
+
 /// How long Wine may take to start the server and answer, or to end it, before the test fails.
 const LIMIT: Duration = Duration::from_secs(120);
 

@@ -69,6 +69,8 @@ pub struct ApiClient {
     idle_timeout: Duration,
     /// The model list, fetched once.
     models: OnceCell<Vec<ModelInfo>>,
+    /// Where retries are counted (`Gemini::with_metrics`).
+    metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 /// How requests are authorised.
@@ -127,7 +129,13 @@ impl ApiClient {
             call_timeout: config.call_timeout,
             idle_timeout: config.idle_timeout,
             models: OnceCell::new(),
+            metrics: None,
         })
+    }
+
+    /// Counts this client's retries in `metrics`.
+    pub fn set_metrics(&mut self, metrics: std::sync::Arc<crate::metrics::Metrics>) {
+        self.metrics = Some(metrics);
     }
 
     /// The HTTP client, built on first use; every call shares its connection pool.
@@ -190,6 +198,9 @@ impl ApiClient {
             "api"
         };
         let work = retry::run(&self.policy, ctx, deadline, |attempt| {
+            if let (true, Some(m)) = (attempt > 1, &self.metrics) {
+                m.retry(&req.model.id);
+            }
             let span = crate::traces::gemini_request(backend, &req.model.id, attempt);
             let once = self.stream_once(&url, body.clone(), ctx);
             async move {

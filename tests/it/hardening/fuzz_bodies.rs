@@ -78,7 +78,8 @@ impl Tree {
             ("stdin", "/dev/stdin".into()),
         ];
         for (name, target) in links {
-            symlink(target, &root.join(name)).unwrap();
+            symlink(target, &root.join(name))
+                .unwrap_or_else(|e| panic!("the link {name} -> {}: {e}", target.display()));
         }
         #[cfg(unix)]
         let fifo = root.join("fifo");
@@ -209,8 +210,12 @@ fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
         true => std::os::windows::fs::symlink_dir(target, link)?,
         false => std::os::windows::fs::symlink_file(target, link)?,
     }
-    // Wine's CreateSymbolicLinkW reports success and makes nothing.
-    link.symlink_metadata().map(|_| ())
+    // Wine 8's CreateSymbolicLinkW is a stub: it reports success and makes nothing.
+    link.symlink_metadata().map(|_| ()).map_err(|e| {
+        std::io::Error::other(format!(
+            "creating it reported success, but there is no link: {e}"
+        ))
+    })
 }
 
 /// `path` is `root` or below it, component-wise (a sibling `root-evil` is not inside).

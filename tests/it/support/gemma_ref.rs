@@ -24,7 +24,11 @@ pub fn model_path() -> Option<PathBuf> {
     }
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+        .or_else(|| {
+            // Cargo's own default: the home directory (`USERPROFILE` on Windows).
+            let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+            Some(PathBuf::from(home).join(".cargo"))
+        })?;
     let mut found: Vec<PathBuf> = std::fs::read_dir(cargo_home.join("registry/src"))
         .ok()?
         .flatten()

@@ -9,6 +9,8 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
+use crate::support::Hermetic as _;
+
 pub type Client = RunningService<RoleClient, ()>;
 
 /// The binary under test.
@@ -24,7 +26,7 @@ pub fn command(root: &Path, vars: &[(&str, &str)]) -> tokio::process::Command {
 /// [`command`], for a test that drives the process without the async runtime.
 pub fn std_command(root: &Path, vars: &[(&str, &str)]) -> std::process::Command {
     let mut cmd = std::process::Command::new(binary());
-    cmd.env_clear()
+    cmd.hermetic_env()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", root.join(".home"))
         .env("GEMINI_MCP_STATE_DIR", root.join(".state"))

@@ -11,6 +11,41 @@ pub mod redis;
 pub mod responses_api;
 pub mod scripted_model;
 
+/// The variables a Windows process needs whatever it does, kept by [`Hermetic::hermetic_env`]:
+/// without `SystemRoot` Winsock cannot load its provider and every socket fails
+/// (WSAEPROVIDERFAILEDINIT), so the server could not reach the stand-in Gemini; `ComSpec` is the
+/// shell Node starts `.cmd` files with; `TEMP`/`TMP` are the temporary directory, as `/tmp` is
+/// on Unix.
+#[cfg(windows)]
+const WINDOWS_SYSTEM_VARS: &[&str] = &[
+    "SystemRoot",
+    "windir",
+    "SystemDrive",
+    "ComSpec",
+    "PATHEXT",
+    "TEMP",
+    "TMP",
+];
+
+/// A cleared environment for the processes the tests start.
+pub trait Hermetic {
+    /// Clears the environment; on Windows keeps [`WINDOWS_SYSTEM_VARS`] (on Unix nothing).
+    fn hermetic_env(&mut self) -> &mut Self;
+}
+
+impl Hermetic for std::process::Command {
+    fn hermetic_env(&mut self) -> &mut Self {
+        self.env_clear();
+        #[cfg(windows)]
+        for name in WINDOWS_SYSTEM_VARS {
+            if let Some(value) = std::env::var_os(name) {
+                self.env(name, value);
+            }
+        }
+        self
+    }
+}
+
 /// A symbolic link, made as the platform makes one: on Windows a directory link when the target
 /// (a relative one read from the link's directory) is a directory, a file link otherwise.
 pub fn symlink(target: impl AsRef<std::path::Path>, link: impl AsRef<std::path::Path>) {
@@ -34,6 +69,89 @@ pub fn symlink(target: impl AsRef<std::path::Path>, link: impl AsRef<std::path::
         "no link was made at {}",
         link.display()
     );
+}
+
+/// Whether a test is skipped because something it needs is missing here (`missing` says what):
+/// prints `skipped: …` and returns true; but with `switch=1` or `CI=true` a missing tool fails
+/// the test instead (`.ci/run` and the release workflow set the switches). Never a silent pass.
+pub fn skip_when(missing: Option<String>, switch: &str) -> bool {
+    let Some(why) = missing else { return false };
+    if std::env::var(switch).as_deref() == Ok("1") || std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{switch}=1 or CI=true, but {why}");
+    }
+    eprintln!("skipped: {why}");
+    true
+}
+
+/// `program --version` runs and succeeds (the program is on `PATH`; on Windows as a `.exe`).
+pub fn runs(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The git CLI, for the tests that run it: true (after saying so) when it is missing here and
+/// not required (`GEMINI_MCP_REQUIRE_GIT=1` or `CI=true`). Wine's prefix has no git.
+pub fn git_missing() -> bool {
+    skip_when(
+        (!runs("git")).then(|| "git not found on PATH (this test runs the git CLI)".to_string()),
+        "GEMINI_MCP_REQUIRE_GIT",
+    )
+}
+
+/// A private Redis, for the tests that start one: true (after saying why) when `redis-server`
+/// or `redis-cli` is missing here and not required (`GEMINI_MCP_REQUIRE_REDIS=1` or `CI=true`).
+pub fn redis_missing() -> bool {
+    skip_when(redis::why_missing(), "GEMINI_MCP_REQUIRE_REDIS")
+}
+
+/// Symbolic links, for the tests whose tree has them: true (after saying why) when this machine
+/// cannot make them and they are not required (`GEMINI_MCP_REQUIRE_LINKS=1` or `CI=true`). On
+/// Windows a link needs the privilege to make one (an elevated process, as on GitHub's runners,
+/// or Developer Mode); Wine 8's `CreateSymbolicLinkW` is a stub that reports success and makes
+/// nothing. Probed once per process.
+pub fn links_missing() -> bool {
+    static WHY: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    skip_when(
+        WHY.get_or_init(why_no_links).clone(),
+        "GEMINI_MCP_REQUIRE_LINKS",
+    )
+}
+
+/// Why symbolic links cannot be made here (a file link and a directory link, each read back),
+/// or `None` when they can.
+fn why_no_links() -> Option<String> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("target.txt"), "linked").unwrap();
+    std::fs::create_dir(dir.path().join("target-dir")).unwrap();
+    let link = dir.path().join("link.txt");
+    let dir_link = dir.path().join("link-dir");
+    #[cfg(unix)]
+    let made = std::os::unix::fs::symlink("target.txt", &link)
+        .and_then(|()| std::os::unix::fs::symlink("target-dir", &dir_link));
+    #[cfg(windows)]
+    let made = std::os::windows::fs::symlink_file("target.txt", &link)
+        .and_then(|()| std::os::windows::fs::symlink_dir("target-dir", &dir_link));
+    let cannot = "symbolic links cannot be made on this machine";
+    match made {
+        // ERROR_PRIVILEGE_NOT_HELD
+        Err(e) if cfg!(windows) && e.raw_os_error() == Some(1314) => Some(format!(
+            "{cannot} ({e}): run the tests elevated or turn on Developer Mode"
+        )),
+        Err(e) => Some(format!("{cannot}: {e}")),
+        Ok(())
+            if std::fs::read_to_string(&link).ok().as_deref() != Some("linked")
+                || !dir_link.is_dir() =>
+        {
+            Some(format!(
+                "{cannot}: making one reported success but made no link (Wine 8's \
+                 CreateSymbolicLinkW is a stub)"
+            ))
+        }
+        Ok(()) => None,
+    }
 }
 
 /// Every file below `dir`.

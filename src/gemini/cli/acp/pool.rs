@@ -367,6 +367,11 @@ impl Pool {
         lock(&self.processes).values().any(|p| p.alive())
     }
 
+    /// How many processes are running (the metrics' warm ACP processes).
+    pub fn alive(&self) -> usize {
+        lock(&self.processes).values().filter(|p| p.alive()).count()
+    }
+
     /// Kills every process (shutdown).
     pub fn shutdown(&self) {
         for (_, p) in lock(&self.processes).drain() {

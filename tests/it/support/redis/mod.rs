@@ -1,11 +1,41 @@
 //! A private `redis-server` for one test: a free loopback port, no persistence (`--save ""
 //! --appendonly no`) unless started with [`RedisServer::start_persistent`], its own working
-//! directory, killed (SIGKILL) on drop. Never the system Redis.
+//! directory, killed (SIGKILL) on drop. Never the system Redis. [`RedisCluster`]: a private Redis
+//! Cluster the same way (`cluster.rs`).
+//!
+//! `GEMINI_MCP_TEST_REDIS_SERVER` names another server binary for both (a `valkey-server`: the
+//! same tests then run against Valkey); `redis-cli` drives either.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod cluster;
+pub use cluster::{RedisCluster, Tls, TlsServer};
+
+/// Why no private Redis can be started here (the server the tests start, [`server_binary`], or
+/// `redis-cli` not on `PATH`), or `None`. Windows has no Redis of its own (the release workflow installs one); Wine's prefix
+/// has none. (The tests skip on it through `support::redis_missing`.)
+pub fn why_missing() -> Option<String> {
+    let server = server_binary();
+    let absent: Vec<&str> = [server.as_str(), "redis-cli"]
+        .into_iter()
+        .filter(|program| {
+            !Command::new(program)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .collect();
+    (!absent.is_empty()).then(|| {
+        format!(
+            "{} not found on PATH (this test starts a private Redis)",
+            absent.join(" and ")
+        )
+    })
+}
 
 pub struct RedisServer {
     child: Option<Child>,
@@ -109,7 +139,7 @@ impl RedisServer {
 
     /// Spawns redis-server and waits until it answers PING; false if it exited (port taken).
     fn spawn(&mut self) -> bool {
-        let mut cmd = Command::new("redis-server");
+        let mut cmd = Command::new(server_binary());
         cmd.args([
             "--port",
             &self.port.to_string(),
@@ -185,6 +215,11 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// The server binary the tests start: `redis-server`, or `GEMINI_MCP_TEST_REDIS_SERVER`.
+pub fn server_binary() -> String {
+    std::env::var("GEMINI_MCP_TEST_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
 }
 
 /// A loopback port nothing listens on right now.

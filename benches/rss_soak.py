@@ -1,0 +1,78 @@
+# Memory of a long-running stdio server fed text it has never seen: CALLS `chat` calls, each
+# prompt 40 words made up for it (so every piece is new to the tokenizer and the secret rules),
+# against a tiny local fake Gemini, the threads kept in the embedded store on disk (so stored
+# turns do not count as memory). Prints the resident set every STEP calls.
+# usage: python3 benches/rss_soak.py target/release/gemini-mcp PROJECT_ROOT CALLS [STEP]
+import json, os, random, subprocess, sys, tempfile, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ANSWER = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Looks fine."}]}, "finishReason": "STOP"}],
+          "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 3, "totalTokenCount": 13},
+          "modelVersion": "gemini-3.1-pro-preview"}
+
+
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+
+    def do_GET(self):
+        b = json.dumps({"models": []}).encode()
+        self.send_response(200); self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(b))); self.end_headers(); self.wfile.write(b)
+
+    def do_POST(self):
+        n = int(self.headers.get("content-length", "0")); self.rfile.read(n)
+        if "stream" in self.path:
+            b = ("data: " + json.dumps(ANSWER) + "\r\n\r\n").encode(); ct = "text/event-stream"
+        else:
+            b = json.dumps(ANSWER).encode(); ct = "application/json"
+        self.send_response(200); self.send_header("content-type", ct)
+        self.send_header("content-length", str(len(b))); self.end_headers(); self.wfile.write(b)
+
+
+binary, root, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
+step = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+state = tempfile.mkdtemp(prefix="rss-soak-")
+env = dict(os.environ, GEMINI_API_KEY="test-key", GEMINI_BASE_URL=f"http://127.0.0.1:{srv.server_port}",
+           PROJECT_ROOT=root, GEMINI_MCP_STORE="embedded", GEMINI_MCP_STATE_DIR=state, GEMINI_BACKEND="api")
+p = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
+
+
+def send(m): p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+
+
+def recv(i):
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == i: return m
+
+
+def rss():
+    v = {}
+    for l in open(f"/proc/{p.pid}/status"):
+        k = l.split(":")[0]
+        if k in ("VmRSS", "RssAnon", "RssFile"): v[k] = int(l.split()[1]) / 1024
+    return v
+
+
+rng = random.Random(32)
+letters = "abcdefghijklmnopqrstuvwxyz"
+def word(): return "".join(rng.choice(letters) for _ in range(rng.randint(5, 12)))
+
+
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}}}); recv(1)
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}); recv(2)
+v = rss(); print(f"calls 0: RSS {v['VmRSS']:.1f} MB (anonymous {v['RssAnon']:.1f}, file-backed {v['RssFile']:.1f})", flush=True)
+t0, failed = time.time(), 0
+for i in range(1, calls + 1):
+    prompt = " ".join(word() for _ in range(40))
+    send({"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call", "params": {"name": "chat", "arguments": {"prompt": prompt}}})
+    r = recv(2 + i)
+    if r.get("error") or r["result"].get("isError"): failed += 1
+    if i % step == 0:
+        v = rss()
+        print(f"calls {i}: RSS {v['VmRSS']:.1f} MB (anonymous {v['RssAnon']:.1f}, file-backed {v['RssFile']:.1f}); "
+              f"{(time.time() - t0) / i * 1e3:.1f} ms per call; failed {failed}", flush=True)
+p.stdin.close(); p.wait()

@@ -1,0 +1,171 @@
+//! A thread store that counts its failures: [`Counted`] wraps the store the app opened and
+//! passes every operation through, counting those that fail for the store's own reasons
+//! (`Unavailable`, `Corrupt`) in the metrics by operation. Refusals that are answers — an
+//! unknown or expired thread, another client's, a full one — are not store errors.
+
+use std::sync::Arc;
+
+use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
+use crate::metrics::Metrics;
+use crate::spend::{Day, SpendKey, Spent};
+
+/// `inner`, its failures counted in `metrics`.
+pub struct Counted {
+    inner: Arc<dyn ThreadStore>,
+    metrics: Arc<Metrics>,
+}
+
+impl Counted {
+    pub fn new(inner: Arc<dyn ThreadStore>, metrics: Arc<Metrics>) -> Counted {
+        Counted { inner, metrics }
+    }
+
+    /// `result` of operation `op`, counted when it is the store's failure.
+    fn count<T>(&self, op: &'static str, result: Result<T, ThreadError>) -> Result<T, ThreadError> {
+        let error = match &result {
+            Err(ThreadError::Unavailable { .. }) => "unavailable",
+            Err(ThreadError::Corrupt { .. }) => "corrupt",
+            _ => return result,
+        };
+        self.metrics.store_error(self.inner.kind(), op, error);
+        result
+    }
+}
+
+#[async_trait::async_trait]
+impl ThreadStore for Counted {
+    async fn load(&self, id: ThreadId) -> Result<Thread, ThreadError> {
+        self.count("load", self.inner.load(id).await)
+    }
+
+    async fn latest(&self, project: &str, owner: &Owner) -> Result<Option<ThreadId>, ThreadError> {
+        self.count("latest", self.inner.latest(project, owner).await)
+    }
+
+    async fn append(
+        &self,
+        id: ThreadId,
+        project: &str,
+        owner: &Owner,
+        turn: &Turn,
+    ) -> Result<u32, ThreadError> {
+        self.count("append", self.inner.append(id, project, owner, turn).await)
+    }
+
+    async fn list(
+        &self,
+        project: &str,
+        owner: &Owner,
+        limit: usize,
+    ) -> Result<Vec<ThreadSummary>, ThreadError> {
+        self.count("list", self.inner.list(project, owner, limit).await)
+    }
+
+    async fn delete(&self, id: ThreadId, owner: &Owner) -> Result<bool, ThreadError> {
+        self.count("delete", self.inner.delete(id, owner).await)
+    }
+
+    async fn add_spend(&self, key: &SpendKey, day: Day, add: Spent) -> Result<Spent, ThreadError> {
+        self.count("add_spend", self.inner.add_spend(key, day, add).await)
+    }
+
+    async fn spent(&self, key: &SpendKey, day: Day) -> Result<Spent, ThreadError> {
+        self.count("spent", self.inner.spent(key, day).await)
+    }
+
+    async fn ping(&self) -> Result<(), ThreadError> {
+        self.count("ping", self.inner.ping().await)
+    }
+
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store that is down.
+    struct Down;
+
+    #[async_trait::async_trait]
+    impl ThreadStore for Down {
+        async fn load(&self, id: ThreadId) -> Result<Thread, ThreadError> {
+            Err(ThreadError::NotFound {
+                id: id.to_string(),
+                ttl_hours: 3.0,
+            })
+        }
+        async fn latest(&self, _: &str, _: &Owner) -> Result<Option<ThreadId>, ThreadError> {
+            Err(down())
+        }
+        async fn append(
+            &self,
+            _: ThreadId,
+            _: &str,
+            _: &Owner,
+            _: &Turn,
+        ) -> Result<u32, ThreadError> {
+            Err(down())
+        }
+        async fn list(
+            &self,
+            _: &str,
+            _: &Owner,
+            _: usize,
+        ) -> Result<Vec<ThreadSummary>, ThreadError> {
+            Err(down())
+        }
+        async fn delete(&self, _: ThreadId, _: &Owner) -> Result<bool, ThreadError> {
+            Ok(false)
+        }
+        async fn add_spend(&self, _: &SpendKey, _: Day, _: Spent) -> Result<Spent, ThreadError> {
+            Err(down())
+        }
+        async fn spent(&self, _: &SpendKey, _: Day) -> Result<Spent, ThreadError> {
+            Err(down())
+        }
+        async fn ping(&self) -> Result<(), ThreadError> {
+            Err(down())
+        }
+        fn kind(&self) -> &'static str {
+            "memory"
+        }
+    }
+
+    fn down() -> ThreadError {
+        ThreadError::Unavailable {
+            store: "memory",
+            message: "down".into(),
+        }
+    }
+
+    /// Failures of the store are counted per operation; answers (not found) and successes are
+    /// not.
+    #[tokio::test]
+    async fn only_the_stores_own_failures_are_counted() {
+        let metrics = Arc::new(Metrics::new());
+        let store = Counted::new(Arc::new(Down), metrics.clone());
+        let _ = store.load(ThreadId::new()).await;
+        let _ = store.delete(ThreadId::new(), &Owner::local()).await;
+        let _ = store.ping().await;
+        let _ = store.ping().await;
+        let _ = store.list("/p", &Owner::local(), 5).await;
+        assert_eq!(store.kind(), "memory");
+        let text = metrics.encode(crate::metrics::Sampled::default(), false);
+        let mut errors: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("gemini_mcp_store_errors_total{"))
+            .collect();
+        errors.sort_unstable();
+        assert_eq!(
+            errors,
+            [
+                r#"gemini_mcp_store_errors_total{store="memory",op="list",error="unavailable"} 1"#,
+                r#"gemini_mcp_store_errors_total{store="memory",op="ping",error="unavailable"} 2"#,
+            ],
+            "{text}"
+        );
+    }
+}
