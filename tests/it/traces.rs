@@ -15,6 +15,7 @@ const TRACE_1: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_1: &str = "00f067aa0ba902b7";
 const TRACE_2: &str = "0af7651916cd43dd8448eb211c80319c";
 const PARENT_2: &str = "b7ad6b7169203331";
+const TRACE_3: &str = "5b8aa5a2d2c872e8321cf37308d69df2";
 
 /// What must never leave in a trace: the prompt, a file's name and content, a secret in each,
 /// the API key.
@@ -118,11 +119,16 @@ async fn a_call_continues_the_callers_trace_with_its_steps_as_children_and_no_co
     env.fake.push(Script::overloaded());
     let server = env.server(&[]).await;
 
-    // 1. A traceparent header on the POST carrying the call.
+    // 1. A traceparent header on the POST carrying the call (it wins over `_meta`).
     let first = Raw::new(&server.url())
         .header("traceparent", &traceparent(TRACE_1, PARENT_1))
         .header("tracestate", "vendor=kept")
-        .call(1, "chat", chat(None))
+        .modern(
+            1,
+            "tools/call",
+            json!({"name": "chat", "arguments": chat(None),
+                   "_meta": {"traceparent": traceparent(TRACE_3, PARENT_2)}}),
+        )
         .await;
     assert!(succeeded(&first.message), "{}", first.text);
     let thread = first.message["result"]["structuredContent"]["continuation_id"]
@@ -162,6 +168,10 @@ async fn a_call_continues_the_callers_trace_with_its_steps_as_children_and_no_co
     assert_eq!(call_1.trace_state, "vendor=kept");
     let call_2 = call_with(&spans, TRACE_2, &[]).unwrap();
     assert_eq!(hex(&call_2.parent_span_id), PARENT_2);
+    assert!(
+        !spans.iter().any(|s| hex(&s.trace_id) == TRACE_3),
+        "the header wins over _meta"
+    );
 
     // What a call span says: the tool, whether it continues a thread, its outcome and usage.
     for (call, continued) in [(call_1, false), (call_2, true)] {
