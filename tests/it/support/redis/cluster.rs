@@ -343,12 +343,13 @@ impl RedisCluster {
         if !nodes_agree {
             return false;
         }
+        // Every node in its final role as this node sees it: a replica still announced as an
+        // empty master (gossip not yet caught up, as under load) is not ready.
         let view = self.view();
-        let masters = view
-            .iter()
-            .filter(|s| s.master && !s.slots.is_empty())
-            .count();
-        masters == MASTERS
+        let masters: Vec<&Seen> = view.iter().filter(|s| s.master).collect();
+        view.len() == self.nodes.len()
+            && masters.len() == MASTERS
+            && masters.iter().all(|m| !m.slots.is_empty())
             && view.iter().filter(|s| !s.master).all(|replica| {
                 let node = self.nodes.iter().find(|n| n.port == replica.port);
                 node.is_some_and(|n| {
