@@ -8,7 +8,8 @@ use regex_automata::meta;
 use regex_automata::util::captures::Captures;
 use regex_automata::{Input, Span};
 
-use super::rules::{FIRST_GROUP, RULES};
+use super::rules::RULES;
+use super::search::{cache, compile_with, whole_and_value};
 
 /// A value-shape rule: a name for the marker, a pattern, the capture group to replace (0 = the
 /// whole match) and a check the captured value must pass.
@@ -53,11 +54,6 @@ impl Caches {
     }
 }
 
-/// The cache in `slot` for `re`, made on first use.
-fn cache<'a>(slot: &'a mut Option<meta::Cache>, re: &meta::Regex) -> &'a mut meta::Cache {
-    slot.get_or_insert_with(|| re.create_cache())
-}
-
 /// Whether `re` matches anywhere in `hay`.
 fn is_match(re: &meta::Regex, cache: &mut meta::Cache, hay: &str) -> bool {
     re.search_half_with(cache, &Input::new(hay).earliest(true))
@@ -83,37 +79,15 @@ fn captures_at(
     caps.is_match().then_some(caps)
 }
 
-/// The whole match of `caps` and the value to replace: `group`, or the first group that took
-/// part ([`FIRST_GROUP`]), or the whole match when that group did not take part.
-fn whole_and_value(caps: &Captures, group: usize) -> Option<(Span, Span)> {
-    let whole = caps.get_group(0)?;
-    let value = if group == FIRST_GROUP {
-        caps.iter().skip(1).flatten().next()
-    } else {
-        caps.get_group(group)
-    };
-    Some((whole, value.unwrap_or(whole)))
-}
-
 /// The lazy DFA's cache per regex and cache set ([`Caches`]). The default (2 MiB) is too small for the combined
 /// rules: on ordinary source the cache filled and was cleared again and again, and building DFA
 /// states was most of the collector's time (BENCHMARKS.md § The tokenizer and the collector).
 /// The cache grows only as far as the text needs.
 const DFA_CACHE: usize = 16 << 20;
 
-/// As `regex::RegexBuilder` would build it (its size limits), with caches we hold ourselves.
+/// As the engine before keywords built it: the search's compiler with this engine's cache.
 fn compile(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
-    const SIZE_LIMIT: usize = 10 << 20;
-    meta::Regex::builder()
-        .configure(
-            meta::Config::new()
-                .nfa_size_limit(Some(SIZE_LIMIT))
-                .onepass_size_limit(Some(SIZE_LIMIT))
-                .dfa_size_limit(Some(SIZE_LIMIT))
-                .hybrid_cache_capacity(DFA_CACHE),
-        )
-        .build(pattern)
-        .map_err(Box::new)
+    compile_with(pattern, DFA_CACHE)
 }
 
 static COMPILED: LazyLock<Result<Rules, Box<meta::BuildError>>> = LazyLock::new(|| {

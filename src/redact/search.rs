@@ -59,7 +59,10 @@ impl Caches {
 }
 
 /// The cache in `slot` for `re`, made on first use.
-fn cache<'a>(slot: &'a mut Option<meta::Cache>, re: &meta::Regex) -> &'a mut meta::Cache {
+pub(super) fn cache<'a>(
+    slot: &'a mut Option<meta::Cache>,
+    re: &meta::Regex,
+) -> &'a mut meta::Cache {
     slot.get_or_insert_with(|| re.create_cache())
 }
 
@@ -72,7 +75,7 @@ fn captures(re: &meta::Regex, cache: &mut meta::Cache, input: &Input) -> Option<
 
 /// The whole match of `caps` and the value to replace: `group`, or the first group that took
 /// part ([`FIRST_GROUP`]), or the whole match when that group did not take part.
-fn whole_and_value(caps: &Captures, group: usize) -> Option<(Span, Span)> {
+pub(super) fn whole_and_value(caps: &Captures, group: usize) -> Option<(Span, Span)> {
     let whole = caps.get_group(0)?;
     let value = if group == FIRST_GROUP {
         caps.iter().skip(1).flatten().next()
@@ -90,6 +93,14 @@ const DFA_CACHE: usize = 2 << 20;
 
 /// As `regex::RegexBuilder` would build it (its size limits), with caches we hold ourselves.
 fn compile(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
+    compile_with(pattern, DFA_CACHE)
+}
+
+/// [`compile`] with a lazy DFA cache of at most `dfa_cache` bytes.
+pub(super) fn compile_with(
+    pattern: &str,
+    dfa_cache: usize,
+) -> Result<meta::Regex, Box<meta::BuildError>> {
     const SIZE_LIMIT: usize = 10 << 20;
     meta::Regex::builder()
         .configure(
@@ -97,7 +108,7 @@ fn compile(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
                 .nfa_size_limit(Some(SIZE_LIMIT))
                 .onepass_size_limit(Some(SIZE_LIMIT))
                 .dfa_size_limit(Some(SIZE_LIMIT))
-                .hybrid_cache_capacity(DFA_CACHE),
+                .hybrid_cache_capacity(dfa_cache),
         )
         .build(pattern)
         .map_err(Box::new)
