@@ -15,7 +15,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{free_port, server_binary};
+use super::{free_port, ready_within_10s, server_binary};
 
 /// Masters (each with one replica, unless TLS).
 const MASTERS: usize = 3;
@@ -415,7 +415,7 @@ impl Node {
                 .args(["--repl-diskless-sync-delay", "0"])
                 .args(["--cluster-replica-validity-factor", "0"]);
         }
-        let mut child = cmd
+        let child = cmd
             .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
             .args(["--daemonize", "no", "--loglevel", "warning"])
@@ -426,20 +426,8 @@ impl Node {
             .stderr(Stdio::null())
             .spawn()
             .expect("the Redis server binary is installed and on PATH");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return false;
-            }
-            if self.cli_c(&["PING"]).trim() == "PONG" {
-                self.child = Some(child);
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        false
+        self.child = ready_within_10s(child, || self.cli_c(&["PING"]).trim() == "PONG");
+        self.child.is_some()
     }
 
     fn cluster_ok(&self) -> bool {

@@ -161,26 +161,14 @@ impl RedisServer {
         if let Some(p) = &self.password {
             cmd.args(["--requirepass", p]);
         }
-        let mut child = cmd
+        let child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server is installed and on PATH");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = child.try_wait() {
-                return false;
-            }
-            if self.answers_ping() {
-                self.child = Some(child);
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        false
+        self.child = ready_within_10s(child, || self.answers_ping());
+        self.child.is_some()
     }
 
     fn answers_ping(&self) -> bool {
@@ -228,4 +216,22 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port")
+}
+
+/// `child` once `ready` says so (polled every 20 ms for 10 s); `None`, the child stopped, when it
+/// exits first or never gets ready.
+fn ready_within_10s(mut child: Child, ready: impl Fn() -> bool) -> Option<Child> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return None;
+        }
+        if ready() {
+            return Some(child);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
