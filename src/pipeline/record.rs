@@ -31,7 +31,7 @@ pub(super) struct Trail {
     measure: Option<Measure>,
     /// The call's span; `None` once its outcome is recorded.
     span: Option<tracing::Span>,
-    /// The call's model as last learnt, for its span.
+    /// The call's model as last learnt, for the metrics and its span.
     model: Option<String>,
 }
 
@@ -39,7 +39,6 @@ pub(super) struct Trail {
 struct Measure {
     metrics: Arc<Metrics>,
     tool: &'static str,
-    model: Option<String>,
     started: Instant,
 }
 
@@ -76,7 +75,6 @@ impl Trail {
         let measure = Some(Measure {
             metrics: services.metrics.clone(),
             tool: plan.tool.name(),
-            model: None,
             started: Instant::now(),
         });
         let span = crate::traces::call(
@@ -100,9 +98,6 @@ impl Trail {
     }
 
     pub(super) fn model(&mut self, id: &str) {
-        if let Some(m) = &mut self.measure {
-            m.model = Some(id.to_string());
-        }
         self.model = Some(id.to_string());
         if let Some(r) = &mut self.record {
             r.model = Some(id.to_string());
@@ -187,7 +182,7 @@ impl Trail {
             return;
         };
         let own = m.started.elapsed().saturating_sub(self.meter.waited());
-        m.metrics.call(m.tool, m.model.as_deref(), outcome, own);
+        m.metrics.call(m.tool, self.model.as_deref(), outcome, own);
         if matches!(outcome, "spending_cap" | "over_call_ceiling") {
             m.metrics.refusal(m.tool, outcome);
         }
@@ -206,7 +201,7 @@ impl Trail {
             cached: seen.usage.cached,
             requests: seen.requests.len(),
             cost_usd: seen.cost_usd,
-            model: self.model.take(),
+            model: self.model.clone(),
         };
         crate::traces::end_call(&span, error, &usage);
     }
