@@ -140,7 +140,10 @@ impl Exporting {
         }
         match rx.recv_timeout(grace) {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!("traces: the last spans may not have been sent: {e}"),
+            Ok(Err(e)) => tracing::warn!(
+                "traces: the last spans may not have been sent: {}",
+                crate::redact::scrub(&e.to_string())
+            ),
             Err(_) => tracing::warn!(
                 "traces: the collector did not take the last spans within {grace:?}; they are dropped"
             ),
@@ -187,10 +190,18 @@ impl<E> Logged<E> {
         } else {
             String::new()
         };
-        tracing::warn!(
-            "traces: could not send spans to the OTLP collector: {error}{more}. Check OTEL_EXPORTER_OTLP_ENDPOINT and the collector; calls go on without traces meanwhile."
-        );
+        tracing::warn!("{}", failure_message(error, &more));
     }
+}
+
+/// What the log says of a failed export. The exporter's error may quote the endpoint, and an
+/// endpoint may hold credentials (`https://user:password@…`): scrubbed by the secret rules, as
+/// every message from outside is.
+fn failure_message(error: &dyn std::fmt::Display, more: &str) -> String {
+    format!(
+        "traces: could not send spans to the OTLP collector: {}{more}. Check OTEL_EXPORTER_OTLP_ENDPOINT and the collector; calls go on without traces meanwhile.",
+        crate::redact::scrub(&error.to_string())
+    )
 }
 
 impl<E: SpanExporter> SpanExporter for Logged<E> {
@@ -272,6 +283,14 @@ mod tests {
     fn without_a_collector_no_exporter_is_built() {
         // Outside a runtime: building one would need it, so `None` proves nothing was built.
         assert!(matches!(start(&env(&[])), Ok(None)));
+    }
+
+    #[test]
+    fn a_failed_export_is_said_without_the_endpoints_credentials() {
+        let error = "error sending request for url (https://otel:s3cret-pass-42@collector.example:4318/v1/traces)";
+        let said = failure_message(&error, "");
+        assert!(!said.contains("s3cret-pass-42"), "{said}");
+        assert!(said.contains("could not send spans"), "{said}");
     }
 
     #[test]
