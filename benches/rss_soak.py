@@ -3,7 +3,10 @@
 # against a tiny local fake Gemini, the threads kept in the embedded store on disk (so stored
 # turns do not count as memory). Prints the resident set every STEP calls.
 # usage: python3 benches/rss_soak.py target/release/gemini-mcp PROJECT_ROOT CALLS [STEP]
-import json, os, random, subprocess, sys, tempfile, threading, time
+# With SOAK_HTTP=N the server serves Streamable HTTP (`serve --http`) and N clients send the
+# calls at once, as stateless (2026-07-28) requests, each on its own connection.
+import json, os, random, subprocess, sys, tempfile, threading, time, urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ANSWER = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Looks fine."}]}, "finishReason": "STOP"}],
@@ -36,7 +39,19 @@ threading.Thread(target=srv.serve_forever, daemon=True).start()
 state = tempfile.mkdtemp(prefix="rss-soak-")
 env = dict(os.environ, GEMINI_API_KEY="test-key", GEMINI_BASE_URL=f"http://127.0.0.1:{srv.server_port}",
            PROJECT_ROOT=root, GEMINI_MCP_STORE="embedded", GEMINI_MCP_STATE_DIR=state, GEMINI_BACKEND="api")
-p = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
+http = int(os.environ.get("SOAK_HTTP", "0"))
+if http:
+    env.update(GEMINI_MCP_RATE_LIMITS="off", GEMINI_MCP_LOG="warn")
+    p = subprocess.Popen([binary, "serve", "--http", "127.0.0.1:0"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=env, cwd=root)
+    while True:
+        line = p.stderr.readline().decode()
+        if not line: sys.exit("the server exited before printing its address")
+        if "at http://" in line:
+            url = "http://" + line.split("at http://")[1].split("/mcp")[0] + "/mcp"; break
+    threading.Thread(target=lambda: [None for _ in p.stderr], daemon=True).start()
+else:
+    p = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=root)
 
 
 def send(m): p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
@@ -60,6 +75,32 @@ rng = random.Random(32)
 letters = "abcdefghijklmnopqrstuvwxyz"
 def word(): return "".join(rng.choice(letters) for _ in range(rng.randint(5, 12)))
 
+
+def post(i, prompt):
+    body = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "chat", "arguments": {"prompt": prompt},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}
+    req = urllib.request.Request(url, json.dumps(body).encode(), {
+        "content-type": "application/json", "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "chat"})
+    try:
+        r = json.loads(urllib.request.urlopen(req, timeout=60).read())
+        return bool(r.get("error") or r["result"].get("isError"))
+    except Exception:
+        return True
+
+
+if http:
+    v = rss(); print(f"calls 0: RSS {v['VmRSS']:.1f} MB (anonymous {v['RssAnon']:.1f}, file-backed {v['RssFile']:.1f})", flush=True)
+    t0, failed = time.time(), 0
+    with ThreadPoolExecutor(http) as pool:
+        for start in range(1, calls + 1, step):
+            batch = range(start, min(start + step, calls + 1))
+            prompts = [" ".join(word() for _ in range(40)) for _ in batch]
+            failed += sum(pool.map(post, batch, prompts))
+            v = rss(); done = batch[-1]
+            print(f"calls {done}: RSS {v['VmRSS']:.1f} MB (anonymous {v['RssAnon']:.1f}, file-backed {v['RssFile']:.1f}); "
+                  f"{(time.time() - t0) / done * 1e3:.2f} ms per call; failed {failed}", flush=True)
+    p.terminate(); p.wait(); sys.exit(0)
 
 send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "soak", "version": "1"}}}); recv(1)
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -97,6 +97,12 @@ fn compile(pattern: &str) -> Result<meta::Regex, Box<meta::BuildError>> {
 }
 
 /// [`compile`] with a lazy DFA cache of at most `dfa_cache` bytes.
+///
+/// Without the one-pass DFA: it only speeds up reading a match's groups, which happens once per
+/// candidate, while building it for the URL credentials rule (a Unicode class repeated up to 256
+/// times) took 4 MB and half of that rule's build time on every first call (BENCHMARKS.md §
+/// Lighter and sooner). A match's groups are then read by the bounded backtracker or the
+/// PikeVM, on the span the lazy DFA already found.
 pub(super) fn compile_with(
     pattern: &str,
     dfa_cache: usize,
@@ -106,7 +112,7 @@ pub(super) fn compile_with(
         .configure(
             meta::Config::new()
                 .nfa_size_limit(Some(SIZE_LIMIT))
-                .onepass_size_limit(Some(SIZE_LIMIT))
+                .onepass(false)
                 .dfa_size_limit(Some(SIZE_LIMIT))
                 .hybrid_cache_capacity(dfa_cache),
         )

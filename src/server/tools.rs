@@ -80,9 +80,12 @@ where
     )
 }
 
-/// Every tool is read-only; those that ask Gemini reach out of the machine.
+/// Every tool is read-only; those that ask Gemini reach out of the machine. `openWorldHint` is
+/// sent only when false: true is its default (MCP's `ToolAnnotations`), and every byte of
+/// `tools/list` is paid for in each client's context window.
 fn annotations(title: &str, open_world: bool) -> ToolAnnotations {
-    ToolAnnotations::from_raw(Some(title.into()), Some(true), None, None, Some(open_world))
+    let open_world = (!open_world).then_some(false);
+    ToolAnnotations::from_raw(Some(title.into()), Some(true), None, None, open_world)
 }
 
 fn listmodels_route() -> ToolRoute<Server> {

@@ -43,9 +43,11 @@ async fn tools_list_is_pinned_small_and_portable() {
     let tools = client.list_all_tools().await.unwrap();
     let value = serde_json::to_value(&tools).unwrap();
     let size = serde_json::to_string(&value).unwrap().len();
+    // 13,576 bytes: what DESIGN asks of every field (a one-line description; the reply's
+    // fields in the output schemas) leaves little to cut (BENCHMARKS.md § Issue 32).
     assert!(
-        size < 14_000,
-        "tools/list is {size} bytes; keep it under 14 KB"
+        size <= 13_600,
+        "tools/list is {size} bytes; keep it at most 13,600"
     );
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(

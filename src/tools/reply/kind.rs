@@ -39,6 +39,9 @@ const REVIEW: &[&str] = &["summary", "findings", "findings_left_out"];
 /// What a review of pending changes adds.
 const CHANGES: &[&str] = &["verdict", "changed_files"];
 
+/// The status only a review of pending changes gives.
+const NOTHING_TO_REVIEW: &str = "nothing_to_review";
+
 /// The web sources an answer may cite.
 const SOURCES: &str = "sources";
 
@@ -50,7 +53,19 @@ impl ReplyKind {
     /// The `outputSchema` of a tool whose replies are of this kind (the tools' table reads it):
     /// the answer, the status and what to act on.
     pub fn output_schema(self) -> Arc<serde_json::Map<String, serde_json::Value>> {
-        crate::tools::schema::output_schema::<Wire<'static>>(&self.undeclared())
+        let mut schema = crate::tools::schema::output_schema::<Wire<'static>>(&self.undeclared());
+        if self != ReplyKind::ChangeReview {
+            // Only a review of pending changes can find nothing to review.
+            let status = Arc::make_mut(&mut schema)
+                .get_mut("properties")
+                .and_then(|p| p.get_mut("status"))
+                .and_then(|s| s.get_mut("enum"))
+                .and_then(|e| e.as_array_mut());
+            if let Some(values) = status {
+                values.retain(|v| v != NOTHING_TO_REVIEW);
+            }
+        }
+        schema
     }
 
     /// The fields of the structured reply this kind's schema leaves out: bookkeeping, and the
@@ -105,5 +120,32 @@ mod tests {
         let declared = investigate["properties"].as_object().unwrap();
         assert!(declared.contains_key("usage") && declared.contains_key("steps"));
         assert!(!declared.contains_key("findings") && !declared.contains_key("sources"));
+    }
+
+    /// `nothing_to_review` is declared where it can happen, and only there; the name is the
+    /// status's own.
+    #[test]
+    fn only_a_review_of_changes_declares_nothing_to_review() {
+        let statuses = |kind: ReplyKind| -> Vec<serde_json::Value> {
+            kind.output_schema()["properties"]["status"]["enum"]
+                .as_array()
+                .unwrap()
+                .clone()
+        };
+        let changes = statuses(ReplyKind::ChangeReview);
+        assert!(changes.contains(&NOTHING_TO_REVIEW.into()), "{changes:?}");
+        assert_eq!(
+            serde_json::to_value(crate::tools::reply::Status::NothingToReview).unwrap(),
+            NOTHING_TO_REVIEW
+        );
+        for kind in [
+            ReplyKind::Answer { sources: true },
+            ReplyKind::Review,
+            ReplyKind::Investigation,
+        ] {
+            let these = statuses(kind);
+            assert_eq!(these.len(), changes.len() - 1, "{kind:?}: {these:?}");
+            assert!(!these.contains(&NOTHING_TO_REVIEW.into()), "{kind:?}");
+        }
     }
 }
