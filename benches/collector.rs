@@ -25,6 +25,9 @@ type Error = Box<dyn std::error::Error>;
 #[path = "support/tree.rs"]
 mod tree;
 use tree::generate_tree;
+#[path = "support/floors.rs"]
+mod floors;
+use floors::list;
 
 fn main() -> Result<(), Error> {
     let runs: usize = std::env::var("BENCH_RUNS")
@@ -113,15 +116,7 @@ fn bench(name: &str, root: &Path, budget: u64, threads: usize, runs: usize) -> R
         }
         read_times.push(t.elapsed());
         std::hint::black_box(n);
-        let t = Instant::now();
-        let status = std::process::Command::new("cat")
-            .args(&chosen)
-            .stdout(std::process::Stdio::null())
-            .status()?;
-        cat_times.push(t.elapsed());
-        if !status.success() {
-            return Err("cat failed".into());
-        }
+        cat_times.push(floors::cat(&chosen)?);
     }
     // The other floor: listing every directory of the corpus (one thread, the entry types from
     // the listing as the walk takes them, nothing opened), which any walk pays.
@@ -152,22 +147,6 @@ fn bench(name: &str, root: &Path, budget: u64, threads: usize, runs: usize) -> R
         med.as_secs_f64() / (cat + list_floor).as_secs_f64(),
     );
     Ok(())
-}
-
-/// Entries below `root`, listed directory by directory.
-fn list(root: &Path) -> std::io::Result<usize> {
-    let mut n = 0;
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            n += 1;
-            if entry.file_type()?.is_dir() {
-                dirs.push(entry.path());
-            }
-        }
-    }
-    Ok(n)
 }
 
 /// CPU time of the whole process (every thread) so far.

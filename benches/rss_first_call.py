@@ -1,25 +1,12 @@
 # Idle vs after-first-call RSS of the release server (stdio), against a tiny local fake Gemini.
 # usage: python3 benches/rss_first_call.py target/release/gemini-mcp PROJECT_ROOT FILE [TOOL]
 # TOOL is `chat` (default) or `analyze` (FILE may then be a folder, e.g. `.` for the whole root).
-import json, subprocess, sys, threading, time, os, re
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import json, subprocess, sys, time, os, re
+import fake_gemini
 
-ANSWER = {"candidates":[{"content":{"role":"model","parts":[{"text":"Looks fine."}]},"finishReason":"STOP"}],
-          "usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"totalTokenCount":13},"modelVersion":"gemini-3.1-pro-preview"}
-class H(BaseHTTPRequestHandler):
-    def log_message(self,*a): pass
-    def do_GET(self):
-        b=json.dumps({"models":[]}).encode(); self.send_response(200); self.send_header("content-type","application/json"); self.send_header("content-length",str(len(b))); self.end_headers(); self.wfile.write(b)
-    def do_POST(self):
-        n=int(self.headers.get("content-length","0")); self.rfile.read(n)
-        if "stream" in self.path:
-            b=("data: "+json.dumps(ANSWER)+"\r\n\r\n").encode(); ct="text/event-stream"
-        else:
-            b=json.dumps(ANSWER).encode(); ct="application/json"
-        self.send_response(200); self.send_header("content-type",ct); self.send_header("content-length",str(len(b))); self.end_headers(); self.wfile.write(b)
-srv=ThreadingHTTPServer(("127.0.0.1",0),H); threading.Thread(target=srv.serve_forever,daemon=True).start()
+gemini=fake_gemini.start()
 root=sys.argv[2]
-env=dict(os.environ, GEMINI_API_KEY="test-key", GEMINI_BASE_URL=f"http://127.0.0.1:{srv.server_port}", PROJECT_ROOT=root, GEMINI_MCP_STORE="memory", GEMINI_BACKEND="api")
+env=dict(os.environ, GEMINI_API_KEY="test-key", GEMINI_BASE_URL=gemini, PROJECT_ROOT=root, GEMINI_MCP_STORE="memory", GEMINI_BACKEND="api")
 p=subprocess.Popen([sys.argv[1]],stdin=subprocess.PIPE,stdout=subprocess.PIPE,stderr=subprocess.DEVNULL,env=env,cwd=root)
 def send(m): p.stdin.write((json.dumps(m)+"\n").encode()); p.stdin.flush()
 def recv(i):

@@ -7,37 +7,13 @@
 # calls at once, as stateless (2026-07-28) requests, each on its own connection.
 import json, os, random, subprocess, sys, tempfile, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-ANSWER = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Looks fine."}]}, "finishReason": "STOP"}],
-          "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 3, "totalTokenCount": 13},
-          "modelVersion": "gemini-3.1-pro-preview"}
-
-
-class H(BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-
-    def do_GET(self):
-        b = json.dumps({"models": []}).encode()
-        self.send_response(200); self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(b))); self.end_headers(); self.wfile.write(b)
-
-    def do_POST(self):
-        n = int(self.headers.get("content-length", "0")); self.rfile.read(n)
-        if "stream" in self.path:
-            b = ("data: " + json.dumps(ANSWER) + "\r\n\r\n").encode(); ct = "text/event-stream"
-        else:
-            b = json.dumps(ANSWER).encode(); ct = "application/json"
-        self.send_response(200); self.send_header("content-type", ct)
-        self.send_header("content-length", str(len(b))); self.end_headers(); self.wfile.write(b)
-
+import fake_gemini
 
 binary, root, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
 step = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
-srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
-threading.Thread(target=srv.serve_forever, daemon=True).start()
+gemini = fake_gemini.start()
 state = tempfile.mkdtemp(prefix="rss-soak-")
-env = dict(os.environ, GEMINI_API_KEY="test-key", GEMINI_BASE_URL=f"http://127.0.0.1:{srv.server_port}",
+env = dict(os.environ, GEMINI_API_KEY="test-key", GEMINI_BASE_URL=gemini,
            PROJECT_ROOT=root, GEMINI_MCP_STORE="embedded", GEMINI_MCP_STATE_DIR=state, GEMINI_BACKEND="api")
 http = int(os.environ.get("SOAK_HTTP", "0"))
 if http:

@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 use gemini_mcp_server::collector::{CollectRequest, Collector};
 use gemini_mcp_server::config::Config;
 
+#[path = "../benches/support/floors.rs"]
+mod floors;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let usage = "usage: first_request ROOT BUDGET [THREADS]";
@@ -51,14 +54,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             std::hint::black_box(collector.collect(&req)?);
             warm.push(t.elapsed());
+            let sent: Vec<&Path> = c.files.iter().map(|f| f.path.as_path()).collect();
+            cat.push(floors::cat(&sent)?);
             let t = Instant::now();
-            std::process::Command::new("cat")
-                .args(c.files.iter().map(|f| &f.path))
-                .stdout(std::process::Stdio::null())
-                .status()?;
-            cat.push(t.elapsed());
-            let t = Instant::now();
-            std::hint::black_box(listing(Path::new(&root))?);
+            std::hint::black_box(floors::list(Path::new(&root))?);
             list.push(t.elapsed());
         }
         let (warm, cat, list) = (median(warm), median(cat), median(list));
@@ -72,22 +71,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     Ok(())
-}
-
-/// Entries below `root`, listed directory by directory (what any walk pays).
-fn listing(root: &Path) -> std::io::Result<usize> {
-    let mut n = 0;
-    let mut dirs = vec![root.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            n += 1;
-            if entry.file_type()?.is_dir() {
-                dirs.push(entry.path());
-            }
-        }
-    }
-    Ok(n)
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {

@@ -549,22 +549,14 @@ fn the_dashboard_queries_only(exported: &BTreeSet<String>) {
         unknown.is_empty(),
         "the dashboard queries metrics the server does not export: {unknown:?}\nexported: {exported:?}"
     );
-    let shown: BTreeSet<&str> = used
-        .iter()
-        .map(|n| {
-            ["_bucket", "_sum", "_count"]
-                .iter()
-                .fold(n.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n))
-        })
-        .collect();
-    let families: BTreeSet<&str> = exported
-        .iter()
-        .map(|n| {
-            ["_bucket", "_sum", "_count"]
-                .iter()
-                .fold(n.as_str(), |n, s| n.strip_suffix(s).unwrap_or(n))
-        })
-        .collect();
+    /// A histogram's series named by their family.
+    fn family(name: &str) -> &str {
+        ["_bucket", "_sum", "_count"]
+            .iter()
+            .fold(name, |n, s| n.strip_suffix(s).unwrap_or(n))
+    }
+    let shown: BTreeSet<&str> = used.iter().map(String::as_str).map(family).collect();
+    let families: BTreeSet<&str> = exported.iter().map(String::as_str).map(family).collect();
     let missing: Vec<&&str> = families.difference(&shown).collect();
     assert!(
         missing.is_empty(),

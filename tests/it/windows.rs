@@ -860,9 +860,19 @@ const LIB_TESTS_RUNNING_GIT: &[&str] = &["cli::patch::tests::the_patch_applies_w
 const LIB_TESTS_LIMIT: Duration = Duration::from_secs(600);
 
 /// The library's unit-test `.exe` (`cargo test --target x86_64-pc-windows-gnu --lib --no-run`,
-/// as `.ci/run` builds it): the newest `deps/gemini_mcp_server-*.exe`, refused (as missing) when
-/// older than any source of the library, so that a stale build is never what passes.
+/// as `.ci/run` builds it), refused (as missing) when stale.
 fn lib_tests_exe() -> Option<PathBuf> {
+    let build = "cargo test --target x86_64-pc-windows-gnu --lib --no-run";
+    match fresh_exe("gemini_mcp_server-", &[]) {
+        Ok(exe) => Some(exe),
+        Err(why) => missing(format!("{why} ({build})")).and(None),
+    }
+}
+
+/// The newest `deps/<prefix>*.exe` of the Windows debug build, or why there is none to run: none
+/// built, or one older than a source of the library (`src`, `prompts`, the manifest, the build
+/// script) or than a file of `also`, so that a stale build is never what passes.
+fn fresh_exe(prefix: &str, also: &[PathBuf]) -> Result<PathBuf, String> {
     let deps = target_dir().join("x86_64-pc-windows-gnu/debug/deps");
     let built = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
     let newest = std::fs::read_dir(&deps)
@@ -872,32 +882,27 @@ fn lib_tests_exe() -> Option<PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("gemini_mcp_server-") && name.ends_with(".exe")
+            name.starts_with(prefix) && name.ends_with(".exe")
         })
         .filter_map(|p| Some((built(&p)?, p)))
         .max();
-    let build = "cargo test --target x86_64-pc-windows-gnu --lib --no-run";
     let Some((exe_time, exe)) = newest else {
-        return missing(format!(
-            "no library test .exe in {} ({build})",
-            deps.display()
-        ))
-        .and(None);
+        return Err(format!("no {prefix}*.exe in {}", deps.display()));
     };
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sources = crate::support::walk(&manifest.join("src"))
         .into_iter()
         .chain(crate::support::walk(&manifest.join("prompts")))
-        .chain(["Cargo.toml", "Cargo.lock", "build.rs"].map(|f| manifest.join(f)));
+        .chain(["Cargo.toml", "Cargo.lock", "build.rs"].map(|f| manifest.join(f)))
+        .chain(also.iter().cloned());
     if let Some(newer) = sources.into_iter().find(|p| built(p) > Some(exe_time)) {
-        return missing(format!(
-            "{} is older than {} ({build})",
+        return Err(format!(
+            "{} is older than {}",
             exe.display(),
             newer.display()
-        ))
-        .and(None);
+        ));
     }
-    Some(exe)
+    Ok(exe)
 }
 
 /// The count in libtest's summary line (`test result: ok. 12 passed; 0 failed; …`).

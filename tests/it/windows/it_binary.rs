@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{libtest_count, target_dir, wait_for, wine, wine_env};
+use super::{fresh_exe, libtest_count, wait_for, wine, wine_env};
 
 /// How long the whole binary may run under Wine.
 const LIMIT: Duration = Duration::from_secs(45 * 60);
@@ -34,44 +34,19 @@ const WINE_LACKS: &[&str] = &[
 
 /// The newest `deps/it-*.exe`, refused when older than any source of the crate or its tests.
 fn it_exe() -> PathBuf {
-    let deps = target_dir().join("x86_64-pc-windows-gnu/debug/deps");
-    let built = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
-    let (exe_time, exe) = std::fs::read_dir(&deps)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy();
-            name.starts_with("it-") && name.ends_with(".exe")
-        })
-        .filter_map(|p| Some((built(&p)?, p)))
-        .max()
-        .unwrap_or_else(|| {
-            panic!(
-                "GEMINI_MCP_WINE_IT=1 but there is no it-*.exe in {} \
-                 (cargo test --target x86_64-pc-windows-gnu --test it --no-run)",
-                deps.display()
-            )
-        });
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // What the binary is compiled from (the tests' snapshots and fixtures are read as it runs).
-    let tests = crate::support::walk(&manifest.join("tests/it"))
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "rs"));
-    let sources = ["src", "prompts"]
-        .into_iter()
-        .flat_map(|d| crate::support::walk(&manifest.join(d)))
-        .chain(tests)
-        .chain(["Cargo.toml", "Cargo.lock", "build.rs"].map(|f| manifest.join(f)));
-    if let Some(newer) = sources.into_iter().find(|p| built(p) > Some(exe_time)) {
+    // What the binary is compiled from besides the library (the tests' snapshots and fixtures
+    // are read as it runs).
+    let tests: Vec<PathBuf> =
+        crate::support::walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it"))
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .collect();
+    fresh_exe("it-", &tests).unwrap_or_else(|why| {
         panic!(
-            "{} is older than {} (cargo test --target x86_64-pc-windows-gnu --test it --no-run)",
-            exe.display(),
-            newer.display()
-        );
-    }
-    exe
+            "GEMINI_MCP_WINE_IT=1 but {why} \
+             (cargo test --target x86_64-pc-windows-gnu --test it --no-run)"
+        )
+    })
 }
 
 /// The tests that printed a skip, from libtest's `--show-output` sections: (test, reason).
