@@ -57,7 +57,11 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
     let warm = gemini(CliTransport::Acp)?;
     let per_call = gemini(CliTransport::Headless)?;
     let req = GenerateRequest {
-        model: Catalogue::builtin("flash").resolve("flash")?,
+        model: Catalogue::builtin(
+            "flash",
+            gemini_mcp_server::gemini::prices::PriceList::default(),
+        )
+        .resolve("flash")?,
         system_instruction: "You review code. ".repeat(100),
         contents: vec![Message::user(
             "Is a trie overkill for 200 routes? ".repeat(50),

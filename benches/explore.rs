@@ -152,7 +152,11 @@ fn read(runs: usize) -> Result<(), Error> {
 }
 
 fn request(runs: usize) -> Result<(), Error> {
-    let model = Catalogue::builtin("pro").resolve("pro")?;
+    let model = Catalogue::builtin(
+        "pro",
+        gemini_mcp_server::gemini::prices::PriceList::default(),
+    )
+    .resolve("pro")?;
     let result: String = (1..=100)
         .map(|n| format!("{n}│     let value = compute(input, offset)?; // line {n}\n"))
         .collect();

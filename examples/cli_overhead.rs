@@ -74,7 +74,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let model = Catalogue::builtin("pro").resolve("pro").expect("model");
+    let model = Catalogue::builtin(
+        "pro",
+        gemini_mcp_server::gemini::prices::PriceList::default(),
+    )
+    .resolve("pro")
+    .expect("model");
 
     println!("runs per case: {runs}; stand-in: {}", program.display());
     for (label, prompt_bytes) in [("10 KB prompt", 10 << 10), ("1 MB prompt", 1 << 20)] {

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod audit;
 pub mod cli;
+pub mod clock;
 pub mod collector;
 pub mod config;
 pub mod echo;

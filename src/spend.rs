@@ -122,6 +122,31 @@ impl Caps {
         self.daily_tokens.is_some() || self.daily_usd.is_some()
     }
 
+    /// The input's estimated cost, `input_usd` (`None`: `model` has no known price); under a
+    /// USD cap or the per-call ceiling a model without a price is refused, never counted as
+    /// free.
+    pub fn priced(self, input_usd: Option<f64>, model: &str) -> Result<f64, SpendError> {
+        match input_usd {
+            Some(usd) => Ok(usd),
+            None if self.daily_usd.is_none() && self.call_usd.is_none() => Ok(0.0),
+            None => {
+                let setting = if self.daily_usd.is_some() {
+                    "GEMINI_MCP_DAILY_USD"
+                } else {
+                    "GEMINI_MCP_CALL_USD"
+                };
+                Err(SpendError::Cap(format!(
+                    "{model} has no known price, so its cost cannot be held to the cap in {setting}. \
+                     Gemini was not called. Give it a price with {} (e.g. \
+                     {model}=1.5/9: USD per million input/output tokens, from \
+                     https://ai.google.dev/gemini-api/docs/pricing), or pick a model that has one \
+                     (the `listmodels` tool shows the prices).",
+                    crate::gemini::prices::PRICES_SETTING
+                )))
+            }
+        }
+    }
+
     /// Refuses a request whose input (about `input_usd` on `model`) would take the call past
     /// the per-call ceiling, `call_usd` being what its earlier requests cost (an investigation
     /// makes several).
@@ -450,9 +475,14 @@ mod tests {
 
     fn request(contents: Vec<Message>) -> GenerateRequest {
         GenerateRequest {
-            model: crate::gemini::Catalogue::builtin("flash")
-                .resolve("flash")
-                .expect("flash resolves"),
+            model: crate::gemini::Catalogue::builtin(
+                "flash",
+                crate::gemini::prices::PriceList::at(
+                    crate::clock::Clock::on("2026-11-27").unwrap(),
+                ),
+            )
+            .resolve("flash")
+            .expect("flash resolves"),
             system_instruction: "You review code. ".repeat(20),
             contents,
             thinking: ThinkingMode::Medium,
@@ -460,6 +490,37 @@ mod tests {
             response_schema: None,
             web_search: false,
             functions: None,
+        }
+    }
+
+    #[test]
+    fn a_model_without_a_price_is_refused_under_a_usd_cap_and_free_only_without_one() {
+        let tokens_only = Caps {
+            daily_tokens: Some(1_000),
+            ..Caps::default()
+        };
+        assert_eq!(tokens_only.priced(None, "gemini-3.6-flash").unwrap(), 0.0);
+        for caps in [
+            Caps {
+                daily_usd: Some(1.0),
+                ..Caps::default()
+            },
+            Caps {
+                call_usd: Some(0.5),
+                ..Caps::default()
+            },
+        ] {
+            let e = caps
+                .priced(None, "gemini-3.6-flash")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("gemini-3.6-flash has no known price")
+                    && e.contains("GEMINI_MCP_PRICES")
+                    && e.contains("Gemini was not called"),
+                "{e}"
+            );
+            assert_eq!(caps.priced(Some(0.25), "gemini-3.8-flash").unwrap(), 0.25);
         }
     }
 

@@ -92,7 +92,7 @@ pub struct Summary {
 /// (`2026-11-01`, from its midnight UTC) or a duration back from `now` (`90m`, `24h`, `7d`).
 pub fn since(arg: &str, now: SystemTime) -> Result<String, String> {
     let arg = arg.trim();
-    if crate::gemini::models::days_from_iso(arg).is_some() && arg.len() == 10 {
+    if crate::clock::days_from_iso(arg).is_some() && arg.len() == 10 {
         return Ok(arg.to_string());
     }
     let unit = arg.chars().last().unwrap_or(' ');

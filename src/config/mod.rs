@@ -73,6 +73,9 @@ pub struct Config {
     pub audit_log_max_bytes: u64,
     /// The most one call may cost, estimated before it is sent (`GEMINI_MCP_CALL_USD`).
     pub call_usd: Option<f64>,
+    /// The prices estimates are made at, read at the clock's day (`GEMINI_MCP_TODAY`,
+    /// `GEMINI_MCP_PRICES`).
+    pub prices: crate::gemini::prices::PriceList,
     /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
     pub google_application_credentials: Option<PathBuf>,
     /// gcloud's application-default credentials file (`gcloud auth application-default login`).
@@ -481,6 +484,7 @@ impl Config {
             audit_log: None,
             audit_log_max_bytes: 0,
             call_usd: None,
+            prices: crate::gemini::prices::PriceList::default(),
             google_application_credentials: None,
             gcloud_adc_file: None,
             acp: AcpConfig {
@@ -546,6 +550,7 @@ impl Config {
             acp_max_processes: self.acp.max_processes,
             acp_allowed_modes: self.acp.allowed_modes.clone(),
             explore_result_chars: self.explore.result_chars,
+            prices: self.prices.clone(),
         }
     }
 
@@ -882,6 +887,38 @@ mod tests {
                 "{} is in the table but never read",
                 s.name
             );
+        }
+    }
+
+    #[test]
+    fn the_day_and_the_prices_are_read_or_refused_by_name() {
+        let c = load(&[
+            ("GEMINI_MCP_TODAY", "2027-01-01"),
+            ("GEMINI_MCP_PRICES", "gemini-3.6-flash=1.5/9"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.prices.clock(),
+            crate::clock::Clock::on("2027-01-01").unwrap()
+        );
+        let one = crate::gemini::Usage {
+            input: 1_000_000,
+            ..Default::default()
+        };
+        // The date moves the dated price; the configured price applies.
+        assert_eq!(c.prices.estimate("gemini-3.8-flash", &one), Some(1.5));
+        assert_eq!(c.prices.estimate("gemini-3.6-flash", &one), Some(1.5));
+        for (var, value, says) in [
+            ("GEMINI_MCP_TODAY", "tomorrow", "YYYY-MM-DD"),
+            ("GEMINI_MCP_TODAY", "2026-02-30", "YYYY-MM-DD"),
+            (
+                "GEMINI_MCP_PRICES",
+                "gemini-3.6-flash=cheap",
+                "model=input/output",
+            ),
+        ] {
+            let e = load(&[(var, value)]).unwrap_err().to_string();
+            assert!(e.contains(var) && e.contains(says), "{var}={value}: {e}");
         }
     }
 

@@ -10,6 +10,8 @@ use super::{
     BackendChoice, Config, ConfigError, Secret, StoreChoice, Var, canonical_root,
     default_state_dir, invalid, tokens,
 };
+use crate::clock::Clock;
+use crate::gemini::prices::PriceList;
 use crate::limits::RateLimits;
 
 /// One setting.
@@ -220,7 +222,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_DAILY_USD",
         default: "—",
-        doc: "Daily cap (UTC) on the estimated cost in USD, per project and, over HTTP, per client, like `GEMINI_MCP_DAILY_TOKENS` (calls of models without a known price count nothing).",
+        doc: "Daily cap (UTC) on the estimated cost in USD, per project and, over HTTP, per client, like `GEMINI_MCP_DAILY_TOKENS`. A model without a known price is refused under it (give it one with `GEMINI_MCP_PRICES`).",
         also_reads: &[],
         read: |var, c| {
             c.daily_usd = match var.get() {
@@ -233,6 +235,36 @@ pub const SETTINGS: &[Setting] = &[
                     Some(v)
                 }
             };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_TODAY",
+        default: "the system clock",
+        doc: "The day (`YYYY-MM-DD`, UTC) that dated rules are read at: prices that change on a date, and the notice of a model's announced shutdown. For reproducible estimates and tests.",
+        also_reads: &[],
+        read: |var, c| {
+            c.prices = match var.get() {
+                None => PriceList::at(Clock::system()),
+                Some(d) => PriceList::at(
+                    Clock::on(d.trim())
+                        .ok_or_else(|| var.invalid("must be a date YYYY-MM-DD, e.g. 2026-12-01"))?,
+                ),
+            };
+            Ok(())
+        },
+    },
+    Setting {
+        name: "GEMINI_MCP_PRICES",
+        default: "—",
+        doc: "Prices of models this build has none for, or overrides: `model=input/output` in USD per million tokens, comma-separated (e.g. `gemini-3.6-flash=1.5/9`; `model=in/out/in_long/out_long` for prompts over 200k tokens). Under a USD cap, a model without a price is refused, not counted as free; `listmodels` shows which have none.",
+        also_reads: &[],
+        read: |var, c| {
+            if let Some(text) = var.get() {
+                let configured =
+                    crate::gemini::prices::parse_configured(&text).map_err(|e| var.invalid(e))?;
+                c.prices = PriceList::new(c.prices.clock(), configured);
+            }
             Ok(())
         },
     },
@@ -363,7 +395,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_FALLBACK_MODEL",
         default: "flash",
-        doc: "Model used after capacity errors (429 quota, 503 overloaded).",
+        doc: "Model used after capacity errors (429 quota, 503 overloaded); after a 404 NOT_FOUND for a model Google announced a replacement for, the replacement answers instead. `none` turns both fallbacks off.",
         also_reads: &[],
         read: |var, c| {
             c.fallback_model = trimmed(var.get(), "flash");

@@ -30,8 +30,8 @@ pub use models::{Catalogue, ModelInfo, ThinkingStyle};
 pub use settings::{BackendChoice, CliTransport, Settings};
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
-    CallContext, Fallback, FunctionCall, Functions, GeminiError, GenerateRequest, GenerateResponse,
-    Message, Part, Progress, ProgressFn, Role, Source, ThinkingMode, Usage,
+    CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
+    GenerateResponse, Message, Part, Progress, ProgressFn, Role, Source, ThinkingMode, Usage,
 };
 
 /// The configured backend.
@@ -184,7 +184,7 @@ impl Gemini {
             path: path.map(std::ffi::OsStr::to_os_string),
             exts: config.search_exts.as_ref().map(std::ffi::OsString::from),
             collector: None,
-            catalogue: Catalogue::builtin(&config.default_model),
+            catalogue: Catalogue::builtin(&config.default_model, config.prices.clone()),
             fallback_model: config.fallback_model.clone(),
             metrics: None,
         })
@@ -331,41 +331,74 @@ impl Gemini {
         }
     }
 
-    /// One answer, with retries inside the backend and the capacity fallback here.
+    /// One answer, with retries inside the backend and the fallbacks here: after capacity
+    /// errors the configured fallback model answers; after a 404 NOT_FOUND for a model with an
+    /// announced replacement, the replacement does (the API, not a date compiled into the
+    /// table, says a model is gone). `GEMINI_FALLBACK_MODEL=none` turns both off.
     pub async fn generate(
         &self,
         req: GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
         let first = self.generate_once(&req, ctx).await;
-        match first {
-            Err(e) if e.is_capacity() => {
-                let Ok(fallback) = self.catalogue.resolve(&self.fallback_model) else {
-                    return Err(e);
-                };
-                if fallback.id == req.model.id {
-                    return Err(e);
-                }
-                ctx.report(format!(
-                    "{} is over capacity; asking {} instead",
-                    req.model.id, fallback.id
-                ));
-                let from = req.model.id.clone();
-                if let Some(m) = &self.metrics {
-                    m.fallback(&from, &fallback.id);
-                }
-                let mut req = req;
-                req.model = fallback;
-                let mut resp = self.generate_once(&req, ctx).await?;
-                resp.fallback = Some(Fallback {
-                    from,
-                    to: req.model.id.clone(),
-                    reason: e.to_string(),
-                });
-                Ok(resp)
+        let e = match first {
+            Err(e) if e.is_capacity() || e.is_not_found() => e,
+            other => return other,
+        };
+        let (cause, to) = if e.is_capacity() {
+            (FallbackCause::Capacity, self.fallback_model.as_str())
+        } else {
+            match &req.model.replacement {
+                Some(r) => (FallbackCause::ShutDown, r.as_str()),
+                None => return Err(e),
             }
-            other => other,
+        };
+        if !self.fallbacks_allowed() {
+            return Err(match cause {
+                FallbackCause::ShutDown => e.with_hint(format!(
+                    "{} is no longer served; its replacement is {to}: name it (fallbacks are off: \
+                     GEMINI_FALLBACK_MODEL=none).",
+                    req.model.id
+                )),
+                FallbackCause::Capacity => e,
+            });
         }
+        let Ok(fallback) = self.catalogue.resolve(to) else {
+            return Err(e);
+        };
+        if fallback.id == req.model.id {
+            return Err(e);
+        }
+        ctx.report(match cause {
+            FallbackCause::Capacity => format!(
+                "{} is over capacity; asking {} instead",
+                req.model.id, fallback.id
+            ),
+            FallbackCause::ShutDown => format!(
+                "{} is no longer served (404); asking its replacement {} instead",
+                req.model.id, fallback.id
+            ),
+        });
+        let from = req.model.id.clone();
+        if let Some(m) = &self.metrics {
+            m.fallback(&from, &fallback.id);
+        }
+        let mut req = req;
+        req.model = fallback;
+        let mut resp = self.generate_once(&req, ctx).await?;
+        resp.fallback = Some(Fallback {
+            cause,
+            from,
+            to: req.model.id.clone(),
+            reason: e.to_string(),
+        });
+        Ok(resp)
+    }
+
+    /// Whether another model may answer when the one asked for cannot
+    /// (`GEMINI_FALLBACK_MODEL` is not `none`).
+    fn fallbacks_allowed(&self) -> bool {
+        !self.fallback_model.is_empty() && !self.fallback_model.eq_ignore_ascii_case("none")
     }
 
     /// The body `req` would be sent with, when the backend is the API (the Gemini CLI is sent

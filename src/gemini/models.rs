@@ -2,13 +2,16 @@
 //! aliases, the default, and the thinking configuration each model family takes.
 //!
 //! The built-in table is a starting point; on the API backend it is refreshed from
-//! `GET /v1beta/models`, so a model released after this build works by name, and a retired one is
-//! refused with its replacement named.
+//! `GET /v1beta/models`, so a model released after this build works by name, and one the endpoint
+//! no longer lists is refused with its replacement named. A shutdown date compiled into the table
+//! never refuses a call: Google moves such dates, and the API's own answer (404 NOT_FOUND) is the
+//! truth. Past (or near) the date the reply says so, and a 404 falls back to the replacement.
 
 use std::sync::RwLock;
 
 use serde::Serialize;
 
+use super::prices::PriceList;
 use super::vocabulary::{GeminiError, ThinkingMode};
 
 /// The `thinkingLevel` values of Gemini 3 and later.
@@ -52,10 +55,13 @@ pub struct ModelInfo {
     pub output_limit: u64,
     pub thinking: ThinkingStyle,
     pub images: bool,
-    /// Shut down: calls are refused locally, naming `replacement`.
+    /// No longer listed by the models endpoint: calls are refused locally, naming
+    /// `replacement`.
     pub retired: bool,
+    /// The model Google names as its successor, for the notice and the fallback on NOT_FOUND.
     pub replacement: Option<String>,
-    /// Announced shutdown date (`YYYY-MM-DD`); from that day the model counts as retired.
+    /// Announced shutdown date (`YYYY-MM-DD`): said in the reply near and past it, never
+    /// enforced.
     pub shutdown: Option<String>,
     /// Known to this build (false for models first seen in the models endpoint).
     pub builtin: bool,
@@ -72,6 +78,31 @@ impl ModelInfo {
         ]
         .iter()
         .any(|p| self.id.starts_with(p))
+    }
+
+    /// What the reply says of the model's announced shutdown on `today` (days since 1970-01-01):
+    /// from [`NOTICE_DAYS`] before the date on, that it is scheduled to go or past its date,
+    /// and what replaces it; nothing before that or without a date.
+    pub fn schedule_notice(&self, today: i64) -> Option<String> {
+        let date = self.shutdown.as_deref()?;
+        let day = crate::clock::days_from_iso(date)?;
+        let instead = match &self.replacement {
+            Some(r) => format!("; move to {r}"),
+            None => String::new(),
+        };
+        if today >= day {
+            Some(format!(
+                "{} is past its announced shutdown date ({date}) and may stop answering any day{instead}.",
+                self.id
+            ))
+        } else if today + NOTICE_DAYS >= day {
+            Some(format!(
+                "{} is scheduled to shut down on {date}{instead}.",
+                self.id
+            ))
+        } else {
+            None
+        }
     }
 
     /// True for models that take `thinkingLevel` and no sampling parameters by default (3.x, 4).
@@ -139,6 +170,9 @@ pub fn style_for_id(id: &str) -> ThinkingStyle {
     }
 }
 
+/// How many days before its announced shutdown a model's replies start saying so.
+pub const NOTICE_DAYS: i64 = 30;
+
 const M: u64 = 1_048_576;
 const OUT: u64 = 65_536;
 
@@ -163,15 +197,17 @@ fn builtin_models() -> Vec<ModelInfo> {
         info.replacement = Some(replacement.into());
         info
     };
-    let mut retired = m(
-        "gemini-3-pro-preview",
-        "Gemini 3 Pro Preview",
-        ThinkingStyle::Level {
-            accepted: vec![Low, High],
-        },
+    let shut_down = ending(
+        m(
+            "gemini-3-pro-preview",
+            "Gemini 3 Pro Preview",
+            ThinkingStyle::Level {
+                accepted: vec![Low, High],
+            },
+        ),
+        "2026-03-09",
+        "gemini-3.1-pro-preview",
     );
-    retired.retired = true;
-    retired.replacement = Some("gemini-3.1-pro-preview".into());
     vec![
         m(
             "gemini-3.1-pro-preview",
@@ -248,23 +284,8 @@ fn builtin_models() -> Vec<ModelInfo> {
                 max: 24576,
             },
         ),
-        retired,
+        shut_down,
     ]
-}
-
-/// Days since 1970-01-01 of an ISO date `YYYY-MM-DD` (the proleptic Gregorian calendar).
-pub fn days_from_iso(date: &str) -> Option<i64> {
-    let mut it = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (y, m, d) = (it.next()??, it.next()??, it.next()??);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    Some(era * 146_097 + doe - 719_468)
 }
 
 /// Aliases users type, and the model each stands for.
@@ -274,38 +295,27 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("flash-lite", "gemini-3.5-flash-lite"),
 ];
 
-/// The models this server can name, shared by every call.
+/// The models this server can name and what they cost, shared by every call.
 pub struct Catalogue {
     models: RwLock<Vec<ModelInfo>>,
     default: String,
+    prices: PriceList,
 }
 
 impl Catalogue {
-    /// The built-in table with `default` (a name or alias) as the default model; models past
-    /// their announced shutdown date today count as retired.
-    pub fn builtin(default: &str) -> Catalogue {
-        let today = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() / 86_400) as i64;
-        Catalogue::builtin_on(default, today)
+    /// The built-in table with `default` (a name or alias) as the default model, its costs
+    /// estimated at `prices`.
+    pub fn builtin(default: &str, prices: PriceList) -> Catalogue {
+        Catalogue {
+            models: RwLock::new(builtin_models()),
+            default: default.to_string(),
+            prices,
+        }
     }
 
-    /// The built-in table as of `today` (days since 1970-01-01).
-    pub fn builtin_on(default: &str, today: i64) -> Catalogue {
-        let mut models = builtin_models();
-        for m in &mut models {
-            if m.shutdown
-                .as_deref()
-                .and_then(days_from_iso)
-                .is_some_and(|d| today >= d)
-            {
-                m.retired = true;
-            }
-        }
-        Catalogue {
-            models: RwLock::new(models),
-            default: default.to_string(),
-        }
+    /// The prices estimates are made at (and the clock they are read at).
+    pub fn prices(&self) -> &PriceList {
+        &self.prices
     }
 
     /// The default model's name or alias as configured.
@@ -338,7 +348,7 @@ impl Catalogue {
                 return Err(GeminiError::UnknownModel {
                     name: raw.to_string(),
                     hint: format!(
-                        "It has been shut down; use {} instead (or an alias: pro, flash, flash-lite).",
+                        "It has been shut down (the models endpoint no longer lists it); use {} instead (or an alias: pro, flash, flash-lite).",
                         m.replacement.as_deref().unwrap_or("another model")
                     ),
                 });
@@ -435,9 +445,10 @@ impl Catalogue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::{Clock, days_from_iso};
 
     fn cat() -> Catalogue {
-        Catalogue::builtin("pro")
+        Catalogue::builtin("pro", PriceList::at(Clock::on("2026-11-27").unwrap()))
     }
 
     #[test]
@@ -454,10 +465,8 @@ mod tests {
     }
 
     #[test]
-    fn retired_and_unknown_models_are_refused_with_a_way_out() {
+    fn unknown_models_are_refused_with_a_way_out() {
         let c = cat();
-        let e = c.resolve("gemini-3-pro-preview").unwrap_err().to_string();
-        assert!(e.contains("gemini-3.1-pro-preview"), "{e}");
         let e = c.resolve("gpt-5").unwrap_err().to_string();
         assert!(e.contains("pro, flash, flash-lite"), "{e}");
         // A new Gemini model works by name.
@@ -535,24 +544,35 @@ mod tests {
     }
 
     #[test]
-    fn models_retire_on_their_shutdown_date() {
-        let before = Catalogue::builtin_on("pro", days_from_iso("2026-11-30").unwrap());
-        assert_eq!(
-            before.resolve("gemini-2.5-pro").unwrap().id,
-            "gemini-2.5-pro"
-        );
-        let after = Catalogue::builtin_on("pro", days_from_iso("2026-12-01").unwrap());
-        let e = after.resolve("gemini-2.5-pro").unwrap_err().to_string();
+    fn a_shutdown_date_never_refuses_a_call_and_is_said_near_and_past_it() {
+        let c = cat();
+        let day = |d: &str| days_from_iso(d).unwrap();
+        for model in ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-3-pro-preview"] {
+            assert_eq!(c.resolve(model).unwrap().id, model);
+        }
+        let pro = c.resolve("gemini-2.5-pro").unwrap();
+        // More than 30 days before 2026-12-01: nothing to say.
+        assert_eq!(pro.schedule_notice(day("2026-10-31")), None);
+        let soon = pro.schedule_notice(day("2026-11-01")).unwrap();
         assert!(
-            e.contains("shut down") && e.contains("gemini-3.8-flash"),
-            "{e}"
+            soon.contains("scheduled to shut down on 2026-12-01")
+                && soon.contains("move to gemini-3.8-flash"),
+            "{soon}"
         );
-        let e = after.resolve("gemini-2.5-flash").unwrap_err().to_string();
-        assert!(e.contains("gemini-3.5-flash-lite"), "{e}");
-        assert!(after.resolve("gemini-2.5-flash-lite").is_ok());
-        assert_eq!(days_from_iso("1970-01-01"), Some(0));
-        assert_eq!(days_from_iso("2000-03-01"), Some(11_017));
-        assert_eq!(days_from_iso("2026-13-01"), None);
+        for past in ["2026-12-01", "2027-06-30"] {
+            let n = pro.schedule_notice(day(past)).unwrap();
+            assert!(
+                n.contains("past its announced shutdown date (2026-12-01)")
+                    && n.contains("gemini-3.8-flash"),
+                "{past}: {n}"
+            );
+        }
+        let flash = c.resolve("gemini-2.5-flash").unwrap();
+        let n = flash.schedule_notice(day("2026-12-02")).unwrap();
+        assert!(n.contains("gemini-3.5-flash-lite"), "{n}");
+        // No date, no notice.
+        let lite = c.resolve("gemini-2.5-flash-lite").unwrap();
+        assert_eq!(lite.schedule_notice(day("2030-01-01")), None);
     }
 
     #[test]
@@ -571,6 +591,9 @@ mod tests {
         c.refresh(vec![keep, new]);
         assert!(c.resolve("gemini-3.9-flash").is_ok());
         let e = c.resolve("gemini-2.5-pro").unwrap_err().to_string();
-        assert!(e.contains("shut down"), "{e}");
+        assert!(
+            e.contains("no longer lists") && e.contains("gemini-3.8-flash"),
+            "{e}"
+        );
     }
 }

@@ -64,6 +64,8 @@ pub struct Settings {
     /// Longest result of one of the agent's project tools, in characters
     /// (`GEMINI_MCP_EXPLORE_RESULT_CHARS`).
     pub explore_result_chars: usize,
+    /// The prices estimates are made at, and the day they are read at.
+    pub prices: super::prices::PriceList,
 }
 
 /// How the CLI backend runs the Gemini CLI.

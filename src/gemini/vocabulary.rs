@@ -150,8 +150,22 @@ pub struct Source {
 }
 
 /// The answer was produced by the fallback model after capacity errors on the requested one.
+/// Why the fallback model answered instead of the one asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FallbackCause {
+    /// 429 quota or 503 overloaded: the configured fallback model answered.
+    #[default]
+    Capacity,
+    /// 404 NOT_FOUND for a model with an announced replacement: the replacement answered.
+    ShutDown,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fallback {
+    /// Why another model answered (records written before it was kept: capacity).
+    #[serde(default)]
+    pub cause: FallbackCause,
     /// The model that was requested.
     pub from: String,
     /// The model that answered.
@@ -309,6 +323,29 @@ impl GeminiError {
             message.push('.');
         }
         GeminiError::Cli { exit_code, message }
+    }
+
+    /// 404 NOT_FOUND: the model is unknown to the API or no longer served.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, GeminiError::Api { status: 404, .. })
+    }
+
+    /// The error with `hint` in place of its own (an API error's; other errors unchanged).
+    pub fn with_hint(self, hint: String) -> GeminiError {
+        match self {
+            GeminiError::Api {
+                status,
+                code,
+                message,
+                ..
+            } => GeminiError::Api {
+                status,
+                code,
+                message,
+                hint,
+            },
+            other => other,
+        }
     }
 
     /// Capacity errors after retries: the fallback model may answer instead.

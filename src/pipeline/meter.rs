@@ -15,9 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::gemini::{
-    CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage, prices,
-};
+use crate::gemini::prices::PriceList;
+use crate::gemini::{CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage};
 use crate::metrics::Metrics;
 use crate::spend::{
     Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
@@ -29,6 +28,7 @@ use crate::tools::ToolError;
 /// client) and the store that keeps the day's count.
 pub struct Meter {
     caps: Caps,
+    prices: PriceList,
     keys: Vec<SpendKey>,
     store: Arc<dyn ThreadStore>,
     holds: Arc<Holds>,
@@ -57,6 +57,7 @@ impl Meter {
     /// counts nothing.
     pub fn new(
         caps: Caps,
+        prices: PriceList,
         store: Arc<dyn ThreadStore>,
         holds: Arc<Holds>,
         project: &str,
@@ -72,6 +73,7 @@ impl Meter {
         }
         Meter {
             caps,
+            prices,
             keys,
             store,
             holds,
@@ -140,7 +142,14 @@ impl Meter {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
             seen.requests.push(sent.clone());
         }
-        let used = answer.model_version.as_deref().unwrap_or(&model);
+        // Priced as the model that answered (a fallback's), else as the model asked for when
+        // the version the API reports has no price of its own.
+        let used = answer
+            .model_version
+            .as_deref()
+            .filter(|v| self.prices.price(v).is_some())
+            .or(answer.fallback.as_ref().map(|f| f.to.as_str()))
+            .unwrap_or(&model);
         self.record(hold, used, &answer.usage).await;
         Ok(answer)
     }
@@ -153,15 +162,16 @@ impl Meter {
             return Ok(Hold::none());
         }
         let need = estimate.total();
-        let input_usd = prices::estimate(
+        let input_usd = self.caps.priced(
+            self.prices.estimate(
+                &model.id,
+                &Usage {
+                    input: need,
+                    ..Default::default()
+                },
+            ),
             &model.id,
-            &Usage {
-                input: need,
-                ..Default::default()
-            },
-            prices::today(),
-        )
-        .unwrap_or(0.0);
+        )?;
         let call_usd = self
             .call_micro_usd
             .load(std::sync::atomic::Ordering::Relaxed) as f64
@@ -193,7 +203,7 @@ impl Meter {
     /// Counts a request's usage against the caps and releases its hold; a store failure is
     /// logged, not fatal (the answer is already here).
     pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
-        let cost = prices::estimate(model, usage, prices::today());
+        let cost = self.prices.estimate(model, usage);
         let tokens = crate::metrics::Tokens {
             input: usage.input,
             output: usage.output,
@@ -279,8 +289,12 @@ async fn estimate(req: &GenerateRequest) -> Result<Estimate, ToolError> {
 mod tests {
     use super::*;
 
+    fn prices() -> PriceList {
+        PriceList::at(crate::clock::Clock::on("2026-11-27").unwrap())
+    }
+
     fn model() -> ModelInfo {
-        crate::gemini::Catalogue::builtin("flash")
+        crate::gemini::Catalogue::builtin("flash", prices())
             .resolve("flash")
             .expect("flash resolves")
     }
@@ -300,6 +314,7 @@ mod tests {
         };
         let meter = Meter::new(
             caps,
+            prices(),
             store,
             Arc::default(),
             "/p",

@@ -138,6 +138,7 @@ impl Services {
         };
         Meter::new(
             caps,
+            self.gemini.catalogue().prices().clone(),
             self.store.clone(),
             self.holds.clone(),
             &self.project(),
@@ -203,7 +204,7 @@ async fn prepare(
     }
     let system = prompt::system_instruction(&tool_prompt(&plan), plan.system_extra.as_deref());
     ctx.report("reading files");
-    let earlier_cost = thread_cost(thread.as_ref());
+    let earlier_cost = thread_cost(services.gemini.catalogue().prices(), thread.as_ref());
     let (total, history) = budget(services, &plan, &model, &system, thread).await?;
     let material = match gather(
         services,
@@ -335,11 +336,14 @@ async fn steps(
         .saturating_sub(history_tokens)
         .saturating_sub(material.tokens());
     let model_id = request.model.id.clone();
+    let schedule = request
+        .model
+        .schedule_notice(services.gemini.catalogue().prices().clock().today());
     let thread_key = id.to_string();
     let (answer, explored) = ask(services, &plan, request, room, &thread_key, meter, ctx)
         .await
         .map_err(|e| what_to_narrow(e, &material, history_tokens))?;
-    let model_used = answer.model_version.clone().unwrap_or(model_id);
+    let model_used = answer.model_version.clone().unwrap_or(model_id.clone());
     trail.model(&model_used);
     let mut sent = sent;
     if let Some(Explored::Investigation(inv)) = &explored {
@@ -366,9 +370,15 @@ async fn steps(
         &mut reply,
     )
     .await?;
-    let cost =
-        crate::gemini::prices::estimate(&model_used, &answer.usage, crate::gemini::prices::today());
+    let prices = services.gemini.catalogue().prices();
+    // A version the API reports without a price of its own is priced as the model asked for.
+    let cost = prices
+        .estimate(&model_used, &answer.usage)
+        .or_else(|| prices.estimate(&model_id, &answer.usage));
     finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
+    if let Some(notice) = schedule.filter(|_| answer.fallback.is_none()) {
+        reply.note(notice);
+    }
     if let Some(usage) = reply.meta.usage.as_mut() {
         usage.cost_usd = cost;
         usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
@@ -538,14 +548,11 @@ async fn blocking<T: Send + 'static>(
 
 /// The estimated cost of a thread's stored turns, at today's prices (turns of models without a
 /// known price count nothing).
-fn thread_cost(thread: Option<&Thread>) -> f64 {
-    let today = crate::gemini::prices::today();
+fn thread_cost(prices: &crate::gemini::prices::PriceList, thread: Option<&Thread>) -> f64 {
     thread.map_or(0.0, |t| {
         t.turns
             .iter()
-            .filter_map(|turn| {
-                crate::gemini::prices::estimate(&turn.model, &turn.usage.into(), today)
-            })
+            .filter_map(|turn| prices.estimate(&turn.model, &turn.usage.into()))
             .sum()
     })
 }

@@ -12,7 +12,7 @@ use super::Services;
 use super::gather::Material;
 use super::verify::Sent;
 use crate::collector::classify::{Class, classify};
-use crate::gemini::{GenerateRequest, Usage, prices};
+use crate::gemini::{GenerateRequest, Usage};
 use crate::spend::Estimate;
 use crate::tools::ToolError;
 use crate::tools::reply::{LeftOut, Reply};
@@ -141,15 +141,15 @@ impl Preview {
         let estimate = super::blocking(move || Estimate::of(&req)).await?;
         let model = &request.model;
         let input = estimate.total();
+        let prices = services.gemini.catalogue().prices();
         let band = |output: u64| {
-            prices::estimate(
+            prices.estimate(
                 &model.id,
                 &Usage {
                     input,
                     output,
                     ..Usage::default()
                 },
-                prices::today(),
             )
         };
         let cost_usd = band(0)
@@ -160,8 +160,15 @@ impl Preview {
                 output_limit: model.output_limit,
             });
         let mut notes = Vec::new();
+        if let Some(notice) = model.schedule_notice(prices.clock().today()) {
+            notes.push(notice);
+        }
         if cost_usd.is_none() {
-            notes.push(format!("No price is known for {}: no cost band.", model.id));
+            notes.push(format!(
+                "No price is known for {}: no cost band (give it one with {}; under a USD cap the call would be refused).",
+                model.id,
+                crate::gemini::prices::PRICES_SETTING
+            ));
         }
         let request_body = if show_request {
             match services.gemini.request_body(request) {

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::gemini::Gemini;
 use crate::gemini::models::{ALIASES, ThinkingStyle};
+use crate::gemini::prices::PriceSource;
 
 /// One model.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -24,7 +25,8 @@ pub struct ModelEntry {
     pub images: bool,
     /// The default model.
     pub default: bool,
-    /// Paid-tier prices, USD per million tokens (none where unknown).
+    /// Paid-tier prices, USD per million tokens; absent where none is known (under a USD cap
+    /// such a model is refused until GEMINI_MCP_PRICES gives it one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub price: Option<PriceEntry>,
 }
@@ -37,7 +39,10 @@ pub struct PriceEntry {
     /// For prompts over 200,000 tokens.
     pub input_long: f64,
     pub output_long: f64,
-    /// When the prices were checked.
+    /// google (its pricing page), third_party (no public price yet: what resellers bill) or
+    /// configured (GEMINI_MCP_PRICES).
+    pub source: PriceSource,
+    /// When the built-in prices were checked.
     pub checked: String,
 }
 
@@ -82,14 +87,13 @@ pub fn report(gemini: &Gemini, store: &str) -> ModelsReport {
                 ThinkingStyle::None => "none".into(),
             },
             default: m.id == default,
-            price: crate::gemini::prices::price(&m.id, crate::gemini::prices::today()).map(|p| {
-                PriceEntry {
-                    input: p.input,
-                    output: p.output,
-                    input_long: p.input_long,
-                    output_long: p.output_long,
-                    checked: crate::gemini::prices::CHECKED.into(),
-                }
+            price: cat.prices().price(&m.id).map(|(p, source)| PriceEntry {
+                input: p.input,
+                output: p.output,
+                input_long: p.input_long,
+                output_long: p.output_long,
+                source,
+                checked: crate::gemini::prices::CHECKED.into(),
             }),
             id: m.id,
             input_limit: m.input_limit,
@@ -117,7 +121,11 @@ pub fn render(r: &ModelsReport) -> String {
         let price = m
             .price
             .as_ref()
-            .map_or("—".to_string(), |p| format!("{} · {}", p.input, p.output));
+            .map_or("—".to_string(), |p| match p.source {
+                PriceSource::Google => format!("{} · {}", p.input, p.output),
+                PriceSource::ThirdParty => format!("{} · {} (third-party)", p.input, p.output),
+                PriceSource::Configured => format!("{} · {} (configured)", p.input, p.output),
+            });
         out.push_str(&format!(
             "| {}{} | {} | {} | {} | {} | {} |\n",
             m.id,
@@ -133,5 +141,26 @@ pub fn render(r: &ModelsReport) -> String {
         "\nPrices: paid tier, prompts up to 200,000 tokens, checked {}.\n",
         crate::gemini::prices::CHECKED
     ));
+    if r.models
+        .iter()
+        .any(|m| matches!(&m.price, Some(p) if p.source == PriceSource::ThirdParty))
+    {
+        out.push_str(
+            "Third-party: Google publishes no price yet; the figure resellers bill is used until it does.\n",
+        );
+    }
+    let unpriced: Vec<&str> = r
+        .models
+        .iter()
+        .filter(|m| m.price.is_none())
+        .map(|m| m.id.as_str())
+        .collect();
+    if !unpriced.is_empty() {
+        out.push_str(&format!(
+            "No known price: {} (give one with {}; under a USD cap these models are refused).\n",
+            unpriced.join(", "),
+            crate::gemini::prices::PRICES_SETTING
+        ));
+    }
     out
 }

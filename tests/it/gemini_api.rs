@@ -61,7 +61,9 @@ impl Setup {
 
 fn request(model: &str) -> GenerateRequest {
     GenerateRequest {
-        model: Catalogue::builtin("pro").resolve(model).unwrap(),
+        model: Catalogue::builtin("pro", crate::support::prices())
+            .resolve(model)
+            .unwrap(),
         system_instruction: "You are a careful reviewer.".into(),
         contents: vec![Message::user("Review this function, please.")],
         thinking: ThinkingMode::Medium,
@@ -965,6 +967,7 @@ async fn list_models_follows_pages_and_keeps_text_models() {
             "gemini-3.1-flash-lite",
             "gemini-3.5-flash",
             "gemini-3.5-flash-lite",
+            "gemini-3.6-flash",
             "gemini-3.7-flash",
             "gemini-3.8-flash",
             "gemini-4-argon",
@@ -1006,7 +1009,7 @@ async fn refresh_models_updates_the_catalogue_once() {
     assert!(gemini.catalogue().resolve("gemini-2.5-pro").is_ok());
 
     let n = gemini.refresh_models().await.unwrap();
-    assert_eq!(n, 11);
+    assert_eq!(n, 12);
     let new = gemini.catalogue().resolve("gemini-3.9-flash").unwrap();
     assert_eq!((new.input_limit, new.output_limit), (2_097_152, 131_072));
     let e = gemini.catalogue().resolve("gemini-2.5-pro").unwrap_err();

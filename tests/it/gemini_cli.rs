@@ -121,7 +121,7 @@ cut -d' ' -f5 /proc/$$/stat > "$d/pgid"
 }
 
 fn model(id: &str) -> ModelInfo {
-    gemini_mcp_server::gemini::Catalogue::builtin("pro")
+    gemini_mcp_server::gemini::Catalogue::builtin("pro", crate::support::prices())
         .resolve(id)
         .unwrap()
 }

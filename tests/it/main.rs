@@ -24,6 +24,7 @@ mod http;
 mod investigate;
 mod kubernetes;
 mod metrics;
+mod model_dates;
 mod packaging;
 mod reply;
 mod setup;

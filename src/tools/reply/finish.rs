@@ -180,10 +180,17 @@ impl Finished {
         out.extend(self.size_notices.iter().cloned());
         out.extend(self.reply.notes.iter().cloned());
         if let Some(f) = &meta.fallback {
-            out.push(format!(
-                "Answered by {} because {} was over capacity.",
-                f.to, f.from
-            ));
+            out.push(if f.shut_down {
+                format!(
+                    "Answered by {} because {} is no longer served (404 NOT_FOUND); name {} from now on.",
+                    f.to, f.from, f.to
+                )
+            } else {
+                format!(
+                    "Answered by {} because {} was over capacity.",
+                    f.to, f.from
+                )
+            });
         }
         if let Some(note) = &self.skipped_note {
             out.push(note.clone());

@@ -65,10 +65,14 @@ impl From<Source> for WebSource {
     }
 }
 
-/// The answer was produced by the fallback model after capacity errors on the requested one.
+/// The answer was produced by another model: the fallback after capacity errors on the
+/// requested one, or the replacement of a model the API no longer serves.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[schemars(rename = "Fallback")]
 pub struct FallbackView {
+    /// Whether the requested model was shut down (404) rather than over capacity.
+    #[serde(skip)]
+    pub shut_down: bool,
     /// The model that was requested.
     pub from: String,
     /// The model that answered.
@@ -80,6 +84,7 @@ pub struct FallbackView {
 impl From<Fallback> for FallbackView {
     fn from(f: Fallback) -> Self {
         FallbackView {
+            shut_down: f.cause == crate::gemini::FallbackCause::ShutDown,
             from: f.from,
             to: f.to,
             reason: f.reason,

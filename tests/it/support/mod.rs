@@ -27,15 +27,28 @@ const WINDOWS_SYSTEM_VARS: &[&str] = &[
     "TMP",
 ];
 
+/// The day every binary the tests start reads its dated rules at (prices that change on a date,
+/// models' announced shutdowns), so the suite does not depend on the day it runs.
+pub const TODAY: &str = "2026-11-27";
+
+/// The prices at [`TODAY`], for tests that build a catalogue in-process.
+pub fn prices() -> gemini_mcp_server::gemini::prices::PriceList {
+    gemini_mcp_server::gemini::prices::PriceList::at(
+        gemini_mcp_server::clock::Clock::on(TODAY).expect("a date"),
+    )
+}
+
 /// A cleared environment for the processes the tests start.
 pub trait Hermetic {
-    /// Clears the environment; on Windows keeps [`WINDOWS_SYSTEM_VARS`] (on Unix nothing).
+    /// Clears the environment but for `GEMINI_MCP_TODAY` ([`TODAY`]); on Windows keeps
+    /// [`WINDOWS_SYSTEM_VARS`].
     fn hermetic_env(&mut self) -> &mut Self;
 }
 
 impl Hermetic for std::process::Command {
     fn hermetic_env(&mut self) -> &mut Self {
         self.env_clear();
+        self.env("GEMINI_MCP_TODAY", TODAY);
         #[cfg(windows)]
         for name in WINDOWS_SYSTEM_VARS {
             if let Some(value) = std::env::var_os(name) {

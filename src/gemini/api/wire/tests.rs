@@ -6,7 +6,12 @@ use std::sync::Arc;
 
 fn request(model: &str, thinking: ThinkingMode) -> GenerateRequest {
     GenerateRequest {
-        model: Catalogue::builtin("pro").resolve(model).unwrap(),
+        model: Catalogue::builtin(
+            "pro",
+            crate::gemini::prices::PriceList::at(crate::clock::Clock::on("2026-11-27").unwrap()),
+        )
+        .resolve(model)
+        .unwrap(),
         system_instruction: "You review code.".into(),
         contents: vec![
             Message::user("first"),

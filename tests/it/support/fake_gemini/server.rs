@@ -260,6 +260,7 @@ impl FakeGemini {
                 "3.5",
                 true,
             ),
+            text("gemini-3.6-flash", "Gemini 3.6 Flash", "3.6", true),
             text("gemini-3.7-flash", "Gemini 3.7 Flash", "3.7", true),
             text("gemini-3.8-flash", "Gemini 3.8 Flash", "3.8", true),
             text("gemini-4-argon", "Gemini 4 Argon", "4", true),
