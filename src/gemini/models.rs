@@ -80,6 +80,14 @@ impl ModelInfo {
         .any(|p| self.id.starts_with(p))
     }
 
+    /// Whether `today` (days since 1970-01-01) is on or past the announced shutdown date.
+    pub fn past_shutdown(&self, today: i64) -> bool {
+        self.shutdown
+            .as_deref()
+            .and_then(crate::clock::days_from_iso)
+            .is_some_and(|day| today >= day)
+    }
+
     /// What the reply says of the model's announced shutdown on `today` (days since 1970-01-01):
     /// from [`NOTICE_DAYS`] before the date on, that it is scheduled to go or past its date,
     /// and what replaces it; nothing before that or without a date.

@@ -65,10 +65,13 @@ pub fn report(gemini: &Gemini, store: &str) -> ModelsReport {
         .default_model()
         .map(|m| m.id)
         .unwrap_or_else(|_| cat.default_name().to_string());
+    let today = cat.prices().clock().today();
     let models = cat
         .list()
         .into_iter()
-        .filter(|m| !m.retired)
+        // Not offered: models the endpoint dropped, and those past their announced shutdown
+        // (still sent when a call names one: the API decides).
+        .filter(|m| !m.retired && !m.past_shutdown(today))
         .map(|m| ModelEntry {
             aliases: ALIASES
                 .iter()
