@@ -64,7 +64,7 @@ pub struct Config {
     /// Vertex AI (`GOOGLE_GENAI_USE_VERTEXAI=true`).
     pub vertex: Option<crate::gemini::VertexSettings>,
     /// `GEMINI_SERVICE_TIER`.
-    pub service_tier: Option<String>,
+    pub service_tier: Option<crate::gemini::ServiceTier>,
     /// Daily caps per project (and per HTTP client): tokens, and estimated USD.
     pub daily_tokens: Option<u64>,
     pub daily_usd: Option<f64>,
@@ -183,20 +183,13 @@ pub enum ConfigError {
     Derived(String),
 }
 
-/// The Gemini API's service tiers, as `GEMINI_SERVICE_TIER` and `--tier` take them.
-pub const SERVICE_TIERS: [&str; 3] = ["standard", "flex", "priority"];
-
-/// `raw` as a service tier (trimmed, lowercase), or what is wrong with it.
-pub fn service_tier(raw: &str) -> Result<String, String> {
-    let tier = raw.trim().to_ascii_lowercase();
-    if SERVICE_TIERS.contains(&tier.as_str()) {
-        return Ok(tier);
-    }
-    let [a, b, c] = SERVICE_TIERS;
-    Err(format!(
-        "`{}` is not a tier; use {a}, {b} or {c}",
-        raw.trim()
-    ))
+/// `raw` as a service tier, as `GEMINI_SERVICE_TIER` and `--tier` take it (any case), or what
+/// is wrong with it.
+pub fn service_tier(raw: &str) -> Result<crate::gemini::ServiceTier, String> {
+    crate::gemini::ServiceTier::parse(raw).ok_or_else(|| {
+        let [a, b, c] = crate::gemini::ServiceTier::ALL.map(|t| t.as_str());
+        format!("`{}` is not a tier; use {a}, {b} or {c}", raw.trim())
+    })
 }
 
 pub(crate) fn invalid(name: &'static str, message: impl Into<String>) -> ConfigError {
@@ -545,7 +538,7 @@ impl Config {
             retry_max_delay: self.retry_max_delay,
             cli_transport: self.cli_transport,
             vertex: self.vertex.clone(),
-            service_tier: self.service_tier.clone(),
+            service_tier: self.service_tier,
             acp_idle: self.acp.idle,
             acp_max_processes: self.acp.max_processes,
             acp_allowed_modes: self.acp.allowed_modes.clone(),
@@ -906,8 +899,15 @@ mod tests {
             ..Default::default()
         };
         // The date moves the dated price; the configured price applies.
-        assert_eq!(c.prices.estimate("gemini-3.8-flash", &one), Some(1.5));
-        assert_eq!(c.prices.estimate("gemini-3.6-flash", &one), Some(1.5));
+        use crate::gemini::ServiceTier::Standard;
+        assert_eq!(
+            c.prices.estimate("gemini-3.8-flash", &one, Standard),
+            Some(1.5)
+        );
+        assert_eq!(
+            c.prices.estimate("gemini-3.6-flash", &one, Standard),
+            Some(1.5)
+        );
         for (var, value, says) in [
             ("GEMINI_MCP_TODAY", "tomorrow", "YYYY-MM-DD"),
             ("GEMINI_MCP_TODAY", "2026-02-30", "YYYY-MM-DD"),

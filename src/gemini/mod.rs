@@ -31,7 +31,8 @@ pub use settings::{BackendChoice, CliTransport, Settings};
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
     CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
-    GenerateResponse, Message, Part, Progress, ProgressFn, Role, Source, ThinkingMode, Usage,
+    GenerateResponse, Message, Part, Progress, ProgressFn, Role, ServiceTier, Source, ThinkingMode,
+    Usage,
 };
 
 /// The configured backend.
@@ -399,6 +400,15 @@ impl Gemini {
     /// (`GEMINI_FALLBACK_MODEL` is not `none`).
     fn fallbacks_allowed(&self) -> bool {
         !self.fallback_model.is_empty() && !self.fallback_model.eq_ignore_ascii_case("none")
+    }
+
+    /// The service tier calls are asked to run at, as the backend sends it; `None` when none is
+    /// sent (the API's default, standard; the Gemini CLI's calls never carry one).
+    pub fn tier_sent(&self) -> Option<ServiceTier> {
+        match &self.backend {
+            Backend::Api(c) => c.tier_sent(),
+            Backend::Cli(_) | Backend::Unconfigured(_) => None,
+        }
     }
 
     /// The body `req` would be sent with, when the backend is the API (the Gemini CLI is sent

@@ -80,6 +80,15 @@ impl ModelInfo {
         .any(|p| self.id.starts_with(p))
     }
 
+    /// Whether the model takes function declarations together with JSON mode
+    /// (`responseMimeType: application/json`): Gemini 3 and later do; Gemini 2.x answers 400
+    /// ("Function calling with a response mime type: 'application/json' is unsupported").
+    pub fn calls_functions_in_json_mode(&self) -> bool {
+        !["gemini-1.", "gemini-2."]
+            .iter()
+            .any(|p| self.id.starts_with(p))
+    }
+
     /// Whether `today` (days since 1970-01-01) is on or past the announced shutdown date.
     pub fn past_shutdown(&self, today: i64) -> bool {
         self.shutdown

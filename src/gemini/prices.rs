@@ -1,13 +1,15 @@
 //! What a call costs: the paid-tier prices of the built-in models (USD per million tokens, as
 //! Google lists them, checked on [`CHECKED`]), the operator's own prices
-//! (`GEMINI_MCP_PRICES`), and the estimate of a call from its usage. Prices move and some change
-//! on a date: a [`PriceList`] reads them at the day of the [`Clock`] it is handed, never at the
-//! wall clock. A model without a price gets no estimate, never a guess; under a USD cap such a
-//! model is refused ([`crate::spend`]), not counted as free.
+//! (`GEMINI_MCP_PRICES`), and the estimate of a call from its usage at the service tier that
+//! served it (flex and priority are priced off the standard price here, in one place:
+//! [`tier_factor`]). Prices move and some change on a date: a [`PriceList`] reads them at the
+//! day of the [`Clock`] it is handed, never at the wall clock. A model without a price gets no
+//! estimate, never a guess; under a USD cap such a model is refused ([`crate::spend`]), not
+//! counted as free.
 
 use serde::Serialize;
 
-use super::vocabulary::Usage;
+use super::vocabulary::{ServiceTier, Usage};
 use crate::clock::Clock;
 
 /// When the prices below were last checked against ai.google.dev/gemini-api/docs/pricing.
@@ -18,6 +20,20 @@ pub const LONG_PROMPT: u64 = 200_000;
 
 /// Cached input tokens cost this fraction of the input price.
 pub const CACHED_FRACTION: f64 = 0.1;
+
+/// What a tier costs, as a multiple of the standard price. Google's pricing pages: Flex is "a 50%
+/// cost reduction compared to standard rates" (the Gemini API's flex-inference guide; Vertex
+/// AI's Flex PayGo "offers a 50% discount"); Priority is "75% to 100% more than standard"
+/// (ai.google.dev/gemini-api/docs/optimization), with no per-model figure in what we checked:
+/// the top of that range, so that a cap is never passed by a call counted too cheap. The
+/// operator's prices (`GEMINI_MCP_PRICES`) are standard prices and take the same factors.
+pub fn tier_factor(tier: ServiceTier) -> f64 {
+    match tier {
+        ServiceTier::Standard => 1.0,
+        ServiceTier::Flex => 0.5,
+        ServiceTier::Priority => 2.0,
+    }
+}
 
 /// The setting that gives a model a price.
 pub const PRICES_SETTING: &str = "GEMINI_MCP_PRICES";
@@ -123,10 +139,11 @@ impl PriceList {
         builtin(model, self.clock.today())
     }
 
-    /// The estimated cost in USD of a call of `model` that used `usage`: input at the input
-    /// price (cached input at a tenth of it), output and thinking at the output price; long
-    /// prompts at the long-context prices.
-    pub fn estimate(&self, model: &str, usage: &Usage) -> Option<f64> {
+    /// The estimated cost in USD of a call of `model` served at `tier` that used `usage`: input
+    /// at the input price (cached input at a tenth of it), output and thinking at the output
+    /// price; long prompts at the long-context prices; all of it times the tier's
+    /// [`tier_factor`].
+    pub fn estimate(&self, model: &str, usage: &Usage, tier: ServiceTier) -> Option<f64> {
         let (p, _) = self.price(model)?;
         let long = usage.input > LONG_PROMPT;
         let (input, output) = if long {
@@ -140,7 +157,7 @@ impl PriceList {
             + cached as f64 * input * CACHED_FRACTION
             + (usage.output + usage.thinking) as f64 * output)
             / 1_000_000.0;
-        Some(cost)
+        Some(cost * tier_factor(tier))
     }
 }
 
@@ -209,7 +226,9 @@ mod tests {
             cached: 40_000,
         };
         // 60k fresh × $2 + 40k cached × $0.2 + 10k out × $12, per million.
-        let c = prices.estimate("gemini-3.1-pro-preview", &u).unwrap();
+        let c = prices
+            .estimate("gemini-3.1-pro-preview", &u, ServiceTier::Standard)
+            .unwrap();
         assert!((c - (0.12 + 0.008 + 0.12)).abs() < 1e-9, "{c}");
         // Over 200k prompt tokens: the long-context prices.
         let long = Usage {
@@ -218,9 +237,40 @@ mod tests {
             thinking: 0,
             cached: 0,
         };
-        let c = prices.estimate("gemini-3.1-pro-preview", &long).unwrap();
+        let c = prices
+            .estimate("gemini-3.1-pro-preview", &long, ServiceTier::Standard)
+            .unwrap();
         assert!((c - (1.2 + 0.018)).abs() < 1e-9, "{c}");
-        assert_eq!(prices.estimate("gemini-unknown-9", &long), None);
+        assert_eq!(
+            prices.estimate("gemini-unknown-9", &long, ServiceTier::Flex),
+            None
+        );
+    }
+
+    #[test]
+    fn a_call_is_priced_at_the_tier_that_served_it() {
+        let prices = on("2026-11-27");
+        let u = Usage {
+            input: 1_000_000,
+            output: 100_000,
+            ..Usage::default()
+        };
+        // 3.5 Flash: $1.50 in, $9 out per million; flex half of that, priority twice.
+        for (tier, want) in [
+            (ServiceTier::Standard, 1.5 + 0.9),
+            (ServiceTier::Flex, (1.5 + 0.9) / 2.0),
+            (ServiceTier::Priority, (1.5 + 0.9) * 2.0),
+        ] {
+            let c = prices.estimate("gemini-3.5-flash", &u, tier).unwrap();
+            assert!((c - want).abs() < 1e-9, "{tier:?}: {c}");
+        }
+        // The operator's (standard) price takes the same factors.
+        let configured = parse_configured("gemini-3.6-flash=1/4").unwrap();
+        let prices = PriceList::new(Clock::on("2026-11-27").unwrap(), configured);
+        let c = prices
+            .estimate("gemini-3.6-flash", &u, ServiceTier::Flex)
+            .unwrap();
+        assert!((c - 0.7).abs() < 1e-9, "{c}");
     }
 
     #[test]
@@ -238,7 +288,7 @@ mod tests {
             ("2030-06-01", 1.50),
         ] {
             assert_eq!(
-                on(day).estimate("gemini-3.8-flash", &one),
+                on(day).estimate("gemini-3.8-flash", &one, ServiceTier::Standard),
                 Some(want),
                 "{day}"
             );

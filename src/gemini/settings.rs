@@ -53,7 +53,7 @@ pub struct Settings {
     /// Vertex AI instead of the Gemini API (`GOOGLE_GENAI_USE_VERTEXAI=true`).
     pub vertex: Option<VertexSettings>,
     /// The service tier asked for (`GEMINI_SERVICE_TIER`): `standard`, `flex` or `priority`.
-    pub service_tier: Option<String>,
+    pub service_tier: Option<super::ServiceTier>,
     /// A warm CLI process with no call for this long exits.
     pub acp_idle: Duration,
     /// Most warm CLI processes alive at once.

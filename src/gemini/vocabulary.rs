@@ -140,6 +140,47 @@ pub struct Usage {
     pub cached: u64,
 }
 
+/// A service tier of the Gemini API and Vertex AI: what a call is asked to run at
+/// (`GEMINI_SERVICE_TIER`, `--tier`) and what the API reports it ran at, which may differ (a
+/// priority call over its limit is served at standard). Calls are priced at the tier that
+/// served them ([`crate::gemini::prices::PriceList::estimate`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceTier {
+    #[default]
+    Standard,
+    /// Half the standard price, best-effort latency.
+    Flex,
+    /// A premium over the standard price, served first.
+    Priority,
+}
+
+impl ServiceTier {
+    /// Every tier, in the order they are offered.
+    pub const ALL: [ServiceTier; 3] = [
+        ServiceTier::Standard,
+        ServiceTier::Flex,
+        ServiceTier::Priority,
+    ];
+
+    /// The tier's name as the Gemini API spells it (`serviceTier`, `x-gemini-service-tier`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServiceTier::Standard => "standard",
+            ServiceTier::Flex => "flex",
+            ServiceTier::Priority => "priority",
+        }
+    }
+
+    /// `raw` as a tier, ignoring case and surrounding space; `None` for anything else.
+    pub fn parse(raw: &str) -> Option<ServiceTier> {
+        let raw = raw.trim();
+        ServiceTier::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(raw))
+    }
+}
+
 /// A web source Gemini cited (Google Search grounding).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Source {
@@ -188,8 +229,12 @@ pub struct GenerateResponse {
     pub calls: Vec<FunctionCall>,
     /// The model's turn as received, to replay before the function responses.
     pub turn: Vec<Part>,
-    /// The service tier that served the call, when the API reported it.
-    pub service_tier: Option<String>,
+    /// The service tier that served the call, when the API reported it (the Gemini API's
+    /// `x-gemini-service-tier` header, Vertex AI's `usageMetadata.trafficType`).
+    pub service_tier: Option<ServiceTier>,
+    /// The tier the call is priced at: the one that served it, else the one asked for, else
+    /// standard (the Gemini CLI's calls, and answers that did not say).
+    pub billed_tier: ServiceTier,
     /// Hex SHA-256 of the request body exactly as sent (the REST backends; `None` for the
     /// Gemini CLI's, whose requests are the CLI's own).
     pub request_sha256: Option<String>,

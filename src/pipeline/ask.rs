@@ -9,7 +9,7 @@ use super::gather::Material;
 use super::meter::Meter;
 use super::{Services, blocking, earlier_turns, investigation, prompt};
 use crate::gemini::models::ModelInfo;
-use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part};
+use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part, ServiceTier};
 use crate::spend::{Estimate, Hold};
 use crate::tools::reply::investigation::Investigation;
 use crate::tools::{Output, Plan, ToolError, review};
@@ -137,7 +137,10 @@ async fn ask_agent(
         let (text, rebuilt) = (prompt.text.clone(), prompt.rebuilt.clone());
         let estimate =
             blocking(move || Estimate::of_agent_prompt(&text, rebuilt.as_deref())).await?;
-        meter.admit(&estimate, &request.model).await?
+        // The agent's requests are its own and carry no tier: standard.
+        meter
+            .admit(&estimate, &request.model, ServiceTier::Standard)
+            .await?
     } else {
         Hold::none()
     };
@@ -145,7 +148,12 @@ async fn ask_agent(
         .timed(&request.model.id, pool.prompt(prompt, ctx))
         .await?;
     meter
-        .record(hold, &request.model.id, &run.usage.unwrap_or_default())
+        .record(
+            hold,
+            &request.model.id,
+            &run.usage.unwrap_or_default(),
+            ServiceTier::Standard,
+        )
         .await;
     let answer = GenerateResponse {
         text: run.answer().to_string(),

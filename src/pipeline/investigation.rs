@@ -6,6 +6,11 @@
 //! bytes of the previous one (Gemini's implicit prefix cache). The calls of one turn run at the
 //! same time. When a limit is reached (steps, the token budget of the results, the deadline),
 //! Gemini is asked once more with function calling off for its best answer from what it has.
+//!
+//! Gemini 2.x refuses function calling in JSON mode (a 400; Gemini 3 takes both): on those
+//! models a structured answer (a review) is explored for in text, then asked for in one last
+//! request without tools, holding a transcript of the steps (calls and results as text: no
+//! function parts without their declarations) and the text answer.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,6 +79,11 @@ pub async fn run(
         declarations: Explorer::declarations(),
         allow: true,
     });
+    let structured = if req.model.calls_functions_in_json_mode() {
+        None
+    } else {
+        req.response_schema.take()
+    };
     let mut inv = Investigation {
         steps: Vec::new(),
         files_read: Vec::new(),
@@ -105,6 +115,14 @@ pub async fn run(
         };
         add(&mut inv.usage, answer.usage);
         if answer.calls.is_empty() || forced {
+            let Some(schema) = structured else {
+                return Ok((answer, inv));
+            };
+            ctx.report("asking for the structured answer");
+            let req = structure(req, &answer, schema);
+            inv.requests += 1;
+            let answer = meter.generate(gemini, req, ctx).await?;
+            add(&mut inv.usage, answer.usage);
             return Ok((answer, inv));
         }
         req.contents.push(Message {
@@ -145,6 +163,65 @@ pub async fn run(
             force(&mut req, &mut inv, stop, &limits);
             forced = true;
         }
+    }
+}
+
+/// What Gemini is told in the last request of an investigation on a model that takes no
+/// function calling in JSON mode.
+const STRUCTURE: &str = "Now give your answer above in the JSON form the response schema asks for. Keep \
+every file path, line number and quoted line exactly as found in the files read above. There are no tools \
+in this request.";
+
+/// The request for the structured answer after `prose`, the investigation's text answer to
+/// `req`: no tools, the response schema, the conversation with its function calls and results
+/// written out as text, then the answer and [`STRUCTURE`].
+fn structure(req: GenerateRequest, prose: &GenerateResponse, schema: Value) -> GenerateRequest {
+    let mut contents: Vec<Message> = req
+        .contents
+        .iter()
+        .map(|m| Message {
+            role: m.role,
+            parts: m.parts.iter().filter_map(transcribed).collect(),
+        })
+        .filter(|m| !m.parts.is_empty())
+        .collect();
+    contents.push(Message::model(prose.text.clone()));
+    contents.push(Message::user(STRUCTURE));
+    GenerateRequest {
+        contents,
+        functions: None,
+        response_schema: Some(schema),
+        ..req
+    }
+}
+
+/// A part as text for a request without tools: a function call or result written out, a
+/// model's recorded text as it was, a part with nothing to read (a lone signature) dropped.
+fn transcribed(part: &Part) -> Option<Part> {
+    match part {
+        Part::Recorded(raw) => {
+            if let Some(call) = raw.get("functionCall") {
+                let name = call.get("name").and_then(Value::as_str).unwrap_or("?");
+                let args = call.get("args").cloned().unwrap_or(Value::Null);
+                return Some(Part::Text(format!("(I called {name} with {args}.)")));
+            }
+            raw.get("text")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+                .map(|t| Part::Text(t.to_string()))
+        }
+        Part::FunctionResponse { name, response, .. } => {
+            let (what, text) = match (response.get("output"), response.get("error")) {
+                (Some(o), _) => ("returned", o),
+                (None, Some(e)) => ("failed", e),
+                (None, None) => ("returned", response),
+            };
+            let text = text
+                .as_str()
+                .map_or_else(|| text.to_string(), str::to_string);
+            Some(Part::Text(format!("({name} {what}:)\n{text}")))
+        }
+        other => Some(other.clone()),
     }
 }
 

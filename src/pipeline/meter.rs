@@ -16,7 +16,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::gemini::prices::PriceList;
-use crate::gemini::{CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, Usage};
+use crate::gemini::{
+    CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, ServiceTier, Usage,
+};
 use crate::metrics::Metrics;
 use crate::spend::{
     Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
@@ -132,7 +134,8 @@ impl Meter {
     ) -> Result<GenerateResponse, ToolError> {
         let hold = if self.is_on() {
             let estimate = estimate(&req).await?;
-            self.admit(&estimate, &req.model).await?
+            let asked = gemini.tier_sent().unwrap_or_default();
+            self.admit(&estimate, &req.model, asked).await?
         } else {
             Hold::none()
         };
@@ -150,14 +153,21 @@ impl Meter {
             .filter(|v| self.prices.price(v).is_some())
             .or(answer.fallback.as_ref().map(|f| f.to.as_str()))
             .unwrap_or(&model);
-        self.record(hold, used, &answer.usage).await;
+        self.record(hold, used, &answer.usage, answer.billed_tier)
+            .await;
         Ok(answer)
     }
 
-    /// Refuses a request estimated at `estimate` when what was spent today, what calls in
-    /// flight hold and it together pass a cap, saying the estimate, the cap, what was spent, what
-    /// to narrow and when the count resets; else holds the estimate until [`Meter::record`].
-    pub async fn admit(&self, estimate: &Estimate, model: &ModelInfo) -> Result<Hold, ToolError> {
+    /// Refuses a request estimated at `estimate` (priced at `tier`, the tier asked for) when
+    /// what was spent today, what calls in flight hold and it together pass a cap, saying the
+    /// estimate, the cap, what was spent, what to narrow and when the count resets; else holds
+    /// the estimate until [`Meter::record`].
+    pub async fn admit(
+        &self,
+        estimate: &Estimate,
+        model: &ModelInfo,
+        tier: ServiceTier,
+    ) -> Result<Hold, ToolError> {
         if !self.is_on() {
             return Ok(Hold::none());
         }
@@ -169,6 +179,7 @@ impl Meter {
                     input: need,
                     ..Default::default()
                 },
+                tier,
             ),
             &model.id,
         )?;
@@ -200,10 +211,10 @@ impl Meter {
         Ok(self.holds.hold(&self.keys, amount))
     }
 
-    /// Counts a request's usage against the caps and releases its hold; a store failure is
-    /// logged, not fatal (the answer is already here).
-    pub async fn record(&self, hold: Hold, model: &str, usage: &Usage) {
-        let cost = self.prices.estimate(model, usage);
+    /// Counts a request's usage, priced at `tier` (the tier that served it), against the caps
+    /// and releases its hold; a store failure is logged, not fatal (the answer is already here).
+    pub async fn record(&self, hold: Hold, model: &str, usage: &Usage, tier: ServiceTier) {
+        let cost = self.prices.estimate(model, usage, tier);
         let tokens = crate::metrics::Tokens {
             input: usage.input,
             output: usage.output,
@@ -326,8 +337,12 @@ mod tests {
             turn: 600,
             ..Estimate::default()
         };
-        let first = meter.admit(&each, &model).await.expect("the first fits");
-        let refused = meter.admit(&each, &model).await;
+        let standard = ServiceTier::Standard;
+        let first = meter
+            .admit(&each, &model, standard)
+            .await
+            .expect("the first fits");
+        let refused = meter.admit(&each, &model, standard).await;
         assert!(
             matches!(&refused, Err(ToolError::SpendingCap(m)) if m.contains("600 tokens")),
             "the second is refused while the first is in flight: {:?}",
@@ -338,15 +353,15 @@ mod tests {
             input: 100,
             ..Usage::default()
         };
-        meter.record(first, &model.id, &used).await;
+        meter.record(first, &model.id, &used, standard).await;
         let second = meter
-            .admit(&each, &model)
+            .admit(&each, &model, standard)
             .await
             .expect("room after counting");
         // Given up (an error, a cancellation), a hold is released with nothing counted.
         drop(second);
         let third = meter
-            .admit(&each, &model)
+            .admit(&each, &model, standard)
             .await
             .expect("room after giving up");
         drop(third);

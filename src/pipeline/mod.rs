@@ -370,11 +370,10 @@ async fn steps(
         &mut reply,
     )
     .await?;
-    let prices = services.gemini.catalogue().prices();
-    // A version the API reports without a price of its own is priced as the model asked for.
-    let cost = prices
-        .estimate(&model_used, &answer.usage)
-        .or_else(|| prices.estimate(&model_id, &answer.usage));
+    // What the meter counted for the call's requests, each priced as the model and at the
+    // service tier that served it (an investigation's requests may be served at different
+    // tiers).
+    let cost = meter.seen().cost_usd;
     finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
     if let Some(notice) = schedule.filter(|_| answer.fallback.is_none()) {
         reply.note(notice);
@@ -382,7 +381,8 @@ async fn steps(
     if let Some(usage) = reply.meta.usage.as_mut() {
         usage.cost_usd = cost;
         usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
-        usage.tier = answer.service_tier.clone();
+        usage.tier = answer.service_tier.map(|t| t.as_str().to_string());
+        usage.tier_asked = services.gemini.tier_sent().map(|t| t.as_str().to_string());
     }
     match explored {
         Some(Explored::Investigation(inv)) => reply.set_investigation(inv),
@@ -546,13 +546,13 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ToolError::Internal(format!("a background task failed: {e}")))
 }
 
-/// The estimated cost of a thread's stored turns, at today's prices (turns of models without a
-/// known price count nothing).
+/// The estimated cost of a thread's stored turns, at today's prices and the tier each was
+/// served at (turns of models without a known price count nothing).
 fn thread_cost(prices: &crate::gemini::prices::PriceList, thread: Option<&Thread>) -> f64 {
     thread.map_or(0.0, |t| {
         t.turns
             .iter()
-            .filter_map(|turn| prices.estimate(&turn.model, &turn.usage.into()))
+            .filter_map(|turn| prices.estimate(&turn.model, &turn.usage.into(), turn.usage.tier))
             .sum()
     })
 }

@@ -142,6 +142,8 @@ impl Preview {
         let model = &request.model;
         let input = estimate.total();
         let prices = services.gemini.catalogue().prices();
+        // At the tier the call would ask for (what served it is known only after).
+        let tier = services.gemini.tier_sent().unwrap_or_default();
         let band = |output: u64| {
             prices.estimate(
                 &model.id,
@@ -150,6 +152,7 @@ impl Preview {
                     output,
                     ..Usage::default()
                 },
+                tier,
             )
         };
         let cost_usd = band(0)

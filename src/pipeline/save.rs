@@ -52,7 +52,10 @@ pub(super) async fn save_turn(
             .collect(),
         response: answer.text.clone(),
         model: model_used.to_string(),
-        usage: answer.usage.into(),
+        usage: crate::store::Usage {
+            tier: answer.billed_tier,
+            ..answer.usage.into()
+        },
         at_ms: now_ms(),
     };
     let span = crate::traces::store_save(services.store.kind());

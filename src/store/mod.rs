@@ -131,6 +131,14 @@ pub struct Usage {
     pub thinking: u64,
     /// Prompt tokens served from Gemini's cache.
     pub cached: u64,
+    /// The service tier the turn is priced at (the one that served it); standard for turns
+    /// stored before tiers were kept.
+    #[serde(default, skip_serializing_if = "is_standard")]
+    pub tier: crate::gemini::ServiceTier,
+}
+
+fn is_standard(tier: &crate::gemini::ServiceTier) -> bool {
+    *tier == crate::gemini::ServiceTier::Standard
 }
 
 impl From<crate::gemini::Usage> for Usage {
@@ -140,6 +148,7 @@ impl From<crate::gemini::Usage> for Usage {
             output: u.output,
             thinking: u.thinking,
             cached: u.cached,
+            tier: crate::gemini::ServiceTier::Standard,
         }
     }
 }

@@ -1362,12 +1362,16 @@ fn the_tier_is_asked_for_and_the_served_tier_and_cost_are_reported() {
     let p = project();
     let fake = fake();
     let v = vars(&fake);
-    // The API's answer says which tier served it.
-    fake.push(Script::sse(
-        "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"FLEX-ANSWER\"}],\"role\":\"model\"},\"finishReason\":\"STOP\"}],\
-\"usageMetadata\":{\"promptTokenCount\":1000000,\"candidatesTokenCount\":100000,\"totalTokenCount\":1100000,\"serviceTier\":\"standard\"},\
+    // Google says which tier served a call in the `x-gemini-service-tier` answer header, not in
+    // the body: here a flex call served at standard.
+    fake.push(
+        Script::sse(
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"FLEX-ANSWER\"}],\"role\":\"model\"},\"finishReason\":\"STOP\"}],\
+\"usageMetadata\":{\"promptTokenCount\":1000000,\"candidatesTokenCount\":100000,\"totalTokenCount\":1100000},\
 \"modelVersion\":\"gemini-3.8-flash\"}\r\n\r\n",
-    ));
+        )
+        .served_tier("standard"),
+    );
     let r = run(gemini_mcp(&p.root, &with(&v)).args([
         "--tier",
         "flex",
@@ -1383,12 +1387,10 @@ fn the_tier_is_asked_for_and_the_served_tier_and_cost_are_reported() {
     assert_eq!(sent[0].body["serviceTier"], "flex");
     let out: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(out["usage"]["tier"], "standard", "{out}");
-    // 1M in and 100k out of 3.8 Flash: $0.75 + $0.375 until the end of 2026, then twice that.
+    // 1M in and 100k out of 3.8 Flash at its launch price: $0.75 + $0.375, at standard (the
+    // tier that served it), not at flex's half.
     let cost = out["usage"]["cost_usd"].as_f64().unwrap();
-    assert!(
-        (cost - 1.125).abs() < 1e-9 || (cost - 2.25).abs() < 1e-9,
-        "{cost}"
-    );
+    assert!((cost - 1.125).abs() < 1e-9, "{cost}");
     assert!(
         out["text"]
             .as_str()
@@ -1396,11 +1398,40 @@ fn the_tier_is_asked_for_and_the_served_tier_and_cost_are_reported() {
             .contains("served by the standard tier"),
         "{out}"
     );
-    // The thread's running total: a second turn at the same usage doubles it.
+    // Served at the tier asked for, flex: half the price; priority served at standard (over its
+    // limit): the standard price.
+    for (asked, served, want) in [
+        ("flex", None, 0.5625),
+        ("priority", Some("standard"), 1.125),
+    ] {
+        let mut answer = Script::text("fine").usage(1_000_000, 100_000, 0, 0);
+        if let Some(s) = served {
+            answer = answer.served_tier(s);
+        }
+        fake.push(answer);
+        let r = run(gemini_mcp(&p.root, &with(&v)).args([
+            "--tier",
+            asked,
+            "chat",
+            "Again.",
+            "--model",
+            "gemini-3.8-flash",
+            "--format",
+            "json",
+        ]));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let out: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(out["usage"]["tier"], served.unwrap_or(asked), "{out}");
+        let cost = out["usage"]["cost_usd"].as_f64().unwrap();
+        assert!((cost - want).abs() < 1e-9, "{asked}: {cost}");
+    }
+    // The thread's running total: each turn at the tier that served it (the first at flex).
     let mut store: Vec<(&str, &str)> = with(&v).to_vec();
     store.push(("GEMINI_MCP_STORE", "embedded"));
     fake.push(Script::text("one").usage(1_000_000, 100_000, 0, 0));
     let first = run(gemini_mcp(&p.root, &store).args([
+        "--tier",
+        "flex",
         "chat",
         "First.",
         "--model",
@@ -1423,8 +1454,13 @@ fn the_tier_is_asked_for_and_the_served_tier_and_cost_are_reported() {
         &id,
     ]));
     let second: Value = serde_json::from_str(&second.stdout).unwrap();
+    let two = second["usage"]["cost_usd"].as_f64().unwrap();
+    assert!(
+        (one - 0.5625).abs() < 1e-9 && (two - 1.125).abs() < 1e-9,
+        "{one}, {two}"
+    );
     let total = second["usage"]["thread_cost_usd"].as_f64().unwrap();
-    assert!((total - 2.0 * one).abs() < 1e-9, "{one} then {total}");
+    assert!((total - (one + two)).abs() < 1e-9, "{one} + {two}: {total}");
     assert!(
         second["text"].as_str().unwrap().contains("(this thread $"),
         "{second}"

@@ -175,15 +175,17 @@ async fn investigate_lists_searches_reads_and_answers_with_citations() {
         "{s}"
     );
     assert_eq!(s["files_read"], json!(["src/lib.rs"]));
-    // Usage is the sum over the four requests, and so is its cost: gemini-3.1-pro-preview at
-    // $2 in and $12 out (thinking included) per million tokens.
-    let cost = (5600.0 * 2.0 + (110.0 + 180.0) * 12.0) / 1e6;
+    // Usage is the sum over the four requests, and so is its cost, each request priced as the
+    // model that served it: the three turns of calls gemini-3-flash-preview (as the stand-in
+    // reports them; $0.50 in, $3 out per million tokens, thinking included), the answer
+    // gemini-3.1-pro-preview ($2 in, $12 out). The API said the standard tier served them.
+    let cost = (3700.0 * 0.5 + 190.0 * 3.0 + 1900.0 * 2.0 + 100.0 * 12.0) / 1e6;
     assert_eq!(
         s["usage"],
         json!({"input": 5600, "output": 110, "thinking": 180, "cached": 0,
-               "cost_usd": cost, "thread_cost_usd": cost})
+               "cost_usd": cost, "thread_cost_usd": cost, "tier": "standard"})
     );
-    assert!(text(&r).contains("Cost: about $0.015"), "{}", text(&r));
+    assert!(text(&r).contains("Cost: about $0.0074\n"), "{}", text(&r));
     let t = text(&r);
     assert!(
         t.contains("Investigation: 3 steps (answered); read src/lib.rs"),
@@ -819,5 +821,83 @@ async fn a_huge_function_argument_leaves_the_answer_whole() {
         "{outcome}"
     );
     assert!(s.to_string().len() < 10_000, "{}", s.to_string().len());
+    client.cancel().await.unwrap();
+}
+
+/// Gemini 2.x answers 400 to function declarations together with JSON mode ("Function calling
+/// with a response mime type: 'application/json' is unsupported"; the fake answers as it does),
+/// Gemini 3 takes both. So `codereview` with `explore: true` on a 2.x model explores without JSON
+/// mode, then asks for the structured review in one last request without tools, from a
+/// transcript of what the steps found; on Gemini 3 every request keeps both.
+#[tokio::test]
+async fn exploring_on_gemini_2_asks_for_the_structured_review_without_tools() {
+    let env = Env::new();
+    let url = env.fake.base_url();
+    let client = mcp::start(env.dir.path(), &env.vars(&url, &[])).await;
+    let review = json!({"summary": "add subtracts.", "verdict": "ready", "findings": [{
+        "severity": "high", "file": "src/lib.rs", "line": 2, "title": "add subtracts",
+        "detail": "It returns a - b.", "fix": "Use a + b.", "evidence": "a - b"}]});
+    env.fake
+        .push(Script::calls(
+            &[("read_file", json!({"path": "src/lib.rs"}))],
+            SIG_1,
+            [100, 5, 5],
+        ))
+        .push(Script::text("src/lib.rs:2 returns `a - b`: add subtracts."))
+        .push(Script::json(review.clone()));
+    let args = |model: &str| json!({"files": ["src/main.rs"], "context": "Adds numbers", "explore": true, "model": model});
+    let r = call(&client, "codereview", args("gemini-2.5-flash-lite"))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let s = structured(&r);
+    assert_eq!(s["findings"][0]["title"], "add subtracts", "{s}");
+    assert_eq!(s["steps"][0]["tool"], "read_file", "{s}");
+    let sent = env.fake.generate_requests();
+    assert_eq!(sent.len(), 3, "two steps, then the structured review");
+    for (i, req) in sent[..2].iter().enumerate() {
+        assert!(
+            req.body["tools"][0]["functionDeclarations"].is_array(),
+            "{i}"
+        );
+        assert!(!req.json_mode(), "request {i} explores without JSON mode");
+    }
+    let last = &sent[2];
+    assert!(
+        last.json_mode(),
+        "the last request asks for the review's JSON"
+    );
+    assert!(last.body.get("tools").is_none() && last.body.get("toolConfig").is_none());
+    // It carries what the steps found (the file read), as text, and the prose answer.
+    let said: String = last.messages().iter().map(|(_, t)| t.as_str()).collect();
+    assert!(
+        said.contains("a - b") && said.contains("add subtracts."),
+        "{said}"
+    );
+    assert!(
+        !last.raw_body.contains("functionCall") && !last.raw_body.contains("functionResponse"),
+        "no function parts without tools: {}",
+        last.raw_body
+    );
+
+    // Gemini 3 takes both: every request explores in JSON mode, and no extra request is made.
+    env.fake.clear_requests();
+    env.fake
+        .push(Script::calls(
+            &[("read_file", json!({"path": "src/lib.rs"}))],
+            SIG_1,
+            [100, 5, 5],
+        ))
+        .push(Script::json(review));
+    let r = call(&client, "codereview", args("gemini-3.5-flash"))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let sent = env.fake.generate_requests();
+    assert_eq!(sent.len(), 2);
+    assert!(
+        sent.iter()
+            .all(|r| r.json_mode() && r.body["tools"].is_array())
+    );
     client.cancel().await.unwrap();
 }

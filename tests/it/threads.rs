@@ -115,6 +115,7 @@ fn turn(n: usize) -> Turn {
             output: 50,
             thinking: 7,
             cached: 3,
+            ..Usage::default()
         },
         at_ms: 1_700_000_000_000 + n as u64,
         request_tokens: 12,

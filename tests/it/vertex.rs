@@ -667,3 +667,75 @@ fn pem(label: &str, der: &[u8]) -> String {
     out.push_str(&format!("-----END {label}-----\n"));
     out
 }
+
+/// Vertex AI takes a tier in the `X-Vertex-AI-LLM-Shared-Request-Type` header (it ignores the
+/// body's `serviceTier`), on the global endpoint only, and reports the tier that served the call
+/// in `usageMetadata.trafficType`: the reply says that tier and prices the call at it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vertex_takes_the_tier_in_a_header_and_reports_the_one_that_served() {
+    let dir = project();
+    let fake = FakeGemini::start();
+    let url = fake.base_url();
+    let mds = Metadata::start(3600).await;
+    let host = mds.addr.to_string();
+    // 1M in and 100k out of 3.5 Flash: $1.50 + $0.90 at standard.
+    let standard = 2.4;
+    for (location, asked, served, header, tier, cost) in [
+        ("global", "flex", None, Some("flex"), "flex", standard / 2.0),
+        (
+            "global",
+            "priority",
+            Some("standard"),
+            Some("priority"),
+            "standard",
+            standard,
+        ),
+        // A regional endpoint serves neither: nothing is asked, the call runs at standard.
+        ("us-central1", "flex", None, None, "standard", standard),
+    ] {
+        fake.clear_requests();
+        let mut answer = Script::text("TIERED").usage(1_000_000, 100_000, 0, 0);
+        if let Some(s) = served {
+            answer = answer.served_tier(s);
+        }
+        fake.push(answer);
+        let vars = [
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_CLOUD_LOCATION", location),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GCE_METADATA_HOST", host.as_str()),
+            ("GEMINI_SERVICE_TIER", asked),
+        ];
+        let client = mcp::start(dir.path(), &vars).await;
+        let r = mcp::call(
+            &client,
+            "chat",
+            json!({"prompt": "x", "model": "gemini-3.5-flash"}),
+        )
+        .await
+        .unwrap();
+        let out = structured(&r);
+        assert_eq!(out["answer"], "TIERED", "{}", mcp::text(&r));
+        let sent = fake.generate_requests();
+        assert!(
+            sent[0].path.contains(&format!("/locations/{location}/")),
+            "{}",
+            sent[0].path
+        );
+        assert_eq!(
+            sent[0].header("x-vertex-ai-llm-shared-request-type"),
+            header,
+            "{location} {asked}"
+        );
+        assert!(
+            sent[0].body.get("serviceTier").is_none(),
+            "Vertex AI does not read the body's tier: {}",
+            sent[0].body
+        );
+        assert_eq!(out["usage"]["tier"], tier, "{location} {asked}: {out}");
+        let got = out["usage"]["cost_usd"].as_f64().unwrap();
+        assert!((got - cost).abs() < 1e-9, "{location} {asked}: {got}");
+        client.cancel().await.unwrap();
+    }
+}

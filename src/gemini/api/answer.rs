@@ -2,7 +2,9 @@
 
 use super::retry::{Failure, Retryable};
 use super::wire::{FinishReason, GenerateContentResponse, UsageMetadata};
-use crate::gemini::vocabulary::{FunctionCall, GeminiError, GenerateResponse, Part, Source};
+use crate::gemini::vocabulary::{
+    FunctionCall, GeminiError, GenerateResponse, Part, ServiceTier, Source,
+};
 
 /// What the chunks of one stream add up to.
 #[derive(Debug, Default)]
@@ -16,27 +18,22 @@ pub(super) struct Answer {
     pub(super) calls: Vec<FunctionCall>,
     /// Every part worth replaying, as received.
     pub(super) turn: Vec<Part>,
-    /// The service tier the API reported serving the call with.
-    pub(super) tier: Option<String>,
+    /// The service tier the call was asked to run at, as sent.
+    pub(super) asked: Option<ServiceTier>,
+    /// The service tier the API reported serving the call with: the Gemini API's answer
+    /// header, or Vertex AI's `usageMetadata.trafficType`.
+    pub(super) served: Option<ServiceTier>,
 }
 
 impl Answer {
     pub(super) fn take(&mut self, chunk: GenerateContentResponse) {
-        // Where the API reports the tier that served the call (a flex request may be served
-        // otherwise): at the top level, or in the usage.
-        let tier = chunk
-            .extra
-            .get("serviceTier")
-            .and_then(|v| v.as_str())
-            .map(str::to_string)
-            .or_else(|| {
-                chunk
-                    .usage_metadata
-                    .as_ref()
-                    .and_then(|u| u.service_tier.clone())
-            });
-        if tier.is_some() {
-            self.tier = tier;
+        if let Some(tier) = chunk
+            .usage_metadata
+            .as_ref()
+            .and_then(|u| u.traffic_type.as_deref())
+            .and_then(super::vertex::served_tier)
+        {
+            self.served = Some(tier);
         }
         if let Some(u) = chunk.usage_metadata {
             self.usage = Some(u);
@@ -141,7 +138,8 @@ impl Answer {
         Ok(GenerateResponse {
             text: self.text,
             model_version: self.model_version,
-            service_tier: self.tier,
+            service_tier: self.served,
+            billed_tier: self.served.or(self.asked).unwrap_or_default(),
             usage: self.usage.map(UsageMetadata::to_usage).unwrap_or_default(),
             finish_reason: Some(finish.as_str().to_string()),
             sources: self.sources,

@@ -39,7 +39,9 @@ use wire::{ErrorBody, GenerateContentResponse};
 
 use crate::gemini::models::ModelInfo;
 use crate::gemini::settings::Settings;
-use crate::gemini::vocabulary::{CallContext, GeminiError, GenerateRequest, GenerateResponse};
+use crate::gemini::vocabulary::{
+    CallContext, GeminiError, GenerateRequest, GenerateResponse, ServiceTier,
+};
 use crate::secret::Secret;
 
 /// A `RetryInfo` delay longer than this is not waited for (gemini-cli's rule).
@@ -48,6 +50,20 @@ const MAX_RETRY_INFO_DELAY: Duration = Duration::from_secs(300);
 const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Pages of `GET /v1beta/models` read at most (the list is a few dozen models).
 const MAX_MODEL_PAGES: usize = 20;
+/// The Gemini API's answer header naming the tier that served the call (Google's
+/// priority-inference guide reads it to see a priority call served at standard).
+const SERVED_TIER_HEADER: &str = "x-gemini-service-tier";
+
+/// A tier as the Gemini API names it in [`SERVED_TIER_HEADER`] (`standard`, also the enum's
+/// `SERVICE_TIER_STANDARD` spelling); `None` for one we do not know.
+fn served_tier(raw: &str) -> Option<ServiceTier> {
+    let raw = raw.trim();
+    let bare = raw
+        .get(..13)
+        .filter(|p| p.eq_ignore_ascii_case("service_tier_"))
+        .map_or(raw, |_| &raw[13..]);
+    ServiceTier::parse(bare)
+}
 
 pub struct ApiClient {
     /// Built on the first request, not at start: loading the system's root certificates was
@@ -62,8 +78,8 @@ pub struct ApiClient {
     base: String,
     /// Vertex AI: the project and location, and the labels sent with each request.
     vertex: Option<VertexSettings>,
-    /// The service tier asked for (Gemini API).
-    service_tier: Option<String>,
+    /// The service tier asked for (`GEMINI_SERVICE_TIER`).
+    tier: Option<ServiceTier>,
     policy: RetryPolicy,
     call_timeout: Duration,
     idle_timeout: Duration,
@@ -120,7 +136,7 @@ impl ApiClient {
             auth,
             base,
             vertex,
-            service_tier: config.service_tier.clone(),
+            tier: config.service_tier,
             policy: RetryPolicy {
                 max_attempts: config.max_attempts.max(1),
                 initial_delay: config.retry_initial_delay,
@@ -161,13 +177,23 @@ impl ApiClient {
             })
     }
 
+    /// The service tier this client asks for on the wire: the Gemini API takes it in the body
+    /// (`serviceTier`), Vertex AI in a header, and only on its global endpoint
+    /// ([`VertexSettings::tier_header`]); `None` when none is sent.
+    pub fn tier_sent(&self) -> Option<ServiceTier> {
+        match &self.vertex {
+            None => self.tier,
+            Some(v) => self.tier.filter(|t| v.tier_header(*t).is_some()),
+        }
+    }
+
     /// The body of `req` exactly as [`ApiClient::generate`] sends it.
     pub fn body(&self, req: &GenerateRequest) -> Result<Vec<u8>, GeminiError> {
         let mut wire_request = wire::build_request(req);
         if let Some(v) = &self.vertex {
             wire_request.labels = v.labels.iter().cloned().collect();
         } else {
-            wire_request.service_tier = self.service_tier.clone();
+            wire_request.service_tier = self.tier;
         }
         serde_json::to_vec(&wire_request).map_err(|e| GeminiError::Malformed {
             message: format!("the request could not be encoded: {e}"),
@@ -390,17 +416,35 @@ impl ApiClient {
         body: Bytes,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, Failure> {
-        let request = self
+        let mut request = self
             .http()
             .map_err(Failure::fatal)?
             .post(url)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
+        if let Some((name, value)) = self
+            .vertex
+            .as_ref()
+            .zip(self.tier)
+            .and_then(|(v, t)| v.tier_header(t))
+        {
+            request = request.header(name, value);
+        }
         let response = self.send(request, None).await?;
         ctx.report("Gemini is thinking");
+        let mut answer = Answer {
+            asked: self.tier_sent(),
+            // The Gemini API says in a header which tier served the call (a priority call over
+            // its limit is served at standard); Vertex AI in the usage (`Answer::take`).
+            served: response
+                .headers()
+                .get(SERVED_TIER_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(served_tier),
+            ..Answer::default()
+        };
         let mut stream = response.bytes_stream();
         let mut splitter = SseSplitter::new();
-        let mut answer = Answer::default();
         let mut reported: Option<Instant> = None;
         let mut started = false;
         loop {

@@ -6,10 +6,26 @@ use super::retry::Failure;
 use super::wire::ErrorBody;
 use super::{ApiClient, Auth, excerpt};
 use crate::gemini::settings::Settings;
-use crate::gemini::vocabulary::GeminiError;
+use crate::gemini::vocabulary::{GeminiError, ServiceTier};
 
 /// The OAuth scope Vertex AI accepts.
 const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
+
+/// The request header Vertex AI takes a Flex or Priority PayGo call in (it ignores the body's
+/// `serviceTier`); Provisioned Throughput, where the project has it, is still used first.
+const TIER_HEADER: &str = "X-Vertex-AI-LLM-Shared-Request-Type";
+
+/// The tier Vertex AI reports serving a call with, from `usageMetadata.trafficType`; `None` for
+/// Provisioned Throughput (paid by its commitment, not per token: such a call is priced at the
+/// tier asked for) and for values we do not know.
+pub(super) fn served_tier(traffic_type: &str) -> Option<ServiceTier> {
+    match traffic_type {
+        "ON_DEMAND" => Some(ServiceTier::Standard),
+        "ON_DEMAND_FLEX" => Some(ServiceTier::Flex),
+        "ON_DEMAND_PRIORITY" => Some(ServiceTier::Priority),
+        _ => None,
+    }
+}
 
 /// Where and how Vertex AI is reached.
 #[derive(Debug, Clone)]
@@ -35,6 +51,14 @@ impl VertexSettings {
             None if self.location == "global" => "https://aiplatform.googleapis.com".into(),
             None => format!("https://{}-aiplatform.googleapis.com", self.location),
         }
+    }
+
+    /// The header that asks Vertex AI for `tier`: Flex and Priority PayGo, on the global endpoint
+    /// only (Vertex AI serves them nowhere else); `None` for standard (the default) and on a
+    /// regional location, where the call runs at standard.
+    pub fn tier_header(&self, tier: ServiceTier) -> Option<(&'static str, &'static str)> {
+        (self.location == "global" && tier != ServiceTier::Standard)
+            .then(|| (TIER_HEADER, tier.as_str()))
     }
 
     /// The prefix every model path follows: `…/publishers/google`.
@@ -77,6 +101,18 @@ impl ApiClient {
                 });
             }
         };
+        if let Some(tier) = config.service_tier
+            && tier != ServiceTier::Standard
+            && vertex.tier_header(tier).is_none()
+        {
+            tracing::warn!(
+                "GEMINI_SERVICE_TIER={} is not sent: Vertex AI serves Flex and Priority PayGo on the global \
+                 endpoint only, and GOOGLE_CLOUD_LOCATION is {}; calls run at standard (set \
+                 GOOGLE_CLOUD_LOCATION=global for the tier)",
+                tier.as_str(),
+                vertex.location
+            );
+        }
         ApiClient::build(config, auth, vertex.publisher_base(), Some(vertex.clone()))
     }
 

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::gemini::models::{Level, ModelInfo, ThinkingConfig, ThinkingStyle, style_for_id};
 use crate::gemini::vocabulary::{
-    FunctionCall, GenerateRequest, Message, Part, Role, Source, Usage,
+    FunctionCall, GenerateRequest, Message, Part, Role, ServiceTier, Source, Usage,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -120,9 +120,10 @@ pub struct GenerateContentRequest {
     /// Vertex AI only: labels for cost attribution (`GEMINI_MCP_VERTEX_LABELS`).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub labels: std::collections::BTreeMap<String, String>,
-    /// `standard`, `flex` or `priority` (`GEMINI_SERVICE_TIER`); unset: the API's default.
+    /// The Gemini API only (Vertex AI takes the tier in a header): `standard`, `flex` or
+    /// `priority` (`GEMINI_SERVICE_TIER`); unset: the API's default.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub service_tier: Option<String>,
+    pub service_tier: Option<ServiceTier>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -312,9 +313,11 @@ pub struct UsageMetadata {
     pub tool_use_prompt_token_count: Option<u64>,
     #[serde(default)]
     pub total_token_count: Option<u64>,
-    /// The service tier that served the call, where the API reports it.
+    /// Vertex AI only: the traffic the call was served as (`ON_DEMAND`, `ON_DEMAND_FLEX`,
+    /// `ON_DEMAND_PRIORITY`, `PROVISIONED_THROUGHPUT`). The Gemini API reports its tier in a
+    /// header instead; neither puts one elsewhere in the body.
     #[serde(default)]
-    pub service_tier: Option<String>,
+    pub traffic_type: Option<String>,
 }
 
 impl UsageMetadata {

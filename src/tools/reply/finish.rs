@@ -238,7 +238,10 @@ impl Finished {
             {
                 line.push_str(&format!(" (this thread {})", usd(total)));
             }
-            if let Some(tier) = usage.and_then(|u| u.tier.as_deref()) {
+            if let Some(u) = usage
+                && let Some(tier) = u.tier.as_deref()
+                && (tier != "standard" || u.tier_asked.is_some())
+            {
                 line.push_str(&format!("; served by the {tier} tier"));
             }
             lines.push(line);

@@ -32,6 +32,11 @@ pub struct UsageView {
     /// The service tier that served the call, when the API said.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tier: Option<String>,
+    /// The tier the call asked for, if any: the text names the tier that served it when one was
+    /// asked for or it is not standard (not on every call).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub tier_asked: Option<String>,
 }
 
 impl From<Usage> for UsageView {

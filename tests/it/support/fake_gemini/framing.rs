@@ -55,8 +55,46 @@ pub(super) fn error_or_raw(script: &Script, req: &Recorded) -> Response {
     }
 }
 
-/// Answers a generate call.
+/// The tier a call is served at, as Google decides it: the script's (a downgrade), else the one
+/// the call asked for where it is asked for — the Gemini API's body `serviceTier`, Vertex AI's
+/// `X-Vertex-AI-LLM-Shared-Request-Type` header on its global endpoint (Vertex AI ignores the
+/// body's field, and serves Flex and Priority PayGo nowhere else) —, else standard.
+pub(super) fn served_tier(script: &Script, req: &Recorded) -> String {
+    if let Some(t) = &script.served_tier {
+        return t.clone();
+    }
+    let asked = if req.is_vertex() {
+        let global = !req.path.contains("/locations/") || req.path.contains("/locations/global/");
+        req.header("x-vertex-ai-llm-shared-request-type")
+            .filter(|_| global)
+            .map(str::to_ascii_lowercase)
+    } else {
+        req.body["serviceTier"]
+            .as_str()
+            .map(str::to_ascii_lowercase)
+    };
+    match asked.as_deref() {
+        Some(t @ ("flex" | "priority")) => t.to_string(),
+        _ => "standard".into(),
+    }
+}
+
+/// Answers a generate call; a Gemini API answer says in the `x-gemini-service-tier` header which
+/// tier served it (Vertex AI's say it in `usageMetadata.trafficType`).
 pub(super) async fn generate(script: Script, req: &Recorded, stream: bool) -> Response {
+    let mut response = answer_generate(&script, req, stream).await;
+    if !req.is_vertex() && response.status().is_success() {
+        let tier = served_tier(&script, req);
+        response.headers_mut().insert(
+            "x-gemini-service-tier",
+            axum::http::HeaderValue::from_str(&tier).expect("a header value"),
+        );
+    }
+    response
+}
+
+async fn answer_generate(script: &Script, req: &Recorded, stream: bool) -> Response {
+    let script = script.clone();
     tokio::time::sleep(script.head_delay).await;
     match &script.kind {
         Kind::Error { .. } | Kind::Raw { .. } => error_or_raw(&script, req),
@@ -188,8 +226,18 @@ pub(super) fn answer_chunks(spec: &AnswerSpec, script: &Script, req: &Recorded) 
         spec.usage.map_or(0, |u| u[2])
     };
     let cached = spec.usage.map_or(0, |u| u[3]);
+    let traffic = req
+        .is_vertex()
+        .then(|| match served_tier(script, req).as_str() {
+            "flex" => "ON_DEMAND_FLEX",
+            "priority" => "ON_DEMAND_PRIORITY",
+            _ => "ON_DEMAND",
+        });
     let usage = |candidates: Option<u64>, thoughts: bool| {
         let mut u = json!({ "promptTokenCount": prompt_tokens });
+        if let Some(t) = traffic {
+            u["trafficType"] = json!(t);
+        }
         let mut total = prompt_tokens;
         if let Some(c) = candidates {
             u["candidatesTokenCount"] = json!(c);

@@ -42,8 +42,15 @@
 //!   `promptTokenCount` = ⌈request body chars / 4⌉, `candidatesTokenCount` = ⌈answer chars / 4⌉
 //!   (cumulative), `thoughtsTokenCount` = 42 when the request had a `thinkingConfig` or the script
 //!   has thoughts; [`Script::usage`] overrides the final figures.
-//!   Like Google, a request with both `thinkingBudget` and `thinkingLevel` gets a 400 (before
-//!   any script is used).
+//!   Like Google, a request with both `thinkingBudget` and `thinkingLevel` gets a 400, and so
+//!   does one to a `gemini-2.*` model with `functionDeclarations` and `responseMimeType:
+//!   application/json` ("Function calling with a response mime type: 'application/json' is
+//!   unsupported"; Gemini 3 takes both), before any script is used.
+//!   The tier that served the call ([`Script::served_tier`], else the one asked for, else
+//!   `standard`) is said as Google says it: the Gemini API in the `x-gemini-service-tier` answer
+//!   header (asked in the body's `serviceTier`), Vertex AI in `usageMetadata.trafficType`
+//!   (asked in the `X-Vertex-AI-LLM-Shared-Request-Type` header, on the global location only);
+//!   never in a body field Google does not have.
 //! - `POST …:countTokens`: `{"totalTokens": ⌈chars / 4⌉}` over every text part of `contents` (or
 //!   `generateContentRequest.contents` and its `systemInstruction`).
 //! - `GET /v1beta/models?pageSize=&pageToken=`: [`FakeGemini::default_models`] (or

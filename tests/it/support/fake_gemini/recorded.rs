@@ -75,6 +75,20 @@ impl Recorded {
         is_json_mode(&self.body)
     }
 
+    /// Function declarations sent together with a JSON response (`application/json`), which
+    /// Gemini 2.x refuses.
+    pub fn calls_functions_in_json_mode(&self) -> bool {
+        let declares = self.body["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t.get("functionDeclarations").is_some()));
+        declares && self.generation_config()["responseMimeType"] == "application/json"
+    }
+
+    /// Whether this call reached the Vertex AI paths (`/v1/…`), not the Gemini API's.
+    pub fn is_vertex(&self) -> bool {
+        self.path.starts_with("/v1/")
+    }
+
     /// The text of `systemInstruction`.
     pub fn system_text(&self) -> String {
         parts_text(&self.body["systemInstruction"])

@@ -16,6 +16,8 @@ pub struct Script {
     pub(super) model_version: Option<String>,
     pub(super) separator: String,
     pub(super) array_wrapped: bool,
+    /// The tier the answer says served the call (default: the one asked for).
+    pub(super) served_tier: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -132,6 +134,7 @@ impl Script {
             model_version: None,
             separator: "\r\n\r\n".into(),
             array_wrapped: false,
+            served_tier: None,
         }
     }
 
@@ -446,6 +449,14 @@ impl Script {
         self
     }
 
+    /// Say that `tier` served the call (`standard`, `flex`, `priority`), whatever it asked for:
+    /// a priority call over its limit served at standard. The Gemini API says it in the
+    /// `x-gemini-service-tier` header, Vertex AI in `usageMetadata.trafficType`.
+    pub fn served_tier(mut self, tier: &str) -> Script {
+        self.served_tier = Some(tier.into());
+        self
+    }
+
     /// Send an error object wrapped in a one-element array (`[{"error":…}]`).
     pub fn array_wrapped(mut self) -> Script {
         self.array_wrapped = true;
@@ -511,6 +522,16 @@ pub(super) fn missing_key_error() -> Value {
         403,
         "PERMISSION_DENIED",
         "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.",
+        Vec::new(),
+    )
+}
+
+/// Gemini 2.x's answer to function declarations together with JSON mode (Gemini 3 takes both).
+pub(super) fn functions_with_json_error() -> Value {
+    google_error(
+        400,
+        "INVALID_ARGUMENT",
+        "Function calling with a response mime type: 'application/json' is unsupported",
         Vec::new(),
     )
 }

@@ -572,6 +572,9 @@ async fn answer(
             if tc.get("thinkingBudget").is_some() && tc.get("thinkingLevel").is_some() {
                 return json_response(400, &json!({ "error": both_thinking_error() }));
             }
+            if model.starts_with("gemini-2.") && req.calls_functions_in_json_mode() {
+                return json_response(400, &json!({ "error": functions_with_json_error() }));
+            }
             let (queued, responder) = {
                 let mut inner = shared.lock();
                 (inner.generate.pop_front(), inner.responder.clone())
