@@ -196,7 +196,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_SERVICE_TIER",
         default: "—",
-        doc: "The Gemini API service tier to ask for: `standard`, `flex` (lower price, longer latency target; good for the git hook and CI) or `priority` (where the account has it). The reply's `usage.tier` says which tier served the call when the API reports it. `--tier` on the command line overrides it.",
+        doc: "The Gemini API service tier to ask for: `standard`, `flex` (lower price, longer latency target; good for the git hook and CI) or `priority` (where the account has it). The reply's `usage.tier` says which tier served the call, and the call is priced at that tier (flex half the standard price, priority twice it). Vertex AI takes flex and priority on its global endpoint only. `--tier` on the command line overrides it.",
         also_reads: &[],
         read: |var, c| {
             c.service_tier = match var.get() {

@@ -38,6 +38,10 @@ mod tools;
 mod traces;
 mod verify;
 mod vertex;
+// google-genai's environment is a Linux virtual environment; the bodies do not depend on the
+// platform.
+#[cfg(unix)]
+mod wire_schema;
 // The Windows build under Wine, from a Linux host.
 #[cfg(target_os = "linux")]
 mod windows;
