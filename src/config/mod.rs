@@ -18,7 +18,31 @@ pub use crate::secret::Secret;
 pub use crate::store::StoreChoice;
 
 mod settings;
-pub use settings::{SETTINGS, Setting};
+pub use settings::SETTINGS;
+
+/// One setting.
+pub struct Setting {
+    pub name: &'static str,
+    /// The default, as shown to users.
+    pub default: &'static str,
+    pub doc: &'static str,
+    /// Other environment variables this setting reads (an alias, a file variant, the OS's
+    /// defaults), each named in `doc` or implied by the default.
+    pub also_reads: &'static [&'static str],
+    /// Reads the setting into the configuration, or says what is wrong with it.
+    pub(crate) read: fn(&Var<'_>, &mut Config) -> Result<(), ConfigError>,
+}
+
+/// `default` when unset; trimmed.
+pub(crate) fn trimmed(value: Option<String>, default: &str) -> String {
+    value.as_deref().unwrap_or(default).trim().to_string()
+}
+
+/// A comma-separated list, or `None` when it holds `*` (anything goes).
+pub(crate) fn any_or_list(var: &Var<'_>) -> Option<Vec<String>> {
+    let list = var.list();
+    (!list.iter().any(|h| h == "*")).then_some(list)
+}
 
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -7,36 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{
-    BackendChoice, Config, ConfigError, Secret, StoreChoice, Var, canonical_root,
-    default_state_dir, invalid, tokens,
+    BackendChoice, ConfigError, Secret, Setting, StoreChoice, Var, any_or_list, canonical_root,
+    default_state_dir, invalid, tokens, trimmed,
 };
 use crate::clock::Clock;
 use crate::gemini::prices::PriceList;
 use crate::limits::RateLimits;
-
-/// One setting.
-pub struct Setting {
-    pub name: &'static str,
-    /// The default, as shown to users.
-    pub default: &'static str,
-    pub doc: &'static str,
-    /// Other environment variables this setting reads (an alias, a file variant, the OS's
-    /// defaults), each named in `doc` or implied by the default.
-    pub also_reads: &'static [&'static str],
-    /// Reads the setting into the configuration, or says what is wrong with it.
-    pub(super) read: fn(&Var<'_>, &mut Config) -> Result<(), ConfigError>,
-}
-
-/// `default` when unset; trimmed.
-fn trimmed(value: Option<String>, default: &str) -> String {
-    value.as_deref().unwrap_or(default).trim().to_string()
-}
-
-/// A comma-separated list, or `None` when it holds `*` (anything goes).
-fn any_or_list(var: &Var<'_>) -> Option<Vec<String>> {
-    let list = var.list();
-    (!list.iter().any(|h| h == "*")).then_some(list)
-}
 
 /// Tokens from the setting (comma-separated), else from the file its `_FILE` variant names (one
 /// per line), else none.
