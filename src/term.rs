@@ -213,6 +213,32 @@ pub fn neutralise(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A field that belongs on one line (a file name, a title, a reason), with every character that
+/// would end the line or drive a terminal escaped as Rust writes it (`\n`, `\r`, `\u{1b}`,
+/// `\u{2028}`): line feed, carriage return, vertical tab and form feed, NEL and the Unicode line
+/// and paragraph separators, every other control character but tab, and the bidirectional
+/// controls. Text from outside (Gemini's, a file's name) put in such a field cannot start a line
+/// of its own — a line a CI runner reads as a command (`::error::…`) or a reader as ours.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    let breaks = |c: char| {
+        (c.is_control() && c != '\t')
+            || matches!(c, '\u{2028}' | '\u{2029}')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !s.contains(breaks) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if breaks(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Serialised JSON with every character [`neutralise`] would show (DEL, C1 controls, the
 /// bidirectional controls; serde escapes C0 itself) escaped as `\uXXXX`: the document means the
 /// same, and a sink passes it unchanged. Such characters occur only inside strings, so escaping
@@ -274,6 +300,25 @@ mod tests {
         let mut plain = Sink::new(Vec::new(), false);
         plain.styled(Style::new().bold(), "x").unwrap();
         assert_eq!(plain.into_inner(), b"x");
+    }
+
+    #[test]
+    fn a_one_line_field_cannot_break_its_line() {
+        for (input, shown) in [
+            ("src/a.rs", "src/a.rs"),
+            ("tab\tstays, ünïcode ✓", "tab\tstays, ünïcode ✓"),
+            ("a.rs\n::error::forged", "a.rs\\n::error::forged"),
+            ("a\r\nb\rc", "a\\r\\nb\\rc"),
+            ("v\u{b}f\u{c}nel\u{85}", "v\\u{b}f\\u{c}nel\\u{85}"),
+            ("ls\u{2028}ps\u{2029}", "ls\\u{2028}ps\\u{2029}"),
+            ("\u{1b}]52;c;x\u{7}", "\\u{1b}]52;c;x\\u{7}"),
+            ("bidi \u{202e}txt", "bidi \\u{202e}txt"),
+        ] {
+            let got = one_line(input);
+            assert_eq!(got, shown, "{input:?}");
+            assert_eq!(got.lines().count(), 1, "{input:?}");
+            assert_eq!(neutralise(&got), got, "nothing left for the sink: {input:?}");
+        }
     }
 
     #[test]

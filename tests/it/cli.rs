@@ -11,6 +11,8 @@ use serde_json::{Value, json};
 use crate::support::Hermetic as _;
 use crate::support::fake_gemini::{FakeGemini, Script};
 
+mod outputs;
+
 /// The binary under test, with a cleared environment rooted at `root` (memory thread store,
 /// no key unless given), run in `root`.
 fn gemini_mcp(root: &Path, vars: &[(&str, &str)]) -> Command {
