@@ -324,13 +324,17 @@ mod tests {
     #[test]
     fn a_lone_cr_or_a_refused_path_never_corrupts_the_other_edits() {
         let long: String = (1..=12).map(|i| format!("line {i}\n")).collect();
-        let good = vec![
+        let good = [
             file(
                 "src/a.rs",
                 "fn a() {\n    one();\n}\n",
                 &[("    one();\n", "    one();\r    two();\n")],
             ),
-            file("src/b.rs", &long, &[("line 3\n", "line\rthree\n"), ("line 11\n", "")]),
+            file(
+                "src/b.rs",
+                &long,
+                &[("line 3\n", "line\rthree\n"), ("line 11\n", "")],
+            ),
             file("src/c.rs", "first\nlast", &[("last", "last\r")]),
             file("src/d.rs", "a\rb\nc\n", &[("c\n", "c\nd\n")]),
             file(
@@ -351,7 +355,11 @@ mod tests {
         let mut files: Vec<FileEdits> = Vec::new();
         for (i, f) in good.iter().enumerate() {
             let rel = refused[i % refused.len()];
-            files.push(file(rel, "[core]\n", &[("[core]\n", "[core]\n\tfsmonitor = touch PWNED\n")]));
+            files.push(file(
+                rel,
+                "[core]\n",
+                &[("[core]\n", "[core]\n\tfsmonitor = touch PWNED\n")],
+            ));
             files.push(f.clone());
         }
         files.push(file(refused[4], "ref\n", &[("ref\n", "x\n")]));
@@ -368,9 +376,15 @@ mod tests {
             } else {
                 "a repository's metadata"
             };
-            assert!(n.contains("left out of the patch") && n.contains(why), "{n}");
+            assert!(
+                n.contains("left out of the patch") && n.contains(why),
+                "{n}"
+            );
         }
-        assert!(!patch.contains(".git") && !patch.contains(".GIT"), "{patch}");
+        assert!(
+            !patch.contains(".git") && !patch.contains(".GIT"),
+            "{patch}"
+        );
         let texts: Vec<(&str, &str)> = good
             .iter()
             .map(|f| (f.relative.as_deref().unwrap(), f.text.as_str()))
@@ -419,7 +433,15 @@ mod tests {
         ] {
             assert!(is_dotgit(metadata), "{metadata:?}");
         }
-        for other in [".github", ".gitignore", ".gitmodules", "a.git", "git", ".gi", "git~2"] {
+        for other in [
+            ".github",
+            ".gitignore",
+            ".gitmodules",
+            "a.git",
+            "git",
+            ".gi",
+            "git~2",
+        ] {
             assert!(!is_dotgit(other), "{other:?}");
         }
         for refused in ["/abs", "a//b", "./a", "a/./b", "a/..", " a", "a\tb", "a\\b"] {

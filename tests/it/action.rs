@@ -262,21 +262,25 @@ fn no_run_step_reads_an_exit_code_that_e_never_lets_through() {
     let flawed = |script: &str| -> Vec<String> {
         script
             .lines()
-            .filter(|l| {
-                l.contains("$?") && !l.split("$?").next().unwrap_or("").contains("||")
-            })
+            .filter(|l| l.contains("$?") && !l.split("$?").next().unwrap_or("").contains("||"))
             .map(str::to_string)
             .collect()
     };
     let mut found = Vec::new();
     for (name, text) in &sources {
         let scripts = run_scripts(text);
-        assert!(!scripts.is_empty() || name == "README.md", "{name}: no run step");
+        assert!(
+            !scripts.is_empty() || name == "README.md",
+            "{name}: no run step"
+        );
         for script in scripts {
             found.extend(flawed(&script).into_iter().map(|l| format!("{name}: {l}")));
         }
     }
-    assert!(found.is_empty(), "$? read after a command -e stops at: {found:#?}");
+    assert!(
+        found.is_empty(),
+        "$? read after a command -e stops at: {found:#?}"
+    );
     // The check finds the flaw it is for.
     assert_eq!(flawed("cmd > out\ncode=$?\n").len(), 1);
     assert!(flawed("code=0\ncmd > out || code=$?\n").is_empty());
@@ -360,7 +364,13 @@ exit "$STAND_IN_EXIT"
                 root.join("bin"),
                 root.join("release"),
             );
-            for d in [&workspace, &temp, &bin, &release.join(TAG), &root.join("home")] {
+            for d in [
+                &workspace,
+                &temp,
+                &bin,
+                &release.join(TAG),
+                &root.join("home"),
+            ] {
                 std::fs::create_dir_all(d).unwrap();
             }
             executable(&bin, "gh", GH);
@@ -406,7 +416,10 @@ exit "$STAND_IN_EXIT"
             .collect();
             let github: Map<String, Value> = [
                 ("token", json!("ghs_stand_in")),
-                ("action_repository", json!("gemini-mcp-server/gemini-mcp-server")),
+                (
+                    "action_repository",
+                    json!("gemini-mcp-server/gemini-mcp-server"),
+                ),
                 ("base_ref", json!("")),
             ]
             .into_iter()
@@ -434,7 +447,8 @@ exit "$STAND_IN_EXIT"
         }
 
         fn run(&self, with: &[(&str, &str)]) -> Job {
-            self.runner.run(&Action::parse(&super::read("action.yml")), with)
+            self.runner
+                .run(&Action::parse(&super::read("action.yml")), with)
         }
 
         fn git(&self, dir: &Path, args: &[&str]) {

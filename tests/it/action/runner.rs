@@ -62,7 +62,10 @@ pub struct Action {
 impl Action {
     pub fn parse(text: &str) -> Action {
         let action: Action = yaml_serde::from_str(text).expect("action.yml parses");
-        assert_eq!(action.runs.using, "composite", "only composite actions run here");
+        assert_eq!(
+            action.runs.using, "composite",
+            "only composite actions run here"
+        );
         action
     }
 
@@ -104,8 +107,6 @@ pub struct Job {
     pub outputs: BTreeMap<String, String>,
     /// Whether any step failed (the job's, hence the action's, status).
     pub failed: bool,
-    /// The step summary written.
-    pub summary: String,
 }
 
 impl Job {
@@ -153,18 +154,23 @@ impl Runner {
         };
         // Inputs: the caller's values, else the defaults (themselves expressions).
         for (name, input) in &action.inputs {
-            let given = with.iter().find(|(k, _)| k == name).map(|(_, v)| v.to_string());
+            let given = with
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.to_string());
             let value = given
                 .or_else(|| input.default.as_deref().map(|d| ctx.template(d)))
                 .unwrap_or_default();
             ctx.inputs.insert(name.clone(), Value::String(value));
         }
         for (k, _) in with {
-            assert!(action.inputs.contains_key(*k), "the action has no input {k}");
+            assert!(
+                action.inputs.contains_key(*k),
+                "the action has no input {k}"
+            );
         }
         let mut env = self.env.clone();
         let mut steps = Vec::new();
-        let mut summary = String::new();
         for (i, step) in action.runs.steps.iter().enumerate() {
             let condition = step.condition.as_deref().unwrap_or("success()");
             let ran = ctx.condition(condition);
@@ -183,7 +189,6 @@ impl Runner {
                     record.exit = Some(exit.0);
                     record.stdout = exit.1;
                     record.stderr = exit.2;
-                    summary.push_str(&files.summary);
                     env.extend(files.env);
                     for dir in files.path {
                         let path = env.get("PATH").cloned().unwrap_or_default();
@@ -201,7 +206,11 @@ impl Runner {
                         );
                     }
                 } else {
-                    assert!(step.uses.is_some(), "{}: neither run nor uses", step.title());
+                    assert!(
+                        step.uses.is_some(),
+                        "{}: neither run nor uses",
+                        step.title()
+                    );
                     record.with = step
                         .with
                         .iter()
@@ -230,7 +239,6 @@ impl Runner {
             steps,
             outputs,
             failed: ctx.failed,
-            summary,
         }
     }
 
@@ -251,8 +259,13 @@ impl Runner {
         );
         let file = self.temp.join(format!("step-{index}.sh"));
         std::fs::write(&file, ctx.template(script)).unwrap();
-        let files = ["GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY"]
-            .map(|name| (name, self.temp.join(format!("{name}-{index}"))));
+        let files = [
+            "GITHUB_OUTPUT",
+            "GITHUB_ENV",
+            "GITHUB_PATH",
+            "GITHUB_STEP_SUMMARY",
+        ]
+        .map(|name| (name, self.temp.join(format!("{name}-{index}"))));
         let mut cmd = Command::new("bash");
         cmd.hermetic_env()
             .args(["--noprofile", "--norc", "-eo", "pipefail"])
@@ -291,7 +304,6 @@ impl Runner {
                 .filter(|l| !l.is_empty())
                 .map(str::to_string)
                 .collect(),
-            summary: read("GITHUB_STEP_SUMMARY"),
         };
         (
             (
@@ -313,12 +325,12 @@ fn github_variable(key: &str) -> Option<String> {
     .then(|| format!("GITHUB_{}", key.to_uppercase()))
 }
 
-/// What a step wrote to the runner's files.
+/// What a step wrote to the runner's files (its `GITHUB_STEP_SUMMARY` is Markdown for the run's
+/// page, read by no later step).
 struct Written {
     outputs: Map<String, Value>,
     env: BTreeMap<String, String>,
     path: Vec<String>,
-    summary: String,
 }
 
 /// `name=value` lines and `name<<DELIMITER` blocks, as the runner reads `GITHUB_OUTPUT` and
@@ -468,8 +480,7 @@ fn tokenize(expr: &str) -> Vec<Token> {
             out.push(Token::Num(s.parse().unwrap_or_else(|_| panic!("{s}"))));
         } else if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || "_-".contains(chars[i]))
-            {
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || "_-".contains(chars[i])) {
                 i += 1;
             }
             out.push(Token::Ident(chars[start..i].iter().collect()));
@@ -503,7 +514,11 @@ impl Parser<'_> {
     }
 
     fn expect_op(&mut self, op: &str) {
-        assert!(self.peek_op(op), "expected {op} at {:?}", self.tokens.get(self.at));
+        assert!(
+            self.peek_op(op),
+            "expected {op} at {:?}",
+            self.tokens.get(self.at)
+        );
         self.at += 1;
     }
 
@@ -638,7 +653,10 @@ fn compare(op: &str, a: &Value, b: &Value) -> bool {
         ("!=", o) => o != Some(std::cmp::Ordering::Equal),
         ("<", o) => o == Some(std::cmp::Ordering::Less),
         (">", o) => o == Some(std::cmp::Ordering::Greater),
-        ("<=", o) => matches!(o, Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)),
+        ("<=", o) => matches!(
+            o,
+            Some(std::cmp::Ordering::Less | std::cmp::Ordering::Equal)
+        ),
         (">=", o) => matches!(
             o,
             Some(std::cmp::Ordering::Greater | std::cmp::Ordering::Equal)

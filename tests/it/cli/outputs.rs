@@ -9,6 +9,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::{fake, formats_project, review_of, run, vars, with};
+use crate::support::fake_gemini::Script;
 
 /// A line a GitHub runner would take for a workflow command: `::` after leading whitespace.
 fn workflow_commands(out: &str) -> Vec<&str> {
@@ -89,13 +90,18 @@ fn one_edit_never_corrupts_the_patch() {
     assert_eq!(read("src/win.rs"), "fn g() {\r\n    ab();\r\n}\r\n");
     // The lone CR's edit, when it is offered, is made as it is (a CR inside the line).
     if r.stdout.contains("src/more.rs") {
-        assert_eq!(read("src/more.rs"), "fn more() {\n    one();\r    two();\n}\n");
+        assert_eq!(
+            read("src/more.rs"),
+            "fn more() {\n    one();\r    two();\n}\n"
+        );
     }
     assert!(!read(".git/config").contains("PWNED"));
 }
 
-/// A finding whose file name and title hold a line break: the text output shows them on their
-/// own line, escaped, and no line of stdout or stderr is a workflow command.
+/// A finding whose file name and title hold a line break, and Gemini's own multi-line text
+/// (summary, detail, fix) with lines that are workflow commands: the text output keeps the one-
+/// line fields to their line, escaped, and no line of stdout or stderr (text, patch, JSON) is a
+/// command GitHub's runner would obey.
 #[test]
 fn a_line_break_in_a_finding_cannot_forge_a_line_of_text_output() {
     let p = formats_project();
@@ -107,10 +113,13 @@ fn a_line_break_in_a_finding_cannot_forge_a_line_of_text_output() {
          "evidence": "pub fn add(a: u32, b: u32) -> u32 {",
          "edit": {"file": "a.rs\n::error::forged edit", "old": "x", "new": "y"}},
         {"severity": "low", "file": "src/lib.rs\r::notice::cr", "title": "CR\u{2028}::error::ls",
-         "detail": "d"}
+         "detail": "Lines of its own:\n::error::forged detail\n  ##[warning]legacy form",
+         "fix": "x\n\t::add-mask::y"}
     ]);
-    for format in ["text", "patch"] {
-        fake.push(review_of(hostile.clone(), "needs_changes"));
+    for format in ["text", "patch", "json"] {
+        fake.push(Script::json(json!({
+            "summary": "Checked.\n::error file=src/lib.rs,line=1::forged summary ##[error]x",
+            "findings": hostile, "verdict": "needs_changes"})));
         let r = run(super::gemini_mcp(&p.root, &with(&v)).args([
             "precommit",
             "--format",
@@ -125,10 +134,39 @@ fn a_line_break_in_a_finding_cannot_forge_a_line_of_text_output() {
             r.stdout,
             r.stderr
         );
+        assert!(
+            !r.stdout.contains("##[") && !r.stderr.contains("##["),
+            "--format {format}: the older form of a workflow command:\n{}\n---\n{}",
+            r.stdout,
+            r.stderr
+        );
         if format == "text" {
-            // The findings are still shown, their line breaks visible.
-            assert!(r.stdout.contains("Title\\n::warning file=x::forged title"), "{}", r.stdout);
+            // The findings are still shown, their line breaks visible, Gemini's own lines kept
+            // as text.
+            assert!(
+                r.stdout.contains("Title\\n::warning file=x::forged title"),
+                "{}",
+                r.stdout
+            );
             assert!(r.stdout.contains("CR\\u{2028}::error::ls"), "{}", r.stdout);
+            assert!(
+                r.stdout.contains(":\\:error::forged detail"),
+                "{}",
+                r.stdout
+            );
+        }
+        if format == "json" {
+            let out: Value = serde_json::from_str(&r.stdout).unwrap();
+            let titles: Vec<&str> = out["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["title"].as_str().unwrap())
+                .collect();
+            assert!(
+                titles.contains(&"Title\n::warning file=x::forged title"),
+                "the same data: {titles:?}"
+            );
         }
     }
 }
@@ -152,7 +190,8 @@ fn codequality_and_sarif_keep_only_paths_in_the_project() {
          "detail": "d"}
     ]);
     fake.push(review_of(findings.clone(), "needs_changes"));
-    let r = run(super::gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "codequality"]));
+    let r =
+        run(super::gemini_mcp(&p.root, &with(&v)).args(["precommit", "--format", "codequality"]));
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     let report: Value = serde_json::from_str(&r.stdout).unwrap();
     let paths: Vec<&str> = report
