@@ -7,7 +7,9 @@
 //! messages. Such text can carry terminal control sequences — OSC 52 writes the clipboard, OSC 0
 //! retitles the window, CSI clears the screen, and a C1 control (U+009B) is a CSI on some
 //! terminals — so a sink shows every control character instead of obeying it ([`neutralise`]),
-//! whether or not the stream is a terminal (a piped log is read on one later). Writing to a sink
+//! whether or not the stream is a terminal (a piped log is read on one later). A CI log is read
+//! by its runner too: a line GitHub's runner would take for a workflow command (`::error::…`
+//! after white space, `##[` anywhere) is written with a `\` that keeps it text. Writing to a sink
 //! in any way (its methods, `write!`, `io::Write`) neutralises: the only escapes that leave raw
 //! are ours, as typed values — a [`Style`] around a span (dropped when colours are off: not a
 //! terminal, `NO_COLOR`; `CLICOLOR_FORCE` honoured, as `anstream` decides) and the spinner's
@@ -30,6 +32,64 @@ use anstyle::Style;
 pub struct Sink<W: Write> {
     raw: W,
     colour: bool,
+    /// Where the text written so far stands on its line ([`Line`]).
+    line: Line,
+}
+
+/// What a CI runner could still read as a workflow command in the line being written: GitHub's
+/// runner takes a line whose first characters after white space are `::` for one
+/// (`::error::…`, `::add-mask::…`), and `##[` anywhere in a line for one of its older form.
+#[derive(Debug, Clone, Copy)]
+struct Line {
+    /// Nothing but white space since the line began.
+    blank: bool,
+    /// That white space and then one `:`.
+    colon: bool,
+    /// How many `#` were just written (at most 2).
+    hashes: u8,
+}
+
+impl Line {
+    const START: Line = Line {
+        blank: true,
+        colon: false,
+        hashes: 0,
+    };
+
+    /// `text` with a `\` before the second `:` of a line's leading `::` and before the `[` of
+    /// `##[`: the runner reads no command there, a reader sees what was written.
+    fn defuse<'a>(&mut self, text: &'a str) -> Cow<'a, str> {
+        let mut out: Option<String> = None;
+        for (i, c) in text.char_indices() {
+            let escape = (c == ':' && self.colon) || (c == '[' && self.hashes >= 2);
+            if escape {
+                out.get_or_insert_with(|| text[..i].to_string()).push('\\');
+            }
+            if let Some(o) = out.as_mut() {
+                o.push(c);
+            }
+            *self = match c {
+                '\n' => Line::START,
+                ':' if self.blank && !self.colon => Line {
+                    blank: false,
+                    colon: true,
+                    hashes: 0,
+                },
+                c if c.is_whitespace() && self.blank => *self,
+                '#' => Line {
+                    blank: false,
+                    colon: false,
+                    hashes: (self.hashes + 1).min(2),
+                },
+                _ => Line {
+                    blank: false,
+                    colon: false,
+                    hashes: 0,
+                },
+            };
+        }
+        out.map_or(Cow::Borrowed(text), Cow::Owned)
+    }
 }
 
 /// The sink on stdout (locked while it lives).
@@ -128,7 +188,11 @@ pub(crate) use say;
 impl<W: Write> Sink<W> {
     /// A sink over `raw`; `colour`: whether our styles are emitted.
     pub fn new(raw: W, colour: bool) -> Sink<W> {
-        Sink { raw, colour }
+        Sink {
+            raw,
+            colour,
+            line: Line::START,
+        }
     }
 
     /// `text`, every control character shown, not obeyed.
@@ -161,6 +225,7 @@ impl<W: Write> Sink<W> {
 
     /// Clears the terminal's current line (the spinner's): carriage return, erase line.
     pub fn clear_line(&mut self) -> io::Result<()> {
+        self.line = Line::START;
         self.raw.write_all(b"\r\x1b[2K")
     }
 
@@ -171,11 +236,12 @@ impl<W: Write> Sink<W> {
 }
 
 impl<W: Write> Write for Sink<W> {
-    /// Writes `buf` with every control character shown ([`neutralise`]); bytes that are not
-    /// UTF-8 are shown as U+FFFD.
+    /// Writes `buf` with every control character shown ([`neutralise`]) and no workflow command
+    /// a CI runner would obey ([`Line`]); bytes that are not UTF-8 are shown as U+FFFD.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        self.raw.write_all(neutralise(&text).as_bytes())?;
+        let shown = neutralise(&text);
+        self.raw.write_all(self.line.defuse(&shown).as_bytes())?;
         Ok(buf.len())
     }
 
@@ -213,17 +279,45 @@ pub fn neutralise(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A field that belongs on one line (a file name, a title, a reason), with every character that
+/// would end the line escaped as Rust writes it (`\n`, `\r`, `\u{2028}`): line feed, carriage
+/// return, vertical tab, form feed, NEL and the Unicode line and paragraph separators. Text from
+/// outside (Gemini's, a file's name) put in such a field cannot start a line of its own — one a
+/// CI runner reads as a command (`::error::…`) or a reader as ours. Other control characters are
+/// the sink's to show ([`neutralise`]).
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    let breaks = |c: char| {
+        matches!(
+            c,
+            '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+        )
+    };
+    if !s.contains(breaks) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if breaks(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Serialised JSON with every character [`neutralise`] would show (DEL, C1 controls, the
-/// bidirectional controls; serde escapes C0 itself) escaped as `\uXXXX`: the document means the
-/// same, and a sink passes it unchanged. Such characters occur only inside strings, so escaping
-/// them in the text is valid JSON.
+/// bidirectional controls; serde escapes C0 itself) escaped as `\uXXXX`, and the `[` of a `##[`
+/// (a workflow command to GitHub's runner, [`Line`]) too: the document means the same, and a
+/// sink passes it unchanged. Such characters occur only inside strings (`##` is never JSON's own
+/// syntax), so escaping them in the text is valid JSON.
 pub fn json_safe(json: &str) -> Cow<'_, str> {
-    if !json.contains(harmful) {
+    if !json.contains(harmful) && !json.contains("##[") {
         return Cow::Borrowed(json);
     }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
-        if harmful(c) {
+        if harmful(c) || (c == '[' && out.ends_with("##")) {
             out.push_str(&format!("\\u{:04x}", c as u32));
         } else {
             out.push(c);
@@ -277,13 +371,75 @@ mod tests {
     }
 
     #[test]
+    fn a_one_line_field_cannot_break_its_line() {
+        for (input, shown) in [
+            ("src/a.rs", "src/a.rs"),
+            ("tab\tstays, ünïcode ✓", "tab\tstays, ünïcode ✓"),
+            ("a.rs\n::error::forged", "a.rs\\n::error::forged"),
+            ("a\r\nb\rc", "a\\r\\nb\\rc"),
+            ("v\u{b}f\u{c}nel\u{85}", "v\\u{b}f\\u{c}nel\\u{85}"),
+            ("ls\u{2028}ps\u{2029}", "ls\\u{2028}ps\\u{2029}"),
+            // The sink shows the rest.
+            ("\u{1b}]52;c;x\u{7}", "\u{1b}]52;c;x\u{7}"),
+        ] {
+            let got = one_line(input);
+            assert_eq!(got, shown, "{input:?}");
+            assert_eq!(got.lines().count(), 1, "{input:?}");
+        }
+    }
+
+    /// A line as GitHub's runner reads it: a command when it starts with `::` after white
+    /// space, or holds `##[` anywhere.
+    fn a_workflow_command(line: &str) -> bool {
+        line.trim_start().starts_with("::") || line.contains("##[")
+    }
+
+    #[test]
+    fn workflow_commands_are_shown_not_obeyed() {
+        let mut sink = Sink::new(Vec::new(), false);
+        for text in [
+            "::error::forged\n",
+            "   ::warning file=a.rs::forged\n",
+            "\t\u{a0}::add-mask::x\n",
+            "inline ##[error]forged\n",
+            "###[x] ::not at the start\n",
+        ] {
+            sink.text(text).unwrap();
+        }
+        // Split across writes, and after our own clear of the line.
+        sink.text("  :").unwrap();
+        sink.text(":error::split\n#").unwrap();
+        sink.text("#").unwrap();
+        sink.text("[error]split\n").unwrap();
+        sink.clear_line().unwrap();
+        sink.line("::notice::after a clear").unwrap();
+        let out = String::from_utf8(sink.into_inner()).unwrap();
+        let commands: Vec<&str> = out.lines().filter(|l| a_workflow_command(l)).collect();
+        assert!(commands.is_empty(), "{commands:?} in\n{out}");
+        assert!(out.contains(":\\:error::forged"), "{out}");
+        assert!(out.contains("inline ##\\[error]forged"), "{out}");
+        // What is no command is left alone.
+        assert!(out.contains("###\\[x] ::not at the start"), "{out}");
+        let mut plain = Sink::new(Vec::new(), false);
+        plain.text("a::b c: :d # [e]\n").unwrap();
+        assert_eq!(plain.into_inner(), b"a::b c: :d # [e]\n");
+    }
+
+    #[test]
     fn json_output_escapes_controls_and_means_the_same() {
-        let doc = serde_json::json!({"text": "a\u{9b}2J\u{7f}\u{1b}b\u{202e}c\r", "n": 1});
+        let doc = serde_json::json!({
+            "text": "a\u{9b}2J\u{7f}\u{1b}b\u{202e}c\r",
+            "n": 1,
+            "title": "##[error]forged",
+            "list": ["::error::x"]
+        });
         let mut sink = Sink::new(Vec::new(), true);
         sink.json(&doc).unwrap();
         let out = String::from_utf8(sink.into_inner()).unwrap();
         assert!(!out.contains(|c: char| harmful(c)), "{out}");
         assert!(out.contains("\\u009b") && out.contains("\\u202e"), "{out}");
+        assert!(out.contains("##\\u005berror]"), "{out}");
+        assert!(!out.lines().any(a_workflow_command), "{out}");
         assert_eq!(
             serde_json::from_str::<serde_json::Value>(&out).unwrap(),
             doc

@@ -4,9 +4,10 @@
 //!
 //! GitLab places each issue at a file of the repository: paths are the findings' checked paths,
 //! relative to the same base as SARIF's (the repository's top for precommit). A finding with no
-//! location cannot be placed and is left out (said on stderr). An unverified finding is kept, its
-//! reason in the description. The fingerprint, which GitLab compares between the base and the
-//! head of a merge request, is the SHA-256 of the tool, file, line and title.
+//! location in the project (`locations`: no such file, a name holding a control character, a
+//! path outside the roots) cannot be placed and is left out (said on stderr). An unverified
+//! finding is kept, its reason in the description. The fingerprint, which GitLab compares between
+//! the base and the head of a merge request, is the SHA-256 of the tool, file, line and title.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -1,14 +1,18 @@
 //! Where a finding points, checked before it is printed: Gemini's `file` and `line` are text
-//! from a model, and a printed location is a link (SARIF viewers, terminals, editors). A
-//! location is kept only for a path inside the roots (after resolving symlinks, through the
-//! sandbox), relative to the base the output is relative to; URLs, `file://`, `..` escapes and
-//! absolute paths elsewhere lose their location. A line past the end of the file is clamped to
-//! its last line. The finding itself is always kept.
+//! from a model, and a printed location is a link (SARIF viewers, terminals, editors, GitLab's
+//! Code Quality widget). A location is kept only for a file inside the roots (after resolving
+//! symlinks, through the sandbox), relative to the base the output is relative to, or for a
+//! file that is gone (one the change deletes) when the finding was verified against what this
+//! call sent of it; URLs, `file://`, `..` escapes, absolute paths elsewhere, names of no file
+//! and names holding a control character (a line break would start a line of its own in a log)
+//! lose their location. A line past the end of the file is clamped to its last line. The
+//! finding itself is always kept.
 
 use std::path::{Component, Path};
 
 use crate::collector::sandbox::{Sandbox, SandboxError};
 use crate::tools::reply::Finished;
+use crate::tools::review::citation;
 
 /// A finding's location after the check.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +24,9 @@ pub enum Place {
 }
 
 /// Checks `file`/`line` as cited against the roots; relative paths are relative to `base`.
-pub fn place(file: &str, line: Option<u32>, base: &Path, sandbox: &Sandbox) -> Place {
+/// `sent`: the finding was verified against what this call sent of the file, so a file no
+/// longer on disk (deleted by the change) keeps its path.
+pub fn place(file: &str, line: Option<u32>, base: &Path, sandbox: &Sandbox, sent: bool) -> Place {
     let file = file.trim();
     let given = Path::new(file);
     // A prefix only with a root (`C:\x`, not the drive-relative `C:x`); the sandbox judges the
@@ -28,6 +34,7 @@ pub fn place(file: &str, line: Option<u32>, base: &Path, sandbox: &Sandbox) -> P
     let drive_relative =
         !given.is_absolute() && matches!(given.components().next(), Some(Component::Prefix(_)));
     if file.is_empty()
+        || file.contains(|c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
         || has_scheme(file)
         || drive_relative
         || given
@@ -54,8 +61,9 @@ pub fn place(file: &str, line: Option<u32>, base: &Path, sandbox: &Sandbox) -> P
             };
             (p.as_path().to_path_buf(), line)
         }
-        // Inside the roots but gone (a file the change deletes): the path stands, unchecked.
-        Err(SandboxError::NotFound { .. }) => (full, line),
+        // Inside the roots but gone: a file the change deletes, whose finding was verified in
+        // what was sent, keeps its path (unchecked); a name of no file loses it.
+        Err(SandboxError::NotFound { .. }) if sent => (full, line),
         Err(_) => return Place::Nowhere,
     };
     match path.strip_prefix(base) {
@@ -94,30 +102,27 @@ pub fn check(reply: &mut Finished, base: &Path, sandbox: &Sandbox) {
     let mut moved: Vec<(String, String)> = Vec::new();
     let mut hidden: Vec<String> = Vec::new();
     for f in findings {
-        let (file, line) = match place(&f.file, f.line, base, sandbox) {
+        let sent = f.verified == Some(true);
+        let (file, line) = match place(&f.file, f.line, base, sandbox, sent) {
             Place::At { file, line } => (file, line),
             Place::Nowhere => (String::new(), None),
         };
         if file == f.file && line == f.line {
             continue;
         }
-        let cited = |file: &str, line: Option<u32>| match line {
-            Some(l) => format!("`{file}:{l}`"),
-            None => format!("`{file}`"),
-        };
         let shown = if file.is_empty() {
             "(location outside the project, not shown)".to_string()
         } else {
-            cited(&file, line)
+            citation(&file, line)
         };
-        moved.push((cited(&f.file, f.line), shown));
+        // As the Markdown cites it (`review::citation`, the one form of both).
+        moved.push((citation(&f.file, f.line), shown));
         if file.is_empty() && !f.file.trim().is_empty() {
             // The verify step's reason names the file as given: not shown either.
-            let quoted = cited(&f.file, None);
             if let Some(why) = f.unverified_reason.as_mut() {
-                *why = why.replace(&quoted, HIDDEN);
+                *why = why.replace(&format!("`{}`", f.file), HIDDEN);
             }
-            hidden.push(quoted);
+            hidden.push(citation(&f.file, None));
         }
         f.file = file;
         f.line = line;
@@ -159,8 +164,14 @@ mod tests {
             (abs_a.as_str(), None, at("src/a.rs", None)),
             ("src/a.rs", Some(4_000_000_000), at("src/a.rs", Some(3))),
             ("src/b.rs", Some(9), at("src/b.rs", Some(1))),
-            // A file the change deletes: inside, unchecked.
-            ("src/gone.rs", Some(7), at("src/gone.rs", Some(7))),
+            // A name of no file; one holding a line break or an escape.
+            ("src/gone.rs", Some(7), Place::Nowhere),
+            ("src/a.rs\n::error::x", Some(1), Place::Nowhere),
+            ("src/a\r.rs", Some(1), Place::Nowhere),
+            // Whitespace around a name is not part of it.
+            ("src/a.rs\r\n", Some(1), at("src/a.rs", Some(1))),
+            ("src/\u{1b}]0;t\u{7}a.rs", None, Place::Nowhere),
+            ("src/a.rs\u{2028}x", None, Place::Nowhere),
             ("../../etc/passwd", Some(1), Place::Nowhere),
             ("src/../../etc/passwd", Some(1), Place::Nowhere),
             ("/etc/shadow", Some(1), Place::Nowhere),
@@ -171,7 +182,24 @@ mod tests {
             ("", Some(1), Place::Nowhere),
             (".", None, Place::Nowhere),
         ] {
-            assert_eq!(place(file, line, &root, &sandbox), want, "{file} {line:?}");
+            assert_eq!(
+                place(file, line, &root, &sandbox, false),
+                want,
+                "{file} {line:?}"
+            );
         }
+        // A file the change deletes, its finding verified in what was sent: inside, unchecked.
+        assert_eq!(
+            place("src/gone.rs", Some(7), &root, &sandbox, true),
+            at("src/gone.rs", Some(7))
+        );
+        assert_eq!(
+            place("../../etc/passwd", Some(1), &root, &sandbox, true),
+            Place::Nowhere
+        );
+        assert_eq!(
+            place("src/gone.rs\n::error::x", Some(7), &root, &sandbox, true),
+            Place::Nowhere
+        );
     }
 }

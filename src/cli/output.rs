@@ -154,7 +154,7 @@ pub fn print(
             let (report, unplaced) = codequality::report(reply.findings(), tool);
             if unplaced > 0 {
                 notes.push(format!(
-                    "{unplaced} finding(s) without a file left out of the Code Quality report (GitLab places each issue at a file)"
+                    "{unplaced} finding(s) without a file in the project left out of the Code Quality report (GitLab places each issue at a file; the text and SARIF formats list them)"
                 ));
             }
             out.json(&report)?;
@@ -191,8 +191,9 @@ pub fn print(
     }
     out.flush()?;
     drop(out);
+    // A note names Gemini's file names: one line each, whatever they hold.
     for note in notes {
-        term::say!("gemini-mcp {tool}: {note}");
+        term::say!("gemini-mcp {tool}: {}", term::one_line(&note));
     }
     if reply.status() == Status::RequiresClarification {
         term::say!(

@@ -5,6 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::term::one_line;
+
 /// How serious a finding is.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
@@ -439,7 +441,19 @@ fn fenced(text: &str) -> String {
     format!("{fence}\n{body}\n{fence}\n")
 }
 
-/// [`render`] from a review's parts (a reply keeps them in its own fields).
+/// Where a finding points, as the Markdown cites it: `` `file:line` `` (or `` `file` ``), on one
+/// line whatever the file name holds ([`one_line`]: Gemini's text).
+pub fn citation(file: &str, line: Option<u32>) -> String {
+    let file = one_line(file);
+    match line {
+        Some(l) => format!("`{file}:{l}`"),
+        None => format!("`{file}`"),
+    }
+}
+
+/// [`render`] from a review's parts (a reply keeps them in its own fields). The fields that stand
+/// on one line (file, title, reasons) are kept to it ([`one_line`]); the summary, detail and fix
+/// are Markdown of their own lines.
 pub fn render_parts(
     verdict: Option<Verdict>,
     summary: &str,
@@ -464,19 +478,15 @@ pub fn render_parts(
     } else {
         out.push_str(&format!("## Findings ({})\n", findings.len()));
         for (i, f) in findings.iter().enumerate() {
-            let at = match f.line {
-                Some(l) => format!("{}:{l}", f.file),
-                None => f.file.clone(),
-            };
             out.push_str(&format!(
-                "\n{}. **[{}]** `{}` {}\n",
+                "\n{}. **[{}]** {} {}\n",
                 i + 1,
                 f.severity.as_str().to_uppercase(),
-                at,
-                f.title
+                citation(&f.file, f.line),
+                one_line(&f.title)
             ));
             if let Some(reason) = &f.unverified_reason {
-                out.push_str(&format!("   *Unverified: {reason}.*\n"));
+                out.push_str(&format!("   *Unverified: {}.*\n", one_line(reason)));
             } else if let Some(given) = f.line_given {
                 out.push_str(&format!(
                     "   *Line corrected from {given} to where the quoted code is.*\n"
@@ -492,12 +502,14 @@ pub fn render_parts(
                 (Some(e), _) if e.applicable => {
                     out.push_str(&format!(
                         "   Edit (checked: applies as it is) in `{}`, replace:\n{}   with:\n{}",
-                        e.file,
+                        one_line(&e.file),
                         fenced(&e.old),
                         fenced(&e.new)
                     ));
                 }
-                (_, Some(why)) => out.push_str(&format!("   (Edit not offered: {why}.)\n")),
+                (_, Some(why)) => {
+                    out.push_str(&format!("   (Edit not offered: {}.)\n", one_line(why)));
+                }
                 _ => {}
             }
         }

@@ -854,7 +854,10 @@ const LIB_TESTS_MAKING_LINKS: &[&str] = &[
 ];
 
 /// Among [`LIB_TESTS`], those that run the git CLI, which Wine's prefix lacks.
-const LIB_TESTS_RUNNING_GIT: &[&str] = &["cli::patch::tests::the_patch_applies_with_git"];
+const LIB_TESTS_RUNNING_GIT: &[&str] = &[
+    "cli::patch::tests::the_patch_applies_with_git",
+    "cli::patch::tests::a_lone_cr_or_a_refused_path_never_corrupts_the_other_edits",
+];
 
 /// How long the library's tests may run under Wine.
 const LIB_TESTS_LIMIT: Duration = Duration::from_secs(600);
