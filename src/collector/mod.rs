@@ -12,6 +12,9 @@
 //! The fill (`fill`) sorts the candidates by priority (`classify`) and reads, redacts
 //! (`secrets`), numbers (`render`) and counts (`tokens`) them in parallel until the budget is
 //! full.
+//!
+//! What an edit may write is the collector's rule too (`edits`): the verify step and the command
+//! line's outputs read an edit's file only through it.
 
 pub mod bpe;
 pub mod classify;

@@ -14,6 +14,11 @@
 //! and file (the collector reuses them for unchanged content: `Collector::collect_counted`), so
 //! rebuilding counts only the short notes and the files that changed.
 //!
+//! Beside each message goes where its blocks are (`History::frames`: the files' frames and the
+//! diff's, stored with the turn, shifted to their place in the message), which is what the new
+//! turn's findings are checked against: never the text itself, which holds the caller's words and
+//! Gemini's answers, where anything can look like a block.
+//!
 //! Synchronous (it reads files): the pipeline runs it in `spawn_blocking`.
 
 use std::collections::{HashMap, HashSet};
