@@ -444,8 +444,7 @@ async fn no_edit_of_repository_metadata_or_through_a_hard_link_is_applicable() {
             "{title}: {reason:?} should say {why:?}: {f}"
         );
     };
-    for (i, (file, _)) in metadata.iter().enumerate() {
-        let _ = file;
+    for i in 0..metadata.len() {
         dropped(&format!("meta-{i}"), "metadata");
     }
     dropped("linked", "hard link");
