@@ -239,6 +239,7 @@ fn make_project(root: &Path, recount: bool) -> Vec<Turn> {
                 model: "gemini-2.5-pro".into(),
                 usage: Usage::default(),
                 at_ms: 0,
+                frames: Vec::new(),
             }
         })
         .collect()

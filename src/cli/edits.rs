@@ -1,16 +1,17 @@
 //! The applicable edits of a review, placed in their files for the outputs that carry them
 //! (`--format patch`, SARIF's `fixes`).
 //!
-//! Each file is read once, through the collector ([`Collector::read_text`]: the sandbox's one
-//! `open`, the secret-name rules). Its text is redacted; the verify step already refused an edit of
+//! Each file is read once, through the collector's rule of what an edit may write
+//! ([`Collector::read_for_edit`]: the sandbox's one `open`, the secret-name rules, never a
+//! repository's metadata nor a file with other hard links). Its text is redacted; the verify step already refused an edit of
 //! a file holding a secret-looking value, so a file read with no redaction is the file itself — it
 //! is checked again here (the file may have changed since), as is that the text is what the bytes
 //! were: a file that is not valid UTF-8 was read lossily (U+FFFD in place of its bytes), and a diff
 //! or a column of it would not match the file, so a text holding U+FFFD is left out. Each edit's
 //! `old` must still occur exactly once. Several edits of one file are taken in the order of their
-//! place in it; one overlapping an earlier one is left out, as is one whose new text holds a
-//! control character or a bidirectional override (Gemini's text, written byte for byte into a
-//! patch). Whatever is left out is said, with the
+//! place in it; one overlapping an earlier one is left out, as is one whose new text the same
+//! rule refuses (`collector::edits::refused_text`: a control character or a bidirectional
+//! override, Gemini's text written byte for byte into a patch). Whatever is left out is said, with the
 //! reason, in `notes` (the command line prints them on stderr).
 
 use std::path::{Path, PathBuf};
@@ -130,8 +131,8 @@ fn read(collector: &Collector, path: &Path, shown: &str) -> Result<String, Strin
         .to_str()
         .ok_or_else(|| "its path is not valid UTF-8".to_string())?;
     let read = collector
-        .read_text(raw)
-        .map_err(|e| format!("it cannot be read: {e}"))?;
+        .read_for_edit(raw)
+        .map_err(|e| format!("it may not be edited: {e}"))?;
     if read.redactions > 0 {
         return Err(format!(
             "`{shown}` holds secret-looking values, and an edit of it could show one"
@@ -169,12 +170,9 @@ fn place(
         let Some(edit) = findings[i].edit.as_ref() else {
             continue;
         };
-        if edit.new.chars().any(|c| {
-            (c.is_control() && !matches!(c, '\t' | '\r' | '\n'))
-                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-        }) {
+        if let Some(why) = crate::collector::edits::refused_text(&edit.new) {
             notes.push(format!(
-                "the edit of finding {} (`{shown}`) was left out: its new text holds a control character or a bidirectional override",
+                "the edit of finding {} (`{shown}`) was left out: its new text holds {why}",
                 i + 1
             ));
             continue;

@@ -312,7 +312,7 @@ fn entry(
             redactions.total()
         ));
     }
-    let block = render::block(&item.display, &redacted, &notes);
+    let (block, frame) = render::framed(&item.display, &redacted, &notes);
     let tokens = match counted {
         Some(n) => (n <= limit()).then_some(n),
         None => {
@@ -331,6 +331,7 @@ fn entry(
                 bytes: size,
                 tokens,
                 text: block,
+                frame,
                 lossy: text.lossy,
                 redactions,
             },

@@ -85,9 +85,17 @@ pub fn final_path(file: &File) -> io::Result<PathBuf> {
 /// The file's identity (volume serial number and file index): what the inode and device are
 /// on Unix, to notice a file replaced while it was read.
 pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    identity(file).map(|(id, _)| id)
+}
+
+/// [`file_id`], and how many names (hard links) the file has.
+pub fn identity(file: &File) -> io::Result<((u64, u64), u64)> {
     let info = information(file)?;
     let index = (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow);
-    Ok((u64::from(info.dwVolumeSerialNumber), index))
+    Ok((
+        (u64::from(info.dwVolumeSerialNumber), index),
+        u64::from(info.nNumberOfLinks),
+    ))
 }
 
 fn information(file: &File) -> io::Result<BY_HANDLE_FILE_INFORMATION> {

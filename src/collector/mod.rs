@@ -12,9 +12,13 @@
 //! The fill (`fill`) sorts the candidates by priority (`classify`) and reads, redacts
 //! (`secrets`), numbers (`render`) and counts (`tokens`) them in parallel until the budget is
 //! full.
+//!
+//! What an edit may write is the collector's rule too (`edits`): the verify step and the command
+//! line's outputs read an edit's file only through it.
 
 pub mod bpe;
 pub mod classify;
+pub mod edits;
 mod fill;
 #[cfg(windows)]
 pub mod handle;
@@ -120,6 +124,8 @@ pub struct FileEntry {
     pub tokens: u64,
     /// The block sent to Gemini: a path header and numbered lines.
     pub text: String,
+    /// Where the numbered lines are in `text`: what the verify step reads them from.
+    pub frame: render::Frame,
     /// Invalid UTF-8 was replaced.
     pub lossy: bool,
     /// Secret-looking values replaced in this file, per rule.
@@ -555,29 +561,41 @@ impl Collector {
     pub fn read_text(&self, raw: &str) -> Result<ReadText, CollectError> {
         let p = self.sandbox.resolve(raw)?;
         let display = self.sandbox.display(&p);
-        let given = secrets::name_rule(Path::new(raw)).map(str::to_string);
-        if let Some(rule) = given.or_else(|| self.secret_rule(&p)) {
-            return Err(CollectError::SecretRefused {
-                path: raw.to_string(),
-                rule,
-            });
-        }
+        self.refuse_secret(raw, &p)?;
         let text = read::open(&p, MAX_FILE_BYTES)
             .and_then(read::Opened::read_text)
             .map_err(|why| CollectError::Unreadable {
                 path: display.clone(),
                 why: why.to_string(),
             })?;
-        let (text, redactions) = crate::redact::redact(&text.text);
-        Ok(ReadText {
-            display,
-            text,
-            redactions,
-        })
+        Ok(redacted(display, text))
+    }
+
+    /// A file named `raw` (resolved to `p`) that is a secret by its name, given or resolved:
+    /// refused.
+    fn refuse_secret(&self, raw: &str, p: &SandboxedPath) -> Result<(), CollectError> {
+        let given = secrets::name_rule(Path::new(raw)).map(str::to_string);
+        match given.or_else(|| self.secret_rule(p)) {
+            Some(rule) => Err(CollectError::SecretRefused {
+                path: raw.to_string(),
+                rule,
+            }),
+            None => Ok(()),
+        }
     }
 
     pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
         images::read_images(self, paths)
+    }
+}
+
+/// A file's text as [`Collector::read_text`] returns it: redacted.
+fn redacted(display: String, text: read::Text) -> ReadText {
+    let (text, redactions) = crate::redact::redact(&text.text);
+    ReadText {
+        display,
+        text,
+        redactions,
     }
 }
 

@@ -48,22 +48,26 @@ struct Stamp {
     id: (u64, u64),
     len: u64,
     modified: Option<SystemTime>,
+    /// How many names (hard links) the file has.
+    links: u64,
 }
 
 fn stamp(file: &std::fs::File, m: &std::fs::Metadata) -> Result<Stamp, Unread> {
     #[cfg(unix)]
-    let id = {
+    let (id, links) = {
         use std::os::unix::fs::MetadataExt;
         let _ = file;
-        (m.dev(), m.ino())
+        ((m.dev(), m.ino()), m.nlink())
     };
-    // The file index is not in stable std's metadata on Windows: asked of the handle.
+    // The file index and link count are not in stable std's metadata on Windows: asked of the
+    // handle.
     #[cfg(windows)]
-    let id = super::handle::file_id(file).map_err(|_| Unread::Unreadable)?;
+    let (id, links) = super::handle::identity(file).map_err(|_| Unread::Unreadable)?;
     Ok(Stamp {
         id,
         len: m.len(),
         modified: m.modified().ok(),
+        links,
     })
 }
 
@@ -77,6 +81,11 @@ impl Opened {
     /// Its size when opened.
     pub fn len(&self) -> u64 {
         self.before.len
+    }
+
+    /// How many names (hard links) it had when opened.
+    pub fn links(&self) -> u64 {
+        self.before.links
     }
 
     /// Reads it as text.

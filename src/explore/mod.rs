@@ -51,8 +51,8 @@ pub struct Outcome {
     /// `false` when the call was refused (an unknown function, a bad argument, a path it may not
     /// read): `text` says why, and Gemini gets it as an error.
     pub ok: bool,
-    /// The file whose lines were read, as shown to Gemini.
-    pub read: Option<String>,
+    /// The lines of a file it read: their frame in `text` (its path as shown to Gemini).
+    pub read: Option<crate::collector::render::Frame>,
 }
 
 impl Outcome {
@@ -431,9 +431,19 @@ impl Explorer {
         }
         let end = last;
         let mut text = format!(
-            "{UNTRUSTED}\n--- BEGIN FILE: {} (lines {start}–{end} of {total}) ---\n{body}",
+            "{UNTRUSTED}\n--- BEGIN FILE: {} (lines {start}–{end} of {total}) ---\n",
             file.display
         );
+        let frame = render::Frame {
+            path: file.display.clone(),
+            at: render::newlines(&text),
+            lines: end + 1 - start,
+            kind: render::FrameKind::Numbered {
+                first: u32::try_from(start).unwrap_or(u32::MAX),
+                whole: false,
+            },
+        };
+        text.push_str(&body);
         text.push_str(&format!("--- END FILE: {} ---\n", file.display));
         if end < total && a.end_line.is_none_or(|e| e > end) {
             text.push_str(&format!(
@@ -445,7 +455,7 @@ impl Explorer {
             summary: format!("read {}:{start}–{end}", file.display),
             text,
             ok: true,
-            read: Some(file.display.clone()),
+            read: Some(frame),
         }
     }
 

@@ -96,6 +96,26 @@ fn reading_numbers_lines_cuts_ranges_and_marks_content_as_data() {
     assert!(!o.text.contains("f12"), "{}", o.text);
     assert!(o.text.contains("lines 9–11 of 30"), "{}", o.text);
     assert_eq!(o.summary, "read src/lib.rs:9–11");
+    // Its frame holds exactly the lines read, numbered from the first: what findings are
+    // checked against.
+    let frame = o.read.clone().expect("a read has a frame");
+    assert_eq!(
+        frame.kind,
+        render::FrameKind::Numbered {
+            first: 9,
+            whole: false
+        }
+    );
+    let lines = &render::contents(&o.text, std::slice::from_ref(&frame))[0].1;
+    let code: Vec<&str> = lines.iter().map(|l| render::numbered_code(l)).collect();
+    assert_eq!(
+        code,
+        [
+            "fn f9() -> u32 { 9 }",
+            "fn f10() -> u32 { 10 }",
+            "fn f11() -> u32 { 11 }"
+        ]
+    );
     let o = t.explorer.execute(
         "read_file",
         &json!({"path": "src/lib.rs", "start_line": 40}),

@@ -105,6 +105,9 @@ pub struct DiffContext {
     pub redactions: crate::redact::Counts,
     /// Each file's diff (and full content, for context) as sent, in the order sent.
     pub sent: Vec<SentBlock>,
+    /// Where each diff's lines (and each full content's numbered lines) are in `text`: what the
+    /// findings are checked against, never the markers in the text.
+    pub frames: Vec<crate::collector::render::Frame>,
     /// Changed files that look like secrets by name (a finding in itself).
     pub secret_files: Vec<String>,
     /// Repositories found.

@@ -2,7 +2,12 @@
 //!
 //! The text is, per repository: a header (branch, what was compared, notes) and the list of every
 //! changed file with its status, then the diffs section by section (each file between
-//! `--- BEGIN DIFF: <path> ---` and `--- END DIFF ---` markers, redacted). The header and the list
+//! `--- BEGIN DIFF: <path> (<status>, <section>) #<tag> ---` and `--- END DIFF: <path> #<tag> ---`
+//! markers, redacted). The tag is the first 64 bits of the SHA-256 of the diff as sent: a removed
+//! line can read `--- END DIFF: <path> ---` (a SQL or Lua comment `-- END DIFF…`), but it cannot
+//! carry the tag of the diff it is part of, so Gemini (told so by the prompt) can tell the real
+//! end from a forged one. Where each diff's lines are is kept as data (`DiffContext::frames`),
+//! which is what the findings are checked against. The header and the list
 //! are always sent, so a file whose diff is left out is still named. Diffs are admitted by
 //! priority (source, then configuration and build files, then docs, then lock files, data, logs
 //! and generated files; deleted files last); every diff that does not fit is listed in `skipped`.
@@ -24,6 +29,7 @@ use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
 use super::{ChangedFile, DiffContext, GitError, SentBlock};
 use crate::collector::classify::{Class, classify};
+use crate::collector::render::{Frame, FrameKind, newlines};
 use crate::collector::{Sandbox, SkipReason, Skipped, secrets, tokens};
 use crate::redact::redact_counted;
 
@@ -59,6 +65,8 @@ struct Listed {
 struct Block {
     file: usize,
     text: String,
+    /// Where its patch's lines are in `text`.
+    frame: Frame,
     /// Counted once it was worth counting.
     tokens: Option<u64>,
     /// Its patch was never built: the budget was full before it came to it.
@@ -114,13 +122,17 @@ pub(super) fn render(
 
     // The text, in reading order: per repository, per section, per file. A heading whose
     // diffs were all left out is still sent (and counted): it tells Gemini the section exists.
+    let mut lines = newlines(&header);
     let mut text = header;
     for (r, section, heading) in &headings {
         text.push_str(heading);
+        lines += newlines(heading);
         for (b, block) in blocks.iter().enumerate() {
             let f = &files[block.file];
             if included[b] && f.repo == *r && f.section == *section {
+                ctx.frames.push(block.frame.shifted(lines));
                 text.push_str(&block.text);
+                lines += newlines(&block.text);
                 let tokens = block.tokens.unwrap_or_else(|| tokens::count(&block.text));
                 ctx.sent
                     .push(SentBlock::of(shown(repos, f), &block.text, tokens));
@@ -265,6 +277,7 @@ fn diff_blocks(
                 blocks[i] = Some(Block {
                     file: i,
                     text: String::new(),
+                    frame: patch_frame(String::new(), 0),
                     tokens: None,
                     unread: true,
                 });
@@ -275,7 +288,8 @@ fn diff_blocks(
         let Body::Patch(patch) = &files[i].body else {
             continue;
         };
-        let text = block_text(sandbox, &found[files[i].repo], repos, &files[i], patch, ctx);
+        let (text, frame) =
+            block_text(sandbox, &found[files[i].repo], repos, &files[i], patch, ctx);
         let tokens = (!missed || upper_bound(&text) <= room).then(|| tokens::count(&text));
         match tokens {
             Some(t) if t <= room => used += t,
@@ -284,6 +298,7 @@ fn diff_blocks(
         blocks[i] = Some(Block {
             file: i,
             text,
+            frame,
             tokens,
             unread: false,
         });
@@ -291,7 +306,8 @@ fn diff_blocks(
     Ok(blocks)
 }
 
-/// A diff between its markers, redacted (`ctx` counts the redactions).
+/// A diff between its markers (tagged: see the module docs), redacted (`ctx` counts the
+/// redactions), and where its lines are in the block.
 fn block_text(
     sandbox: &Sandbox,
     found: &Found,
@@ -299,19 +315,40 @@ fn block_text(
     f: &FileChange,
     patch: &str,
     ctx: &mut DiffContext,
-) -> String {
+) -> (String, Frame) {
     let path = shown(repos, f);
-    let nl = if patch.ends_with('\n') { "" } else { "\n" };
+    let (patch, keys) = redact_key_lines(sandbox, found, f, patch);
+    let (mut patch, n) = redact_counted(&patch);
+    ctx.redactions.add("private-key", keys);
+    ctx.redactions.merge(&n);
+    if !patch.ends_with('\n') {
+        patch.push('\n');
+    }
+    let tag = frame_tag(&patch);
     let text = format!(
-        "--- BEGIN DIFF: {path} ({}, {}) ---\n{patch}{nl}--- END DIFF: {path} ---\n\n",
+        "--- BEGIN DIFF: {path} ({}, {}) #{tag} ---\n{patch}--- END DIFF: {path} #{tag} ---\n\n",
         f.status,
         f.section.short()
     );
-    let (text, keys) = redact_key_lines(sandbox, found, f, &text);
-    let (text, n) = redact_counted(&text);
-    ctx.redactions.add("private-key", keys);
-    ctx.redactions.merge(&n);
-    text
+    let frame = patch_frame(path, newlines(&patch));
+    (text, frame)
+}
+
+/// A diff block's frame: `lines` lines of patch after its begin marker.
+fn patch_frame(path: String, lines: usize) -> Frame {
+    Frame {
+        path,
+        at: 1,
+        lines,
+        kind: FrameKind::Patch,
+    }
+}
+
+/// The tag of a diff's markers: the first 64 bits of the SHA-256 of the patch as sent, in hex.
+/// A line of the patch cannot hold it (it would have to hold a hash of itself).
+fn frame_tag(patch: &str) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(patch.as_bytes())[..8])
 }
 
 /// The changes without those whose patch came out empty (unchanged after all), and the diff
@@ -478,7 +515,7 @@ impl Context<'_> {
     ) -> u64 {
         let limit = budget.min(used.saturating_add(CONTEXT_CAP));
         let mut reserved = used + tokens::count(CONTEXT_HEADING);
-        let mut accepted: Vec<(String, String, crate::redact::Counts, u64)> = Vec::new();
+        let mut accepted: Vec<(String, String, Frame, crate::redact::Counts, u64)> = Vec::new();
         // The first file that does not fit ends it.
         for i in self.candidates(blocks, order) {
             if reserved >= limit {
@@ -492,13 +529,13 @@ impl Context<'_> {
                 continue;
             }
             let path = shown(self.repos, f);
-            let mut block = crate::collector::render::block(
+            let (content, n) = redact_counted(&content);
+            let (mut block, frame) = crate::collector::render::framed(
                 &path,
                 &content,
                 &["full content, new version".to_string()],
             );
             block.push('\n');
-            let (block, n) = redact_counted(&block);
             // Its name in the heading costs too.
             let t = tokens::count(&block);
             let cost = t + tokens::count(&path) + 1;
@@ -506,7 +543,7 @@ impl Context<'_> {
                 break;
             }
             reserved += cost;
-            accepted.push((path, block, n, t));
+            accepted.push((path, block, frame, n, t));
         }
         // The heading is counted as sent; should it come out longer than reserved, the last
         // files go.
@@ -523,7 +560,10 @@ impl Context<'_> {
                 continue;
             }
             text.push_str(&heading);
-            for (path, block, n, t) in accepted {
+            let mut lines = newlines(text);
+            for (path, block, frame, n, t) in accepted {
+                ctx.frames.push(frame.shifted(lines));
+                lines += newlines(&block);
                 text.push_str(&block);
                 ctx.redactions.merge(&n);
                 ctx.sent.push(SentBlock::of(path.clone(), &block, t));

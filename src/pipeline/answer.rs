@@ -1,6 +1,14 @@
 //! Reading the answer: the reply's body from Gemini's text (an answer, a request for
 //! clarification, or a review's findings with the secret files made critical and every
 //! location verified), and what the reply says besides (model, usage, sources, files, notes).
+//!
+//! Every text of Gemini's the reply carries passes the secret rules here, the one place the
+//! reply is made from the answer: the answer, the question and files of a clarification, a
+//! review's summary and each finding's file, title, detail, fix, evidence and edit. What was
+//! sent was redacted, but Gemini can still write a raw token (one the Gemini CLI's own tools
+//! read, one it made up or remembered), and the reply goes on to the agent, the terminal, SARIF
+//! and patches. An edit whose text held one is dropped (written into a file it would put the
+//! marker there); the reply says how many values were replaced.
 
 use super::gather::Material;
 use super::verify::{Sent, verify};
@@ -20,10 +28,17 @@ pub(super) fn read_answer(
 ) -> Result<Reply, ToolError> {
     let (min_severity, verdict) = match plan.output {
         Output::Text => {
-            return Ok(match review::clarification_in_text(text) {
-                Some(c) => Reply::clarification(clarification_text(&c), c),
-                None => Reply::answer(text.to_string()),
-            });
+            let reply = match review::clarification_in_text(text) {
+                Some(mut c) => {
+                    let n = redact_clarification(&mut c);
+                    redacted_note(Reply::clarification(clarification_text(&c), c), n)
+                }
+                None => {
+                    let (text, n) = crate::redact::redact(text);
+                    redacted_note(Reply::answer(text), n)
+                }
+            };
+            return Ok(reply);
         }
         Output::Review {
             min_severity,
@@ -35,25 +50,80 @@ pub(super) fn read_answer(
             message: e.to_string(),
         })
     })?;
+    let redacted = redact_review(&mut parsed);
     if let Some(c) = parsed
         .clarification
         .take()
         .filter(|_| parsed.findings.is_empty())
     {
-        return Ok(Reply::clarification(clarification_text(&c), c));
+        return Ok(redacted_note(
+            Reply::clarification(clarification_text(&c), c),
+            redacted,
+        ));
     }
     if let Some(d) = diff {
         secret_findings(&mut parsed, &d.secret_files);
     }
     verify(&mut parsed.findings, sent);
     let filtered = review::filter(&mut parsed, min_severity);
-    Ok(Reply::review(ReviewBody {
+    let reply = Reply::review(ReviewBody {
         summary: parsed.summary,
         findings: parsed.findings,
         verdict: parsed.verdict.filter(|_| verdict),
         filtered_out: filtered,
         min: min_severity,
-    }))
+    });
+    Ok(redacted_note(reply, redacted))
+}
+
+/// `reply`, saying that `n` secret-looking values of Gemini's answer were replaced, if any were.
+fn redacted_note(mut reply: Reply, n: usize) -> Reply {
+    if n > 0 {
+        reply.note(format!(
+            "{n} secret-looking value(s) in Gemini's answer were replaced by a marker."
+        ));
+    }
+    reply
+}
+
+/// Redacts `text` in place; how many values were replaced.
+fn redact_in(text: &mut String) -> usize {
+    let (clean, n) = crate::redact::redact(text);
+    if n > 0 {
+        *text = clean;
+    }
+    n
+}
+
+fn redact_clarification(c: &mut review::Clarification) -> usize {
+    redact_in(&mut c.question) + c.files_needed.iter_mut().map(redact_in).sum::<usize>()
+}
+
+/// Redacts every text of a parsed review (see the module docs); an edit whose text held a
+/// secret-looking value is dropped, saying so. How many values were replaced.
+fn redact_review(r: &mut review::Review) -> usize {
+    let mut n = redact_in(&mut r.summary);
+    if let Some(c) = r.clarification.as_mut() {
+        n += redact_clarification(c);
+    }
+    for f in &mut r.findings {
+        n += redact_in(&mut f.file) + redact_in(&mut f.title) + redact_in(&mut f.detail);
+        n += f.fix.as_mut().map_or(0, redact_in) + f.evidence.as_mut().map_or(0, redact_in);
+        let Some(edit) = f.edit.as_mut() else {
+            continue;
+        };
+        n += redact_in(&mut edit.file);
+        let in_text = redact_in(&mut edit.old) + redact_in(&mut edit.new);
+        if in_text > 0 {
+            n += in_text;
+            f.edit = None;
+            f.edit_dropped = Some(
+                "its text holds a secret-looking value (replaced by a marker in this reply); an edit must not write one"
+                    .into(),
+            );
+        }
+    }
+    n
 }
 
 /// What the reply says besides the answer: the model, usage, fallback and sources, redactions,

@@ -14,12 +14,18 @@
 //! and file (the collector reuses them for unchanged content: `Collector::collect_counted`), so
 //! rebuilding counts only the short notes and the files that changed.
 //!
+//! Beside each message goes where its blocks are (`History::frames`: the files' frames and the
+//! diff's, stored with the turn, shifted to their place in the message), which is what the new
+//! turn's findings are checked against: never the text itself, which holds the caller's words and
+//! Gemini's answers, where anything can look like a block.
+//!
 //! Synchronous (it reads files): the pipeline runs it in `spawn_blocking`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use super::prompt;
+use crate::collector::render::{Frame, newlines};
 use crate::collector::{CollectRequest, Collector, FileEntry, tokens};
 use crate::gemini::{Message, Part};
 use crate::store::{Thread, Turn};
@@ -31,6 +37,9 @@ const MESSAGE_OVERHEAD: u64 = 4;
 pub struct History {
     /// Oldest first, alternating user/model.
     pub messages: Vec<Message>,
+    /// Beside each message, where the blocks of files and diffs are in its text (none in
+    /// Gemini's): what the new turn's findings are checked against.
+    pub frames: Vec<Vec<Frame>>,
     /// Files whose current content is in the history (canonical path -> content hash): the new
     /// turn skips these.
     pub sent: HashMap<PathBuf, String>,
@@ -114,6 +123,7 @@ pub fn render(thread: &Thread, current: &HashMap<PathBuf, FileEntry>, budget: u6
             + known_or_count(turn.request_tokens, &turn.request)
             + known_or_count(turn.response_tokens, &turn.response);
         let mut shows = Vec::new();
+        let (mut frames, mut lines) = (Vec::new(), 0);
         for f in &turn.files {
             let path = Path::new(&f.path);
             let block = match current.get(path) {
@@ -128,7 +138,8 @@ pub fn render(thread: &Thread, current: &HashMap<PathBuf, FileEntry>, budget: u6
                     shown.insert(path);
                     shows.push(path);
                     cost += if f.tokens > 0 { f.tokens } else { now.tokens };
-                    prompt::push_block(&mut text, &now.text);
+                    frames.push(now.frame.shifted(lines));
+                    lines += push_counted(&mut text, &now.text);
                     continue;
                 }
                 Block::ShownLater => {
@@ -144,11 +155,13 @@ pub fn render(thread: &Thread, current: &HashMap<PathBuf, FileEntry>, budget: u6
                 ),
             };
             cost += tokens::count(&note);
-            prompt::push_block(&mut text, &note);
+            lines += push_counted(&mut text, &note);
         }
+        frames.extend(turn.frames.iter().map(|f| f.shifted(lines)));
         text.push_str(&turn.request);
         rendered.push(Rendered {
             text,
+            frames,
             turn,
             cost,
             shows,
@@ -203,13 +216,16 @@ pub fn render(thread: &Thread, current: &HashMap<PathBuf, FileEntry>, budget: u6
         }
     }
     for r in rendered.into_iter().rev() {
-        let mut text = r.text;
+        let (mut text, mut frames) = (r.text, r.frames);
         if let Some(note) = note.take() {
             h.tokens += tokens::count(&note);
             text.insert_str(0, &note);
+            frames = frames.iter().map(|f| f.shifted(newlines(&note))).collect();
         }
         h.messages.push(Message::user(text));
+        h.frames.push(frames);
         h.messages.push(Message::model(r.turn.response.clone()));
+        h.frames.push(Vec::new());
     }
     h
 }
@@ -218,11 +234,20 @@ pub fn render(thread: &Thread, current: &HashMap<PathBuf, FileEntry>, budget: u6
 struct Rendered<'a> {
     /// The user message's text.
     text: String,
+    /// Where its files' and diffs' blocks are in `text`.
+    frames: Vec<Frame>,
     turn: &'a Turn,
     /// Tokens of both messages.
     cost: u64,
     /// Files this turn shows in full.
     shows: Vec<&'a Path>,
+}
+
+/// [`prompt::push_block`], returning how many lines it added.
+fn push_counted(text: &mut String, block: &str) -> usize {
+    let before = text.len();
+    prompt::push_block(text, block);
+    newlines(&text[before..])
 }
 
 /// The note that opens the history (or, when no turn fits, the new turn) when turns were dropped.
@@ -271,12 +296,7 @@ mod tests {
 
     fn entry(path: &str, content: &str) -> FileEntry {
         let display = path.trim_start_matches("/project/").to_string();
-        let numbered: String = content
-            .lines()
-            .enumerate()
-            .map(|(i, l)| format!("{:>4}  {l}\n", i + 1))
-            .collect();
-        let text = format!("--- {display} ---\n{numbered}--- end of {display} ---");
+        let (text, frame) = crate::collector::render::framed(&display, content, &[]);
         FileEntry {
             path: PathBuf::from(path),
             display,
@@ -284,6 +304,7 @@ mod tests {
             bytes: content.len() as u64,
             tokens: tokens::count(&text),
             text,
+            frame,
             lossy: false,
             redactions: Default::default(),
         }
@@ -378,6 +399,7 @@ mod tests {
                 model: "gemini-2.5-pro".into(),
                 usage: Default::default(),
                 at_ms: 0,
+                frames: Vec::new(),
             });
             self.prompts.push(prompt_text);
             self.histories.push(h);

@@ -259,11 +259,11 @@ async fn answer_calls(
     let budget_hit = keep_within_budget(explorer, calls, &mut outcomes, limits, spent).await;
     let mut parts = Vec::with_capacity(calls.len());
     for (call, (outcome, step_tokens)) in calls.iter().zip(outcomes) {
-        if let Some(path) = &outcome.read {
-            if !inv.files_read.contains(path) {
-                inv.files_read.push(path.clone());
+        if let Some(frame) = &outcome.read {
+            if !inv.files_read.contains(&frame.path) {
+                inv.files_read.push(frame.path.clone());
             }
-            inv.read.push(outcome.text.clone());
+            inv.read.push((outcome.text.clone(), frame.clone()));
         }
         let step = Step {
             tool: shown(&call.name, OUTCOME_CHARS),

@@ -220,15 +220,21 @@ async fn prepare(
     let omitted_turns = history.omitted_turns;
     let index = dry_run || matches!(plan.output, crate::tools::Output::Review { .. });
     let sent = if index {
-        verify::Sent::index(
-            material
-                .collected
-                .files
-                .iter()
-                .map(|f| f.text.as_str())
-                .chain(material.diff.as_ref().map(|d| d.text.as_str())),
-            &history.messages,
-        )
+        let files = material
+            .collected
+            .files
+            .iter()
+            .map(|f| (f.text.as_str(), std::slice::from_ref(&f.frame)));
+        let diff = material
+            .diff
+            .as_ref()
+            .map(|d| (d.text.as_str(), d.frames.as_slice()));
+        let earlier = history
+            .messages
+            .iter()
+            .zip(&history.frames)
+            .map(|(m, frames)| (earlier_turns::message_text(m), frames.as_slice()));
+        verify::Sent::index(files.chain(diff).chain(earlier))
     } else {
         verify::Sent::default()
     };

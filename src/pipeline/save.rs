@@ -57,6 +57,12 @@ pub(super) async fn save_turn(
             ..answer.usage.into()
         },
         at_ms: now_ms(),
+        // The tail begins with the diff (`prompt::turn_tail`): its frames are the diff's.
+        frames: material
+            .diff
+            .as_ref()
+            .map(|d| d.frames.clone())
+            .unwrap_or_default(),
     };
     let span = crate::traces::store_save(services.store.kind());
     let appended = services

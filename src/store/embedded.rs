@@ -771,6 +771,7 @@ mod tests {
             at_ms: 1,
             request_tokens: 1,
             response_tokens: 1,
+            frames: Vec::new(),
         }
     }
 }

@@ -189,6 +189,10 @@ pub struct Turn {
     /// Tokens of `response`, counted when the turn was saved (0: count again when needed).
     #[serde(default)]
     pub response_tokens: u64,
+    /// Where the diff's blocks are in `request` (it begins with the diff): what a later turn's
+    /// findings are checked against. Turns stored without it offer no diff to check against.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<crate::collector::render::Frame>,
 }
 
 /// One thread in a listing: what it is about and how far it went, without its turns.

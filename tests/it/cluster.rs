@@ -47,6 +47,7 @@ fn turn(label: &str) -> Turn {
         at_ms: 1_700_000_000_000,
         request_tokens: 3,
         response_tokens: 2,
+        frames: Vec::new(),
     }
 }
 

@@ -120,6 +120,7 @@ fn turn(n: usize) -> Turn {
         at_ms: 1_700_000_000_000 + n as u64,
         request_tokens: 12,
         response_tokens: 3,
+        frames: Vec::new(),
     }
 }
 
@@ -878,6 +879,7 @@ fn sent_turn(
         at_ms: 0,
         request_tokens: 0,
         response_tokens: 0,
+        frames: Vec::new(),
     };
     (turn, text)
 }

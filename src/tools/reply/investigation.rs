@@ -49,9 +49,10 @@ pub struct Investigation {
     pub usage: Usage,
     /// Requests sent to Gemini.
     pub requests: u32,
-    /// What Gemini received of each file it read (the numbered blocks), held for checking the
-    /// findings' locations against it; neither shown nor kept in the thread.
-    pub read: Vec<String>,
+    /// What Gemini received of each file it read (the numbered blocks, with where their lines
+    /// are), held for checking the findings' locations against it; neither shown nor kept in
+    /// the thread.
+    pub read: Vec<(String, crate::collector::render::Frame)>,
 }
 
 /// The steps as the thread keeps them: one line each, so a later turn knows what was looked at
