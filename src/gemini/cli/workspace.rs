@@ -12,10 +12,14 @@ use crate::gemini::vocabulary::{GeminiError, cli_error};
 /// context file of the project or its ancestors, since the CLI reads `GEMINI.md` from its working
 /// directory up whatever its settings say. A plain model needs nothing of the project; the
 /// directory is ours, so it is trusted (its settings are then read; the project's trust is not
-/// asked).
-pub(crate) fn confine(cmd: &mut Command, dir: &Path) {
+/// asked). `home`, the CLI's home as it would pick it, is named to it (`GEMINI_CLI_HOME`): the
+/// home whose records of our sessions `records` removes.
+pub(crate) fn confine(cmd: &mut Command, dir: &Path, home: Option<&Path>) {
     cmd.current_dir(dir)
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+    if let Some(home) = home {
+        cmd.env("GEMINI_CLI_HOME", home);
+    }
 }
 
 /// The CLI policy for one call: every tool denied (denied tools are not even declared to the
