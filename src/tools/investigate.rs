@@ -20,7 +20,7 @@ pub struct InvestigateParams {
     pub max_steps: Option<u32>,
     /// `gemini` (default) or `gemini-cli` (the CLI's own agent).
     pub engine: Option<String>,
-    /// gemini-cli: `plan` (default, read-only) or `default`.
+    /// gemini-cli: plan (default, read-only), default; autoEdit, yolo if allowed.
     pub approval_mode: Option<String>,
     #[serde(flatten)]
     pub common: Common,

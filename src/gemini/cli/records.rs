@@ -21,12 +21,14 @@ const MARKER: &str = ".project_root";
 
 /// The CLI's directory of records for `workdir` under `home`, if it made one.
 fn project_dir(home: &Path, workdir: &Path) -> Option<PathBuf> {
-    // The CLI names the directory it runs in as the system gives it (`process.cwd()`).
-    let workdir = std::fs::canonicalize(workdir).ok()?;
+    // Headless, the CLI names the directory it runs in as the system gives it (`process.cwd()`,
+    // links resolved); over ACP, as the session's `cwd` names it (ours, as given).
+    let canonical = std::fs::canonicalize(workdir).ok()?;
     let tmp = home.join(".gemini").join("tmp");
     std::fs::read_dir(tmp).ok()?.flatten().find_map(|entry| {
         let marker = std::fs::read_to_string(entry.path().join(MARKER)).ok()?;
-        same_path(Path::new(marker.trim()), &workdir).then(|| entry.path())
+        let named = Path::new(marker.trim());
+        (same_path(named, &canonical) || same_path(named, workdir)).then(|| entry.path())
     })
 }
 

@@ -63,7 +63,7 @@ pub fn system_settings(core_tools: Option<&[&str]>) -> String {
 /// `<state>/gemini-cli/<kind>`, private (0700, this user's, not a link), holding only our
 /// `settings` as its workspace's ([`SETTINGS`]). Stable, so the CLI keeps one record of it under
 /// `~/.gemini` (its projects, chats and history are keyed by the working directory) rather than
-/// one per run. The settings are replaced whole on each use: concurrent writers leave one of two
+/// one per run; the chats of our sessions there are removed after each call (`records`). The settings are replaced whole on each use: concurrent writers leave one of two
 /// identical files.
 #[cfg(unix)]
 pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<PathBuf> {

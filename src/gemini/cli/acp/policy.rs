@@ -133,6 +133,18 @@ pub struct Decision {
     pub reason: String,
 }
 
+impl Decision {
+    /// A decision as it is recorded and shown: the agent's title and our reason (which may
+    /// quote its paths) pass the secret redaction, as everything of the agent's does.
+    fn new(tool: &str, allowed: bool, reason: &str) -> Decision {
+        Decision {
+            tool: crate::redact::redact(tool).0,
+            allowed,
+            reason: crate::redact::redact(reason).0,
+        }
+    }
+}
+
 /// What one process's permission requests are judged by.
 pub struct Judge {
     pub mode: Mode,
@@ -224,12 +236,10 @@ pub fn answer(
         ),
         _ => decide(mode, kind, &paths, collector),
     };
-    let decision = Decision {
-        tool,
-        allowed,
-        reason,
-    };
-    (respond(&request.options, allowed), decision)
+    (
+        respond(&request.options, allowed),
+        Decision::new(&tool, allowed, &reason),
+    )
 }
 
 /// The answer where no tool may run at all (the CLI backend's plain calls): rejected.
@@ -240,11 +250,11 @@ pub fn refuse(request: &RequestPermissionRequest) -> (RequestPermissionResponse,
         .clone()
         .or_else(|| call.name.clone())
         .unwrap_or_else(|| "a tool call".into());
-    let decision = Decision {
-        tool,
-        allowed: false,
-        reason: "Gemini answers as a plain model here, without tools".into(),
-    };
+    let decision = Decision::new(
+        &tool,
+        false,
+        "Gemini answers as a plain model here, without tools",
+    );
     (respond(&request.options, false), decision)
 }
 
@@ -364,4 +374,39 @@ fn respond(options: &[PermissionOption], allowed: bool) -> RequestPermissionResp
         }
         None => RequestPermissionOutcome::Cancelled,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_metadata_is_found_however_it_is_spelled() {
+        for (path, inside) in [
+            ("/p/.git/config", true),
+            ("/p/.git/hooks/pre-commit", true),
+            ("/p/vendor/lib/.git/config", true),
+            ("/p/.GIT/config", true),
+            (".Git/hooks/post-checkout", true),
+            ("/p/.git./config", true),
+            ("/p/.gitignore", false),
+            ("/p/src/git/mod.rs", false),
+            ("/p/.github/workflows/ci.yml", false),
+        ] {
+            assert_eq!(in_repository_metadata(Path::new(path)), inside, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_modes_that_write_ask_in_the_clis_default_mode() {
+        for mode in Mode::ALL {
+            assert!(!mode.session_mode().writes(), "{mode:?}");
+            assert_eq!(mode.writes(), !mode.cli_tools().is_empty(), "{mode:?}");
+            // Only yolo gets the shell.
+            assert_eq!(
+                mode.cli_tools().contains(&"run_shell_command"),
+                mode == Mode::Yolo
+            );
+        }
+    }
 }

@@ -45,17 +45,10 @@ pub struct AgentToolCall {
 impl AgentToolCall {
     /// The files it touched: those reported, else those its arguments name.
     pub fn files(&self) -> Vec<String> {
-        let mut files: Vec<String> = self.locations.iter().map(|l| l.path.clone()).collect();
-        if files.is_empty() {
-            files = target::files(&[], self.arguments.as_ref())
-                .into_iter()
-                .map(|f| match f.rsplit_once(':') {
-                    Some((path, line)) if line.bytes().all(|b| b.is_ascii_digit()) => path.into(),
-                    _ => f,
-                })
-                .collect();
-        }
-        files
+        target::reached(&self.locations, self.arguments.as_ref())
+            .into_iter()
+            .map(|l| l.path)
+            .collect()
     }
 
     fn retarget(&mut self) {

@@ -105,10 +105,16 @@ pub(super) fn reported_input(raw: Option<&Value>, content: &[ToolCallContent]) -
     })
 }
 
-/// One line naming what a call reached, from what is already shown: its files (`path:line`;
-/// from the locations, else from the input's path keys) and what it looked for or ran.
+/// One line naming what a call reached, from what is already shown: its files (`path:line`)
+/// and what it looked for or ran.
 pub(super) fn target(locations: &[Location], input: Option<&Value>) -> String {
-    let mut parts: Vec<String> = files(locations, input);
+    let mut parts: Vec<String> = reached(locations, input)
+        .into_iter()
+        .map(|l| match l.line {
+            Some(n) => format!("{}:{n}", l.path),
+            None => l.path,
+        })
+        .collect();
     if let Some(Value::Object(map)) = input {
         for key in WHAT_KEYS {
             if let Some(s) = map.get(key).and_then(Value::as_str) {
@@ -119,34 +125,35 @@ pub(super) fn target(locations: &[Location], input: Option<&Value>) -> String {
     parts.join(" ")
 }
 
-/// The files a call named, as shown: `path` or `path:line`.
-pub(super) fn files(locations: &[Location], input: Option<&Value>) -> Vec<String> {
+/// The files a call reached, as shown: its locations, else those its input names under a path
+/// key (the first with the input's `start_line`).
+pub(super) fn reached(locations: &[Location], input: Option<&Value>) -> Vec<Location> {
     if !locations.is_empty() {
-        return locations
-            .iter()
-            .map(|l| match l.line {
-                Some(n) => format!("{}:{n}", l.path),
-                None => l.path.clone(),
-            })
-            .collect();
+        return locations.to_vec();
     }
     let Some(Value::Object(map)) = input else {
         return Vec::new();
     };
-    let mut out = Vec::new();
+    let mut paths: Vec<&str> = Vec::new();
     for key in PATH_KEYS {
         match map.get(key) {
-            Some(Value::String(s)) => out.push(s.clone()),
-            Some(Value::Array(items)) => {
-                out.extend(items.iter().filter_map(Value::as_str).map(str::to_string));
-            }
+            Some(Value::String(s)) => paths.push(s),
+            Some(Value::Array(items)) => paths.extend(items.iter().filter_map(Value::as_str)),
             _ => {}
         }
     }
-    if let (Some(path), Some(Value::Number(start))) = (out.first_mut(), map.get("start_line")) {
-        path.push_str(&format!(":{start}"));
-    }
-    out
+    let start = map
+        .get("start_line")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok());
+    paths
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| Location {
+            path: p.to_string(),
+            line: if i == 0 { start } else { None },
+        })
+        .collect()
 }
 
 #[cfg(test)]
