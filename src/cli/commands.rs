@@ -447,8 +447,8 @@ pub struct InvestigateArgs {
     /// own agent, under the server's approval policy).
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
-    /// For --engine gemini-cli: plan (read-only, default) or default (autoEdit and yolo are
-    /// refused: the CLI's edit and shell tools read beside the sandbox).
+    /// For --engine gemini-cli: plan (read-only, default) or default; autoEdit and yolo (which
+    /// change files) only where GEMINI_MCP_ACP_ALLOW_MODES lists them.
     #[arg(long, value_name = "MODE")]
     pub approval_mode: Option<String>,
     /// How to print the answer.

@@ -188,7 +188,11 @@ async fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool
             r.add(
                 Outcome::Ok,
                 "backend",
-                format!("Gemini CLI at {}", program.display()),
+                format!(
+                    "Gemini CLI at {} (its login: {})",
+                    program.display(),
+                    crate::gemini::cli::LOGIN
+                ),
             );
             true
         }

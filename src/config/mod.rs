@@ -59,6 +59,9 @@ pub struct Config {
     pub search_path: Option<String>,
     /// The `PATHEXT` value: on Windows, the extensions a name without one is tried with.
     pub search_exts: Option<String>,
+    /// The Gemini CLI's home, where it records its sessions: `GEMINI_CLI_HOME`, else the user's
+    /// home (`HOME`; `USERPROFILE` on Windows), as the CLI picks it.
+    pub cli_home: Option<PathBuf>,
     /// Default model (name or alias) when a call names none.
     pub default_model: String,
     /// The faster model used after capacity errors.
@@ -456,9 +459,14 @@ impl Config {
             };
             (setting.read)(&var, &mut config)?;
         }
-        // Not settings: where a bare GEMINI_CLI_PATH is looked up, and under which names.
+        // Not settings: where a bare GEMINI_CLI_PATH is looked up, and under which names; the
+        // Gemini CLI's own home, where it records its sessions (removed after each call).
         config.search_path = src.os("PATH");
         config.search_exts = src.os("PATHEXT");
+        config.cli_home = src
+            .os("GEMINI_CLI_HOME")
+            .or_else(|| src.os(if cfg!(windows) { "USERPROFILE" } else { "HOME" }))
+            .map(PathBuf::from);
         // Compiled here so that `doctor` reports a bad glob, not `serve` when it starts.
         config.collector().check().map_err(|e| match e {
             crate::collector::CollectError::Config(message) => ConfigError::Derived(message),
@@ -477,6 +485,7 @@ impl Config {
             gemini_cli: PathBuf::new(),
             search_path: None,
             search_exts: None,
+            cli_home: None,
             default_model: String::new(),
             fallback_model: String::new(),
             call_timeout: Duration::ZERO,
@@ -546,6 +555,7 @@ impl Config {
             gemini_cli: self.gemini_cli.clone(),
             search_path: self.search_path.clone(),
             search_exts: self.search_exts.clone(),
+            cli_home: self.cli_home.clone(),
             state_dir: self.state_dir.clone(),
             workdir: self
                 .roots
@@ -877,8 +887,9 @@ mod tests {
     }
 
     /// Every variable the loader reads is a setting of the table or one a setting declares it
-    /// reads (`also_reads`); `PATH` is the one other (the OS's search path, not a setting). And
-    /// every item of the table is read.
+    /// reads (`also_reads`); the others are the OS's search path (`PATH`, `PATHEXT`) and the
+    /// Gemini CLI's home (`GEMINI_CLI_HOME`, `USERPROFILE`), not settings. And every item of the
+    /// table is read.
     #[test]
     fn the_loader_reads_only_what_the_table_names() {
         let dir = tempfile::tempdir().unwrap();
@@ -893,6 +904,7 @@ mod tests {
             .collect();
         named.insert("PATH");
         named.insert("PATHEXT");
+        named.extend(["GEMINI_CLI_HOME", "USERPROFILE"]);
         let unnamed: Vec<&String> = read
             .iter()
             .filter(|r| !named.contains(r.as_str()))

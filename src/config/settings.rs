@@ -562,7 +562,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_MCP_ACP_ALLOW_MODES",
         default: "—",
-        doc: "Approval modes of the Gemini CLI agent that change files or run commands: `autoEdit`, `yolo` (comma-separated). Both are refused for now, whatever it lists (the CLI's edit and shell tools read beside the sandbox): only `plan` (read-only, the default) and `default` run.",
+        doc: "Approval modes of the Gemini CLI agent that change files or run commands and may run: `autoEdit`, `yolo` (comma-separated); unlisted, they are refused. Where listed, each edit and command is still asked for and judged by the server (edits inside the project only), but the CLI's edit tools (and in `yolo` its shell) open files beside the sandbox and secret redaction.",
         also_reads: &[],
         read: |var, c| {
             let raw = var.get().unwrap_or_default();

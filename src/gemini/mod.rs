@@ -180,6 +180,7 @@ impl Gemini {
                 timeout: config.call_timeout,
                 result_chars: config.explore_result_chars,
                 state_dir: config.state_dir.clone(),
+                cli_home: config.cli_home.clone(),
             },
             workdir: config.workdir.clone(),
             path: path.map(std::ffi::OsStr::to_os_string),
@@ -247,12 +248,12 @@ impl Gemini {
             ),
             (BackendChoice::Auto, None) => match headless::CliBackend::from_config(config, path) {
                 Ok(cli) => Backend::Cli(cli),
-                Err(_) => Backend::Unconfigured(
-                    "no Gemini backend: set GEMINI_API_KEY (https://aistudio.google.com/apikey), or use the Gemini CLI's login: \
-                     install it (`npm install -g @google/gemini-cli`), run `gemini` once to log in, and keep it on PATH \
-                     or name it in GEMINI_CLI_PATH (GEMINI_BACKEND=cli selects it explicitly)"
-                        .into(),
-                ),
+                Err(_) => Backend::Unconfigured(format!(
+                    "no Gemini backend: set GEMINI_API_KEY (https://aistudio.google.com/apikey), or use the Gemini CLI's login \
+                     ({}): install it (`npm install -g @google/gemini-cli`), run `gemini` once to sign in, and keep it on PATH \
+                     or name it in GEMINI_CLI_PATH (GEMINI_BACKEND=cli selects it explicitly)",
+                    cli::LOGIN
+                )),
             },
             (BackendChoice::Cli, _) => match headless::CliBackend::from_config(config, path) {
                 Ok(cli) => Backend::Cli(cli),

@@ -29,6 +29,9 @@ pub struct Settings {
     pub search_path: Option<String>,
     /// The `PATHEXT` value: on Windows, the extensions `gemini_cli` is tried with.
     pub search_exts: Option<String>,
+    /// The Gemini CLI's home (`GEMINI_CLI_HOME`, else the user's): where it records its sessions,
+    /// which are removed after each call (`cli::records`); `None`: unknown, left alone.
+    pub cli_home: Option<std::path::PathBuf>,
     /// Where the Gemini CLI's working directories are kept (`<state dir>/gemini-cli/<kind>`);
     /// empty: each run works in its own private temporary directory.
     pub state_dir: std::path::PathBuf,

@@ -126,9 +126,10 @@ async fn ask_agent(
         .unwrap_or_default();
     let rebuilt = (request.contents.len() > 1)
         .then(|| crate::gemini::headless::render_prompt(&request.contents));
+    let instructions = agent_instructions(mode, services.collector.sandbox().roots());
     let prompt = crate::gemini::acp::Prompt {
-        text: format!("{AGENT_INSTRUCTIONS}\n\n{last}"),
-        rebuilt: rebuilt.map(|r| format!("{AGENT_INSTRUCTIONS}\n\n{r}")),
+        text: format!("{instructions}\n\n{last}"),
+        rebuilt: rebuilt.map(|r| format!("{instructions}\n\n{r}")),
         mode,
         model: request.model.id.clone(),
         thread: Some(thread.to_string()),
@@ -164,11 +165,40 @@ async fn ask_agent(
     Ok((answer, run))
 }
 
-/// What the Gemini CLI's agent is told before the task.
-const AGENT_INSTRUCTIONS: &str = "You are investigating this project for another engineer: read what you need (read-only; \
-do not change files or run commands), then answer in Markdown, citing `path:line` for every claim about the code.";
+/// What the Gemini CLI's agent is told before the task, under `mode`; in the modes that write,
+/// where the project is (the CLI's own tools resolve a relative path against its working
+/// directory, which is not the project, and our policy refuses a change there).
+fn agent_instructions(mode: crate::gemini::acp::Mode, roots: &[std::path::PathBuf]) -> String {
+    use crate::gemini::acp::Mode;
+    let at = || match roots.first() {
+        Some(root) => format!(
+            " The project's root is `{}`: name each file you change by its absolute path under it.",
+            crate::collector::sandbox::shown(root).display()
+        ),
+        None => String::new(),
+    };
+    match mode {
+        Mode::Plan | Mode::Default => {
+            "You are investigating this project for another engineer: read what you need (read-only; \
+             do not change files or run commands), then answer in Markdown, citing `path:line` for every claim about the code."
+                .to_string()
+        }
+        Mode::AutoEdit => format!(
+            "You are working on this project for another engineer: read what you need through the project tools, make the \
+             changes the task asks for (edits inside the project only; do not run commands), then answer in Markdown: what \
+             you changed and why, citing `path:line`.{}",
+            at()
+        ),
+        Mode::Yolo => format!(
+            "You are working on this project for another engineer: read what you need through the project tools, make the \
+             changes the task asks for (edits inside the project only) and run the commands it needs, then answer in \
+             Markdown: what you changed and ran and why, citing `path:line`.{}",
+            at()
+        ),
+    }
+}
 
-/// The agent's work as the thread keeps it: one line per tool call.
+/// The agent's work as the thread keeps it: one line per tool call, with what it reached.
 pub(super) fn agent_note(run: &crate::gemini::acp::AgentRun) -> String {
     let mut s = format!(
         "## Gemini CLI agent ({} tool calls, {})\n",
@@ -176,7 +206,15 @@ pub(super) fn agent_note(run: &crate::gemini::acp::AgentRun) -> String {
         run.stop_reason
     );
     for c in &run.tool_calls {
-        s.push_str(&format!("- {} {} ({})\n", c.kind, c.title, c.status));
+        let target = if c.target.is_empty() || c.title.contains(&c.target) {
+            String::new()
+        } else {
+            format!(" {}", c.target)
+        };
+        s.push_str(&format!(
+            "- {} {}{target} ({})\n",
+            c.kind, c.title, c.status
+        ));
     }
     s
 }

@@ -53,7 +53,7 @@ fn bridge_gemini_schema() -> Arc<JsonObject> {
             "PROMPT": {"type": "string", "description": "Instruction sent to Gemini"},
             "cd": {"type": "string", "description": "Workspace root for Gemini (must exist)"},
             "model": {"type": "string", "description": "REQUIRED model: gemini-3.1-pro-preview for complex tasks, gemini-3-flash-preview for simple ones"},
-            "approval_mode": {"type": "string", "description": "plan (read-only, default here) or default; autoEdit and yolo only where the server allows them"},
+            "approval_mode": {"type": "string", "description": "plan (read-only, default here) or default; autoEdit and yolo (they change files) only where the server allows them"},
             "image_path": {"type": "string", "description": "Image for vision (empty: none)"},
             "context": {"type": "string", "description": "Text given to Gemini with the prompt (file contents, docs, background)"},
             "allowed_mcp_servers": {"type": "array", "items": {"type": "string"}, "description": "MCP servers Gemini may load"}
@@ -296,10 +296,11 @@ impl Server {
     async fn bridge_list_models(&self) -> Result<CallToolResult, ErrorData> {
         let report = crate::tools::listmodels::report(self.app.gemini(), self.app.store_kind());
         let models: Vec<String> = report.models.iter().map(|m| m.id.clone()).collect();
-        let modes: Vec<&str> = crate::gemini::acp::usable_modes()
-            .into_iter()
-            .map(|m| m.id())
-            .collect();
+        let modes: Vec<&str> =
+            crate::gemini::acp::usable_modes(&self.app.config().acp.allowed_modes)
+                .into_iter()
+                .map(|m| m.id())
+                .collect();
         let current = self.app.agents().and_then(|p| p.current_model());
         Ok(bridge(json!({
             "models": models,

@@ -1,5 +1,7 @@
 //! `investigate`: give Gemini a question or task about the project; it lists, searches and reads
-//! files and git history itself, read-only, and answers with `file:line` citations.
+//! files and git history itself, read-only, and answers with `file:line` citations. (The Gemini
+//! CLI's agent, `engine: "gemini-cli"`, may also edit in `autoEdit` and `yolo`, where the
+//! operator allows them: `GEMINI_MCP_ACP_ALLOW_MODES`.)
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -20,7 +22,7 @@ pub struct InvestigateParams {
     pub max_steps: Option<u32>,
     /// `gemini` (default) or `gemini-cli` (the CLI's own agent).
     pub engine: Option<String>,
-    /// gemini-cli: `plan` (default, read-only) or `default`.
+    /// gemini-cli: plan (default, read-only), default; autoEdit, yolo if allowed.
     pub approval_mode: Option<String>,
     #[serde(flatten)]
     pub common: Common,

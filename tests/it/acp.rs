@@ -276,8 +276,10 @@ async fn the_agent_investigates_under_the_servers_read_only_policy() {
         text.contains("Gemini CLI agent: 1 tool call (end_turn); policy plan (read-only)"),
         "{text}"
     );
+    // What it read, shown as every path is: relative to the root.
+    assert!(text.contains("; read src/lib.rs"), "{text}");
     assert!(
-        text.contains(&format!("read {}/src/lib.rs", agent.root().display())),
+        !text.contains(&agent.root().display().to_string()),
         "{text}"
     );
 
@@ -401,22 +403,169 @@ async fn modes_that_write_need_the_servers_consent() {
     assert!(format!("{err:?}").contains("engine"), "{err:?}");
     client.cancel().await.unwrap();
 
-    // Listed by the operator, still refused: the CLI's edit and shell tools read files beside
-    // the sandbox, so the agent runs read-only.
+    // Another mode than the one the operator listed is refused as well.
     let client = start(&agent, &[("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit")]).await;
     let r = call(
         &client,
-        json!({"task": "Fix add.", "engine": "gemini-cli", "approval_mode": "autoEdit"}),
+        json!({"task": "Fix add.", "engine": "gemini-cli", "approval_mode": "yolo"}),
         Duration::from_secs(30),
     )
     .await
     .unwrap();
     assert_eq!(r.is_error, Some(true));
     let t = text_of(&r);
-    assert!(t.contains("read-only") && t.contains("`autoEdit`"), "{t}");
+    assert!(
+        t.contains("GEMINI_MCP_ACP_ALLOW_MODES") && t.contains("`yolo`"),
+        "{t}"
+    );
     assert!(
         agent.starts().is_empty(),
         "a refused mode started the agent"
+    );
+    client.cancel().await.unwrap();
+}
+
+/// A mode that writes, allowed by the operator, runs: the CLI's edit tools (and in `yolo` its
+/// shell) are the agent's, the project root is a workspace directory of the CLI's, and the CLI
+/// asks before each edit and command (its session in its `default` mode, our policy file saying
+/// `ask_user`), so that the server's policy judges every one: an edit inside the project allowed,
+/// outside it, into a secret file or into `.git` refused; commands only in `yolo`. The reply
+/// says what no longer holds.
+#[tokio::test]
+async fn an_allowed_mode_that_writes_runs_under_the_servers_policy() {
+    let outside = tempfile::tempdir().unwrap();
+    let elsewhere = outside.path().join("notes.txt").display().to_string();
+    let edits = |n: &str| {
+        vec![
+            permission(
+                &format!("{n}1"),
+                "src/lib.rs: a - b => a + b",
+                "edit",
+                Some("LIB"),
+            ),
+            permission(
+                &format!("{n}2"),
+                "Write notes.txt",
+                "edit",
+                Some(&elsewhere),
+            ),
+            permission(&format!("{n}3"), "Write .env", "edit", Some("ENV")),
+            permission(
+                &format!("{n}4"),
+                "Edit .git/config",
+                "edit",
+                Some("GITCONFIG"),
+            ),
+            permission(&format!("{n}5"), "cargo test", "execute", None),
+            chunk("agent_message_chunk", "FIXED: add adds (src/lib.rs:2)."),
+        ]
+    };
+    let agent = Agent::new(json!([edits("a"), edits("y")]));
+    let root = agent.root().display().to_string();
+    let script = std::fs::read_to_string(agent.dir.path().join("script.json"))
+        .unwrap()
+        .replace("\"LIB\"", &format!("\"{root}/src/lib.rs\""))
+        .replace("\"ENV\"", &format!("\"{root}/.env\""))
+        .replace("\"GITCONFIG\"", &format!("\"{root}/.git/config\""));
+    std::fs::write(agent.dir.path().join("script.json"), script).unwrap();
+    let client = start(&agent, &[("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit,yolo")]).await;
+    let mut decisions = Vec::new();
+    for mode in ["autoEdit", "yolo"] {
+        let r = call(
+            &client,
+            json!({"task": "Fix add.", "engine": "gemini-cli", "approval_mode": mode}),
+            Duration::from_secs(30),
+        )
+        .await
+        .unwrap();
+        assert_ne!(r.is_error, Some(true), "{mode}: {}", text_of(&r));
+        let s = structured(&r);
+        assert_eq!(s["answer"], "FIXED: add adds (src/lib.rs:2).", "{s}");
+        let policy = s["agent"]["approval_policy"].as_str().unwrap();
+        assert!(policy.starts_with(mode), "{policy}");
+        // What no longer holds is said.
+        assert!(
+            policy.contains("Not held") && policy.contains("beside the server's sandbox"),
+            "{policy}"
+        );
+        let allowed: Vec<bool> = s["agent"]["permissions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["allowed"].as_bool().unwrap())
+            .collect();
+        decisions.push(allowed);
+    }
+    // Inside, outside, a secret, .git, a command.
+    assert_eq!(decisions[0], [true, false, false, false, false], "autoEdit");
+    assert_eq!(decisions[1], [true, false, false, false, true], "yolo");
+    // The answers the CLI got, in the format it requires.
+    let answers: Vec<String> = agent
+        .lines("permissions.jsonl")
+        .iter()
+        .map(|p| {
+            p["answer"]["result"]["outcome"]["optionId"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(answers[0], "proceed_once");
+    assert_eq!(answers[1], "cancel");
+
+    // How each ran: the mode's CLI tools, asked for each time; the root a workspace directory;
+    // the session in the CLI's `default` mode, so that it asks.
+    let starts = agent.starts();
+    assert_eq!(starts.len(), 2, "one process per mode");
+    for (start, tools, dir) in [
+        (
+            &starts[0],
+            "[\"replace\", \"write_file\"]",
+            "gemini-cli/agent-autoedit",
+        ),
+        (
+            &starts[1],
+            "[\"replace\", \"write_file\", \"run_shell_command\"]",
+            "gemini-cli/agent-yolo",
+        ),
+    ] {
+        let argv: Vec<&str> = start["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert!(
+            argv.windows(2)
+                .any(|w| w[0] == "--include-directories" && w[1] == root),
+            "{argv:?}"
+        );
+        let policy = start["policy"].as_str().unwrap();
+        assert!(
+            policy.contains(&format!("toolName = {tools}\ndecision = \"ask_user\"")),
+            "{policy}"
+        );
+        let cwd = start["cwd"].as_str().unwrap();
+        assert!(cwd.ends_with(dir), "{cwd}");
+        let settings =
+            std::fs::read_to_string(std::path::Path::new(cwd).join(".gemini/settings.json"))
+                .unwrap();
+        assert!(
+            settings.contains(&format!("\"core\":{}", tools.replace(", ", ","))),
+            "{settings}"
+        );
+    }
+    for m in agent.received("session/set_mode") {
+        assert_eq!(m["params"]["modeId"], "default", "{m}");
+    }
+    // The agent was told it may change files.
+    let prompt = agent.received("session/prompt")[0]["params"]["prompt"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        prompt.contains("make the changes the task asks for"),
+        "{prompt}"
     );
     client.cancel().await.unwrap();
 }
@@ -481,10 +630,20 @@ async fn continuing_reuses_the_session_and_a_crash_restarts_the_agent() {
     assert_ne!(r.is_error, Some(true), "{s}");
     assert_eq!(s["answer"], "after the crash");
     assert_eq!(agent.starts().len(), 2, "restarted after the crash");
-    assert_eq!(s["agent"]["session"], "loaded", "{s}");
+    // The CLI's own record of the session is gone after each call, so the session cannot be
+    // loaded in the new process: it is rebuilt from our thread, the whole conversation sent.
     assert_eq!(
         agent.received("session/load")[0]["params"]["sessionId"],
         session.as_str()
+    );
+    assert_eq!(s["agent"]["session"], "new", "{s}");
+    let rebuilt = agent.received("session/prompt").last().unwrap()["params"]["prompt"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        rebuilt.contains("first") && rebuilt.contains("second"),
+        "{rebuilt}"
     );
 
     let r = call(&client, args(None), Duration::from_secs(30))
@@ -686,6 +845,161 @@ async fn the_real_gemini_cli_explores_over_acp_under_our_policy() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The real Gemini CLI (pinned, from npm) in `autoEdit`, which the operator allowed, behind the
+/// fake Gemini API: its model writes a file inside the project, one outside it, one in `.git`,
+/// a secret file, and (by a relative path, which the CLI resolves into its own working directory)
+/// its workspace settings. The CLI asks before each (its session in its `default` mode, our
+/// policy file saying `ask_user`), our policy answers: only the first is written. Nothing of the
+/// session is left in the CLI's home.
+#[tokio::test]
+async fn the_real_gemini_cli_edits_only_inside_the_project_where_the_operator_allows_it() {
+    use crate::clients::{Client, locate};
+    use crate::support::fake_gemini::{FakeGemini, Recorded, Script};
+    let Some((bin, path)) = locate(Client::GeminiCli) else {
+        return;
+    };
+    let project = crate::support::project::with(&[
+        crate::support::project::BUGGY_ADD,
+        (".env", "TOKEN=x\n"),
+        (".git/config", "[core]\n"),
+    ]);
+    let root = std::fs::canonicalize(project.path()).unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    crate::clients::gemini_cli_home(home.path());
+    let model = FakeGemini::start();
+    let at = |p: &str| root.join(p).display().to_string();
+    let writes = vec![
+        (
+            "write_file",
+            json!({"file_path": at("NOTES.md"), "content": "WRITTEN-INSIDE\n"}),
+        ),
+        (
+            "write_file",
+            json!({"file_path": outside.path().join("x.txt").display().to_string(), "content": "OUT\n"}),
+        ),
+        (
+            "write_file",
+            json!({"file_path": at(".git/config"), "content": "[core]\n\tfsmonitor = touch PWNED\n"}),
+        ),
+        (
+            "write_file",
+            json!({"file_path": at(".env"), "content": "TOKEN=stolen\n"}),
+        ),
+        (
+            "write_file",
+            json!({"file_path": ".gemini/settings.json", "content": "{\"mcpServers\": {}}"}),
+        ),
+    ];
+    model.respond_with(move |req: &Recorded| {
+        if !req.is_stream() || !req.raw_body.contains("EDIT-TASK") {
+            return None;
+        }
+        Some(if req.raw_body.contains("\"functionResponse\"") {
+            Script::text("EDITED: NOTES.md written.")
+        } else {
+            Script::calls(&writes, "c2lnLW9uZQ==", [100, 5, 5])
+        })
+    });
+    let vars = crate::clients::gemini_cli_server_env(
+        &bin,
+        &path,
+        home.path(),
+        &model.base_url(),
+        &[("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit")],
+    );
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (client, _recorder) = mcp::start_recording(&root, &refs).await;
+    let r = call(
+        &client,
+        json!({"task": "EDIT-TASK: write the notes.", "engine": "gemini-cli",
+               "approval_mode": "autoEdit", "model": "flash"}),
+        Duration::from_secs(120),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text_of(&r));
+    let s = structured(&r);
+    assert!(
+        s["answer"]
+            .as_str()
+            .unwrap()
+            .ends_with("EDITED: NOTES.md written."),
+        "{s}"
+    );
+    // The writes the CLI itself lets through (inside its workspace directories: the root and its
+    // own working directory) were asked for, each, and judged by our policy; the CLI refused
+    // the others itself ("Path not in workspace": outside the root, `.git`, `.env`).
+    let asked: Vec<(String, bool, String)> = s["agent"]["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["tool"].as_str().unwrap().to_string(),
+                p["allowed"].as_bool().unwrap(),
+                p["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].0.ends_with("NOTES.md") && asked[0].1, "{asked:?}");
+    assert!(
+        asked[1].0.ends_with(".gemini/settings.json")
+            && !asked[1].1
+            && asked[1].2.contains("the Gemini CLI's working directory"),
+        "{asked:?}"
+    );
+    let results: Vec<String> = model
+        .generate_requests()
+        .iter()
+        .flat_map(|q| q.body["contents"].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .filter(|p| p["functionResponse"]["name"] == "write_file")
+        .map(|p| p["functionResponse"]["response"].to_string())
+        .collect();
+    assert_eq!(results.len(), 5, "{results:?}");
+    for refused in &results[1..4] {
+        assert!(refused.contains("Path not in workspace"), "{refused}");
+    }
+    // The edit the agent made is among its tool calls, with its file.
+    let edits: Vec<&Value> = s["agent"]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "edit")
+        .collect();
+    assert!(
+        edits
+            .iter()
+            .any(|c| c["target"] == "NOTES.md" && c["status"] == "completed"),
+        "{s}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("NOTES.md")).unwrap(),
+        "WRITTEN-INSIDE\n"
+    );
+    assert!(!outside.path().join("x.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".env")).unwrap(),
+        "TOKEN=x\n"
+    );
+    // The agent's working directory keeps our settings.
+    let workdir = root.join(".state/gemini-cli/agent-autoedit");
+    let settings = std::fs::read_to_string(workdir.join(".gemini/settings.json")).unwrap();
+    assert!(!settings.contains("mcpServers"), "{settings}");
+    client.cancel().await.unwrap();
+    // The CLI's record of the session is gone.
+    assert_eq!(
+        files_holding(home.path(), "EDIT-TASK"),
+        Vec::<PathBuf>::new()
+    );
 }
 
 /// The `gemini --acp` processes run with `home` as their `HOME`, as /proc shows them (pid and
@@ -1046,4 +1360,167 @@ async fn sigterm_mid_prompt_leaves_no_agent_behind() {
     }
     assert!(!alive(agent_pid), "the agent outlived the server");
     drop(stdin);
+}
+
+/// Google refuses Login with Google for individual accounts since 2026-06-18: the CLI answers
+/// `session/new` with -32000 and Google's words. Both the agent and the `cli` backend over ACP
+/// explain it and say what works, instead of passing it through.
+#[tokio::test]
+async fn a_login_google_refuses_is_explained() {
+    let agent = Agent::new(json!([]));
+    let mut vars = agent.vars(&[("ACP_STAND_IN_LOGIN", "refused")]);
+    vars.retain(|(k, _)| k != "GEMINI_API_KEY");
+    vars.push(("GEMINI_BACKEND".into(), "cli".into()));
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let client = mcp::start_recording(&agent.root(), &refs).await.0;
+    let investigate = call(
+        &client,
+        json!({"task": "Where is add?", "engine": "gemini-cli"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    let chat = call_tool(&client, "chat", json!({"prompt": "Is a trie overkill?"})).await;
+    for (what, r) in [("investigate", investigate), ("chat", chat)] {
+        assert_eq!(r.is_error, Some(true), "{what}");
+        let t = text_of(&r);
+        for says in [
+            "Login with Google",
+            "UNSUPPORTED_CLIENT",
+            "individual",
+            "2026-06-18",
+            "GEMINI_API_KEY",
+            "Gemini Code Assist Standard or Enterprise",
+        ] {
+            assert!(t.contains(says), "{what}: {t:?} lacks {says:?}");
+        }
+        assert!(!t.contains("ACP error"), "{what}: passed through: {t}");
+    }
+    assert!(
+        !agent.received("session/new").is_empty(),
+        "the refusal came from the agent"
+    );
+    client.cancel().await.unwrap();
+}
+
+async fn call_tool(
+    client: &mcp::RecordingClient,
+    name: &'static str,
+    args: Value,
+) -> rmcp::model::CallToolResult {
+    let req = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new(name).with_arguments(mcp::args(args)),
+    ));
+    let handle = client
+        .send_cancellable_request(req, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    match handle.await_response().await.unwrap() {
+        ServerResult::CallToolResult(r) => r,
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+/// Every file under `dir` whose bytes hold `needle`.
+fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The CLI records every session under its home (the task, the files sent, the answers): once a
+/// call is done, the agent's and the `cli` backend's alike, nothing of it is left there, and the
+/// CLI's directory of our sessions' records is this user's alone.
+#[tokio::test]
+async fn no_record_of_a_call_is_left_under_the_clis_home() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "AGENT-ANSWER-7714")],
+        [chunk("agent_message_chunk", "AGENT-ANSWER-7715")],
+        [chunk("agent_message_chunk", "PLAIN-ANSWER-7716")],
+    ]));
+    let mut vars = agent.vars(&[]);
+    vars.push(("GEMINI_BACKEND".into(), "cli".into()));
+    let refs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let client = mcp::start_recording(&agent.root(), &refs).await.0;
+    // The server's HOME (`support::mcp`), where the CLI keeps its records.
+    let home = agent.root().join(".home");
+    let r = call(
+        &client,
+        json!({"task": "RECORD-TASK-7714: where is add?", "engine": "gemini-cli"}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text_of(&r));
+    let id = structured(&r)["continuation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A second turn of the live session, then a plain call of the `cli` backend.
+    let r = call(
+        &client,
+        json!({"task": "RECORD-TASK-7715: and who calls it?", "engine": "gemini-cli",
+               "continuation_id": id}),
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
+    assert_eq!(structured(&r)["agent"]["session"], "live");
+    let r = call_tool(
+        &client,
+        "chat",
+        json!({"prompt": "RECORD-TASK-7716: a trie?"}),
+    )
+    .await;
+    assert_eq!(
+        structured(&r)["answer"],
+        "PLAIN-ANSWER-7716",
+        "{}",
+        text_of(&r)
+    );
+    // The stand-in recorded each session under the home, as the real CLI does…
+    let written = agent.lines("chats");
+    assert_eq!(written.len(), 2, "{written:?}");
+    for path in &written {
+        assert!(
+            path.as_str()
+                .unwrap()
+                .starts_with(&home.display().to_string()),
+            "{path}"
+        );
+    }
+    // …and nothing of them is left.
+    for needle in ["RECORD-TASK-77", "AGENT-ANSWER-77", "PLAIN-ANSWER-77"] {
+        assert_eq!(
+            files_holding(&home, needle),
+            Vec::<PathBuf>::new(),
+            "{needle}"
+        );
+    }
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(home.join(".gemini/tmp"))
+        .unwrap()
+        .flatten()
+    {
+        let mode = entry.metadata().unwrap().permissions().mode();
+        assert_eq!(
+            mode & 0o077,
+            0,
+            "{} is open to others",
+            entry.path().display()
+        );
+    }
+    client.cancel().await.unwrap();
 }

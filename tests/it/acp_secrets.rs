@@ -1,7 +1,10 @@
 //! The Gemini CLI's agent reads only through the server: the real Gemini CLI (`engine:
 //! "gemini-cli"`) against the stand-in Gemini, which asks for the project's secret files by every
-//! tool the CLI has and by ours. Nothing of a secret may reach any request Gemini receives, in
-//! any approval mode; ordinary files are still read, through our tools.
+//! tool the CLI has and by ours. Nothing of a secret may reach any request Gemini receives in
+//! `plan`, `default` and `autoEdit` (the operator allowing it: the CLI's edit tools are the
+//! agent's, not its read, search or shell tools); ordinary files are still read, through our
+//! tools. In `yolo` (allowed too) the CLI's shell is the agent's: that is what the mode no longer
+//! holds, and the reply says so.
 
 use std::time::Duration;
 
@@ -141,7 +144,7 @@ fn function_responses(requests: &[Recorded]) -> Vec<(String, String)> {
 }
 
 #[tokio::test]
-async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
+async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode_but_yolo() {
     let Some((bin, path)) = locate(Client::GeminiCli) else {
         return;
     };
@@ -179,25 +182,31 @@ async fn the_real_gemini_clis_agent_reads_no_secret_in_any_mode() {
         let r = investigate(&client, mode).await;
         let text = mcp::text(&r);
         let requests = model.requests();
-        // Nothing of a secret in anything Gemini received.
+        // Nothing of a secret in anything Gemini received (but in `yolo`, below).
         for (what, secret) in [
             (".env", ENV_KEY),
             ("deploy/id_rsa", SSH_BODY),
             ("config/secrets.yml", YML_VALUE),
             ("src/settings.py", INLINE_KEY),
         ] {
-            if requests.iter().any(|q| q.raw_body.contains(secret)) {
+            if mode != "yolo" && requests.iter().any(|q| q.raw_body.contains(secret)) {
                 failures.push(format!("{mode}: {what}'s secret reached Gemini"));
             }
         }
-        if mode == "autoEdit" || mode == "yolo" {
-            // The CLI's edit and shell tools read beside the sandbox: the mode is refused,
-            // saying why, before anything is sent.
-            if r.is_error != Some(true) || !text.contains("read-only") {
-                failures.push(format!("{mode}: not refused: {text}"));
+        if mode == "yolo" {
+            // Allowed by the operator, `yolo` gives the agent the CLI's shell, which reads beside
+            // the sandbox: the call runs, says so, and the command's output reaches Gemini.
+            let s = r.structured_content.clone().unwrap_or(Value::Null);
+            let policy = s["agent"]["approval_policy"].as_str().unwrap_or("");
+            if r.is_error == Some(true) || !policy.contains("Not held") {
+                failures.push(format!("{mode}: {text}"));
             }
-            if !requests.is_empty() {
-                failures.push(format!("{mode}: {} requests sent", requests.len()));
+            let responses = function_responses(&requests);
+            if !responses
+                .iter()
+                .any(|(n, r)| n == "run_shell_command" && r.contains("\"output\""))
+            {
+                failures.push(format!("{mode}: the shell did not run: {responses:?}"));
             }
             continue;
         }

@@ -53,9 +53,13 @@ printf '%s' "$GEMINI_CLI_NO_RELAUNCH" > "$d/no_relaunch"
 [ -f "$policy" ] && cp "$policy" "$d/policy.toml"
 echo $$ > "$d/pid"
 cut -d' ' -f5 /proc/$$/stat > "$d/pgid"
+record_session() {{
+{record}
+}}
 {scenario}
 "#,
             rec = rec.display(),
+            record = RECORDS_THE_SESSION,
         );
         let program = dir.path().join("gemini");
         std::fs::write(&program, script).unwrap();
@@ -81,7 +85,14 @@ cut -d' ' -f5 /proc/$$/stat > "$d/pgid"
         c.cli_transport = gemini_mcp_server::gemini::CliTransport::Headless;
         c.gemini_cli = self.program();
         c.call_timeout = Duration::from_secs(20);
+        // The CLI's home, where the stand-in records its sessions as the real CLI does.
+        c.cli_home = Some(self.home());
         c
+    }
+
+    /// The stand-in CLI's home (`GEMINI_CLI_HOME`).
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
     }
 
     fn backend(&self) -> CliBackend {
@@ -171,12 +182,52 @@ async fn eventually_gone(path: &Path) {
     }
 }
 
+/// What the real CLI 0.61.0 records of a headless session under its home (`GEMINI_CLI_HOME`,
+/// else `HOME`), kept after it exits: `.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`
+/// (the session named by `--session-id`, else a new id), its first line the session's metadata,
+/// then the prompt as a user message; the project's short name registered with its
+/// `.project_root` marker (`packages/core/src/config/projectRegistry.ts`). The path written goes
+/// to `$d/record`. The body of the stand-in's `record_session` (after it read stdin).
+const RECORDS_THE_SESSION: &str = r#"
+python3 - "$d" <<'PY'
+import datetime, json, os, re, sys, uuid
+d = sys.argv[1]
+argv = open(os.path.join(d, "argv")).read().split("\n")
+sid = argv[argv.index("--session-id") + 1] if "--session-id" in argv else str(uuid.uuid4())
+home = os.path.join(os.environ.get("GEMINI_CLI_HOME") or os.environ["HOME"], ".gemini")
+cwd = os.path.realpath(os.getcwd())
+tmp = os.path.join(home, "tmp")
+os.makedirs(tmp, exist_ok=True)
+project = None
+for name in os.listdir(tmp):
+    marker = os.path.join(tmp, name, ".project_root")
+    if os.path.exists(marker) and open(marker).read().strip() == cwd:
+        project = os.path.join(tmp, name)
+if project is None:
+    slug = re.sub(r"-+", "-", re.sub(r"[^a-z0-9]", "-", os.path.basename(cwd).lower())).strip("-")
+    project = os.path.join(tmp, slug)
+    os.makedirs(project, exist_ok=True)
+    open(os.path.join(project, ".project_root"), "w").write(cwd)
+    json.dump({"projects": {cwd: slug}}, open(os.path.join(home, "projects.json"), "w"))
+stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H-%M")
+path = os.path.join(project, "chats", "session-%s-%s.jsonl" % (stamp, sid[:8]))
+os.makedirs(os.path.dirname(path), exist_ok=True)
+with open(path, "a") as f:
+    f.write(json.dumps({"sessionId": sid, "projectHash": "stand-in", "kind": "main"}) + "\n")
+    prompt = open(os.path.join(d, "stdin")).read()
+    f.write(json.dumps({"id": str(uuid.uuid4()), "type": "user", "content": [{"text": prompt}]}) + "\n")
+open(os.path.join(d, "record"), "w").write(path)
+PY
+"#;
+
 /// What the real CLI prints on success (0.61.0, pretty-printed, two models: a utility call and
-/// the main answer keyed by `modelVersion`), after a noise line.
+/// the main answer keyed by `modelVersion`), after a noise line; it records the session as the
+/// real one does ([`RECORDS_THE_SESSION`]).
 const SUCCESS: &str = r#"
 echo "Warning: 256-color support not detected. Using a terminal with at least 256-color support is recommended for a better visual experience." >&2
 echo "Ripgrep is not available. Falling back to GrepTool." >&2
 cat > "$d/stdin"
+record_session
 echo "Loaded cached credentials."
 cat <<'JSON'
 {
@@ -292,9 +343,12 @@ async fn gemini_cli_success_sends_argv_stdin_system_prompt_and_reads_the_answer(
         ["-o", "json", "-m", "gemini-3.1-pro-preview"],
         "{argv:?}"
     );
-    assert_eq!(argv[4], "--policy");
+    // The session is named by us (its record is removed after the call).
+    assert_eq!(argv[4], "--session-id");
+    assert!(uuid::Uuid::parse_str(&argv[5]).is_ok(), "{argv:?}");
+    assert_eq!(argv[6], "--policy");
     assert_eq!(
-        argv[6..],
+        argv[8..],
         [
             "-e",
             "none",
@@ -341,6 +395,55 @@ async fn gemini_cli_success_sends_argv_stdin_system_prompt_and_reads_the_answer(
     // The private directory is gone.
     assert!(!system_md.exists());
     assert!(!system_md.parent().unwrap().exists());
+}
+
+/// Every file under `dir` whose bytes hold `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains(needle))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The CLI records every session under its home, the prompt included (our whole request, the
+/// files we sent): once the call is done, whether it answered or failed, none of it is left.
+#[tokio::test]
+async fn gemini_cli_leaves_no_record_of_the_call_under_its_home() {
+    let failing = "cat > \"$d/stdin\"\nrecord_session\necho 'Something broke badly.' >&2\nexit 1\n";
+    for (scenario, answers) in [(SUCCESS, true), (failing, false)] {
+        let s = StandIn::new(scenario);
+        let task = "RECORD-MARKER-5531: review src/lib.rs";
+        let outcome = s.backend().generate(&request(task), &ctx()).await;
+        assert_eq!(outcome.is_ok(), answers, "{outcome:?}");
+        // The stand-in recorded the session, as the real CLI does, under the CLI's home…
+        let record = PathBuf::from(s.rec(1, "record"));
+        assert!(record.starts_with(s.home()), "{}", record.display());
+        let session = &s.argv(1)[5];
+        assert!(
+            record
+                .to_string_lossy()
+                .ends_with(&format!("-{}.jsonl", &session[..8])),
+            "{}",
+            record.display()
+        );
+        // …and nothing of it is left.
+        assert!(!record.exists(), "{} was left", record.display());
+        assert_eq!(
+            files_holding(&s.home(), "RECORD-MARKER-5531"),
+            Vec::<PathBuf>::new()
+        );
+    }
 }
 
 #[tokio::test]
@@ -529,6 +632,45 @@ exit 41
             scenario: plain_failure(41, "Please set an Auth method in your settings.json"),
             check: |e| matches!(e, GeminiError::Cli { exit_code: Some(41), .. }),
             says: &["not logged in", "Please set an Auth method", "Run `gemini` once", "GEMINI_API_KEY"],
+        },
+        Case {
+            // Google's answer to an individual account's Login with Google since 2026-06-18,
+            // as the real CLI prints it headless (`packages/cli/src/gemini.tsx` logs the
+            // IneligibleTierError, then `index.ts` reports it uncaught: exit 1, stdout empty).
+            name: "Login with Google refused for an individual account (exit 1, UNSUPPORTED_CLIENT)",
+            scenario: r#"cat > /dev/null
+cat >&2 <<'ERR'
+Error authenticating: IneligibleTierError: This client is no longer supported for Gemini Code Assist for individuals. To continue using Gemini, please migrate to the Antigravity suite of products: https://antigravity.google
+    at throwIneligibleOrProjectIdError (file:///usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js:301122:11)
+    at setupUser (file:///usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js:301045:5) {
+  ineligibleTiers: [
+    {
+      reasonCode: 'UNSUPPORTED_CLIENT',
+      reasonMessage: 'This client is no longer supported for Gemini Code Assist for individuals. To continue using Gemini, please migrate to the Antigravity suite of products: https://antigravity.google',
+      tierId: 'free-tier',
+      tierName: 'Gemini Code Assist for individuals'
+    }
+  ]
+}
+An unexpected critical error occurred:IneligibleTierError: This client is no longer supported for Gemini Code Assist for individuals. To continue using Gemini, please migrate to the Antigravity suite of products: https://antigravity.google
+    at throwIneligibleOrProjectIdError (file:///usr/lib/node_modules/@google/gemini-cli/bundle/gemini.js:301122:11)
+ERR
+exit 1
+"#
+            .into(),
+            check: |e| {
+                matches!(e, GeminiError::Cli { exit_code: Some(1), message, .. }
+                    if !message.contains("unexpected critical error") && !message.contains("Antigravity"))
+            },
+            says: &[
+                "Login with Google",
+                "UNSUPPORTED_CLIENT",
+                "individual",
+                "2026-06-18",
+                "GEMINI_API_KEY",
+                "Vertex AI",
+                "Code Assist Standard or Enterprise",
+            ],
         },
         Case {
             name: "input error (exit 42)",
@@ -922,10 +1064,14 @@ async fn gemini_cli_backend_selection() {
         .await
         .unwrap_err()
         .to_string();
+    // The CLI's login is not offered as if it worked for everyone.
     for phrase in [
         "GEMINI_API_KEY",
         "npm install -g @google/gemini-cli",
         "GEMINI_CLI_PATH",
+        "since 2026-06-18 Google refuses its Login with Google for individual accounts",
+        "Vertex AI",
+        "Gemini Code Assist Standard or Enterprise",
     ] {
         assert!(err.contains(phrase), "{err}");
     }
@@ -973,6 +1119,36 @@ async fn gemini_cli_backend_selection() {
             .backend_name(),
         "none"
     );
+}
+
+/// `doctor` says which logins the Gemini CLI can still use, with no backend and with the CLI.
+#[test]
+fn doctor_says_which_logins_the_gemini_cli_still_has() {
+    let s = StandIn::new(SUCCESS);
+    let root = s.root();
+    let no_cli = root.join(".no-gemini-cli").display().to_string();
+    let cli = s.program().display().to_string();
+    for (cli_path, says) in [
+        (no_cli.as_str(), "FAIL backend"),
+        (cli.as_str(), "ok   backend: Gemini CLI"),
+    ] {
+        let out = crate::support::mcp::std_command(&root, &[("GEMINI_CLI_PATH", cli_path)])
+            .args(["doctor", "--offline"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains(says), "{stdout}");
+        let backend = stdout
+            .lines()
+            .find(|l| l.contains("backend"))
+            .unwrap_or_default();
+        assert!(
+            backend.contains(
+                "since 2026-06-18 Google refuses its Login with Google for individual accounts"
+            ) && backend.contains("Gemini Code Assist Standard or Enterprise"),
+            "{backend}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,26 +1,60 @@
-//! The two Gemini CLI backends, for people who use Gemini through the CLI's Google login: the
-//! headless CLI, one process per call (`headless`), and the warm agent over the Agent Client
-//! Protocol (`acp`), which also serves `investigate`'s `engine: "gemini-cli"`.
+//! The two Gemini CLI backends, for people who use Gemini through the CLI's own login ([`LOGIN`]
+//! says which still work): the headless CLI, one process per call (`headless`), and the warm
+//! agent over the Agent Client Protocol (`acp`), which also serves `investigate`'s
+//! `engine: "gemini-cli"`.
 //!
 //! What they share: finding the executable ([`locate`]: on Windows under `PATHEXT`, so npm's
 //! `gemini.cmd` is found), the process group every CLI process leads ([`ProcessGroup`]: a Job
-//! object on Windows), and the CLI's surroundings (`workspace`: its policy, our settings, and the
-//! private directory it runs in).
+//! object on Windows), the CLI's surroundings (`workspace`: its policy, our settings, and the
+//! private directory it runs in), the removal of its own record of each session (`records`),
+//! and what its login can and cannot do ([`LOGIN`], [`login_refused`]).
 
 pub mod acp;
 pub mod headless;
 mod process_group;
+mod records;
 mod workspace;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
+use crate::gemini::vocabulary::GeminiError;
+
 pub use process_group::ProcessGroup;
+pub(crate) use records::Cleanup;
 pub(crate) use workspace::confine;
 pub use workspace::{SETTINGS, policy, system_settings, workspace, workspace_or};
 
 /// A server name no one uses: the MCP allow-list then admits no configured server.
 pub(crate) const NO_MCP_SERVER: &str = "gemini-mcp-server-allows-none";
+
+/// Which logins the Gemini CLI can still use: said wherever we point to the CLI (`doctor`, the
+/// "no Gemini backend" errors, a CLI that is not signed in).
+pub const LOGIN: &str = "the Gemini CLI signs in with a Gemini API key (GEMINI_API_KEY in its environment), \
+Vertex AI, a Google Workspace account or a Gemini Code Assist Standard or Enterprise licence; since 2026-06-18 \
+Google refuses its Login with Google for individual accounts (free, Google AI Pro, Google AI Ultra)";
+
+/// Whether the CLI's output is Google's refusal of Login with Google for an individual account:
+/// `IneligibleTierError`, reason `UNSUPPORTED_CLIENT`, "This client is no longer supported for
+/// Gemini Code Assist for individuals" (headless: on stderr, exit 1; ACP: `session/new` fails
+/// with -32000 and that message).
+pub(crate) fn login_refused(text: &str) -> bool {
+    text.contains("UNSUPPORTED_CLIENT")
+        || text.contains("no longer supported for Gemini Code Assist for individuals")
+}
+
+/// That refusal, explained: what happened and the ways that still work.
+pub(crate) fn login_refused_error(exit_code: Option<i32>) -> GeminiError {
+    GeminiError::cli(
+        exit_code,
+        "Google refused the Gemini CLI's Login with Google (UNSUPPORTED_CLIENT): the signed-in account is an \
+         individual one (free, Google AI Pro or Ultra), which Google no longer serves through the Gemini CLI \
+         since 2026-06-18. Use this server's API backend with a key instead (GEMINI_API_KEY from \
+         https://aistudio.google.com/apikey, or Vertex AI: GOOGLE_GENAI_USE_VERTEXAI=true), or sign the Gemini \
+         CLI in with an API key, Vertex AI, a Google Workspace account or a Gemini Code Assist Standard or \
+         Enterprise licence",
+    )
+}
 
 /// Finds the CLI: a path with a directory part is taken as is (made absolute), a bare name is
 /// looked up in the `PATH` value, each directory in turn. Only regular files (symlinks followed)

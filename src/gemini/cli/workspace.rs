@@ -12,10 +12,14 @@ use crate::gemini::vocabulary::{GeminiError, cli_error};
 /// context file of the project or its ancestors, since the CLI reads `GEMINI.md` from its working
 /// directory up whatever its settings say. A plain model needs nothing of the project; the
 /// directory is ours, so it is trusted (its settings are then read; the project's trust is not
-/// asked).
-pub(crate) fn confine(cmd: &mut Command, dir: &Path) {
+/// asked). `home`, the CLI's home as it would pick it, is named to it (`GEMINI_CLI_HOME`): the
+/// home whose records of our sessions `records` removes.
+pub(crate) fn confine(cmd: &mut Command, dir: &Path, home: Option<&Path>) {
     cmd.current_dir(dir)
         .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+    if let Some(home) = home {
+        cmd.env("GEMINI_CLI_HOME", home);
+    }
 }
 
 /// The CLI policy for one call: every tool denied (denied tools are not even declared to the
@@ -59,7 +63,7 @@ pub fn system_settings(core_tools: Option<&[&str]>) -> String {
 /// `<state>/gemini-cli/<kind>`, private (0700, this user's, not a link), holding only our
 /// `settings` as its workspace's ([`SETTINGS`]). Stable, so the CLI keeps one record of it under
 /// `~/.gemini` (its projects, chats and history are keyed by the working directory) rather than
-/// one per run. The settings are replaced whole on each use: concurrent writers leave one of two
+/// one per run; the chats of our sessions there are removed after each call (`records`). The settings are replaced whole on each use: concurrent writers leave one of two
 /// identical files.
 #[cfg(unix)]
 pub fn workspace(state: &Path, kind: &str, settings: &str) -> std::io::Result<PathBuf> {

@@ -375,9 +375,9 @@ impl Reply {
     ) {
         let mut read: Vec<String> = Vec::new();
         for c in run.tool_calls.iter().filter(|c| c.kind == "read") {
-            for l in &c.locations {
-                if !read.contains(l) {
-                    read.push(l.clone());
+            for f in c.files() {
+                if !read.contains(&f) {
+                    read.push(f);
                 }
             }
         }

@@ -251,15 +251,33 @@ pub struct AgentView {
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[schemars(rename = "AgentToolCall")]
 pub struct AgentToolCallView {
-    /// The agent's title for it (tool and target).
+    /// The agent's title for it.
     pub name: String,
     /// `read`, `search`, `edit`, `execute`, `think`, `fetch` or `other`.
     pub kind: String,
-    /// The arguments, as the agent reported them.
+    /// What it reached, in one line: its files (relative to the root, `path:line`) and the
+    /// pattern, query or command it was given.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub target: String,
+    /// The arguments, as the agent reported them (paths relative to the root, secrets redacted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Value>,
+    /// The files it touched, as the agent reported them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<AgentLocationView>,
     /// `pending`, `in_progress`, `completed` or `failed`.
     pub status: String,
+}
+
+/// A file one of the agent's tool calls touched.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(rename = "AgentLocation")]
+pub struct AgentLocationView {
+    /// Relative to the root (absolute with several roots, or outside them).
+    pub path: String,
+    /// 1-based, when the agent named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// One entry of the agent's plan.
@@ -294,7 +312,16 @@ impl AgentView {
                 .map(|c| AgentToolCallView {
                     name: c.title.clone(),
                     kind: c.kind.clone(),
+                    target: c.target.clone(),
                     arguments: c.arguments.clone(),
+                    locations: c
+                        .locations
+                        .iter()
+                        .map(|l| AgentLocationView {
+                            path: l.path.clone(),
+                            line: l.line,
+                        })
+                        .collect(),
                     status: c.status.clone(),
                 })
                 .collect(),

@@ -319,24 +319,24 @@ async fn a_call_right_after_the_agent_was_killed_runs_on_a_fresh_one() {
     client.cancel().await.unwrap();
 }
 
-/// `list_models` lists only the approval modes a call can use: `autoEdit` and `yolo` are refused
-/// whatever `GEMINI_MCP_ACP_ALLOW_MODES` lists, so they are not offered either.
+/// `list_models` lists the approval modes a call can use: `autoEdit` and `yolo` where the
+/// operator allows them (`GEMINI_MCP_ACP_ALLOW_MODES`), and only there; a call in one of them
+/// runs there, its `approval_policy` saying what no longer holds, and is refused elsewhere,
+/// naming the setting.
 #[tokio::test]
-async fn list_models_offers_only_the_modes_a_call_can_use() {
-    let agent = Agent::new(json!([]));
-    let client = start(
-        &agent,
-        &[BRIDGE, ("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit,yolo")],
-    )
-    .await;
+async fn list_models_offers_the_modes_the_operator_allows() {
+    let agent = Agent::new(json!([
+        [chunk("agent_message_chunk", "EDITED")],
+        [chunk("agent_message_chunk", "RAN")],
+    ]));
+    let root = agent.root().display().to_string();
+    let client = start(&agent, &[BRIDGE]).await;
     let models = structured(&bridge(&client, "list_models", json!({})).await);
     assert_eq!(
         models["approval_modes"],
         json!(["plan", "default"]),
         "{models}"
     );
-    // What is left out is what a call is refused.
-    let root = agent.root().display().to_string();
     for mode in ["autoEdit", "yolo"] {
         let r = bridge(
             &client,
@@ -345,12 +345,122 @@ async fn list_models_offers_only_the_modes_a_call_can_use() {
         )
         .await;
         let s = structured(&r);
-        assert_ne!(s["success"], true, "{mode}: {s}");
+        assert_eq!(s["success"], false, "{mode}: {s}");
         assert!(
-            text_of(&r).contains("is refused"),
-            "{mode}: {}",
-            text_of(&r)
+            s["error"]
+                .as_str()
+                .unwrap()
+                .contains("GEMINI_MCP_ACP_ALLOW_MODES"),
+            "{mode}: {s}"
         );
     }
+    assert!(
+        agent.starts().is_empty(),
+        "a refused mode started the agent"
+    );
+    client.cancel().await.unwrap();
+
+    let client = start(
+        &agent,
+        &[BRIDGE, ("GEMINI_MCP_ACP_ALLOW_MODES", "autoEdit,yolo")],
+    )
+    .await;
+    let models = structured(&bridge(&client, "list_models", json!({})).await);
+    assert_eq!(
+        models["approval_modes"],
+        json!(["plan", "default", "autoEdit", "yolo"]),
+        "{models}"
+    );
+    for (mode, answer) in [("autoEdit", "EDITED"), ("yolo", "RAN")] {
+        let r = bridge(
+            &client,
+            "gemini",
+            json!({"PROMPT": "Fix it.", "cd": root, "approval_mode": mode, "model": "flash"}),
+        )
+        .await;
+        let s = structured(&r);
+        assert_ne!(r.is_error, Some(true), "{mode}: {}", text_of(&r));
+        assert_eq!(s["agent_messages"], answer, "{s}");
+        let policy = s["approval_policy"].as_str().unwrap();
+        assert!(
+            policy.starts_with(mode) && policy.contains("Not held"),
+            "{policy}"
+        );
+    }
+    client.cancel().await.unwrap();
+}
+
+/// The bridge's `tool_calls` say what the agent reached, as ACP reports it: a call's files
+/// (`locations`, relative to the root, with their line) and its input (`rawInput`, or, as the
+/// CLI 0.61.0 reports an MCP tool's arguments, the JSON in the call's content; never a result),
+/// every value through the secret redaction.
+#[tokio::test]
+async fn the_bridges_tool_calls_say_what_the_agent_reached() {
+    const TOKEN: &str = "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789";
+    let agent = Agent::new(json!([[
+        // Our read, as the real CLI reports an MCP tool call: the arguments' JSON as content.
+        super::update(
+            "tool_call",
+            json!({
+                "toolCallId": "t1", "title": "read_lines (project MCP Server)", "kind": "other",
+                "status": "in_progress", "locations": [],
+                "content": [{"type": "content", "content": {"type": "text", "text": "{\"path\":\"src/lib.rs\"}"}}]
+            })
+        ),
+        // Its result, JSON-looking text: not taken for the input.
+        super::update(
+            "tool_call_update",
+            json!({
+                "toolCallId": "t1", "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "{\"path\":\"NOT-THE-INPUT\"}"}}]
+            })
+        ),
+        // A call as ACP describes one: absolute locations with a line, and rawInput.
+        super::update(
+            "tool_call",
+            json!({
+                "toolCallId": "t2", "title": "ReadFile", "kind": "read", "status": "completed",
+                "locations": [{"path": "LIB", "line": 2}], "rawInput": {"file_path": "LIB"}
+            })
+        ),
+        // A search whose pattern holds a token.
+        super::update(
+            "tool_call",
+            json!({
+                "toolCallId": "t3", "title": "search_text (project MCP Server)", "kind": "other",
+                "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text",
+                    "text": format!("{{\"pattern\":\"{TOKEN}\",\"path\":\"src\"}}")}}]
+            })
+        ),
+        chunk("agent_message_chunk", "BRIDGE-ANSWER"),
+    ]]));
+    let root = agent.root().display().to_string();
+    let script = std::fs::read_to_string(agent.dir.path().join("script.json"))
+        .unwrap()
+        .replace("\"LIB\"", &format!("\"{root}/src/lib.rs\""));
+    std::fs::write(agent.dir.path().join("script.json"), script).unwrap();
+    let client = start(&agent, &[BRIDGE]).await;
+    let s = asked(&client, "What does add do?", &root).await;
+    let calls = s["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3, "{s}");
+    assert_eq!(calls[0]["target"], "src/lib.rs", "{s}");
+    assert_eq!(calls[0]["arguments"], json!({"path": "src/lib.rs"}), "{s}");
+    assert_eq!(calls[0]["status"], "completed", "{s}");
+    assert_eq!(calls[1]["target"], "src/lib.rs:2", "{s}");
+    assert_eq!(
+        calls[1]["locations"],
+        json!([{"path": "src/lib.rs", "line": 2}]),
+        "{s}"
+    );
+    assert_eq!(calls[1]["arguments"]["file_path"], "src/lib.rs", "{s}");
+    let search = calls[2]["target"].as_str().unwrap();
+    assert!(search.starts_with("src pattern `[REDACTED"), "{s}");
+    let whole = serde_json::to_string(&s).unwrap();
+    assert!(!whole.contains(TOKEN), "{whole}");
+    assert!(
+        !whole.contains(&root),
+        "an absolute path of the project: {whole}"
+    );
     client.cancel().await.unwrap();
 }

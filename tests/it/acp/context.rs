@@ -140,4 +140,12 @@ async fn the_cli_backend_sends_gemini_no_workspace_tree_and_no_context_file() {
         1,
         "{projects}"
     );
+    // But none of its records of our sessions is left: the chats held the prompts.
+    for prompt in ["Is a trie overkill?", "And a radix tree?"] {
+        assert_eq!(
+            super::files_holding(home.path(), prompt),
+            Vec::<std::path::PathBuf>::new(),
+            "{prompt}"
+        );
+    }
 }

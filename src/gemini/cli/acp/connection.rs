@@ -14,9 +14,8 @@ use agent_client_protocol::{Agent, ByteStreams, Client};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use super::{Decision, Mode, lock, policy};
-use crate::collector::Collector;
-use crate::gemini::cli::{ProcessGroup, headless};
+use super::{Decision, lock, policy};
+use crate::gemini::cli::{ProcessGroup, headless, login_refused, login_refused_error};
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// Updates routed from the connection to the prompt waiting on a session.
@@ -37,7 +36,7 @@ pub(super) fn connect(
     mut child: tokio::process::Child,
     group: Option<ProcessGroup>,
     routes: Routes,
-    policy: Option<(Mode, Arc<Collector>)>,
+    policy: Option<Arc<policy::Judge>>,
     closed: tokio::sync::watch::Sender<bool>,
 ) -> Ready {
     let (ready_tx, ready_rx) = oneshot::channel();
@@ -64,9 +63,9 @@ pub(super) fn connect(
                 async move |request: RequestPermissionRequest, responder, _cx| {
                     let (answer, decision) = match &policy {
                         // Paths are resolved on disk: off the runtime.
-                        Some((mode, collector)) => {
-                            let (mode, collector, req) = (*mode, collector.clone(), request.clone());
-                            tokio::task::spawn_blocking(move || policy::answer(mode, &collector, &req))
+                        Some(judge) => {
+                            let (judge, req) = (judge.clone(), request.clone());
+                            tokio::task::spawn_blocking(move || policy::answer(&judge, &req))
                                 .await
                                 .unwrap_or_else(|_| policy::refuse(&request))
                         }
@@ -131,10 +130,14 @@ pub(super) fn connect(
     ready_rx
 }
 
-/// An ACP error as ours: 429 a capacity error, an unknown session said plainly.
+/// An ACP error as ours: 429 a capacity error, Google's refusal of an individual account's login
+/// explained (the CLI answers `session/new` with -32000 and Google's words), the rest quoted.
 pub(super) fn acp_error(e: &agent_client_protocol::Error) -> GeminiError {
-    let message = headless::scrub(&e.message);
     let code: i32 = e.code.into();
+    if login_refused(&e.message) {
+        return login_refused_error(None);
+    }
+    let message = headless::scrub(&e.message);
     match code {
         429 | 503 => GeminiError::Api {
             status: code as u16,

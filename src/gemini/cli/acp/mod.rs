@@ -7,7 +7,15 @@
 //!   the mode the server allowed, never by the caller alone.
 //! - **Reads through the collector only.** The agent's own file, search, shell and fetch tools
 //!   are denied; it reads through our explore functions, served to its sessions as an MCP server
-//!   ([`project_tools`]); modes that change files or run commands are refused.
+//!   ([`project_tools`]).
+//! - **Modes that change files or run commands only where the operator allows them**
+//!   (`GEMINI_MCP_ACP_ALLOW_MODES`; refused by default, naming the setting). There the agent
+//!   also gets the CLI's edit tools (`autoEdit`) and its shell (`yolo`), with the project root as
+//!   a workspace directory of the CLI's; its session runs in the CLI's `default` mode and our
+//!   policy file makes it ask before each edit and command, so that every one is a permission
+//!   request our policy judges by the server's mode (the CLI's own `autoEdit` and `yolo` would
+//!   run them unasked). What no longer holds there: those tools open files themselves, beside
+//!   the sandbox and the redaction ([`Mode::describe`] says so in every reply).
 //! - **Process hygiene, as for the headless CLI.** The process is the leader of its own group,
 //!   killed whole when it idles past its time, when the pool shuts down, or when a cancelled
 //!   prompt does not stop after `session/cancel`; a crash fails the prompts in flight with an
@@ -16,9 +24,14 @@
 //! - **Sessions are a cache.** A session maps to one of our threads; continuing reuses the live
 //!   session, or loads it (`session/load`) in a new process.
 //!
+//! - **No record left behind.** The CLI's own record of each session (the prompt, the files
+//!   sent, every answer and tool result, under its home) is removed when the prompt is over
+//!   (`cli::records`).
+//!
 //! The parts: the [`Pool`] of processes (`pool.rs`), one process and how it starts
-//! (`process.rs`), the ACP connection over its pipes (`connection.rs`), and the folding of a
-//! prompt's session updates into an [`AgentRun`] (`run.rs`).
+//! (`process.rs`), the ACP connection over its pipes (`connection.rs`), the folding of a
+//! prompt's session updates into an [`AgentRun`] (`run.rs`), and how a tool call's target is
+//! shown (`target.rs`).
 
 mod connection;
 pub mod policy;
@@ -27,6 +40,7 @@ mod process;
 pub mod project_tools;
 mod restart;
 mod run;
+mod target;
 mod workspaces;
 
 use std::path::PathBuf;
@@ -39,6 +53,7 @@ pub use pool::Pool;
 use process::Process;
 use process::private_dir;
 pub use run::{AgentRun, AgentToolCall, PlanItem};
+pub use target::Location;
 pub use workspaces::Workspaces;
 
 /// How the pool runs the CLI.
@@ -61,6 +76,9 @@ pub struct AcpSettings {
     /// Where the CLI's working directories are kept (see `cli::workspace`); empty: the
     /// process's private directory.
     pub state_dir: PathBuf,
+    /// The CLI's home, where it records each session (removed after each prompt); `None`:
+    /// unknown.
+    pub cli_home: Option<PathBuf>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -120,25 +138,28 @@ pub struct Prompt {
     pub thread: Option<String>,
 }
 
-/// Whether the agent may run in `mode`: the modes that write are refused.
-fn check_mode(mode: Mode) -> Result<(), GeminiError> {
-    if mode.writes() {
+/// Whether the agent may run in `mode`: a mode that writes only when the operator listed it in
+/// `allowed` (`GEMINI_MCP_ACP_ALLOW_MODES`).
+fn check_mode(mode: Mode, allowed: &[Mode]) -> Result<(), GeminiError> {
+    if mode.writes() && !allowed.contains(&mode) {
         return Err(cli_error(format!(
-            "approval mode `{}` is refused: the Gemini CLI's own edit and shell tools read files beside \
-             this server's sandbox and redaction (the shell prints any file, secret files included; an \
-             edit sends the file's lines back to Gemini), so its agent runs read-only here whatever \
-             GEMINI_MCP_ACP_ALLOW_MODES lists: use `plan` (the default) or `default`",
+            "approval mode `{}` changes files or runs commands, and this server does not allow it: use `plan` \
+             (read-only, the default) or `default`, or have the operator add `{}` to GEMINI_MCP_ACP_ALLOW_MODES \
+             (the Gemini CLI's own edit and shell tools then open files beside this server's sandbox and \
+             redaction)",
+            mode.id(),
             mode.id()
         )));
     }
     Ok(())
 }
 
-/// The approval modes a caller can use: those [`Pool::check_mode`] accepts.
-pub fn usable_modes() -> Vec<Mode> {
+/// The approval modes a caller can use where the operator allowed `allowed`: those
+/// [`Pool::check_mode`] accepts.
+pub fn usable_modes(allowed: &[Mode]) -> Vec<Mode> {
     Mode::ALL
         .iter()
         .copied()
-        .filter(|m| check_mode(*m).is_ok())
+        .filter(|m| check_mode(*m, allowed).is_ok())
         .collect()
 }

@@ -8,13 +8,19 @@
 //! |---|---|---|---|
 //! | read, search | inside the roots, not a secret | same | same |
 //! | think | allowed | allowed | allowed |
-//! | edit, delete, move | rejected | inside the roots, not a secret | same |
-//! | execute, fetch, switch mode, other | rejected | rejected | allowed |
+//! | edit, delete, move | rejected | inside the roots, not a secret, not a repository's metadata (`.git`) | same |
+//! | execute | rejected | rejected | allowed (a directory it names inside the roots) |
+//! | fetch, switch mode, other | rejected | rejected | allowed |
+//!
+//! In `autoEdit` and `yolo` the CLI's session itself runs in its `default` mode
+//! ([`Mode::session_mode`]), so that it asks before every edit and command rather than running
+//! them unasked as its own `autoEdit` and `yolo` do.
 //!
 //! Only `allow_once` is ever chosen: `allow_always` would make the agent stop asking for that
 //! tool, and the next call would skip this policy.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionRequest,
@@ -70,7 +76,28 @@ impl Mode {
         matches!(self, Mode::AutoEdit | Mode::Yolo)
     }
 
-    /// One line for the reply: which policy applied.
+    /// The mode the CLI's session is set to: the modes that write run in the CLI's `default`, so
+    /// that it asks before each edit and command (our policy file says `ask_user` for them) and
+    /// this module answers.
+    pub fn session_mode(self) -> Mode {
+        match self {
+            Mode::AutoEdit | Mode::Yolo => Mode::Default,
+            read_only => read_only,
+        }
+    }
+
+    /// The CLI's own tools the agent gets (`tools.core`): none while it reads only (it reads
+    /// through ours); its edit tools in `autoEdit`; and its shell in `yolo`.
+    pub fn cli_tools(self) -> &'static [&'static str] {
+        match self {
+            Mode::Plan | Mode::Default => &[],
+            Mode::AutoEdit => &["replace", "write_file"],
+            Mode::Yolo => &["replace", "write_file", "run_shell_command"],
+        }
+    }
+
+    /// One line for the reply: which policy applied, and in the modes that write, what no
+    /// longer holds.
     pub fn describe(self) -> &'static str {
         match self {
             Mode::Plan => {
@@ -80,9 +107,18 @@ impl Mode {
                 "default: every action asked for; reads inside the project allowed, everything else rejected"
             }
             Mode::AutoEdit => {
-                "autoEdit: reads and edits inside the project allowed, commands rejected"
+                "autoEdit (allowed by GEMINI_MCP_ACP_ALLOW_MODES): reads through the server's tools; each edit asked \
+                 for and allowed inside the project (not secret files, not .git), commands rejected. Not held in \
+                 this mode: the Gemini CLI's edit tools open the files they change themselves, beside the server's \
+                 sandbox and secret redaction, and send their lines to Gemini"
             }
-            Mode::Yolo => "yolo: everything allowed, commands included",
+            Mode::Yolo => {
+                "yolo (allowed by GEMINI_MCP_ACP_ALLOW_MODES): reads through the server's tools; each edit asked for \
+                 and allowed inside the project (not secret files, not .git); shell commands allowed. Not held in \
+                 this mode: the Gemini CLI's edit tools and its shell open files themselves, beside the server's \
+                 sandbox and secret redaction: a command can read or change any file this user can, secret files \
+                 and files outside the project included, and its output goes to Gemini unredacted"
+            }
         }
     }
 }
@@ -97,13 +133,64 @@ pub struct Decision {
     pub reason: String,
 }
 
-/// Decides `request` under `mode`, with paths checked against the collector's roots and secret
-/// names; returns the answer in the format the CLI requires and the decision to record.
+impl Decision {
+    /// A decision as it is recorded and shown: the agent's title and our reason (which may
+    /// quote its paths) pass the secret redaction, as everything of the agent's does.
+    fn new(tool: &str, allowed: bool, reason: &str) -> Decision {
+        Decision {
+            tool: crate::redact::redact(tool).0,
+            allowed,
+            reason: crate::redact::redact(reason).0,
+        }
+    }
+}
+
+/// What one process's permission requests are judged by.
+pub struct Judge {
+    pub mode: Mode,
+    /// The roots and secret names paths are checked against.
+    pub collector: Arc<Collector>,
+    /// Directories no change may reach, inside the roots or not: the CLI's own working directory
+    /// (the settings its next session reads) and our state directory.
+    pub protected: Vec<PathBuf>,
+}
+
+impl Judge {
+    pub fn new(mode: Mode, collector: Arc<Collector>, protected: &[&Path]) -> Judge {
+        let protected = protected
+            .iter()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf()))
+            .collect();
+        Judge {
+            mode,
+            collector,
+            protected,
+        }
+    }
+
+    /// The protected directory `path` (as the agent named it: resolved on disk, or by its parent
+    /// for a file about to be made) lies in.
+    fn protected_dir(&self, path: &Path) -> Option<&Path> {
+        let resolved = std::fs::canonicalize(path).ok().or_else(|| {
+            let parent = std::fs::canonicalize(path.parent()?).ok()?;
+            Some(parent.join(path.file_name()?))
+        })?;
+        self.protected
+            .iter()
+            .find(|p| resolved.starts_with(p))
+            .map(PathBuf::as_path)
+    }
+}
+
+/// Decides `request` under the judge's mode, with paths checked against the collector's roots,
+/// secret names and the protected directories; returns the answer in the format the CLI requires
+/// and the decision to record.
 pub fn answer(
-    mode: Mode,
-    collector: &Collector,
+    judge: &Judge,
     request: &RequestPermissionRequest,
 ) -> (RequestPermissionResponse, Decision) {
+    let (mode, collector) = (judge.mode, judge.collector.as_ref());
     let call = &request.tool_call.fields;
     let tool = call
         .title
@@ -130,13 +217,29 @@ pub fn answer(
             }
         }
     }
-    let (allowed, reason) = decide(mode, kind, &paths, collector);
-    let decision = Decision {
-        tool,
-        allowed,
-        reason,
+    let changes = matches!(
+        kind,
+        ToolKind::Edit | ToolKind::Delete | ToolKind::Move | ToolKind::Execute
+    );
+    let guarded = paths
+        .iter()
+        .filter(|p| p.is_absolute())
+        .find_map(|p| judge.protected_dir(p).map(|dir| (p, dir)));
+    let (allowed, reason) = match guarded {
+        Some((p, dir)) if changes => (
+            false,
+            format!(
+                "{} is in {}, the Gemini CLI's working directory or this server's state, which no change may reach",
+                p.display(),
+                dir.display()
+            ),
+        ),
+        _ => decide(mode, kind, &paths, collector),
     };
-    (respond(&request.options, allowed), decision)
+    (
+        respond(&request.options, allowed),
+        Decision::new(&tool, allowed, &reason),
+    )
 }
 
 /// The answer where no tool may run at all (the CLI backend's plain calls): rejected.
@@ -147,11 +250,11 @@ pub fn refuse(request: &RequestPermissionRequest) -> (RequestPermissionResponse,
         .clone()
         .or_else(|| call.name.clone())
         .unwrap_or_else(|| "a tool call".into());
-    let decision = Decision {
-        tool,
-        allowed: false,
-        reason: "Gemini answers as a plain model here, without tools".into(),
-    };
+    let decision = Decision::new(
+        &tool,
+        false,
+        "Gemini answers as a plain model here, without tools",
+    );
     (respond(&request.options, false), decision)
 }
 
@@ -183,7 +286,22 @@ fn decide(mode: Mode, kind: ToolKind, paths: &[PathBuf], collector: &Collector) 
             if paths.is_empty() {
                 return (false, "a change that names no path".into());
             }
+            if let Some(p) = paths.iter().find(|p| in_repository_metadata(p)) {
+                return (
+                    false,
+                    format!(
+                        "{} is a repository's metadata (.git): an edit there can run commands",
+                        p.display()
+                    ),
+                );
+            }
             inside("a change")
+        }
+        ToolKind::Execute if mode == Mode::Yolo => {
+            if paths.is_empty() {
+                return (true, "mode yolo runs commands".into());
+            }
+            inside("a command")
         }
         _ if mode == Mode::Yolo => (true, "mode yolo allows it".into()),
         ToolKind::Execute => (false, format!("mode {} does not run commands", mode.id())),
@@ -194,6 +312,17 @@ fn decide(mode: Mode, kind: ToolKind, paths: &[PathBuf], collector: &Collector) 
         ToolKind::SwitchMode => (false, "the server chose the mode".into()),
         _ => (false, format!("mode {} allows only reads", mode.id())),
     }
+}
+
+/// Whether `path` lies in a repository's metadata: a `.git` component, however it is cased
+/// (case-insensitive file systems open `.GIT` as `.git`).
+fn in_repository_metadata(path: &Path) -> bool {
+    path.components().any(|c| {
+        c.as_os_str().to_str().is_some_and(|name| {
+            name.trim_end_matches(['.', ' '])
+                .eq_ignore_ascii_case(".git")
+        })
+    })
 }
 
 /// `Ok` when `path` (absolute, or relative to the first root) is inside the roots and not a
@@ -245,4 +374,39 @@ fn respond(options: &[PermissionOption], allowed: bool) -> RequestPermissionResp
         }
         None => RequestPermissionOutcome::Cancelled,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_metadata_is_found_however_it_is_spelled() {
+        for (path, inside) in [
+            ("/p/.git/config", true),
+            ("/p/.git/hooks/pre-commit", true),
+            ("/p/vendor/lib/.git/config", true),
+            ("/p/.GIT/config", true),
+            (".Git/hooks/post-checkout", true),
+            ("/p/.git./config", true),
+            ("/p/.gitignore", false),
+            ("/p/src/git/mod.rs", false),
+            ("/p/.github/workflows/ci.yml", false),
+        ] {
+            assert_eq!(in_repository_metadata(Path::new(path)), inside, "{path}");
+        }
+    }
+
+    #[test]
+    fn the_modes_that_write_ask_in_the_clis_default_mode() {
+        for mode in Mode::ALL {
+            assert!(!mode.session_mode().writes(), "{mode:?}");
+            assert_eq!(mode.writes(), !mode.cli_tools().is_empty(), "{mode:?}");
+            // Only yolo gets the shell.
+            assert_eq!(
+                mode.cli_tools().contains(&"run_shell_command"),
+                mode == Mode::Yolo
+            );
+        }
+    }
 }

@@ -19,6 +19,7 @@ use super::{
     check_mode, lock, project_tools,
 };
 use crate::collector::Collector;
+use crate::gemini::cli::Cleanup;
 use crate::gemini::cli::headless::{render_prompt, system_prompt};
 use crate::gemini::vocabulary::{
     CallContext, GeminiError, GenerateRequest, GenerateResponse, cli_error,
@@ -63,11 +64,10 @@ impl Pool {
         })
     }
 
-    /// Refuses a mode that changes files or runs commands, whatever the configuration allows:
-    /// the CLI's edit and shell tools read files beside the collector (an edit sends the file's
-    /// lines back to Gemini, the shell prints any file), so the agent runs read-only.
+    /// Refuses a mode that changes files or runs commands unless the operator allowed it
+    /// (`GEMINI_MCP_ACP_ALLOW_MODES`).
     pub fn check_mode(&self, mode: Mode) -> Result<(), GeminiError> {
-        check_mode(mode)
+        check_mode(mode, &self.settings.allowed_modes)
     }
 
     /// Sends `prompt` and collects what the agent did until it stopped; each tool call is
@@ -191,10 +191,18 @@ impl Pool {
             ctx: ctx.clone(),
             stop,
             timeout: self.settings.timeout,
+            collector: self.collector.clone(),
         };
-        let (mut run, waited) = tokio::spawn(waiting.wait(sent, run))
-            .await
-            .map_err(|e| cli_error(format!("the wait for the Gemini CLI agent failed: {e}")))?;
+        // The CLI's own record of the session goes once the prompt is over, in the same task (the
+        // live session keeps the conversation in memory; our thread keeps it for good).
+        let record = Cleanup::new(self.settings.cli_home.as_deref(), &process.cwd, &session_id);
+        let (mut run, waited) = tokio::spawn(async move {
+            let waited = waiting.wait(sent, run).await;
+            record.run().await;
+            waited
+        })
+        .await
+        .map_err(|e| cli_error(format!("the wait for the Gemini CLI agent failed: {e}")))?;
         guard.disarm();
         let response = match waited {
             Waited::Answered(r) => r,
@@ -285,7 +293,7 @@ impl Pool {
                 match process.cx.send_request(load).block_task().await {
                     Ok(_) => {
                         tracing::info!(thread, session = %id, "ACP: session loaded in a new process");
-                        self.set_mode(process, &id, mode).await?;
+                        self.set_mode(process, &id, mode.session_mode()).await?;
                         return Ok((id, "loaded"));
                     }
                     Err(e) => {
@@ -304,7 +312,7 @@ impl Pool {
         process
             .started
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.set_mode(process, &id, mode).await?;
+        self.set_mode(process, &id, mode.session_mode()).await?;
         Ok((id, "new"))
     }
 

@@ -12,9 +12,11 @@ use agent_client_protocol::v1::ConnectionTo;
 use tokio::process::Command;
 
 use super::connection::{Routes, connect};
-use super::{Key, Kind, Pool, project_tools};
+use super::policy::Judge;
+use super::{Key, Kind, Mode, Pool, project_tools};
 use crate::gemini::cli::{
-    NO_MCP_SERVER, ProcessGroup, SETTINGS, confine, headless, policy, system_settings, workspace_or,
+    LOGIN, NO_MCP_SERVER, ProcessGroup, SETTINGS, confine, headless, login_refused,
+    login_refused_error, policy, system_settings, workspace_or,
 };
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
@@ -67,12 +69,18 @@ impl Pool {
                 "plain",
                 system_settings(None),
             ),
-            Kind::Agent(_) => {
+            Kind::Agent(mode) => {
                 self.project_tools().await?;
                 (
-                    project_tools::agent_files().await?,
-                    "agent",
-                    project_tools::settings(),
+                    project_tools::agent_files(mode).await?,
+                    // The modes' settings differ, and a session reads its workspace's settings
+                    // when it starts: one working directory per set of tools.
+                    match mode {
+                        Mode::AutoEdit => "agent-autoedit",
+                        Mode::Yolo => "agent-yolo",
+                        Mode::Plan | Mode::Default => "agent",
+                    },
+                    project_tools::settings(mode),
                 )
             }
         };
@@ -95,16 +103,21 @@ impl Pool {
         let routes: Routes = Arc::default();
         let (closed_tx, closed_rx) = tokio::sync::watch::channel(false);
         let policy = match (key.kind, &self.collector) {
-            (Kind::Agent(mode), Some(c)) => Some((mode, c.clone())),
+            (Kind::Agent(mode), Some(c)) => Some(Arc::new(Judge::new(
+                mode,
+                c.clone(),
+                &[&cwd, files.path(), &self.settings.state_dir],
+            ))),
             _ => None,
         };
         let ready = connect(child, group, routes.clone(), policy, closed_tx);
         let program = self.settings.program.display();
         let (cx, load_session) = match ready.await {
             Ok(Ok(ready)) => ready,
+            Ok(Err(message)) if login_refused(&message) => return Err(login_refused_error(None)),
             Ok(Err(message)) => {
                 return Err(cli_error(format!(
-                    "the Gemini CLI refused the ACP handshake ({}); check that `{program} --acp` runs and that you are signed in (GEMINI_API_KEY, Vertex AI or a Code Assist account)",
+                    "the Gemini CLI refused the ACP handshake ({}); check that `{program} --acp` runs and that it is signed in ({LOGIN})",
                     headless::scrub(&message),
                 )));
             }
@@ -150,11 +163,19 @@ impl Pool {
                 cmd.env("GEMINI_SYSTEM_MD", dir.path().join("system.md"));
                 NO_MCP_SERVER
             }
-            // The agent: only our tools (it reads the project through them).
-            Kind::Agent(_) => project_tools::SERVER_NAME,
+            // The agent: only our tools (it reads the project through them); in the modes that
+            // write, the root is a workspace directory of the CLI's, so that its edit tools reach
+            // the project (no context file is read from it: `loadMemoryFromIncludeDirectories`
+            // is off by default).
+            Kind::Agent(mode) => {
+                if mode.writes() {
+                    cmd.arg("--include-directories").arg(&key.root);
+                }
+                project_tools::SERVER_NAME
+            }
         };
         // Both in the private directory, under our settings: no workspace tree, no context file.
-        confine(&mut cmd, cwd);
+        confine(&mut cmd, cwd, self.settings.cli_home.as_deref());
         cmd.arg("--acp")
             .arg("-m")
             .arg(&key.model)

@@ -6,9 +6,12 @@
 //! The CLI runs its own read and search tools without asking, so a permission policy never sees
 //! them; they are taken away instead. The agent process gets:
 //! - a policy file that denies every tool (the CLI then leaves them out of the model's
-//!   declarations) except this server's, which it allows;
+//!   declarations) except this server's, which it allows; in the modes that write, the CLI's
+//!   edit tools (and in `yolo` its shell) are asked for (`ask_user`), each time, so that our
+//!   permission policy judges every edit and command;
 //! - the plain backends' settings (`cli::system_settings`, here with no tool of the CLI's
-//!   own), as the settings of its workspace: the process and its sessions work in its private
+//!   own but, in the modes that write, those), as the settings of its workspace: the process
+//!   and its sessions work in its private
 //!   directory (`cli::confine`), not in the project, so no workspace tree and no `GEMINI.md`
 //!   of the project reach Gemini (the CLI reads a system settings file only where root owns
 //!   every directory above it, and reads context files up from its working directory whatever
@@ -28,40 +31,57 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
+use super::Mode;
 use crate::explore::Explorer;
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// The MCP server's name as the agent sees it: its tools are `mcp_project_<function>`.
 pub const SERVER_NAME: &str = "project";
 
-/// What the agent's private policy file says: every tool denied, ours allowed. Ours are named
+/// What the agent's private policy file says under `mode`: every tool denied, ours allowed, and
+/// the CLI's own tools of the mode ([`Mode::cli_tools`]) asked for each time. Ours are named
 /// whole (`mcp_project_list_files`, …): the CLI checks an MCP call a second time with the server
-/// named `mcp_project`, which a rule by server name would not match.
-pub fn policy() -> String {
+/// named `mcp_project`, which a rule by server name would not match. The rules are of the user
+/// tier (4.x), above the CLI's own mode rules (1.x: `yolo`'s allow-all is 1.998).
+pub fn policy(mode: Mode) -> String {
     let ours: Vec<String> = Explorer::functions()
         .iter()
         .map(|f| format!("\"mcp_{SERVER_NAME}_{}\"", served_name(&f.name)))
         .collect();
-    format!(
+    let mut p = format!(
         "# Written by gemini-mcp-server: the agent reads the project only through `{SERVER_NAME}`.\n\
          [[rule]]\ntoolName = \"*\"\ndecision = \"deny\"\npriority = 998\n\n\
          [[rule]]\ntoolName = [{}]\ndecision = \"allow\"\npriority = 999\n",
         ours.join(", ")
-    )
+    );
+    let asked: Vec<String> = mode
+        .cli_tools()
+        .iter()
+        .map(|t| format!("\"{t}\""))
+        .collect();
+    if !asked.is_empty() {
+        p.push_str(&format!(
+            "\n# Mode {}: each of these asks, and the server's policy answers.\n\
+             [[rule]]\ntoolName = [{}]\ndecision = \"ask_user\"\npriority = 999\n",
+            mode.id(),
+            asked.join(", ")
+        ));
+    }
+    p
 }
 
-/// The agent's system settings: none of the CLI's own tools registered (an empty allow-list: a
-/// denied built-in `read_file` would also hide ours, which the CLI matches by its short name), no
-/// workspace tree.
-pub fn settings() -> String {
-    crate::gemini::cli::system_settings(Some(&[]))
+/// The agent's system settings under `mode`: none of the CLI's own tools registered but the
+/// mode's (an allow-list: a denied built-in `read_file` would also hide ours, which the CLI
+/// matches by its short name), no workspace tree.
+pub fn settings(mode: Mode) -> String {
+    crate::gemini::cli::system_settings(Some(mode.cli_tools()))
 }
 
-/// The agent process's private directory: its policy and its system settings.
-pub async fn agent_files() -> Result<tempfile::TempDir, GeminiError> {
+/// The agent process's private directory under `mode`: its policy and its system settings.
+pub async fn agent_files(mode: Mode) -> Result<tempfile::TempDir, GeminiError> {
     super::private_dir(vec![
-        ("policy.toml", policy()),
-        (crate::gemini::cli::SETTINGS, settings()),
+        ("policy.toml", policy(mode)),
+        (crate::gemini::cli::SETTINGS, settings(mode)),
     ])
     .await
 }

@@ -101,7 +101,7 @@ impl Pool {
     ) -> Result<(String, &'static str), GeminiError> {
         let (id, how) = self.session(key, process, thread).await?;
         if let (Kind::Agent(mode), "live") = (key.kind, how) {
-            self.set_mode(process, &id, mode).await?;
+            self.set_mode(process, &id, mode.session_mode()).await?;
         }
         Ok((id, how))
     }

@@ -12,28 +12,48 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use super::connection::Event;
+use super::target::{self, Location, Shown, reported_input};
 use super::{Decision, Process, lock};
+use crate::collector::Collector;
 use crate::gemini::vocabulary::{CallContext, Usage};
 
 /// How long a cancelled prompt may take to stop after `session/cancel` before its process is
 /// killed.
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
 
-/// One tool call of the agent, as the reply shows it.
+/// One tool call of the agent, as the reply shows it (see `target`: paths as the collector
+/// shows them, every string redacted).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AgentToolCall {
     pub id: String,
     pub title: String,
     /// `read`, `search`, `edit`, `execute`, …
     pub kind: String,
+    /// What it reached, in one line: its files (`path:line`) and what it looked for or ran.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub target: String,
     /// The arguments as the agent reported them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arguments: Option<serde_json::Value>,
     /// `pending`, `in_progress`, `completed` or `failed`.
     pub status: String,
-    /// Files it touched, as the agent named them.
+    /// Files it touched, as the agent reported them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub locations: Vec<String>,
+    pub locations: Vec<Location>,
+}
+
+impl AgentToolCall {
+    /// The files it touched: those reported, else those its arguments name.
+    pub fn files(&self) -> Vec<String> {
+        target::reached(&self.locations, self.arguments.as_ref())
+            .into_iter()
+            .map(|l| l.path)
+            .collect()
+    }
+
+    fn retarget(&mut self) {
+        self.target = target::target(&self.locations, self.arguments.as_ref());
+    }
 }
 
 /// One entry of the agent's plan.
@@ -104,6 +124,8 @@ pub(super) struct Waiting {
     /// Cancelled when the call is (or its future is dropped).
     pub(super) stop: tokio_util::sync::CancellationToken,
     pub(super) timeout: Duration,
+    /// How the calls' paths are shown (none: as reported, redacted).
+    pub(super) collector: Option<Arc<Collector>>,
 }
 
 impl Waiting {
@@ -127,7 +149,7 @@ impl Waiting {
                     Some(why) => why,
                     None => Waited::Answered(r),
                 },
-                Some(event) = self.events.recv() => absorb(&mut run, event, &self.ctx),
+                Some(event) = self.events.recv() => absorb(&mut run, event, &self.ctx, self.shown()),
                 _ = self.stop.cancelled(), if stopping.is_none() => {
                     stopping = Some(Waited::Cancelled);
                     self.cancel(grace.as_mut());
@@ -145,10 +167,16 @@ impl Waiting {
         };
         // Updates sent before the answer are already queued: the connection routes in order.
         while let Ok(event) = self.events.try_recv() {
-            absorb(&mut run, event, &self.ctx);
+            absorb(&mut run, event, &self.ctx, self.shown());
         }
         lock(&self.process.routes).remove(&self.session_id);
         (run, waited)
+    }
+
+    fn shown(&self) -> Shown<'_> {
+        Shown {
+            collector: self.collector.as_deref(),
+        }
     }
 
     fn cancel(&self, grace: std::pin::Pin<&mut tokio::time::Sleep>) {
@@ -163,7 +191,7 @@ impl Waiting {
 }
 
 /// Folds one event into the run, reporting tool calls as steps.
-fn absorb(run: &mut AgentRun, event: Event, ctx: &CallContext) {
+fn absorb(run: &mut AgentRun, event: Event, ctx: &CallContext, shown: Shown<'_>) {
     match event {
         Event::Permission(d) => {
             ctx.step(format!(
@@ -187,38 +215,61 @@ fn absorb(run: &mut AgentRun, event: Event, ctx: &CallContext) {
                 }
             }
             SessionUpdate::ToolCall(call) => {
-                let entry = AgentToolCall {
+                let mut entry = AgentToolCall {
                     id: call.tool_call_id.0.to_string(),
-                    title: call.title.clone(),
+                    title: shown.text(&call.title),
                     kind: kind_name(call.kind),
-                    arguments: call.raw_input.clone(),
+                    target: String::new(),
+                    arguments: reported_input(call.raw_input.as_ref(), &call.content)
+                        .map(|v| shown.input(&v)),
                     status: status_name(call.status),
-                    locations: call
-                        .locations
-                        .iter()
-                        .map(|l| l.path.display().to_string())
-                        .collect(),
+                    locations: shown.locations(&call.locations),
                 };
-                ctx.step(format!("{} {}", entry.kind, entry.title));
+                entry.retarget();
+                let step = if entry.target.is_empty() || entry.title.contains(&entry.target) {
+                    format!("{} {}", entry.kind, entry.title)
+                } else {
+                    format!("{} {} {}", entry.kind, entry.title, entry.target)
+                };
+                ctx.step(step);
                 run.last_message.clear();
                 run.tool_calls.push(entry);
             }
             SessionUpdate::ToolCallUpdate(update) => {
                 let id = update.tool_call_id.0.to_string();
+                // A call the agent asked permission for is announced by that request, not by a
+                // `tool_call`: its first update starts its entry.
+                if !run.tool_calls.iter().any(|c| c.id == id) {
+                    run.last_message.clear();
+                    run.tool_calls.push(AgentToolCall {
+                        id: id.clone(),
+                        title: String::new(),
+                        kind: kind_name(ToolKind::Other),
+                        target: String::new(),
+                        arguments: None,
+                        status: status_name(ToolCallStatus::Pending),
+                        locations: Vec::new(),
+                    });
+                }
                 if let Some(entry) = run.tool_calls.iter_mut().find(|c| c.id == id) {
                     let f = update.fields;
                     if let Some(s) = f.status {
                         entry.status = status_name(s);
                     }
                     if let Some(t) = f.title {
-                        entry.title = t;
+                        entry.title = shown.text(&t);
                     }
                     if let Some(k) = f.kind {
                         entry.kind = kind_name(k);
                     }
-                    if let Some(input) = f.raw_input {
-                        entry.arguments = Some(input);
+                    // Only `rawInput`: an update's content is the tool's result, not its input.
+                    if let Some(input) = f.raw_input.filter(|v| !v.is_null()) {
+                        entry.arguments = Some(shown.input(&input));
                     }
+                    if let Some(l) = f.locations.filter(|l| !l.is_empty()) {
+                        entry.locations = shown.locations(&l);
+                    }
+                    entry.retarget();
                 }
             }
             SessionUpdate::Plan(plan) => {

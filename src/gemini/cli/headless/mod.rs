@@ -38,6 +38,11 @@
 //!   it runs and stop it at its `GEMINI_MAX_ATTEMPTS`-th "Attempt N failed" line, reporting the
 //!   failure as the API backend would (429/503 are capacity errors, so the fallback model answers).
 //!   The call deadline (`GEMINI_TIMEOUT_SECS`) rules in any case.
+//! - **No record left behind.** The CLI records every session under its home, the prompt (our
+//!   request and the files sent) included, 0644 and for 30 days; no setting stops it. Each call
+//!   names its session (`--session-id`) and the CLI's home (`GEMINI_CLI_HOME`, as the CLI would
+//!   pick it), and removes that session's record when it ends, however it ends
+//!   (`cli::records`).
 //! - **MCP servers and extensions off** (`--allowed-mcp-server-names <none>`, `-e none`): starting
 //!   the user's MCP servers on every call is slow, and this very server may be one of them.
 //! - **Outside the project.** The CLI runs in its private directory, not in PROJECT_ROOT: it
@@ -78,7 +83,9 @@ use outcome::{RetryNotice, Stop, retries_error, signal_of, spawn_error};
 use pipes::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
 use prompt::CallFiles;
 
-use super::{NO_MCP_SERVER, ProcessGroup, confine, locate, policy, system_settings, workspace_or};
+use super::{
+    Cleanup, NO_MCP_SERVER, ProcessGroup, confine, locate, policy, system_settings, workspace_or,
+};
 use crate::gemini::settings::Settings;
 use crate::gemini::vocabulary::{
     CallContext, GeminiError, GenerateRequest, GenerateResponse, Part,
@@ -106,6 +113,9 @@ pub struct CliBackend {
     workdir: PathBuf,
     /// Where the CLI's working directory is kept ([`workspace`]); empty: each call's own.
     state_dir: PathBuf,
+    /// The CLI's home, where it records each session (removed after the call, see
+    /// [`Cleanup`]); `None`: unknown.
+    cli_home: Option<PathBuf>,
     timeout: Duration,
     max_attempts: u32,
     kill_grace: Duration,
@@ -132,6 +142,7 @@ impl CliBackend {
             program,
             workdir: config.workdir.clone(),
             state_dir: config.state_dir.clone(),
+            cli_home: config.cli_home.clone(),
             timeout: config.call_timeout,
             max_attempts: config.max_attempts.max(1),
             kill_grace: KILL_GRACE,
@@ -164,13 +175,14 @@ impl CliBackend {
             Some(program) => Ok(CliBackend::new(program, config)),
             None => Err(format!(
                 "the Gemini CLI `{}` was not found{}: install it (`npm install -g @google/gemini-cli`), run `gemini` \
-                 once in a terminal to log in, or set GEMINI_CLI_PATH to the executable",
+                 once in a terminal to sign in ({}), or set GEMINI_CLI_PATH to the executable",
                 config.gemini_cli.display(),
                 if config.gemini_cli.components().count() > 1 {
                     ""
                 } else {
                     " on PATH"
                 },
+                super::LOGIN,
             )),
         }
     }
@@ -234,7 +246,17 @@ impl CliBackend {
         )
         .await;
         let run = match cwd {
-            Ok(cwd) => self.run(&req.model.id, prompt, &files, &cwd, ctx).await,
+            Ok(cwd) => {
+                // The session is named by us, so that the CLI's record of it can be removed
+                // however the call ends.
+                let session = uuid::Uuid::new_v4().to_string();
+                let record = Cleanup::new(self.cli_home.as_deref(), &cwd, &session);
+                let run = self
+                    .run(&req.model.id, &session, prompt, &files, &cwd, ctx)
+                    .await;
+                record.run().await;
+                run
+            }
             Err(e) => Err(e),
         };
         files.remove().await;
@@ -242,15 +264,17 @@ impl CliBackend {
         interpret(&raw, &self.workdir)
     }
 
-    /// The command line of one call: JSON output, the model, our policy, no extensions and no
-    /// MCP servers, the system prompt file, no relaunch, the call's private TMPDIR, and a process
-    /// group of its own.
-    fn command(&self, model: &str, files: &CallFiles, cwd: &Path) -> Command {
+    /// The command line of one call: JSON output, the model, the session's id, our policy, no
+    /// extensions and no MCP servers, the system prompt file, no relaunch, the call's private
+    /// TMPDIR, the CLI's home named, and a process group of its own.
+    fn command(&self, model: &str, session: &str, files: &CallFiles, cwd: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.arg("-o")
             .arg("json")
             .arg("-m")
             .arg(model)
+            .arg("--session-id")
+            .arg(session)
             .arg("--policy")
             .arg(files.policy_path())
             .arg("-e")
@@ -263,7 +287,7 @@ impl CliBackend {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        confine(&mut cmd, cwd);
+        confine(&mut cmd, cwd, self.cli_home.as_deref());
         cmd
     }
 
@@ -307,13 +331,14 @@ impl CliBackend {
     async fn run(
         &self,
         model: &str,
+        session: &str,
         prompt: String,
         files: &CallFiles,
         cwd: &Path,
         ctx: &CallContext,
     ) -> Result<RawOutput, GeminiError> {
         let started = Instant::now();
-        let mut cmd = self.command(model, files, cwd);
+        let mut cmd = self.command(model, session, files, cwd);
         let (mut child, group) =
             ProcessGroup::spawn(&mut cmd).map_err(|e| spawn_error(&self.program, &e))?;
         let group = GroupGuard::new(group, &self.live);

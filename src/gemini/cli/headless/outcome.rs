@@ -9,6 +9,7 @@ use super::DETAIL_CAP;
 use regex::Regex;
 use serde::Deserialize;
 
+use crate::gemini::cli::{LOGIN, login_refused, login_refused_error};
 use crate::gemini::vocabulary::{GeminiError, GenerateResponse, Usage};
 
 /// One failed attempt the CLI is about to retry.
@@ -174,8 +175,18 @@ pub(super) struct Tokens {
 }
 
 /// Turns one run's output into the answer or the error (reference §3–5). `workdir` is named in
-/// the untrusted-folder error.
+/// the untrusted-folder error. Google's refusal of an individual account's Login with Google
+/// (exit 1, a stack trace naming `UNSUPPORTED_CLIENT` on stderr) is explained, not quoted.
 pub fn interpret(raw: &RawOutput, workdir: &Path) -> Result<GenerateResponse, GeminiError> {
+    match read_outcome(raw, workdir) {
+        Err(_) if login_refused(&raw.stderr) || login_refused(&raw.stdout) => {
+            Err(login_refused_error(raw.code))
+        }
+        outcome => outcome,
+    }
+}
+
+fn read_outcome(raw: &RawOutput, workdir: &Path) -> Result<GenerateResponse, GeminiError> {
     let doc = last_json_object(&raw.stdout).or_else(|| last_json_object(&raw.stderr));
     if let Some(doc) = doc {
         if let Some(err) = &doc.error {
@@ -350,8 +361,8 @@ pub(super) fn coded_error(code: i32, detail: &str, workdir: &Path) -> GeminiErro
     };
     let message = match code {
         41 => format!(
-            "the Gemini CLI is not logged in (exit 41{said}). Run `gemini` once in a terminal and sign in with \
-             Google, then retry; or use an API key instead (GEMINI_API_KEY with GEMINI_BACKEND=api)"
+            "the Gemini CLI is not logged in (exit 41{said}). Run `gemini` once in a terminal and sign in ({LOGIN}), \
+             then retry; or use this server's API backend instead (GEMINI_API_KEY with GEMINI_BACKEND=api)"
         ),
         42 => format!(
             "the Gemini CLI rejected its input (exit 42{said}). Update the Gemini CLI \
