@@ -185,11 +185,9 @@ pub struct HttpSettings {
 pub enum ConfigError {
     #[error("{name}: {message}")]
     Invalid { name: &'static str, message: String },
-    #[error("GEMINI_MCP_CONFIG: cannot read {path}: {source}")]
-    File {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// A file a setting names cannot be read (it names the setting).
+    #[error(transparent)]
+    File(#[from] crate::setting_file::FileError),
     #[error("GEMINI_MCP_CONFIG: {path} is not valid TOML: {message}")]
     Toml { path: PathBuf, message: String },
     /// A key of the TOML file that names no setting (a misspelling, usually).
@@ -346,10 +344,7 @@ impl<'a> Var<'a> {
 }
 
 fn read_toml(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::File {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = crate::setting_file::read_text("GEMINI_MCP_CONFIG", path)?;
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| ConfigError::Toml {
