@@ -39,10 +39,23 @@ pub struct FileError {
 /// FIFO, a device, a directory, a symbolic link when `link` refuses them). Never blocks on the
 /// open.
 pub fn open_regular(path: &Path, link: Link) -> io::Result<File> {
-    let file = open_nonblocking(path, link).map_err(|e| explain_open(path, link, e))?;
+    open_checked(std::fs::OpenOptions::new().read(true), path, link)
+}
+
+/// Opens `path` with `options` (for writing, too: the audit log) as [`open_regular`] does:
+/// without blocking, the link followed or refused, and only when it is a regular file. Sets
+/// the options' custom flags.
+pub fn open_checked(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+    link: Link,
+) -> io::Result<File> {
+    let file = open_nonblocking(options, path, link).map_err(|e| explain_open(path, link, e))?;
     let meta = file.metadata()?;
     if is_reparse_point(&meta) && link == Link::Refuse {
-        return Err(not_regular("it is a symbolic link (or another reparse point), not followed"));
+        return Err(not_regular(
+            "it is a symbolic link (or another reparse point), not followed",
+        ));
     }
     if !meta.file_type().is_file() {
         return Err(not_regular(&format!(
@@ -110,27 +123,30 @@ fn explain_open(path: &Path, link: Link, e: io::Error) -> io::Error {
 }
 
 #[cfg(unix)]
-fn open_nonblocking(path: &Path, link: Link) -> io::Result<File> {
+fn open_nonblocking(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+    link: Link,
+) -> io::Result<File> {
     use rustix::fs::OFlags;
     use std::os::unix::fs::OpenOptionsExt;
     let mut flags = OFlags::NONBLOCK;
     if link == Link::Refuse {
         flags |= OFlags::NOFOLLOW;
     }
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)
+    options.custom_flags(flags.bits() as i32).open(path)
 }
 
 #[cfg(windows)]
-fn open_nonblocking(path: &Path, link: Link) -> io::Result<File> {
+fn open_nonblocking(
+    options: &mut std::fs::OpenOptions,
+    path: &Path,
+    link: Link,
+) -> io::Result<File> {
     use std::os::windows::fs::OpenOptionsExt;
     use windows_sys::Win32::Storage::FileSystem::FILE_FLAG_OPEN_REPARSE_POINT;
     // Opening a file never waits for a writer on Windows; a named pipe's open fails at once
     // when no server instance is free.
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
     if link == Link::Refuse {
         options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT);
     }
@@ -200,7 +216,11 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&regular, &link).unwrap();
         assert_eq!(read_text("S", &regular).unwrap(), "a\nb\n");
-        assert_eq!(read_text("S", &link).unwrap(), "a\nb\n", "links are followed");
+        assert_eq!(
+            read_text("S", &link).unwrap(),
+            "a\nb\n",
+            "links are followed"
+        );
         let cases: Vec<(PathBuf, &str)> = vec![
             ("/dev/zero".into(), "a character device"),
             (fifo, "a named pipe (FIFO)"),

@@ -757,6 +757,11 @@ mod tests {
                 "GEMINI_MCP_AUDIT_LOG_MAX_MB",
             ),
             (vec![("GEMINI_MCP_AUDIT_LOG", "/")], "GEMINI_MCP_AUDIT_LOG"),
+            // A device (a symbolic link the same way): never written through.
+            (
+                vec![("GEMINI_MCP_AUDIT_LOG", "/dev/null")],
+                "GEMINI_MCP_AUDIT_LOG",
+            ),
             (
                 vec![("GEMINI_MCP_AUDIT_LOG", "/definitely/not/here/audit.jsonl")],
                 "GEMINI_MCP_AUDIT_LOG",

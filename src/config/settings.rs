@@ -258,6 +258,11 @@ pub const SETTINGS: &[Setting] = &[
                 if p.is_dir() {
                     return Err(var.invalid("names a directory; name the log file"));
                 }
+                if p.symlink_metadata().is_ok_and(|m| !m.is_file()) {
+                    return Err(var.invalid(
+                        "names a symbolic link or a special file; name a regular file (the log is never written through a link)",
+                    ));
+                }
                 if p.parent().is_some_and(|d| !d.is_dir()) {
                     return Err(var.invalid("is in a directory that does not exist; create it"));
                 }

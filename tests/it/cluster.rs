@@ -422,7 +422,6 @@ async fn tls_to_one_redis_and_to_a_cluster_trusts_the_configured_ca_only() {
     }
 }
 
-
 /// A retried append is recognised by its turn's id, not only when it is still the thread's last
 /// turn: turn 1 sent again after another writer's turn 2 (its first answer lost, as in a
 /// failover) is not stored twice and answers with its own position, on one Redis and on a
@@ -472,7 +471,9 @@ async fn calls_right_after_a_failover_succeed_and_store_each_turn_once() {
     let local = Owner::local();
     let ids: Vec<ThreadId> = (0..12).map(|_| ThreadId::new()).collect();
     for id in &ids {
-        s.append(*id, "/after", &local, &turn("seed")).await.unwrap();
+        s.append(*id, "/after", &local, &turn("seed"))
+            .await
+            .unwrap();
     }
     let victim_slot = cluster.slot(&format!("after:thread:{{{}}}", ids[0]));
     let (cluster_back, stopped) = tokio::task::spawn_blocking(move || {
@@ -532,7 +533,11 @@ async fn calls_right_after_a_failover_succeed_and_store_each_turn_once() {
         let mut unique = stored.clone();
         unique.sort();
         unique.dedup();
-        assert_eq!(unique.len(), stored.len(), "thread {id}: a turn is stored twice");
+        assert_eq!(
+            unique.len(),
+            stored.len(),
+            "thread {id}: a turn is stored twice"
+        );
         for label in acked.get(id).into_iter().flatten() {
             assert!(
                 stored.contains(&turn(label).request),

@@ -65,7 +65,10 @@ fn hardening_setting_files_that_are_not_small_regular_files_stop_the_start_namin
         ("GEMINI_MCP_METRICS_TOKEN_FILE", vec![]),
         (
             "GEMINI_MCP_REDIS_CA_FILE",
-            vec![("GEMINI_MCP_STORE", "redis"), ("REDIS_URL", closed.as_str())],
+            vec![
+                ("GEMINI_MCP_STORE", "redis"),
+                ("REDIS_URL", closed.as_str()),
+            ],
         ),
     ];
     let mut wrong = Vec::new();
