@@ -177,6 +177,24 @@ impl AuditLog {
     }
 }
 
+/// What is wrong with `path` as the log's (`GEMINI_MCP_AUDIT_LOG`), checked at start: a
+/// directory, a symbolic link or a special file, or a directory that does not exist.
+pub fn check_path(path: &Path) -> Result<(), &'static str> {
+    if path.is_dir() {
+        return Err("names a directory; name the log file");
+    }
+    if path.symlink_metadata().is_ok_and(|m| !m.is_file()) {
+        return Err(
+            "names a symbolic link or a special file; name a regular file (the log is never \
+             written through a link)",
+        );
+    }
+    if path.parent().is_some_and(|d| !d.is_dir()) {
+        return Err("is in a directory that does not exist; create it");
+    }
+    Ok(())
+}
+
 /// The lock file beside the log (never rotated, so every writer locks the same file).
 fn lock_path(log: &Path) -> PathBuf {
     with_suffix(log, ".lock")

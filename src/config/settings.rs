@@ -254,20 +254,10 @@ pub const SETTINGS: &[Setting] = &[
                 .map(|p| p.trim().to_string())
                 .filter(|p| !p.is_empty())
                 .map(|p| var.cwd().join(p));
-            if let Some(p) = &c.audit_log {
-                if p.is_dir() {
-                    return Err(var.invalid("names a directory; name the log file"));
-                }
-                if p.symlink_metadata().is_ok_and(|m| !m.is_file()) {
-                    return Err(var.invalid(
-                        "names a symbolic link or a special file; name a regular file (the log is never written through a link)",
-                    ));
-                }
-                if p.parent().is_some_and(|d| !d.is_dir()) {
-                    return Err(var.invalid("is in a directory that does not exist; create it"));
-                }
+            match &c.audit_log {
+                Some(p) => crate::audit::check_path(p).map_err(|why| var.invalid(why)),
+                None => Ok(()),
             }
-            Ok(())
         },
     },
     Setting {
