@@ -470,10 +470,19 @@ async fn calls_right_after_a_failover_succeed_and_store_each_turn_once() {
     let s = open(&config(dir.path(), &cluster.url(), "after")).await;
     let local = Owner::local();
     let ids: Vec<ThreadId> = (0..12).map(|_| ThreadId::new()).collect();
+    // Seeded through a handle that waits for a replica, so no seed is lost with the master.
+    let mut waits = config(dir.path(), &cluster.url(), "after");
+    waits.redis_wait_replicas = 1;
+    let seeder = open(&waits).await;
     for id in &ids {
-        s.append(*id, "/after", &local, &turn("seed"))
+        seeder
+            .append(*id, "/after", &local, &turn("seed"))
             .await
             .unwrap();
+    }
+    drop(seeder);
+    for id in &ids {
+        s.load(*id).await.unwrap();
     }
     let victim_slot = cluster.slot(&format!("after:thread:{{{}}}", ids[0]));
     let (cluster_back, stopped) = tokio::task::spawn_blocking(move || {
