@@ -22,6 +22,7 @@ pub mod redact;
 pub mod schema;
 pub mod secret;
 pub mod server;
+pub mod setting_file;
 pub mod shutdown;
 pub mod spend;
 pub mod stdio;

@@ -11,14 +11,12 @@ pub(super) struct Exclusive {
 }
 
 impl Exclusive {
-    /// Waits for the lock on `path` (created when missing).
+    /// Waits for the lock on `path` (created when missing, for the owner only; a symbolic link
+    /// or anything but a regular file in its place is refused, as for the log).
     pub(super) fn take(path: &Path) -> std::io::Result<Exclusive> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        let file = super::open_owned(&mut options, path)?;
         lock(&file)?;
         Ok(Exclusive { file })
     }

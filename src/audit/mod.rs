@@ -10,6 +10,12 @@
 //! `LockFileEx` on Windows) that also covers rotation. Under the lock a writer that finds the file
 //! not ending in a line break (a writer killed mid-line) starts its own line on a fresh one, so a
 //! torn line stays alone and the reader skips it ([`summary`]).
+//!
+//! The log, its lock and its rotated files are regular files of the owner: created `0600` (on
+//! Windows a new file takes its directory's ACL: std's `OpenOptions` takes no security
+//! descriptor, so the directory decides who reads it), and a symbolic link, a FIFO or a device
+//! in their place is refused, never written through or read (`O_NOFOLLOW`, `O_NONBLOCK`, then
+//! `fstat`: [`crate::setting_file`]), the error naming `GEMINI_MCP_AUDIT_LOG`.
 
 mod lock;
 pub mod summary;
@@ -102,7 +108,7 @@ pub struct Usage {
 
 /// The log could not be written.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot write the audit log {path}: {source}")]
+#[error("cannot write the audit log {path} (GEMINI_MCP_AUDIT_LOG): {source}")]
 pub struct AuditError {
     path: String,
     source: std::io::Error,
@@ -171,6 +177,24 @@ impl AuditLog {
     }
 }
 
+/// What is wrong with `path` as the log's (`GEMINI_MCP_AUDIT_LOG`), checked at start: a
+/// directory, a symbolic link or a special file, or a directory that does not exist.
+pub fn check_path(path: &Path) -> Result<(), &'static str> {
+    if path.is_dir() {
+        return Err("names a directory; name the log file");
+    }
+    if path.symlink_metadata().is_ok_and(|m| !m.is_file()) {
+        return Err(
+            "names a symbolic link or a special file; name a regular file (the log is never \
+             written through a link)",
+        );
+    }
+    if path.parent().is_some_and(|d| !d.is_dir()) {
+        return Err("is in a directory that does not exist; create it");
+    }
+    Ok(())
+}
+
 /// The lock file beside the log (never rotated, so every writer locks the same file).
 fn lock_path(log: &Path) -> PathBuf {
     with_suffix(log, ".lock")
@@ -189,11 +213,18 @@ pub fn rotated(log: &Path, n: u32) -> PathBuf {
 }
 
 fn open(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
+    open_owned(
+        OpenOptions::new().read(true).append(true).create(true),
+        path,
+    )
+}
+
+/// Opens the log or its lock with `options`: created for the owner only (`0600`), and only when
+/// it is a regular file, not through a symbolic link.
+fn open_owned(options: &mut OpenOptions, path: &Path) -> std::io::Result<File> {
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    crate::setting_file::open_checked(options, path, crate::setting_file::Link::Refuse)
 }
 
 /// `<log>.2` → `<log>.3`, `<log>.1` → `<log>.2`, `<log>` → `<log>.1` (the oldest dropped).

@@ -1,12 +1,22 @@
 //! `gemini-mcp audit summary`: the log and its rotated files read back, the calls since a time
 //! grouped by client, tool, model or day, with their tokens and cost. A line that is not a whole
 //! record (a writer killed mid-line) is skipped and counted, never guessed at.
+//!
+//! Bounded: only regular files are read (a FIFO or a device in a file's place is refused before
+//! it can block or never end: [`crate::setting_file::open_regular`]), each up to the size it had
+//! when opened, a line up to [`MAX_LINE`] (a longer one is skipped and counted, never held);
+//! sums stop at the largest count and say they overflowed, never wrap.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::{KEEP, Record, rfc3339, rotated};
+use crate::setting_file::{FileError, Link, open_regular};
+
+/// The longest line read as a record (records are a few kilobytes; a call with thousands of
+/// files, a few megabytes).
+pub const MAX_LINE: usize = 16 << 20;
 
 /// What the calls are grouped by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,18 +73,41 @@ pub struct Group {
     pub cost_usd: f64,
     /// Calls of models without a known price (their cost is not in `cost_usd`).
     pub unpriced: u64,
+    /// A sum passed the largest count (or cost) and stopped there: the figures are lower bounds
+    /// of counts no real log holds.
+    pub overflowed: bool,
 }
 
 impl Group {
     fn add(&mut self, r: &Record) {
-        self.calls += 1;
-        self.errors += u64::from(r.outcome != "ok");
-        self.input += r.usage.input;
-        self.output += r.usage.output + r.usage.thinking;
+        let mut sum = |total: &mut u64, n: u64| match total.checked_add(n) {
+            Some(t) => *total = t,
+            None => {
+                *total = u64::MAX;
+                self.overflowed = true;
+            }
+        };
+        sum(&mut self.calls, 1);
+        sum(&mut self.errors, u64::from(r.outcome != "ok"));
+        sum(&mut self.input, r.usage.input);
+        sum(
+            &mut self.output,
+            r.usage.output.saturating_add(r.usage.thinking),
+        );
+        let output_overflowed = r.usage.output.checked_add(r.usage.thinking).is_none();
         match r.cost_usd {
-            Some(c) => self.cost_usd += c,
-            None => self.unpriced += u64::from(r.usage.input > 0),
+            Some(c) => {
+                let total = self.cost_usd + c;
+                if total.is_finite() {
+                    self.cost_usd = total;
+                } else {
+                    self.cost_usd = f64::MAX;
+                    self.overflowed = true;
+                }
+            }
+            None => sum(&mut self.unpriced, u64::from(r.usage.input > 0)),
         }
+        self.overflowed |= output_overflowed;
     }
 }
 
@@ -86,6 +119,8 @@ pub struct Summary {
     pub total: Group,
     /// Lines skipped: not a whole record.
     pub partial: usize,
+    /// Lines skipped: longer than [`MAX_LINE`].
+    pub oversized: usize,
 }
 
 /// The first time a `--since` value admits, as RFC 3339 (records compare as strings): a date
@@ -120,28 +155,39 @@ pub fn since(arg: &str, now: SystemTime) -> Result<String, String> {
 }
 
 /// The log at `log` and its rotated files, oldest first, read from `since` on (RFC 3339 or a
-/// date), grouped `by`.
-pub fn read(log: &Path, since: Option<&str>, by: By) -> std::io::Result<Summary> {
+/// date), grouped `by`. The error names `GEMINI_MCP_AUDIT_LOG` and the file.
+pub fn read(log: &Path, since: Option<&str>, by: By) -> Result<Summary, FileError> {
     let mut summary = Summary::default();
     let mut groups: std::collections::BTreeMap<String, Group> = Default::default();
     let mut files: Vec<_> = (1..=KEEP).rev().map(|n| rotated(log, n)).collect();
     files.push(log.to_path_buf());
     let mut any = false;
     for path in files {
-        let file = match std::fs::File::open(&path) {
+        let fail = |why: std::io::Error| FileError {
+            setting: "GEMINI_MCP_AUDIT_LOG",
+            path: path.clone(),
+            why,
+        };
+        let file = match open_regular(&path, Link::Refuse) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
+            Err(e) => return Err(fail(e)),
         };
         any = true;
-        let mut reader = std::io::BufReader::new(file);
+        // As long as it was when opened: a file that grows while it is read ends there.
+        let size = file.metadata().map_err(fail)?.len();
+        let mut reader = std::io::BufReader::new(file.take(size));
         let mut line = Vec::new();
         loop {
-            line.clear();
-            if reader.read_until(b'\n', &mut line)? == 0 {
-                break;
-            }
-            let whole = line.last() == Some(&b'\n');
+            let whole = match next_line(&mut reader, &mut line, MAX_LINE).map_err(fail)? {
+                Line::End => break,
+                Line::TooLong => {
+                    summary.oversized += 1;
+                    continue;
+                }
+                Line::Whole => true,
+                Line::Unended => false,
+            };
             let Some(record) = whole
                 .then(|| serde_json::from_slice::<Record>(&line).ok())
                 .flatten()
@@ -162,14 +208,60 @@ pub fn read(log: &Path, since: Option<&str>, by: By) -> std::io::Result<Summary>
         }
     }
     if !any {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no audit log at {}", log.display()),
-        ));
+        return Err(FileError {
+            setting: "GEMINI_MCP_AUDIT_LOG",
+            path: log.to_path_buf(),
+            why: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "there is no audit log there, nor a rotated one",
+            ),
+        });
     }
     summary.total.key = "total".into();
     summary.groups = groups.into_values().collect();
     Ok(summary)
+}
+
+/// What [`next_line`] read.
+enum Line {
+    End,
+    /// A line with its line break, in the buffer.
+    Whole,
+    /// The last bytes of the file, without a line break, in the buffer.
+    Unended,
+    /// A line longer than the bound, read past and dropped.
+    TooLong,
+}
+
+/// The next line of `reader` into `line` (cleared first), holding at most `max` bytes of it.
+fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Unended,
+            });
+        }
+        let (take, ended) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        if !too_long && line.len() + take > max {
+            too_long = true;
+            line.clear();
+        }
+        if !too_long {
+            line.extend_from_slice(&available[..take]);
+        }
+        reader.consume(take);
+        if ended {
+            return Ok(if too_long { Line::TooLong } else { Line::Whole });
+        }
+    }
 }
 
 /// The summary as a table: one row per group and the total, then the lines skipped.
@@ -181,8 +273,13 @@ pub fn render(summary: &Summary, by: By) -> String {
         } else {
             format!("{:.4}", g.cost_usd)
         };
+        let key = if g.overflowed {
+            format!("{} (overflowed)", g.key)
+        } else {
+            g.key.clone()
+        };
         [
-            g.key.clone(),
+            key,
             g.calls.to_string(),
             g.errors.to_string(),
             g.input.to_string(),
@@ -212,12 +309,27 @@ pub fn render(summary: &Summary, by: By) -> String {
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     if summary.partial > 0 {
-        let s = if summary.partial == 1 { "" } else { "s" };
         out.push_str(&format!(
-            "{} partial line{s} skipped (a writer stopped mid-line)\n",
-            summary.partial
+            "{} partial line{} skipped (a writer stopped mid-line)\n",
+            summary.partial,
+            plural(summary.partial)
         ));
+    }
+    if summary.oversized > 0 {
+        out.push_str(&format!(
+            "{} line{} over {} MiB skipped (no record is that long)\n",
+            summary.oversized,
+            plural(summary.oversized),
+            MAX_LINE >> 20
+        ));
+    }
+    if summary.total.overflowed {
+        out.push_str(
+            "the sums of the rows marked (overflowed) passed the largest count and stop there: \
+             the log holds counts no real call reports\n",
+        );
     }
     out
 }

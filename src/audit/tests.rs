@@ -171,3 +171,154 @@ fn concurrent_writers_never_interleave() {
     assert_eq!((s.total.calls, s.partial), (400, 0));
     assert!(s.groups.iter().all(|g| g.calls == 50));
 }
+
+/// The log and its lock are the owner's alone (0600), as is the fresh log after a rotation.
+#[cfg(unix)]
+#[test]
+fn the_log_and_its_lock_are_created_for_the_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let one = serde_json::to_vec(&record("a", "chat", "2026-11-01T10:00:00.000Z"))
+        .unwrap()
+        .len() as u64;
+    let log = log_in(dir.path(), one + 2);
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    log.append(&record("a", "chat", "2026-11-01T10:00:00.000Z"))
+        .unwrap();
+    assert_eq!(mode(log.path()), 0o600, "the log");
+    assert_eq!(mode(&lock_path(log.path())), 0o600, "its lock");
+    log.append(&record("a", "chat", "2026-11-01T10:00:00.000Z"))
+        .unwrap();
+    assert!(
+        rotated(log.path(), 1).exists(),
+        "this case needs a rotation"
+    );
+    assert_eq!(mode(log.path()), 0o600, "the log after a rotation");
+}
+
+/// A symbolic link in place of the log is not written through, nor read by the summary; a link
+/// in place of a rotated file is not read either. The errors name `GEMINI_MCP_AUDIT_LOG`.
+#[cfg(unix)]
+#[test]
+fn a_symbolic_link_in_place_of_the_log_or_a_rotated_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::write(&elsewhere, "").unwrap();
+    let log = log_in(dir.path(), 1 << 20);
+    std::os::unix::fs::symlink(&elsewhere, log.path()).unwrap();
+    let e = log
+        .append(&record("a", "chat", "2026-11-01T10:00:00.000Z"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("GEMINI_MCP_AUDIT_LOG") && e.contains("symbolic link"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(&elsewhere).unwrap(),
+        b"",
+        "written through the link"
+    );
+    let e = read(log.path(), None, By::Client).unwrap_err().to_string();
+    assert!(
+        e.contains("GEMINI_MCP_AUDIT_LOG") && e.contains("symbolic link"),
+        "{e}"
+    );
+
+    std::fs::remove_file(log.path()).unwrap();
+    log.append(&record("a", "chat", "2026-11-01T10:00:00.000Z"))
+        .unwrap();
+    std::os::unix::fs::symlink(&elsewhere, rotated(log.path(), 1)).unwrap();
+    let e = read(log.path(), None, By::Client).unwrap_err().to_string();
+    assert!(
+        e.contains("GEMINI_MCP_AUDIT_LOG")
+            && e.contains(&rotated(log.path(), 1).display().to_string())
+            && e.contains("symbolic link"),
+        "{e}"
+    );
+}
+
+/// `audit summary` reads regular files only: a FIFO as `<log>.1` (whose open would wait for a
+/// writer), `/dev/zero` as the log (it never ends) and a directory as `<log>.2` are refused,
+/// each named, within a harness deadline.
+#[cfg(unix)]
+#[test]
+fn the_summary_refuses_what_is_not_a_regular_file_without_hanging() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path(), 1 << 20);
+    log.append(&record("a", "chat", "2026-11-01T10:00:00.000Z"))
+        .unwrap();
+    let fifo = rotated(log.path(), 1);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let in_time = |log: PathBuf| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let l = log.clone();
+        std::thread::spawn(move || tx.send(read(&l, None, By::Client).map(|s| s.total.calls)));
+        rx.recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("the summary of {} hung", log.display()))
+    };
+    let e = in_time(log.path().to_owned()).unwrap_err().to_string();
+    assert!(
+        e.contains("GEMINI_MCP_AUDIT_LOG")
+            && e.contains(&fifo.display().to_string())
+            && e.contains("FIFO"),
+        "{e}"
+    );
+    std::fs::remove_file(&fifo).unwrap();
+    std::fs::create_dir(rotated(log.path(), 2)).unwrap();
+    let e = in_time(log.path().to_owned()).unwrap_err().to_string();
+    assert!(e.contains("a directory"), "{e}");
+    let e = in_time(PathBuf::from("/dev/zero")).unwrap_err().to_string();
+    assert!(e.contains("a character device"), "{e}");
+}
+
+/// Sums past the largest count say they overflowed instead of wrapping (or, in a debug build,
+/// panicking): lines with absurd counts are someone's doing, and the table must not lie.
+#[test]
+fn totals_past_the_largest_count_say_they_overflowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path(), 1 << 20);
+    let mut huge = record("a", "chat", "2026-11-01T10:00:00.000Z");
+    huge.usage.input = u64::MAX - 10;
+    huge.cost_usd = Some(f64::MAX);
+    log.append(&huge).unwrap();
+    log.append(&huge).unwrap();
+    log.append(&record("b", "chat", "2026-11-01T10:00:01.000Z"))
+        .unwrap();
+    let s = read(log.path(), None, By::Client).unwrap();
+    assert!(s.total.overflowed && s.groups[0].overflowed, "{s:?}");
+    assert!(!s.groups[1].overflowed, "{s:?}");
+    assert_eq!(
+        (s.total.calls, s.total.input),
+        (3, u64::MAX),
+        "capped, not wrapped"
+    );
+    let table = render(&s, By::Client);
+    assert!(table.contains("overflowed"), "{table}");
+    assert!(!table.contains("inf"), "{table}");
+}
+
+/// A line longer than any record is skipped without being held whole, counted and said; the
+/// records after it are read.
+#[test]
+fn a_line_past_the_bound_is_skipped_and_said() {
+    use super::summary::MAX_LINE;
+    let dir = tempfile::tempdir().unwrap();
+    let log = log_in(dir.path(), 1 << 30);
+    let mut text = vec![b'x'; MAX_LINE + 1];
+    text.push(b'\n');
+    std::fs::write(log.path(), text).unwrap();
+    log.append(&record("a", "chat", "2026-11-01T10:00:00.000Z"))
+        .unwrap();
+    let s = read(log.path(), None, By::Client).unwrap();
+    assert_eq!((s.total.calls, s.partial, s.oversized), (1, 0, 1));
+    assert!(
+        render(&s, By::Client).contains("1 line over 16 MiB skipped"),
+        "{}",
+        render(&s, By::Client)
+    );
+}

@@ -208,11 +208,13 @@ async fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool
 /// application-default file, else the metadata server — which is asked for a token, briefly:
 /// `Err` when none answers, or a credential file cannot be read.
 async fn credential_source(config: &Config, gemini: &Gemini) -> Result<String, String> {
-    let kind = |path: &std::path::Path| -> Option<String> {
-        std::fs::read_to_string(path)
+    // A regular file of at most 1 MiB (a FIFO or a device named here must not hang doctor).
+    let kind = |source: &'static str, path: &std::path::Path| -> Result<String, String> {
+        let text = crate::setting_file::read_text(source, path).map_err(|e| e.why.to_string())?;
+        serde_json::from_str::<serde_json::Value>(&text)
             .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+            .ok_or_else(|| "it is not a JSON credentials file with a `type`".to_string())
     };
     let file = match (
         &config.google_application_credentials,
@@ -223,11 +225,11 @@ async fn credential_source(config: &Config, gemini: &Gemini) -> Result<String, S
         _ => None,
     };
     if let Some((source, path)) = file {
-        return match kind(path) {
-            Some(kind) => Ok(format!("{source} {} ({kind})", path.display())),
-            None => Err(format!(
-                "no credentials: {source} names {}, which is not a readable credentials file; fix \
-                 the path, or run `gcloud auth application-default login`",
+        return match kind(source, path) {
+            Ok(kind) => Ok(format!("{source} {} ({kind})", path.display())),
+            Err(why) => Err(format!(
+                "no credentials: {source} names {}, which is not a readable credentials file \
+                 ({why}); fix the path, or run `gcloud auth application-default login`",
                 path.display()
             )),
         };

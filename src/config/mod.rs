@@ -188,11 +188,9 @@ pub struct HttpSettings {
 pub enum ConfigError {
     #[error("{name}: {message}")]
     Invalid { name: &'static str, message: String },
-    #[error("GEMINI_MCP_CONFIG: cannot read {path}: {source}")]
-    File {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    /// A file a setting names cannot be read (it names the setting).
+    #[error(transparent)]
+    File(#[from] crate::setting_file::FileError),
     #[error("GEMINI_MCP_CONFIG: {path} is not valid TOML: {message}")]
     Toml { path: PathBuf, message: String },
     /// A key of the TOML file that names no setting (a misspelling, usually).
@@ -349,10 +347,7 @@ impl<'a> Var<'a> {
 }
 
 fn read_toml(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::File {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = crate::setting_file::read_text("GEMINI_MCP_CONFIG", path)?;
     let table: toml::Table = text
         .parse()
         .map_err(|e: toml::de::Error| ConfigError::Toml {
@@ -772,6 +767,11 @@ mod tests {
                 "GEMINI_MCP_AUDIT_LOG_MAX_MB",
             ),
             (vec![("GEMINI_MCP_AUDIT_LOG", "/")], "GEMINI_MCP_AUDIT_LOG"),
+            // A device (a symbolic link the same way): never written through.
+            (
+                vec![("GEMINI_MCP_AUDIT_LOG", "/dev/null")],
+                "GEMINI_MCP_AUDIT_LOG",
+            ),
             (
                 vec![("GEMINI_MCP_AUDIT_LOG", "/definitely/not/here/audit.jsonl")],
                 "GEMINI_MCP_AUDIT_LOG",

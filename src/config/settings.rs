@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use super::{
     BackendChoice, ConfigError, Secret, Setting, StoreChoice, Var, any_or_list, canonical_root,
-    default_state_dir, invalid, tokens, trimmed,
+    default_state_dir, tokens, trimmed,
 };
 use crate::clock::Clock;
 use crate::gemini::prices::PriceList;
 use crate::limits::RateLimits;
 
 /// Tokens from the setting (comma-separated), else from the file its `_FILE` variant names (one
-/// per line), else none.
+/// per line; a regular file of at most 1 MiB), else none.
 fn token_list(var: &Var<'_>, file_var: &'static str) -> Result<Vec<Secret>, ConfigError> {
     if let Some(t) = var.get() {
         return tokens(var.name, &t, ',');
@@ -23,8 +23,7 @@ fn token_list(var: &Var<'_>, file_var: &'static str) -> Result<Vec<Secret>, Conf
     let Some(path) = var.os(file_var) else {
         return Ok(Vec::new());
     };
-    let t = std::fs::read_to_string(&path)
-        .map_err(|e| invalid(file_var, format!("cannot read {path}: {e}")))?;
+    let t = crate::setting_file::read_text(file_var, std::path::Path::new(&path))?;
     tokens(file_var, &t, '\n')
 }
 
@@ -255,15 +254,10 @@ pub const SETTINGS: &[Setting] = &[
                 .map(|p| p.trim().to_string())
                 .filter(|p| !p.is_empty())
                 .map(|p| var.cwd().join(p));
-            if let Some(p) = &c.audit_log {
-                if p.is_dir() {
-                    return Err(var.invalid("names a directory; name the log file"));
-                }
-                if p.parent().is_some_and(|d| !d.is_dir()) {
-                    return Err(var.invalid("is in a directory that does not exist; create it"));
-                }
+            match &c.audit_log {
+                Some(p) => crate::audit::check_path(p).map_err(|why| var.invalid(why)),
+                None => Ok(()),
             }
-            Ok(())
         },
     },
     Setting {

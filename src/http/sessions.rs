@@ -296,12 +296,7 @@ impl RedisSessions {
     ) -> Result<RedisSessions, String> {
         let target = Target::parse(url.expose()).map_err(|e| e.to_string())?;
         let ca_pem = match ca_file {
-            Some(path) => Some(tokio::fs::read(path).await.map_err(|e| {
-                format!(
-                    "cannot read GEMINI_MCP_REDIS_CA_FILE {}: {e}",
-                    path.display()
-                )
-            })?),
+            Some(path) => Some(crate::store::read_ca_file(path.to_owned()).await?),
             None => None,
         };
         let conn = tokio::time::timeout(OP_TIMEOUT, target.connect(ca_pem.as_deref()))

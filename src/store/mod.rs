@@ -408,16 +408,24 @@ pub async fn open(config: &Settings) -> Result<Arc<dyn ThreadStore>, ThreadError
     Ok(store)
 }
 
+/// `GEMINI_MCP_REDIS_CA_FILE`'s bytes (a regular file of at most 1 MiB), read off the runtime.
+pub async fn read_ca_file(path: std::path::PathBuf) -> Result<Vec<u8>, String> {
+    tokio::task::spawn_blocking(move || {
+        crate::setting_file::read("GEMINI_MCP_REDIS_CA_FILE", &path).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("GEMINI_MCP_REDIS_CA_FILE: the read stopped: {e}"))?
+}
+
 /// The Redis store's options; the CA file read here, once.
 async fn redis_options(config: &Settings) -> Result<redis::Options, ThreadError> {
     let ca_pem = match &config.redis_ca_file {
         None => None,
-        Some(path) => Some(tokio::fs::read(path).await.map_err(|e| {
+        Some(path) => Some(read_ca_file(path.clone()).await.map_err(|e| {
             ThreadError::Unavailable {
                 store: "redis",
                 message: format!(
-                    "cannot read GEMINI_MCP_REDIS_CA_FILE {}: {e}; point it at a PEM file of the CA that signed Redis's certificate, or unset it to trust the system's roots",
-                    path.display()
+                    "{e}; point it at a PEM file of the CA that signed Redis's certificate, or unset it to trust the system's roots"
                 ),
             }
         })?),

@@ -422,3 +422,137 @@ async fn tls_to_one_redis_and_to_a_cluster_trusts_the_configured_ca_only() {
         );
     }
 }
+
+/// A retried append is recognised by its turn's id, not only when it is still the thread's last
+/// turn: turn 1 sent again after another writer's turn 2 (its first answer lost, as in a
+/// failover) is not stored twice and answers with its own position, on one Redis and on a
+/// cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_append_behind_another_turn_is_stored_once() {
+    if crate::support::redis_missing() {
+        return;
+    }
+    let server = crate::support::redis::RedisServer::start();
+    let cluster = RedisCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    for url in [server.url(), cluster.url()] {
+        let s = open(&config(dir.path(), &url, "again")).await;
+        let (id, local) = (ThreadId::new(), Owner::local());
+        assert_eq!(s.append(id, "/p", &local, &turn("1")).await.unwrap(), 1);
+        assert_eq!(s.append(id, "/p", &local, &turn("2")).await.unwrap(), 2);
+        assert_eq!(
+            s.append(id, "/p", &local, &turn("1")).await.unwrap(),
+            1,
+            "{url}: the retried turn answers with its own position"
+        );
+        assert_eq!(
+            s.load(id).await.unwrap().turns,
+            vec![turn("1"), turn("2")],
+            "{url}: a retried append was stored twice"
+        );
+        assert_eq!(s.append(id, "/p", &local, &turn("3")).await.unwrap(), 3);
+    }
+}
+
+/// A master stops answering (SIGSTOP: as a crashed host or a partition, whose connections hang
+/// instead of closing) and its replica is promoted, while the client still holds the old
+/// topology. Calls started from the promotion to 5 s after it (load, append, `latest`), on
+/// threads in every slot, all succeed: the first attempt that times out makes the client read
+/// the topology again from the seed nodes, and the call is tried once more. Every acknowledged
+/// turn is stored once.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn calls_right_after_a_failover_succeed_and_store_each_turn_once() {
+    if crate::support::redis_missing() {
+        return;
+    }
+    let mut cluster = RedisCluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(&config(dir.path(), &cluster.url(), "after")).await;
+    let local = Owner::local();
+    let ids: Vec<ThreadId> = (0..12).map(|_| ThreadId::new()).collect();
+    // Seeded through a handle that waits for a replica, so no seed is lost with the master.
+    let mut waits = config(dir.path(), &cluster.url(), "after");
+    waits.redis_wait_replicas = 1;
+    let seeder = open(&waits).await;
+    for id in &ids {
+        seeder
+            .append(*id, "/after", &local, &turn("seed"))
+            .await
+            .unwrap();
+    }
+    drop(seeder);
+    for id in &ids {
+        s.load(*id).await.unwrap();
+    }
+    let victim_slot = cluster.slot(&format!("after:thread:{{{}}}", ids[0]));
+    let (cluster_back, stopped) = tokio::task::spawn_blocking(move || {
+        let master = cluster.master_of(victim_slot).port;
+        cluster.freeze(master, true);
+        cluster.wait_for_new_master(victim_slot, master);
+        (cluster, master)
+    })
+    .await
+    .unwrap();
+    cluster = cluster_back;
+    eprintln!("the master on port {stopped} stopped answering; a replica took over");
+
+    // One call every 50 ms for 5 s, each on the next thread (a twelfth on the stopped slot).
+    let calls: Vec<_> = (0..100)
+        .map(|n| {
+            let (s, id, local) = (s.clone(), ids[n % ids.len()], local.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50 * n as u64)).await;
+                let label = format!("call {n}");
+                let outcome = async {
+                    s.load(id).await?;
+                    s.append(id, "/after", &local, &turn(&label)).await?;
+                    s.latest("/after", &local).await
+                }
+                .await;
+                (id, label, outcome)
+            })
+        })
+        .collect();
+    let mut failed = Vec::new();
+    let mut acked: HashMap<ThreadId, Vec<String>> = HashMap::new();
+    for call in calls {
+        let (id, label, outcome) = call.await.unwrap();
+        match outcome {
+            Ok(_) => acked.entry(id).or_default().push(label),
+            Err(e) => failed.push(format!("{label} on {id}: {e}")),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of 100 calls after the promotion failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+    // The stopped node gone for good: what it may still hold is no one's.
+    cluster.kill(stopped);
+    for id in &ids {
+        let stored: Vec<String> = s
+            .load(*id)
+            .await
+            .unwrap()
+            .turns
+            .into_iter()
+            .map(|t| t.request)
+            .collect();
+        let mut unique = stored.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(
+            unique.len(),
+            stored.len(),
+            "thread {id}: a turn is stored twice"
+        );
+        for label in acked.get(id).into_iter().flatten() {
+            assert!(
+                stored.contains(&turn(label).request),
+                "thread {id}: acknowledged {label} is lost"
+            );
+        }
+    }
+}

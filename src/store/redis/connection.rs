@@ -15,7 +15,17 @@
 //! A cluster has only database 0. TLS checks the server's certificate against the system's
 //! roots, or only against `GEMINI_MCP_REDIS_CA_FILE` when that is set (a private CA, as
 //! Memorystore's). Nothing here prints the URL: messages name `REDIS_URL`, the hosts and ports.
+//!
+//! After a failover the cluster client keeps sending a slot's commands to its old master until
+//! something tells it the topology changed: a `MOVED`, a refused or closed connection. A master
+//! that stops answering without closing its connections (a crashed host, a partition, a stopped
+//! process) tells it nothing, and every command to its slots times out, long after its replica
+//! was promoted. So a command that times out on a cluster renews the client ([`Cluster::renew`]):
+//! a fresh one learns the topology from the seed nodes again (those that answer) and replaces the
+//! old for every later command. The thread store then tries the operation once more where that
+//! is safe (`super`).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -30,6 +40,9 @@ use redis::{
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// Deadline for one command's answer on an open connection.
 pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest a cluster client's renewal may take: connecting to the seed nodes (one that does not
+/// answer is waited for up to a response's deadline) and reading the topology.
+const RENEW_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// The forms `REDIS_URL` may take, for messages.
 const FORMS: &str = "expected redis://[user:password@]host:port/db (rediss:// for TLS) for one \
@@ -155,7 +168,15 @@ impl Target {
                     builder = builder.certs(certs(pem));
                 }
                 let client = builder.build()?;
-                Ok(Connection::Cluster(client.get_async_connection().await?))
+                let conn = client.get_async_connection().await?;
+                Ok(Connection::Cluster(Arc::new(Cluster {
+                    client,
+                    current: Mutex::new(Current {
+                        generation: 0,
+                        conn,
+                    }),
+                    renewing: tokio::sync::Mutex::new(()),
+                })))
             }
         }
     }
@@ -214,14 +235,116 @@ fn seed_urls(tls: bool, rest: &str) -> Result<Vec<String>, &'static str> {
 #[derive(Clone)]
 pub enum Connection {
     Single(ConnectionManager),
-    Cluster(ClusterConnection),
+    Cluster(Arc<Cluster>),
+}
+
+impl Connection {
+    /// Which cluster client is in use now (0 for one server): pass it to [`Connection::renew`]
+    /// after an attempt made now timed out.
+    pub fn generation(&self) -> u64 {
+        match self {
+            Connection::Single(_) => 0,
+            Connection::Cluster(c) => c.current().generation,
+        }
+    }
+
+    /// After an attempt with client `generation` timed out: on a cluster, a client of the
+    /// topology as the seed nodes tell it now (made here unless another caller made one since);
+    /// `true` when there is one to try again with. One server: `false` (its connection manager
+    /// reconnects by itself, and the same server would be asked again).
+    pub async fn renew(&self, generation: u64) -> bool {
+        match self {
+            Connection::Single(_) => false,
+            Connection::Cluster(c) => c.clone().renew(generation).await,
+        }
+    }
+}
+
+/// A cluster's client and the connection of its newest topology.
+pub struct Cluster {
+    client: ClusterClient,
+    current: Mutex<Current>,
+    /// Held while a renewal reads the topology: one at a time.
+    renewing: tokio::sync::Mutex<()>,
+}
+
+/// The connection commands go through now, and which renewal made it.
+#[derive(Clone)]
+struct Current {
+    generation: u64,
+    conn: ClusterConnection,
+}
+
+impl Cluster {
+    fn current(&self) -> Current {
+        self.current
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the connection of `stale` (a command through it timed out) by a fresh one that
+    /// reads the topology from the seed nodes. `true` when a newer connection is in place, made
+    /// here or by a renewal before; `false` when none could be made (the old one stays).
+    async fn renew(self: Arc<Self>, stale: u64) -> bool {
+        let _one = self.renewing.lock().await;
+        if self.current().generation != stale {
+            return true;
+        }
+        tracing::warn!(
+            "a Redis Cluster node did not answer in time: reading the topology again from the \
+             seed nodes of REDIS_URL"
+        );
+        let fresh = tokio::time::timeout(RENEW_TIMEOUT, self.client.get_async_connection()).await;
+        match fresh {
+            Ok(Ok(conn)) => {
+                *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Current {
+                    generation: stale + 1,
+                    conn,
+                };
+                tracing::info!("Redis Cluster topology read again; later commands follow it");
+                true
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = ?e.kind(), "the Redis Cluster topology could not be read again");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "the Redis Cluster topology could not be read again within {} s",
+                    RENEW_TIMEOUT.as_secs()
+                );
+                false
+            }
+        }
+    }
+
+    /// After a command through `generation`'s connection ended with `result`: a timeout renews
+    /// the connection, in a task of its own (a caller's deadline cannot cut it short), so the
+    /// next command follows the topology as it is now.
+    fn after<T>(self: &Arc<Self>, generation: u64, result: &Result<T, RedisError>) {
+        if result.as_ref().is_err_and(RedisError::is_timeout) {
+            tokio::spawn(self.clone().renew(generation));
+        }
+    }
 }
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
-            Connection::Cluster(c) => c.req_packed_command(cmd),
+            Connection::Cluster(cluster) => {
+                let cluster = cluster.clone();
+                Box::pin(async move {
+                    let Current {
+                        generation,
+                        mut conn,
+                    } = cluster.current();
+                    let result = conn.req_packed_command(cmd).await;
+                    cluster.after(generation, &result);
+                    result
+                })
+            }
         }
     }
 
@@ -233,14 +356,25 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Connection::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(cluster) => {
+                let cluster = cluster.clone();
+                Box::pin(async move {
+                    let Current {
+                        generation,
+                        mut conn,
+                    } = cluster.current();
+                    let result = conn.req_packed_commands(pipeline, offset, count).await;
+                    cluster.after(generation, &result);
+                    result
+                })
+            }
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
             Connection::Single(c) => c.get_db(),
-            Connection::Cluster(c) => c.get_db(),
+            Connection::Cluster(_) => 0,
         }
     }
 }

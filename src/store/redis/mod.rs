@@ -24,9 +24,11 @@
 //! An append is one Lua script over the thread's keys, so it is atomic: it checks the keys'
 //! types (a foreign value is reported as `Corrupt`, never overwritten), refuses another owner's
 //! thread (`Foreign`) and a thread that already holds `max_turns`, pushes the turn and refreshes
-//! the TTL of both thread keys. A turn equal byte for byte to the thread's last one is not
-//! pushed again: that is the same append retried after its answer was lost (a failover), and
-//! it answers as the first did. On one server the same script also updates the project index;
+//! the TTL of both thread keys. Each turn has an id, the digest of its JSON, and the header
+//! keeps its position (`turn:<id>`): a turn whose id is there already is not pushed again, since
+//! that is the same append retried after its answer was lost (a failover), and it answers as the
+//! first did, wherever later turns of other writers put it (a turn stored before turns had ids
+//! is recognised as the thread's last one, as before). On one server the same script also updates the project index;
 //! on a cluster the index (another slot) is updated by a second script right after, and a
 //! listing or `latest` reads the index, then the threads (ARCHITECTURE.md, Decisions, says why
 //! and what a failure between the two steps leaves). A load is one pipelined round trip
@@ -41,7 +43,10 @@
 //! Faults: Redis not answering at start is a startup error naming `REDIS_URL` (no silent
 //! fallback). Redis lost later makes calls fail with `Unavailable` while the client reconnects
 //! (and, on a cluster, follows `MOVED`/`ASK` and the new topology) in the background; the server
-//! keeps serving and works again once Redis is back. The URL (it may hold a password) never
+//! keeps serving and works again once Redis is back. On a cluster an attempt that timed out (a
+//! master that stopped answering, already replaced by its replica) makes the client read the
+//! topology again, and an operation that may be carried out twice without harm (a read, an
+//! append) is tried once more; a delete and a daily count added to are not ([`Again`]). The URL (it may hold a password) never
 //! appears in a log or an error: only hosts, ports and db.
 
 pub mod connection;
@@ -206,10 +211,32 @@ impl RedisStore {
         }
     }
 
-    /// Runs `op` on a clone of the connection under [`OP_TIMEOUT`]. When the connection was
-    /// refused (Redis was down at the last attempt, so nothing was sent) it tries once more:
-    /// the client reconnects on the first failure, and the retry uses the fresh connection.
+    /// Runs `op` on a clone of the connection under [`OP_TIMEOUT`]: an operation that may be
+    /// carried out twice without harm (a read, an append recognised by its turn's id). When the
+    /// connection was refused (Redis was down at the last attempt, so nothing was sent) it tries
+    /// once more: the client reconnects on the first failure, and the retry uses the fresh
+    /// connection. When the attempt timed out on a cluster, it tries once more after the client
+    /// read the topology again (a master that stopped answering was replaced: `connection`).
     async fn run<T, F, Fut>(&self, op: F) -> Result<T, ThreadError>
+    where
+        F: Fn(Connection) -> Fut,
+        Fut: Future<Output = Result<T, RedisError>>,
+    {
+        self.run_as(Again::AfterTimeout, op).await
+    }
+
+    /// As [`run`](Self::run), for an operation that must not be carried out twice (a delete
+    /// that answers whether it found the thread, a count added to): not sent again after a
+    /// timeout, since its first attempt may have been carried out.
+    async fn run_once<T, F, Fut>(&self, op: F) -> Result<T, ThreadError>
+    where
+        F: Fn(Connection) -> Fut,
+        Fut: Future<Output = Result<T, RedisError>>,
+    {
+        self.run_as(Again::Never, op).await
+    }
+
+    async fn run_as<T, F, Fut>(&self, again: Again, op: F) -> Result<T, ThreadError>
     where
         F: Fn(Connection) -> Fut,
         Fut: Future<Output = Result<T, RedisError>>,
@@ -220,8 +247,16 @@ impl RedisStore {
                 Err(_) => Err(None),
             }
         };
+        let generation = self.conn.generation();
         let result = match attempt().await {
             Err(Some(e)) if e.is_connection_refusal() => attempt().await,
+            Err(e)
+                if again == Again::AfterTimeout
+                    && e.as_ref().is_none_or(RedisError::is_timeout)
+                    && self.conn.renew(generation).await =>
+            {
+                attempt().await
+            }
             other => other,
         };
         result.map_err(|e| match e {
@@ -318,6 +353,15 @@ impl RedisStore {
     }
 }
 
+/// Whether an operation is sent again after an attempt that timed out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Again {
+    /// Once, after a cluster's topology was read again: carrying it out twice does no harm.
+    AfterTimeout,
+    /// Never: its first attempt may have been carried out.
+    Never,
+}
+
 /// The arguments of the append scripts (ARGV), in their order.
 #[derive(Clone, Copy)]
 struct AppendArgs<'a> {
@@ -331,6 +375,8 @@ struct AppendArgs<'a> {
     tool: &'a str,
     at_ms: u64,
     title: &'a str,
+    /// The turn's id: the digest of its JSON, the same for every attempt of one append.
+    turn_id: &'a str,
 }
 
 impl<'a> AppendArgs<'a> {
@@ -362,10 +408,11 @@ impl redis::ToRedisArgs for AppendArgs<'_> {
         self.tool.write_redis_args(out);
         self.at_ms.write_redis_args(out);
         self.title.write_redis_args(out);
+        self.turn_id.write_redis_args(out);
     }
 
     fn num_of_args(&self) -> usize {
-        12
+        13
     }
 }
 
@@ -497,6 +544,7 @@ impl ThreadStore for RedisStore {
             self.index_key(project, owner),
         );
         let title = super::title_of(&turn.request);
+        let turn_id = turn_id(&json);
         let args = AppendArgs {
             project,
             json: &json,
@@ -508,6 +556,7 @@ impl ThreadStore for RedisStore {
             tool: &turn.tool,
             at_ms: turn.at_ms,
             title: &title,
+            turn_id: &turn_id,
         };
         let keys: &[&str] = match self.topology {
             Topology::Single => &[&header, &turns, &index],
@@ -613,7 +662,7 @@ impl ThreadStore for RedisStore {
         };
         let (turns, index) = (self.turns_key(&thread), self.index_key(&project, owner));
         let reply: Vec<Value> = self
-            .run(|mut c| {
+            .run_once(|mut c| {
                 let mut inv = self.delete.prepare_invoke();
                 inv.key(&header).key(&turns);
                 if self.topology == Topology::Single {
@@ -643,7 +692,7 @@ impl ThreadStore for RedisStore {
     async fn add_spend(&self, key: &SpendKey, day: Day, add: Spent) -> Result<Spent, ThreadError> {
         let k = self.spend_key(key, day);
         let (tokens, micro): (u64, u64) = self
-            .run(|mut c| {
+            .run_once(|mut c| {
                 let k = k.clone();
                 async move {
                     let mut p = redis::pipe();
@@ -732,6 +781,13 @@ fn summary(f: &[Value]) -> ThreadSummary {
         last_ms: num(4),
         title: get(5),
     }
+}
+
+/// A turn's id, `hex(sha256(json))[..32]`: an append sent twice (its first answer lost) carries
+/// the same id, and the script stores the turn once. Two turns alike to the byte (the same
+/// request, answer, model, usage and millisecond) are one turn.
+fn turn_id(json: &str) -> String {
+    hex::encode(Sha256::digest(json.as_bytes()))[..32].to_string()
 }
 
 /// The hash of what `key` spent on `day` under `prefix`: the digest of the key's stored form.

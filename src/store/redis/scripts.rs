@@ -5,14 +5,16 @@
 //! may touch the keys of one slot only: a thread's keys share its hash tag, and the project
 //! index (another slot) is updated by a second script after the thread's own ([`INDEX`]); the
 //! listing and `latest` read the index, then the threads (in `super`). The parts are the same
-//! text either way, so the rules (types checked, owner, max turns, a retried append recognised)
-//! have one body.
+//! text either way, so the rules (types checked, owner, max turns, a retried append recognised
+//! by its turn's id) have one body.
 
 /// The thread's checks, writing nothing. KEYS[1]: header, KEYS[2]: turns. ARGV: project, turn
 /// JSON, max turns, TTL in ms, thread id, created_ms, format version, index cap, owner, the
-/// turn's tool, its time (ms), the title. Leaves `header_t`, `n` (turns stored) and `again`
-/// (the turn is already the last one: an append retried after its answer was lost, as in a
-/// failover) for the write.
+/// turn's tool, its time (ms), the title, the turn's id. Leaves `header_t`, `n` (turns stored),
+/// `seen` (the position the header holds for the turn's id, `turn:<id>`, else false) and `again`
+/// (the turn is stored already: an append retried after its answer was lost, as in a failover,
+/// found by its id wherever it is, or, for a turn stored before turns had ids, as the last one)
+/// for the write.
 macro_rules! thread_check {
     () => {
         r#"
@@ -42,7 +44,8 @@ else
   end
 end
 local n = redis.call('LLEN', KEYS[2])
-local again = n > 0 and redis.call('LINDEX', KEYS[2], -1) == ARGV[2]
+local seen = header_t ~= 'none' and redis.call('HGET', KEYS[1], 'turn:' .. ARGV[13])
+local again = seen or (n > 0 and redis.call('LINDEX', KEYS[2], -1) == ARGV[2])
 if not again and n >= tonumber(ARGV[3]) then
   return {'full', n}
 end
@@ -50,8 +53,9 @@ end
     };
 }
 
-/// The thread's write, after [`thread_check!`]: header created, turn pushed (unless `again`),
-/// the listing's summary in the header (`tools` space-separated, first use first; `last_ms`;
+/// The thread's write, after [`thread_check!`]: header created, turn pushed and its position
+/// kept under its id (unless `again`; a turn found by its id answers with its position), the
+/// listing's summary in the header (`tools` space-separated, first use first; `last_ms`;
 /// `title` and `first_ms` set by the first turn), both keys' TTL refreshed.
 macro_rules! thread_write {
     () => {
@@ -61,6 +65,9 @@ if header_t == 'none' then
 end
 if not again then
   n = redis.call('RPUSH', KEYS[2], ARGV[2])
+  redis.call('HSET', KEYS[1], 'turn:' .. ARGV[13], n)
+elseif seen then
+  n = tonumber(seen)
 end
 local tools = redis.call('HGET', KEYS[1], 'tools') or ''
 if not string.find(' ' .. tools .. ' ', ' ' .. ARGV[10] .. ' ', 1, true) then

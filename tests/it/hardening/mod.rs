@@ -11,7 +11,9 @@
 //!   nested repositories;
 //! - `paths`: a generated corpus of hostile paths through the sandbox, the collector and the tools;
 //! - `process`: SIGINT/SIGTERM to the stdio server, idle and with a call in flight;
-//! - `fuzz`: the bodies of the `fuzz/` targets run on stable for a bounded number of inputs.
+//! - `fuzz`: the bodies of the `fuzz/` targets run on stable for a bounded number of inputs;
+//! - `setting_files`: the files settings name, pointed at a device, a FIFO, a directory, a huge
+//!   file: start-up refused, naming the setting.
 //!
 //! Long forms run with `GEMINI_MCP_LONG_TESTS=1`; by default (CI) each test is bounded so that
 //! the suite stays well under a minute and a half on two cores. Time bounds here only detect
@@ -29,6 +31,9 @@ mod process;
 mod protocol;
 mod redis_faults;
 mod secrets;
+// FIFOs and /dev/zero.
+#[cfg(unix)]
+mod setting_files;
 
 use std::path::Path;
 use std::time::Duration;

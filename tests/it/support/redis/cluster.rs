@@ -123,6 +123,8 @@ struct Node {
     cluster: bool,
     tls: Option<Arc<Tls>>,
     child: Option<Child>,
+    /// Stopped by [`RedisCluster::freeze`]: it would not answer `redis-cli`.
+    frozen: bool,
     dir: tempfile::TempDir,
 }
 
@@ -212,7 +214,7 @@ impl RedisCluster {
         let node = self
             .nodes
             .iter()
-            .find(|n| n.child.is_some())
+            .find(|n| n.child.is_some() && !n.frozen)
             .expect("a live node");
         node.cli_c(args)
     }
@@ -245,6 +247,15 @@ impl RedisCluster {
         master.port
     }
 
+    /// Kills (SIGKILL) the node on `port`, whatever its role (a stopped one too).
+    pub fn kill(&mut self, port: u16) {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .expect("one of our nodes")
+            .kill();
+    }
+
     /// The port of a replica of the master on `port`.
     pub fn replica_of(&self, port: u16) -> u16 {
         let view = self.nodes_text();
@@ -264,12 +275,12 @@ impl RedisCluster {
     /// Stops (SIGSTOP) the node on `port`, or lets it go on (SIGCONT): a stopped replica
     /// receives nothing from its master, as a slow or partitioned one.
     #[cfg(unix)]
-    pub fn freeze(&self, port: u16, frozen: bool) {
+    pub fn freeze(&mut self, port: u16, frozen: bool) {
         use nix::sys::signal::{Signal, kill};
         use nix::unistd::Pid;
         let node = self
             .nodes
-            .iter()
+            .iter_mut()
             .find(|n| n.port == port)
             .expect("one of ours");
         let pid = node.child.as_ref().expect("a live node").id();
@@ -279,6 +290,7 @@ impl RedisCluster {
             Signal::SIGCONT
         };
         kill(Pid::from_raw(pid as i32), signal).expect("signal a cluster node");
+        node.frozen = frozen;
     }
 
     /// Writes `bytes` bytes under `key` straight to the node on `port` (a master serving the
@@ -331,7 +343,7 @@ impl RedisCluster {
     }
 
     fn live(&self) -> impl Iterator<Item = &Node> {
-        self.nodes.iter().filter(|n| n.child.is_some())
+        self.nodes.iter().filter(|n| n.child.is_some() && !n.frozen)
     }
 
     fn is_ready(&self) -> bool {
@@ -383,6 +395,7 @@ impl Node {
                 cluster,
                 tls: tls.clone(),
                 child: None,
+                frozen: false,
                 dir: tempfile::tempdir().expect("temp dir for a cluster node"),
             };
             if node.spawn() {
@@ -460,6 +473,7 @@ impl Node {
             let _ = child.kill();
             let _ = child.wait();
         }
+        self.frozen = false;
     }
 }
 
