@@ -33,6 +33,22 @@ pub struct Setting {
     pub(crate) read: fn(&Var<'_>, &mut Config) -> Result<(), ConfigError>,
 }
 
+/// Tells Vertex AI's settings the Application Default Credentials file Google's auth library
+/// will read, with what names it: the file `setting` names, else gcloud's file when there is
+/// one (else the library asks the metadata server and reads no file).
+pub(crate) fn note_adc_file(setting: &'static str, c: &mut Config) {
+    let file = match (&c.google_application_credentials, &c.gcloud_adc_file) {
+        (Some(p), _) => Some((setting, p.clone())),
+        (None, Some(p)) if p.symlink_metadata().is_ok() => {
+            Some(("gcloud's application-default credentials file", p.clone()))
+        }
+        _ => None,
+    };
+    if let Some(v) = c.vertex.as_mut() {
+        v.credentials_file = file;
+    }
+}
+
 /// `default` when unset; trimmed.
 pub(crate) fn trimmed(value: Option<String>, default: &str) -> String {
     value.as_deref().unwrap_or(default).trim().to_string()

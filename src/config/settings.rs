@@ -97,6 +97,7 @@ pub const SETTINGS: &[Setting] = &[
                 base_url: None,
                 api_key: None,
                 labels: Vec::new(),
+                credentials_file: None,
             });
             Ok(())
         },
@@ -165,6 +166,7 @@ pub const SETTINGS: &[Setting] = &[
                         .map(|h| std::path::PathBuf::from(h).join(".config/gcloud"))
                 })
                 .map(|d| d.join("application_default_credentials.json"));
+            super::note_adc_file(var.name, c);
             Ok(())
         },
     },

@@ -41,6 +41,10 @@ pub struct VertexSettings {
     pub api_key: Option<crate::secret::Secret>,
     /// Labels sent with each request, for cost attribution.
     pub labels: Vec<(String, String)>,
+    /// The Application Default Credentials file Google's auth library will read, and the
+    /// setting that names it (`GOOGLE_APPLICATION_CREDENTIALS`, or gcloud's file when it exists):
+    /// checked to be a regular file of bounded size before the library reads it whole.
+    pub credentials_file: Option<(&'static str, std::path::PathBuf)>,
 }
 
 impl VertexSettings {
@@ -81,6 +85,15 @@ impl ApiClient {
         let auth = match (&vertex.api_key, &vertex.project) {
             (Some(key), _) => Auth::Key(key.clone()),
             (None, Some(_)) => {
+                // The library reads the file whole and unchecked: a FIFO would hang the start,
+                // /dev/zero fill the memory. What it will read is checked first.
+                if let Some((setting, path)) = &vertex.credentials_file {
+                    crate::setting_file::read(setting, path).map_err(|e| {
+                        GeminiError::NotConfigured {
+                            message: format!("Vertex AI's credentials cannot be used: {e}"),
+                        }
+                    })?;
+                }
                 let creds = google_cloud_auth::credentials::Builder::default()
                     .with_scopes([CLOUD_PLATFORM])
                     .build()

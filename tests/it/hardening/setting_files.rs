@@ -104,3 +104,52 @@ fn hardening_setting_files_that_are_not_small_regular_files_stop_the_start_namin
     });
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// Vertex AI's Application Default Credentials file is read whole by Google's auth library:
+/// pointed at what is not a small regular file, the call fails at once, naming the setting and
+/// what the path is, instead of hanging (a FIFO) or filling the memory (`/dev/zero`).
+#[tokio::test]
+async fn hardening_vertex_credentials_that_are_not_a_small_regular_file_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let fifo = root.join("adc-fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let big = root.join("adc-big.json");
+    std::fs::write(&big, " ".repeat((1 << 20) + 1)).unwrap();
+    let targets: [(PathBuf, &str); 3] = [
+        ("/dev/zero".into(), "a character device"),
+        (fifo, "a named pipe (FIFO)"),
+        (big, "past the 1 MiB"),
+    ];
+    for (path, what) in targets {
+        let path = path.to_str().unwrap();
+        let client = crate::support::mcp::start(
+            root,
+            &[
+                ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+                ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+                ("GOOGLE_APPLICATION_CREDENTIALS", path),
+            ],
+        )
+        .await;
+        let call =
+            crate::support::mcp::call(&client, "chat", serde_json::json!({"prompt": "hello"}));
+        let r = tokio::time::timeout(BOUND, call)
+            .await
+            .unwrap_or_else(|_| panic!("{path}: still running after {BOUND:?}"))
+            .unwrap();
+        let t = crate::support::mcp::text(&r);
+        assert_eq!(r.is_error, Some(true), "{path}: {t}");
+        assert!(
+            t.contains("GOOGLE_APPLICATION_CREDENTIALS") && t.contains(path) && t.contains(what),
+            "{path}: {t}"
+        );
+        client.cancel().await.unwrap();
+    }
+}
