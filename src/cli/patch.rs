@@ -67,22 +67,10 @@ fn header_path(rel: &str) -> Option<&str> {
     plain.then_some(rel)
 }
 
-/// Whether a path component names a repository's metadata as git takes it (`verify_path` with
-/// `core.protectNTFS` and `core.protectHFS`): `.git` in any case, with trailing dots or spaces,
-/// its 8.3 short name `git~1`, and with the characters HFS+ ignores in a name inside it.
+/// Whether a path component names a repository's metadata as git takes it: the collector's
+/// one rule.
 fn is_dotgit(component: &str) -> bool {
-    let seen: String = component
-        .chars()
-        .filter(|c| {
-            !matches!(
-                c,
-                '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}'
-            )
-        })
-        .collect::<String>()
-        .to_ascii_lowercase();
-    let seen = seen.trim_end_matches(['.', ' ']);
-    seen == ".git" || seen == "git~1" || seen.starts_with(".git:")
+    crate::collector::edits::is_dot_git(std::ffi::OsStr::new(component))
 }
 
 /// `text`'s lines as git reads them: split after each `\n`, the last one without it when the

@@ -87,23 +87,43 @@ pub fn refused_text(new: &str) -> Option<&'static str> {
 /// Why `p` is a repository's metadata, if it is: a `.git` on its path, or a git directory
 /// above it up to `root`.
 fn metadata(p: &SandboxedPath, root: &Path) -> Option<String> {
-    let path = p.as_path();
+    repository_metadata(p.as_path(), root).map(str::to_string)
+}
+
+/// Why `path` (absolute; it need not exist yet) lies in a repository's metadata, if it does:
+/// a component git takes for `.git` ([`is_dot_git`]), or a git directory above it up to `root`
+/// (a nested repository, a gitfile's target, a bare repository, a worktree's git directory).
+/// The one rule for every writer: the verify step's edits, the patch, the Gemini CLI agent's
+/// changes.
+pub fn repository_metadata(path: &Path, root: &Path) -> Option<&'static str> {
     if path.components().any(|c| is_dot_git(c.as_os_str())) {
-        return Some("inside a `.git`".into());
+        return Some("inside a `.git`");
     }
     path.ancestors()
         .skip(1)
         .take_while(|dir| dir.starts_with(root))
         .find(|dir| is_git_dir(dir))
-        .map(|_| "inside a git directory".into())
+        .map(|_| "inside a git directory")
 }
 
-/// `.git` as the file systems we run on may open it: ASCII case ignored, trailing dots and
-/// spaces ignored.
-fn is_dot_git(name: &std::ffi::OsStr) -> bool {
-    let name = name.to_string_lossy();
-    name.trim_end_matches(['.', ' '])
-        .eq_ignore_ascii_case(".git")
+/// Whether a path component names a repository's metadata as git takes it (`verify_path` with
+/// `core.protectNTFS` and `core.protectHFS`), as the file systems we run on may open it: `.git`
+/// in any ASCII case, with trailing dots or spaces, its 8.3 short name `git~1`, an NTFS stream
+/// of it (`.git::$INDEX_ALLOCATION`), and with the characters HFS+ ignores in a name inside it.
+pub fn is_dot_git(name: &std::ffi::OsStr) -> bool {
+    let seen: String = name
+        .to_string_lossy()
+        .chars()
+        .filter(|c| {
+            !matches!(
+                c,
+                '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}'
+            )
+        })
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let seen = seen.trim_end_matches(['.', ' ']);
+    seen == ".git" || seen == "git~1" || seen.starts_with(".git:")
 }
 
 /// Git's own test of a git directory: `HEAD`, with `objects` and `refs` or (a worktree's)

@@ -286,7 +286,10 @@ fn decide(mode: Mode, kind: ToolKind, paths: &[PathBuf], collector: &Collector) 
             if paths.is_empty() {
                 return (false, "a change that names no path".into());
             }
-            if let Some(p) = paths.iter().find(|p| in_repository_metadata(p)) {
+            if let Some(p) = paths
+                .iter()
+                .find(|p| in_repository_metadata(p, collector.sandbox().roots()))
+            {
                 return (
                     false,
                     format!(
@@ -314,15 +317,16 @@ fn decide(mode: Mode, kind: ToolKind, paths: &[PathBuf], collector: &Collector) 
     }
 }
 
-/// Whether `path` lies in a repository's metadata: a `.git` component, however it is cased
-/// (case-insensitive file systems open `.GIT` as `.git`).
-fn in_repository_metadata(path: &Path) -> bool {
-    path.components().any(|c| {
-        c.as_os_str().to_str().is_some_and(|name| {
-            name.trim_end_matches(['.', ' '])
-                .eq_ignore_ascii_case(".git")
-        })
-    })
+/// Whether `path` (absolute, or relative to the first root) lies in a repository's metadata, by
+/// the collector's one rule: a `.git` component however git may spell it, or a git directory
+/// between it and its root.
+fn in_repository_metadata(path: &Path, roots: &[PathBuf]) -> bool {
+    let abs = match roots.first() {
+        Some(first) if path.is_relative() => first.join(path),
+        _ => path.to_path_buf(),
+    };
+    let root = roots.iter().find(|r| abs.starts_with(r)).unwrap_or(&abs);
+    crate::collector::edits::repository_metadata(&abs, root).is_some()
 }
 
 /// `Ok` when `path` (absolute, or relative to the first root) is inside the roots and not a
@@ -393,7 +397,11 @@ mod tests {
             ("/p/src/git/mod.rs", false),
             ("/p/.github/workflows/ci.yml", false),
         ] {
-            assert_eq!(in_repository_metadata(Path::new(path)), inside, "{path}");
+            assert_eq!(
+                in_repository_metadata(Path::new(path), &[PathBuf::from("/p")]),
+                inside,
+                "{path}"
+            );
         }
     }
 
