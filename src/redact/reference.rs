@@ -100,9 +100,12 @@ static COMPILED: LazyLock<Result<Rules, Box<meta::BuildError>>> = LazyLock::new(
             check: spec.check,
         });
     }
+    // The combined regexes only find where a candidate is: the rules' named groups (`glue`,
+    // in several rules) go, as a regex may name a group once.
+    let unnamed = |pattern: &str| pattern.replace("(?P<glue>", "(?:");
     let any = RULES
         .iter()
-        .map(|spec| format!("(?:{})", spec.pattern))
+        .map(|spec| format!("(?:{})", unnamed(spec.pattern)))
         .collect::<Vec<_>>()
         .join("|");
     let anchored = RULES
@@ -112,7 +115,7 @@ static COMPILED: LazyLock<Result<Rules, Box<meta::BuildError>>> = LazyLock::new(
     let inner = RULES
         .iter()
         .filter(|spec| spec.kind != GENERIC)
-        .map(|spec| format!("(?:{})", spec.pattern))
+        .map(|spec| format!("(?:{})", unnamed(spec.pattern)))
         .collect::<Vec<_>>()
         .join("|");
     Ok(Rules {
@@ -158,7 +161,8 @@ const INNER_SLACK: usize = 512;
 /// The accepted values in `text`, as `(start, end, rule)`.
 ///
 /// One pass of the combined regex finds candidates. After a candidate the search goes on from
-/// its end when it was replaced, else from its value (a rejected `name = value` may hold a
+/// the end of its value when it was replaced (what follows the value in the match may begin
+/// the next), else from its value (a rejected `name = value` may hold a
 /// shape in its value, e.g. `aws_access_key_id=AKIA…`), never from the candidate's next
 /// character: that made a long run of name characters before a rejected value cost quadratic
 /// time. What the pass steps over without replacing (the name part of a candidate, or a
@@ -196,8 +200,8 @@ fn candidates(
         // Where the pass goes on, and the stretch the other rules search: what the pass steps
         // over without replacing, and a generic value (a known shape there names the marker).
         let (resume, skipped_end) = match (accepted, value.0 > whole.0) {
-            (true, true) => (whole.1, value.1),
-            (true, false) => (whole.1, whole.0),
+            (true, true) => (value.1, value.1),
+            (true, false) => (value.1, whole.0),
             (false, true) => (value.0, value.0),
             (false, false) => (whole.1, whole.1),
         };
@@ -265,7 +269,9 @@ fn values(
         if accepted {
             spans.push((value.start, value.end, index));
         }
-        at = if !accepted && value.start > whole.start {
+        at = if accepted {
+            value.end
+        } else if value.start > whole.start {
             value.start
         } else {
             whole.end

@@ -7,7 +7,8 @@ pub(super) struct Spec {
     /// The marker's name: `[REDACTED:<kind>]`.
     pub kind: &'static str,
     pub pattern: &'static str,
-    /// The capture group replaced (0 = the whole match, [`FIRST_GROUP`]).
+    /// The capture group replaced (0 = the whole match, [`FIRST_GROUP`]). A group named
+    /// `glue` ([`GLUE`]) is counted too.
     pub group: usize,
     /// What the replaced value must pass.
     pub check: fn(&str) -> bool,
@@ -29,6 +30,16 @@ pub(super) enum Reach {
     /// rule is tried, anchored, at each keyword.
     FromKeyword,
 }
+
+/// How a token glued to a name by `_` (`key_AKIA…`, `x_ghp_…`) is found: a rule's leading
+/// word boundary `(?-u:\b)` does not see it (`_` is a word character), so the patterns of the
+/// tokens with a distinctive prefix begin `(?:(?-u:\b)|(?P<glue>_))`: a word boundary, or one
+/// `_` taken as the group `glue`, which the search counts outside the match (`search.rs`,
+/// `whole_and_value`): the `_` stays, and a glued token is a candidate like a free-standing one
+/// (a rejected one is stepped over whole, as before). Not for `hf_` (model code names things
+/// `convert_hf_GPTNeoXForCausalLM…`), nor for the words `basic` and `bearer`
+/// (`use_bearer`), where a name before the word is a name.
+pub(super) const GLUE: &str = "glue";
 
 /// The generic `name = value` rules' keywords: their alternation of names, spelled out.
 const GENERIC_KEYWORDS: &[&str] = &[
@@ -63,8 +74,8 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "aws-access-key",
-        pattern: r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}(?-u:\b)",
-        group: 0,
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?:(?-u:\b)|_)",
+        group: 2,
         check: always,
         keywords: &[
             "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA",
@@ -73,7 +84,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "github-token",
-        pattern: r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
         group: 0,
         check: always,
         keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
@@ -81,7 +92,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "gitlab-token",
-        pattern: r"(?-u:\b)(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
         group: 0,
         check: always,
         keywords: &[
@@ -99,7 +110,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "google-api-key",
-        pattern: r"(?-u:\b)AIza[0-9A-Za-z_\-]{35}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))AIza[0-9A-Za-z_\-]{35}",
         group: 0,
         check: always,
         keywords: &["AIza"],
@@ -107,7 +118,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "google-oauth-token",
-        pattern: r"(?-u:\b)ya29\.[0-9A-Za-z_\-.]+",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))ya29\.[0-9A-Za-z_\-.]+",
         group: 0,
         check: always,
         keywords: &["ya29."],
@@ -115,7 +126,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "google-oauth-client-secret",
-        pattern: r"(?-u:\b)GOCSPX-[0-9A-Za-z_\-]{20,255}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))GOCSPX-[0-9A-Za-z_\-]{20,255}",
         group: 0,
         check: always,
         keywords: &["GOCSPX-"],
@@ -123,7 +134,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "slack-token",
-        pattern: r"(?-u:\b)xox[abposr]-[0-9A-Za-z\-]{10,250}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))xox[abposr]-[0-9A-Za-z\-]{10,250}",
         group: 0,
         check: letters_and_digits,
         keywords: &["xox"],
@@ -139,7 +150,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "sendgrid-key",
-        pattern: r"(?-u:\b)SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
         group: 0,
         check: always,
         keywords: &["SG."],
@@ -147,7 +158,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "stripe-key",
-        pattern: r"(?-u:\b)(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
         group: 0,
         check: always,
         keywords: &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
@@ -155,7 +166,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "api-key",
-        pattern: r"(?-u:\b)sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
         group: 0,
         check: letters_and_digits,
         keywords: &["sk-"],
@@ -163,7 +174,7 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "jwt",
-        pattern: r"(?-u:\b)eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        pattern: r"(?:(?-u:\b)|(?P<glue>_))eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         group: 0,
         check: always,
         keywords: &["eyJ"],
@@ -171,8 +182,8 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "kubeconfig-client-data",
-        pattern: r#"(?-u:\b)client-(?:key|certificate)-data["']?[ \t]*:[ \t]*["']?([A-Za-z0-9+/]{16,}={0,2})"#,
-        group: 1,
+        pattern: r#"(?:(?-u:\b)|(?P<glue>_))client-(?:key|certificate)-data["']?[ \t]*:[ \t]*["']?([A-Za-z0-9+/]{16,}={0,2})"#,
+        group: 2,
         check: always,
         keywords: &["client-key-data", "client-certificate-data"],
         reach: Reach::Line,
@@ -203,8 +214,8 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "azure-key",
-        pattern: r"(?i)(?-u:\b)(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
-        group: 1,
+        pattern: r"(?i)(?:(?-u:\b)|(?P<glue>_))(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
+        group: 2,
         check: always,
         keywords: &["accountkey", "sharedaccesskey"],
         reach: Reach::Line,
@@ -227,8 +238,8 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "url-password",
-        pattern: r"(?i)(?-u:\b)[a-z][a-z0-9+.\-]{0,31}://[^\s/:@'\x22]{0,256}:([^\s/@'\x22]{3,256})@",
-        group: 1,
+        pattern: r"(?i)(?:(?-u:\b)|(?P<glue>_))[a-z][a-z0-9+.\-]{0,31}://[^\s/:@'\x22]{0,256}:([^\s/@'\x22]{3,256})@",
+        group: 2,
         check: not_placeholder,
         keywords: &["://"],
         reach: Reach::Line,

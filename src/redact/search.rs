@@ -19,7 +19,7 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input, Span};
 
 use super::keywords::{Hits, Keywords};
-use super::rules::{FIRST_GROUP, RULES, Reach};
+use super::rules::{FIRST_GROUP, GLUE, RULES, Reach};
 
 /// A value-shape rule: a name for the marker, a pattern, the capture group to replace (0 = the
 /// whole match), a check the captured value must pass, and where its matches lie.
@@ -74,13 +74,18 @@ fn captures(re: &meta::Regex, cache: &mut meta::Cache, input: &Input) -> Option<
 }
 
 /// The whole match of `caps` and the value to replace: `group`, or the first group that took
-/// part ([`FIRST_GROUP`]), or the whole match when that group did not take part.
+/// part ([`FIRST_GROUP`]), or the whole match when that group did not take part. The `_` a
+/// token is glued to (the group [`GLUE`]) is not part of the whole match: the match begins
+/// after it.
 pub(super) fn whole_and_value(caps: &Captures, group: usize) -> Option<(Span, Span)> {
-    let whole = caps.get_group(0)?;
-    let value = if group == FIRST_GROUP {
-        caps.iter().skip(1).flatten().next()
-    } else {
-        caps.get_group(group)
+    let mut whole = caps.get_group(0)?;
+    if let Some(glue) = caps.get_group_by_name(GLUE) {
+        whole.start = glue.end;
+    }
+    let value = match group {
+        0 => Some(whole),
+        FIRST_GROUP => caps.iter().skip(1).flatten().next(),
+        group => caps.get_group(group),
     };
     Some((whole, value.unwrap_or(whole)))
 }
@@ -274,8 +279,10 @@ impl<'a> Search<'a> {
     /// The accepted values, as `(start, end, rule)`.
     ///
     /// Candidates are found leftmost first, all rules together ([`Search::next_any`]). After a
-    /// candidate the search goes on from its end when it was replaced, else from its value (a
-    /// rejected `name = value` may hold a shape in its value, e.g. `aws_access_key_id=AKIA…`),
+    /// candidate the search goes on from the end of its value when it was replaced (what the
+    /// match holds after the value — a closing quote, a separator, the `_` a token is glued to
+    /// — may begin the next one: `AKIA…_AKIA…`), else from its value (a rejected
+    /// `name = value` may hold a shape in its value, e.g. `aws_access_key_id=AKIA…`),
     /// never from the candidate's next character: that made a long run of name characters
     /// before a rejected value cost quadratic time. What the pass steps over without replacing
     /// (the name part of a candidate, or a rejected whole-match candidate) is searched by each
@@ -302,8 +309,8 @@ impl<'a> Search<'a> {
             // steps over without replacing, and a generic value (a known shape there names the
             // marker).
             let (resume, skipped_end) = match (accepted, value.0 > whole.0) {
-                (true, true) => (whole.1, value.1),
-                (true, false) => (whole.1, whole.0),
+                (true, true) => (value.1, value.1),
+                (true, false) => (value.1, whole.0),
                 (false, true) => (value.0, value.0),
                 (false, false) => (whole.1, whole.1),
             };
@@ -456,7 +463,9 @@ impl<'a> Search<'a> {
             if accepted {
                 spans.push((value.start, value.end, index));
             }
-            at = if !accepted && value.start > whole.start {
+            at = if accepted {
+                value.end
+            } else if value.start > whole.start {
                 value.start
             } else {
                 whole.end
