@@ -93,20 +93,48 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_BASE_URL",
         default: "https://generativelanguage.googleapis.com",
-        doc: "API base URL (scheme, host, optional path prefix; no `/v1beta`).",
+        doc: "API base URL (scheme, host, optional path prefix; no `/v1beta`). User info (`https://user:password@proxy`) is sent as HTTP Basic authorization and a `?key=` as the API key's header, never in the URL.",
         also_reads: &[],
         read: |var, c| {
             let url = var
                 .get()
                 .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into());
-            let url = url.trim().trim_end_matches('/').to_string();
+            let url = url.trim();
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(var.invalid(format!("`{url}` must start with http:// or https://")));
+                return Err(var.invalid(
+                    "must start with http:// or https:// (e.g. https://generativelanguage.googleapis.com)",
+                ));
             }
+            // Neither the value nor its parts are quoted in an error: it may hold credentials.
+            let split = crate::secret::without_user_info(url)
+                .map_err(|e| var.invalid(format!("is not a URL ({e})")))?;
+            let mut clean = split.url;
+            let mut key = None;
+            for (name, value) in clean.query_pairs() {
+                if name != "key" {
+                    return Err(var.invalid(
+                        "holds a query (`?…`) other than `key`: the server appends the API's paths to it; leave it out",
+                    ));
+                }
+                key = Some(value.into_owned());
+            }
+            clean.set_query(None);
+            clean.set_fragment(None);
+            let url = clean.as_str().trim_end_matches('/');
             if url.ends_with("/v1beta") {
                 return Err(var.invalid("leave out `/v1beta`: the server adds it"));
             }
-            c.base_url = url;
+            match (key, &c.api_key) {
+                (Some(k), Some(set)) if set.expose() != k.trim() => {
+                    return Err(var.invalid(
+                        "holds a `key` that differs from GEMINI_API_KEY's: keep one (GEMINI_API_KEY)",
+                    ));
+                }
+                (Some(k), None) => c.api_key = Some(Secret::new(k.trim())),
+                _ => {}
+            }
+            c.base_url = url.to_string();
+            c.base_authorization = split.authorization;
             Ok(())
         },
     },
@@ -169,6 +197,12 @@ pub const SETTINGS: &[Setting] = &[
             if let (Some(v), Some(b)) = (c.vertex.as_mut(), base) {
                 if !(b.starts_with("http://") || b.starts_with("https://")) {
                     return Err(var.invalid("must start with http:// or https://"));
+                }
+                // Vertex AI is authorised by its bearer token: a URL's user info has no place.
+                if crate::secret::without_user_info(&b).is_ok_and(|u| u.authorization.is_some()) {
+                    return Err(var.invalid(
+                        "holds user info (`user:password@`): Vertex AI takes its bearer token (Application Default Credentials) or GOOGLE_API_KEY; leave it out",
+                    ));
                 }
                 v.base_url = Some(b);
             }

@@ -23,6 +23,8 @@ pub struct Settings {
     pub api_key: Option<crate::secret::Secret>,
     /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash.
     pub base_url: String,
+    /// The `Authorization` header a proxy at `base_url` takes (its URL's user info).
+    pub base_authorization: Option<crate::secret::Secret>,
     /// The Gemini CLI executable for the CLI backend.
     pub gemini_cli: std::path::PathBuf,
     /// The `PATH` value a bare `gemini_cli` name is looked up in.

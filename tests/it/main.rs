@@ -36,6 +36,7 @@ mod terminal;
 mod threads;
 mod tools;
 mod traces;
+mod url_credentials;
 mod verify;
 mod vertex;
 // The Windows build under Wine, from a Linux host.

@@ -150,6 +150,43 @@ async fn hardening_secrets_reach_neither_gemini_nor_replies_logs_or_the_thread_s
     }
 }
 
+/// The log is scrubbed line by line, whoever wrote the line: rmcp, asked for its `debug` lines
+/// (`GEMINI_MCP_LOG=debug,rmcp=debug`), logs every message whole, a tool call's arguments
+/// included; the token an agent pasted into a prompt is not in the log, though rmcp's lines are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_secrets_a_dependencys_log_lines_are_scrubbed() {
+    let env = Env::new();
+    let base = env.fake.base_url();
+    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(mcp::command(
+        env.root(),
+        &env.vars(&base, &[("GEMINI_MCP_LOG", "debug,rmcp=debug")]),
+    ))
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stderr = stderr.expect("stderr");
+    let log = tokio::spawn(async move {
+        let mut s = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut s).await;
+        s
+    });
+    let client = rmcp::ServiceExt::serve((), transport).await.unwrap();
+    let prompt = format!("the deploy fails with GH_TOKEN={GITHUB} and key {AWS}; why?");
+    let r = call(&client, "chat", json!({"prompt": prompt}))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    client.cancel().await.unwrap();
+    let log = log.await.unwrap();
+    assert!(
+        log.contains("rmcp") && log.contains("the deploy fails with"),
+        "rmcp's debug lines, with the call's arguments, are in the log: {log}"
+    );
+    for secret in [GITHUB, AWS] {
+        assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+    }
+}
+
 /// Secret values in the contexts they are pasted in: each is redacted wherever it stands.
 #[test]
 fn hardening_secrets_redacted_in_every_context() {
