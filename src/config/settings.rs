@@ -99,42 +99,10 @@ pub const SETTINGS: &[Setting] = &[
             let url = var
                 .get()
                 .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into());
-            let url = url.trim();
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(var.invalid(
-                    "must start with http:// or https:// (e.g. https://generativelanguage.googleapis.com)",
-                ));
-            }
-            // Neither the value nor its parts are quoted in an error: it may hold credentials.
-            let split = crate::secret::without_user_info(url)
-                .map_err(|e| var.invalid(format!("is not a URL ({e})")))?;
-            let mut clean = split.url;
-            let mut key = None;
-            for (name, value) in clean.query_pairs() {
-                if name != "key" {
-                    return Err(var.invalid(
-                        "holds a query (`?…`) other than `key`: the server appends the API's paths to it; leave it out",
-                    ));
-                }
-                key = Some(value.into_owned());
-            }
-            clean.set_query(None);
-            clean.set_fragment(None);
-            let url = clean.as_str().trim_end_matches('/');
-            if url.ends_with("/v1beta") {
-                return Err(var.invalid("leave out `/v1beta`: the server adds it"));
-            }
-            match (key, &c.api_key) {
-                (Some(k), Some(set)) if set.expose() != k.trim() => {
-                    return Err(var.invalid(
-                        "holds a `key` that differs from GEMINI_API_KEY's: keep one (GEMINI_API_KEY)",
-                    ));
-                }
-                (Some(k), None) => c.api_key = Some(Secret::new(k.trim())),
-                _ => {}
-            }
-            c.base_url = url.to_string();
-            c.base_authorization = split.authorization;
+            let base = crate::gemini::BaseUrl::parse(&url, c.api_key.as_ref())
+                .map_err(|why| var.invalid(why))?;
+            (c.base_url, c.base_authorization) = (base.url, base.authorization);
+            c.api_key = c.api_key.take().or(base.key);
             Ok(())
         },
     },
@@ -198,11 +166,8 @@ pub const SETTINGS: &[Setting] = &[
                 if !(b.starts_with("http://") || b.starts_with("https://")) {
                     return Err(var.invalid("must start with http:// or https://"));
                 }
-                // Vertex AI is authorised by its bearer token: a URL's user info has no place.
                 if crate::secret::without_user_info(&b).is_ok_and(|u| u.authorization.is_some()) {
-                    return Err(var.invalid(
-                        "holds user info (`user:password@`): Vertex AI takes its bearer token (Application Default Credentials) or GOOGLE_API_KEY; leave it out",
-                    ));
+                    return Err(var.invalid("holds user info (`user:password@`): Vertex AI takes its bearer token or GOOGLE_API_KEY; leave it out"));
                 }
                 v.base_url = Some(b);
             }
