@@ -8,13 +8,14 @@
 //!
 //! Defences: a token is required whenever the bound address is not loopback (startup refuses
 //! otherwise) and, once configured, on every `/mcp` request; `Host` and `Origin` are checked
-//! against allowlists on every route (DNS rebinding, [`rebinding`]); bodies over `GEMINI_MCP_HTTP_MAX_BODY_BYTES` get 413;
-//! tool calls pass the admission gate (per-client concurrency, per-tool rates); request headers
-//! over [`MAX_HEADER_BYTES`] in total get 431 on every route; a legacy session answers only the
-//! client that opened it, and each client keeps at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT`
-//! live, a session answering a request never being the one closed ([`sessions::SessionOwners`]);
-//! threads belong to the token that started them; `/metrics` takes `GEMINI_MCP_METRICS_TOKEN`
-//! when set, else the clients' tokens ([`metrics`]).
+//! against allowlists on every route (DNS rebinding, [`rebinding`]); bodies over
+//! `GEMINI_MCP_HTTP_MAX_BODY_BYTES` get 413; tool calls pass the admission gate (per-client
+//! concurrency, per-tool rates); request headers over [`MAX_HEADER_BYTES`] in total get 431 on
+//! every route; a legacy session answers only the client that opened it, and each client keeps
+//! at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT` live, a session answering a request never
+//! being the one closed ([`sessions::SessionOwners`]); threads belong to the token that started
+//! them; `/metrics` takes `GEMINI_MCP_METRICS_TOKEN` when set, else the clients' tokens
+//! ([`metrics`]).
 //!
 //! Shutdown (SIGTERM or SIGINT): the listener closes, idle connections close, the gate refuses
 //! new tool calls, standalone SSE streams end (clients reconnect elsewhere), and calls in flight

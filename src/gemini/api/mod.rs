@@ -93,8 +93,8 @@ impl ApiClient {
         &self.base
     }
 
-    /// Builds the HTTP client once; every call shares its connection pool.
-    /// A proxy's credentials (`GEMINI_BASE_URL`'s user info) go in `Authorization`.
+    /// Builds the HTTP client once; every call shares its connection pool. A proxy's
+    /// credentials (`GEMINI_BASE_URL`'s user info) go in `Authorization`, marked sensitive.
     pub fn new(config: &Settings, key: Secret) -> Result<ApiClient, GeminiError> {
         let base = format!("{}/v1beta", config.base_url);
         let mut client = ApiClient::build(config, Auth::Key(key), base, None)?;
