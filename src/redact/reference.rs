@@ -17,6 +17,7 @@ struct Rule {
     kind: &'static str,
     re: meta::Regex,
     group: usize,
+    glue: bool,
     check: fn(&str) -> bool,
 }
 
@@ -97,15 +98,13 @@ static COMPILED: LazyLock<Result<Rules, Box<meta::BuildError>>> = LazyLock::new(
             kind: spec.kind,
             re: compile(spec.pattern)?,
             group: spec.group,
+            glue: spec.glue,
             check: spec.check,
         });
     }
-    // The combined regexes only find where a candidate is: the rules' named groups (`glue`,
-    // in several rules) go, as a regex may name a group once.
-    let unnamed = |pattern: &str| pattern.replace("(?P<glue>", "(?:");
     let any = RULES
         .iter()
-        .map(|spec| format!("(?:{})", unnamed(spec.pattern)))
+        .map(|spec| format!("(?:{})", spec.pattern))
         .collect::<Vec<_>>()
         .join("|");
     let anchored = RULES
@@ -115,7 +114,7 @@ static COMPILED: LazyLock<Result<Rules, Box<meta::BuildError>>> = LazyLock::new(
     let inner = RULES
         .iter()
         .filter(|spec| spec.kind != GENERIC)
-        .map(|spec| format!("(?:{})", unnamed(spec.pattern)))
+        .map(|spec| format!("(?:{})", spec.pattern))
         .collect::<Vec<_>>()
         .join("|");
     Ok(Rules {
@@ -185,7 +184,8 @@ fn candidates(
         let anchored = rules.anchored.iter().zip(caches.anchored.iter_mut());
         let Some((i, whole, value)) = anchored.enumerate().find_map(|(i, (r, slot))| {
             let caps = captures_at(r, cache(slot, r), here, 0)?;
-            let (whole, value) = whole_and_value(&caps, rules.each[i].group)?;
+            let rule = &rules.each[i];
+            let (whole, value) = whole_and_value(&caps, rule.group, rule.glue, here)?;
             let shift = |x: Span| (m.start + x.start, m.start + x.end);
             Some((i, shift(whole), shift(value)))
         }) else {
@@ -241,8 +241,9 @@ fn values(
 ) {
     let rule = &rules.each[index];
     let hay = &text[..region.end];
-    let pick = |caps: &Captures| {
-        whole_and_value(caps, rule.group).map(|(whole, value)| (whole.range(), value.range()))
+    let pick = |caps: &Captures, hay: &str| {
+        whole_and_value(caps, rule.group, rule.glue, hay)
+            .map(|(whole, value)| (whole.range(), value.range()))
     };
     let mut at = region.start;
     while at < region.end {
@@ -250,14 +251,14 @@ fn values(
         let Some(caps) = captures_at(&rule.re, each, hay, at) else {
             break;
         };
-        let Some((mut whole, mut value)) = pick(&caps) else {
+        let Some((mut whole, mut value)) = pick(&caps, hay) else {
             break;
         };
         if whole.end == region.end && region.end < text.len() {
             let anchored = &rules.anchored[index];
             let slot = cache(&mut caches.anchored[index], anchored);
-            let Some(full) =
-                captures_at(anchored, slot, &text[whole.start..], 0).and_then(|c| pick(&c))
+            let rest = &text[whole.start..];
+            let Some(full) = captures_at(anchored, slot, rest, 0).and_then(|c| pick(&c, rest))
             else {
                 break;
             };

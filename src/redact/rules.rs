@@ -7,9 +7,11 @@ pub(super) struct Spec {
     /// The marker's name: `[REDACTED:<kind>]`.
     pub kind: &'static str,
     pub pattern: &'static str,
-    /// The capture group replaced (0 = the whole match, [`FIRST_GROUP`]). A group named
-    /// `glue` ([`GLUE`]) is counted too.
+    /// The capture group replaced (0 = the whole match, [`FIRST_GROUP`]).
     pub group: usize,
+    /// The pattern begins `(?:(?-u:\b)|_)` ([`GLUE`]) and what follows never begins with `_`:
+    /// a match beginning with `_` took it as glue, which is not part of the match.
+    pub glue: bool,
     /// What the replaced value must pass.
     pub check: fn(&str) -> bool,
     /// Literals every match of the pattern contains, in the pattern's case (any case when the
@@ -33,13 +35,15 @@ pub(super) enum Reach {
 
 /// How a token glued to a name by `_` (`key_AKIA…`, `x_ghp_…`) is found: a rule's leading
 /// word boundary `(?-u:\b)` does not see it (`_` is a word character), so the patterns of the
-/// tokens with a distinctive prefix begin `(?:(?-u:\b)|(?P<glue>_))`: a word boundary, or one
-/// `_` taken as the group `glue`, which the search counts outside the match (`search.rs`,
-/// `whole_and_value`): the `_` stays, and a glued token is a candidate like a free-standing one
-/// (a rejected one is stepped over whole, as before). Not for `hf_` (model code names things
-/// `convert_hf_GPTNeoXForCausalLM…`), nor for the words `basic` and `bearer`
-/// (`use_bearer`), where a name before the word is a name.
-pub(super) const GLUE: &str = "glue";
+/// tokens with a distinctive prefix begin with this instead — a word boundary, or one `_` — and
+/// say so ([`Spec::glue`]): the search counts the `_` outside the match (`search.rs`,
+/// `whole_and_value`), so it stays, and a glued token is a candidate like a free-standing one
+/// (a rejected one is stepped over whole, as before). No capture group marks it: reading a
+/// match's groups costs a pass of a slower engine over the match, which a megabyte-long
+/// rejected candidate made three times slower. Not for `hf_` (model code names things
+/// `convert_hf_GPTNeoXForCausalLM…`), nor for the words `basic` and `bearer` (`use_bearer`),
+/// where a name before the word is a name.
+pub(super) const GLUE: &str = r"(?:(?-u:\b)|_)";
 
 /// The generic `name = value` rules' keywords: their alternation of names, spelled out.
 const GENERIC_KEYWORDS: &[&str] = &[
@@ -69,14 +73,16 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.)*?(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)",
         group: 0,
         check: always,
+        glue: false,
         keywords: &["-----BEGIN"],
         reach: Reach::FromKeyword,
     },
     Spec {
         kind: "aws-access-key",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?:(?-u:\b)|_)",
-        group: 2,
+        pattern: r"(?:(?-u:\b)|_)((?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16})(?:(?-u:\b)|_)",
+        group: 1,
         check: always,
+        glue: true,
         keywords: &[
             "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA",
         ],
@@ -84,17 +90,19 @@ pub(super) const RULES: &[Spec] = &[
     },
     Spec {
         kind: "github-token",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        pattern: r"(?:(?-u:\b)|_)(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
         group: 0,
         check: always,
+        glue: true,
         keywords: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
         reach: Reach::Line,
     },
     Spec {
         kind: "gitlab-token",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
+        pattern: r"(?:(?-u:\b)|_)(?:glpat|gldt|glrt|glptt|glsoat|glft|glcbt)-[0-9A-Za-z_\-]{20,255}",
         group: 0,
         check: always,
+        glue: true,
         keywords: &[
             "glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glft-", "glcbt-",
         ],
@@ -105,38 +113,43 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r"(?-u:\b)hf_[A-Za-z0-9]{30,255}(?-u:\b)",
         group: 0,
         check: mixed_case,
+        glue: false,
         keywords: &["hf_"],
         reach: Reach::Line,
     },
     Spec {
         kind: "google-api-key",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))AIza[0-9A-Za-z_\-]{35}",
+        pattern: r"(?:(?-u:\b)|_)AIza[0-9A-Za-z_\-]{35}",
         group: 0,
         check: always,
+        glue: true,
         keywords: &["AIza"],
         reach: Reach::Line,
     },
     Spec {
         kind: "google-oauth-token",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))ya29\.[0-9A-Za-z_\-.]+",
+        pattern: r"(?:(?-u:\b)|_)ya29\.[0-9A-Za-z_\-.]+",
         group: 0,
         check: always,
+        glue: true,
         keywords: &["ya29."],
         reach: Reach::Line,
     },
     Spec {
         kind: "google-oauth-client-secret",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))GOCSPX-[0-9A-Za-z_\-]{20,255}",
+        pattern: r"(?:(?-u:\b)|_)GOCSPX-[0-9A-Za-z_\-]{20,255}",
         group: 0,
         check: always,
+        glue: true,
         keywords: &["GOCSPX-"],
         reach: Reach::Line,
     },
     Spec {
         kind: "slack-token",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))xox[abposr]-[0-9A-Za-z\-]{10,250}",
+        pattern: r"(?:(?-u:\b)|_)xox[abposr]-[0-9A-Za-z\-]{10,250}",
         group: 0,
         check: letters_and_digits,
+        glue: true,
         keywords: &["xox"],
         reach: Reach::Line,
     },
@@ -145,46 +158,52 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}",
         group: 0,
         check: always,
+        glue: false,
         keywords: &["https://hooks.slack.com/services/"],
         reach: Reach::Line,
     },
     Spec {
         kind: "sendgrid-key",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
+        pattern: r"(?:(?-u:\b)|_)SG\.[0-9A-Za-z_\-]{16,32}\.[0-9A-Za-z_\-]{30,64}",
         group: 0,
         check: always,
+        glue: true,
         keywords: &["SG."],
         reach: Reach::Line,
     },
     Spec {
         kind: "stripe-key",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
+        pattern: r"(?:(?-u:\b)|_)(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
         group: 0,
         check: always,
+        glue: true,
         keywords: &["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
         reach: Reach::Line,
     },
     Spec {
         kind: "api-key",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+        pattern: r"(?:(?-u:\b)|_)sk-(?:ant-|proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
         group: 0,
         check: letters_and_digits,
+        glue: true,
         keywords: &["sk-"],
         reach: Reach::Line,
     },
     Spec {
         kind: "jwt",
-        pattern: r"(?:(?-u:\b)|(?P<glue>_))eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+        pattern: r"(?:(?-u:\b)|_)eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
         group: 0,
         check: always,
+        glue: true,
         keywords: &["eyJ"],
         reach: Reach::Line,
     },
     Spec {
         kind: "kubeconfig-client-data",
-        pattern: r#"(?:(?-u:\b)|(?P<glue>_))client-(?:key|certificate)-data["']?[ \t]*:[ \t]*["']?([A-Za-z0-9+/]{16,}={0,2})"#,
-        group: 2,
+        pattern: r#"(?:(?-u:\b)|_)client-(?:key|certificate)-data["']?[ \t]*:[ \t]*["']?([A-Za-z0-9+/]{16,}={0,2})"#,
+        group: 1,
         check: always,
+        glue: true,
         keywords: &["client-key-data", "client-certificate-data"],
         reach: Reach::Line,
     },
@@ -193,6 +212,7 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r#"(?m)(?:^|[ \t"'{,+\-])(?:id-|access-|refresh-)?token["']?[ \t]*:[ \t]*(?:"([A-Za-z0-9._~+/=\-]{16,})"|'([A-Za-z0-9._~+/=\-]{16,})'|([A-Za-z0-9._~+/=\-]{16,})[ \t]*\r?$)"#,
         group: FIRST_GROUP,
         check: unquoted_secret_looking,
+        glue: false,
         keywords: &["token"],
         reach: Reach::Line,
     },
@@ -201,6 +221,7 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r#""auth"[ \t]*:[ \t]*"([A-Za-z0-9+/]{8,}={0,2})""#,
         group: 1,
         check: basic_credentials,
+        glue: false,
         keywords: &["\"auth\""],
         reach: Reach::Line,
     },
@@ -209,14 +230,16 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r#""(?:identitytoken|registrytoken)"[ \t]*:[ \t]*"([A-Za-z0-9._~+/=\-]{16,})""#,
         group: 1,
         check: always,
+        glue: false,
         keywords: &["\"identitytoken\"", "\"registrytoken\""],
         reach: Reach::Line,
     },
     Spec {
         kind: "azure-key",
-        pattern: r"(?i)(?:(?-u:\b)|(?P<glue>_))(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
-        group: 2,
+        pattern: r"(?i)(?:(?-u:\b)|_)(?:AccountKey|SharedAccessKey)[ \t]*=[ \t]*([A-Za-z0-9+/]{20,}={0,2})",
+        group: 1,
         check: always,
+        glue: true,
         keywords: &["accountkey", "sharedaccesskey"],
         reach: Reach::Line,
     },
@@ -225,6 +248,7 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r"(?i)(?-u:\b)basic[ \t]+([A-Za-z0-9+/]{8,}={0,2})",
         group: 1,
         check: basic_credentials,
+        glue: false,
         keywords: &["basic"],
         reach: Reach::Line,
     },
@@ -233,14 +257,16 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r"(?i)(?-u:\b)bearer[ \t]+([A-Za-z0-9_\-.=+/~]{16,})",
         group: 1,
         check: always,
+        glue: false,
         keywords: &["bearer"],
         reach: Reach::Line,
     },
     Spec {
         kind: "url-password",
-        pattern: r"(?i)(?:(?-u:\b)|(?P<glue>_))[a-z][a-z0-9+.\-]{0,31}://[^\s/:@'\x22]{0,256}:([^\s/@'\x22]{3,256})@",
-        group: 2,
+        pattern: r"(?i)(?:(?-u:\b)|_)[a-z][a-z0-9+.\-]{0,31}://[^\s/:@'\x22]{0,256}:([^\s/@'\x22]{3,256})@",
+        group: 1,
         check: not_placeholder,
+        glue: true,
         keywords: &["://"],
         reach: Reach::Line,
     },
@@ -249,6 +275,7 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}["']?[ \t]*(?::=|=>|:|=)[ \t]*(?:"([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})"|'([A-Za-z0-9!#%&+\-./:=?@_~]{6,200})')"#,
         group: FIRST_GROUP,
         check: secret_looking,
+        glue: false,
         keywords: GENERIC_KEYWORDS,
         reach: Reach::Line,
     },
@@ -257,6 +284,7 @@ pub(super) const RULES: &[Spec] = &[
         pattern: r#"(?i)[a-z0-9_.\-]{0,64}(?:password|passwd|pwd|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|credential)[a-z0-9_.\-]{0,64}[ \t]*(?::=|=>|:|=)[ \t]*([A-Za-z0-9!%&+\-./=?@_~]{8,200})[ \t]*(?:[,;]|\r?\n|\z)"#,
         group: 1,
         check: unquoted_secret_looking,
+        glue: false,
         keywords: GENERIC_KEYWORDS,
         reach: Reach::Line,
     },

@@ -19,7 +19,9 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input, Span};
 
 use super::keywords::{Hits, Keywords};
-use super::rules::{FIRST_GROUP, GLUE, RULES, Reach};
+#[cfg(doc)]
+use super::rules::GLUE;
+use super::rules::{FIRST_GROUP, RULES, Reach};
 
 /// A value-shape rule: a name for the marker, a pattern, the capture group to replace (0 = the
 /// whole match), a check the captured value must pass, and where its matches lie.
@@ -27,6 +29,7 @@ struct Rule {
     kind: &'static str,
     re: meta::Regex,
     group: usize,
+    glue: bool,
     check: fn(&str) -> bool,
     reach: Reach,
 }
@@ -73,14 +76,18 @@ fn captures(re: &meta::Regex, cache: &mut meta::Cache, input: &Input) -> Option<
     caps.is_match().then_some(caps)
 }
 
-/// The whole match of `caps` and the value to replace: `group`, or the first group that took
-/// part ([`FIRST_GROUP`]), or the whole match when that group did not take part. The `_` a
-/// token is glued to (the group [`GLUE`]) is not part of the whole match: the match begins
-/// after it.
-pub(super) fn whole_and_value(caps: &Captures, group: usize) -> Option<(Span, Span)> {
+/// The whole match of `caps` (found in `hay`) and the value to replace: `group`, or the first
+/// group that took part ([`FIRST_GROUP`]), or the whole match when that group did not take
+/// part. For a rule that takes glue ([`GLUE`]), a `_` the match begins with is not part of it.
+pub(super) fn whole_and_value(
+    caps: &Captures,
+    group: usize,
+    glue: bool,
+    hay: &str,
+) -> Option<(Span, Span)> {
     let mut whole = caps.get_group(0)?;
-    if let Some(glue) = caps.get_group_by_name(GLUE) {
-        whole.start = glue.end;
+    if glue && hay.as_bytes().get(whole.start) == Some(&b'_') {
+        whole.start += 1;
     }
     let value = match group {
         0 => Some(whole),
@@ -134,6 +141,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             kind: spec.kind,
             re: compile(spec.pattern)?,
             group: spec.group,
+            glue: spec.glue,
             check: spec.check,
             reach: spec.reach,
         });
@@ -392,11 +400,11 @@ impl<'a> Search<'a> {
             if self.hits.from(i, start).is_empty() {
                 continue;
             }
-            let group = self.rules.each[i].group;
+            let (group, glue) = (self.rules.each[i].group, self.rules.each[i].glue);
             let (re, cache) = self.run.regex(i);
             let input = Input::new(here).anchored(Anchored::Yes);
             let Some((whole, value)) =
-                captures(re, cache, &input).and_then(|c| whole_and_value(&c, group))
+                captures(re, cache, &input).and_then(|c| whole_and_value(&c, group, glue, here))
             else {
                 continue;
             };
@@ -437,8 +445,9 @@ impl<'a> Search<'a> {
         let (text, rules) = (self.text, self.rules);
         let rule = &rules.each[index];
         let hay = &text[..region.end];
-        let pick = |caps: &Captures| {
-            whole_and_value(caps, rule.group).map(|(whole, value)| (whole.range(), value.range()))
+        let pick = |caps: &Captures, hay: &str| {
+            whole_and_value(caps, rule.group, rule.glue, hay)
+                .map(|(whole, value)| (whole.range(), value.range()))
         };
         let mut at = region.start;
         while at < region.end {
@@ -446,13 +455,14 @@ impl<'a> Search<'a> {
             let Some(caps) = captures(re, cache, &Input::new(hay).span(at..hay.len())) else {
                 break;
             };
-            let Some((mut whole, mut value)) = pick(&caps) else {
+            let Some((mut whole, mut value)) = pick(&caps, hay) else {
                 break;
             };
             if whole.end == region.end && region.end < text.len() {
-                let input = Input::new(&text[whole.start..]).anchored(Anchored::Yes);
+                let rest = &text[whole.start..];
+                let input = Input::new(rest).anchored(Anchored::Yes);
                 let (re, cache) = self.run.regex(index);
-                let Some(full) = captures(re, cache, &input).and_then(|c| pick(&c)) else {
+                let Some(full) = captures(re, cache, &input).and_then(|c| pick(&c, rest)) else {
                     break;
                 };
                 let shift = whole.start;
