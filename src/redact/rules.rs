@@ -9,8 +9,19 @@ pub(super) struct Spec {
     pub pattern: &'static str,
     /// The capture group replaced (0 = the whole match, [`FIRST_GROUP`]).
     pub group: usize,
-    /// The pattern begins `(?:(?-u:\b)|_)` ([`GLUE`]) and what follows never begins with `_`:
-    /// a match beginning with `_` took it as glue, which is not part of the match.
+    /// The pattern begins `(?:(?-u:\b)|_)` and what follows never begins with `_`: a match
+    /// beginning with `_` took it as glue, which is not part of the match.
+    ///
+    /// How a token glued to a name by `_` (`key_AKIA…`, `x_ghp_…`) is found: a rule's leading
+    /// word boundary `(?-u:\b)` does not see it (`_` is a word character), so the patterns of
+    /// the tokens with a distinctive prefix begin with a word boundary or one `_` instead, and
+    /// say so here: the search counts the `_` outside the match (`search::whole_and_value`), so
+    /// it stays, and a glued token is a candidate like a free-standing one (a rejected one is
+    /// stepped over whole, as before). No capture group marks it: reading a match's groups
+    /// costs a pass of a slower engine over the match, which made a megabyte-long rejected
+    /// candidate three times slower. Not for `hf_` (model code names things
+    /// `convert_hf_GPTNeoXForCausalLM…`), nor for the words `basic` and `bearer`
+    /// (`use_bearer`), where a name before the word is a name.
     pub glue: bool,
     /// What the replaced value must pass.
     pub check: fn(&str) -> bool,
@@ -32,18 +43,6 @@ pub(super) enum Reach {
     /// rule is tried, anchored, at each keyword.
     FromKeyword,
 }
-
-/// How a token glued to a name by `_` (`key_AKIA…`, `x_ghp_…`) is found: a rule's leading
-/// word boundary `(?-u:\b)` does not see it (`_` is a word character), so the patterns of the
-/// tokens with a distinctive prefix begin with this instead — a word boundary, or one `_` — and
-/// say so ([`Spec::glue`]): the search counts the `_` outside the match (`search.rs`,
-/// `whole_and_value`), so it stays, and a glued token is a candidate like a free-standing one
-/// (a rejected one is stepped over whole, as before). No capture group marks it: reading a
-/// match's groups costs a pass of a slower engine over the match, which a megabyte-long
-/// rejected candidate made three times slower. Not for `hf_` (model code names things
-/// `convert_hf_GPTNeoXForCausalLM…`), nor for the words `basic` and `bearer` (`use_bearer`),
-/// where a name before the word is a name.
-pub(super) const GLUE: &str = r"(?:(?-u:\b)|_)";
 
 /// The generic `name = value` rules' keywords: their alternation of names, spelled out.
 const GENERIC_KEYWORDS: &[&str] = &[

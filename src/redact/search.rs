@@ -19,8 +19,6 @@ use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input, Span};
 
 use super::keywords::{Hits, Keywords};
-#[cfg(doc)]
-use super::rules::GLUE;
 use super::rules::{FIRST_GROUP, RULES, Reach};
 
 /// A value-shape rule: a name for the marker, a pattern, the capture group to replace (0 = the
@@ -78,7 +76,8 @@ fn captures(re: &meta::Regex, cache: &mut meta::Cache, input: &Input) -> Option<
 
 /// The whole match of `caps` (found in `hay`) and the value to replace: `group`, or the first
 /// group that took part ([`FIRST_GROUP`]), or the whole match when that group did not take
-/// part. For a rule that takes glue ([`GLUE`]), a `_` the match begins with is not part of it.
+/// part. For a rule that takes glue (`Spec::glue`), a `_` the match begins with is not part
+/// of it.
 pub(super) fn whole_and_value(
     caps: &Captures,
     group: usize,

@@ -353,7 +353,8 @@ mod tests {
 
     #[test]
     fn the_endpoint_goes_to_the_exporter_without_its_user_info() {
-        let cases: &[(&[(&str, &str)], &str, Option<&str>)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, Option<&'a str>);
+        let cases: &[Case] = &[
             (
                 &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")],
                 "http://c:4318/v1/traces",
