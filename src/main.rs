@@ -38,8 +38,9 @@ fn main() -> ExitCode {
     tracing_subscriber::registry()
         .with(
             tracing_subscriber::fmt::layer()
-                // Through the terminal sink: a log line can quote what came from outside.
-                .with_writer(gemini_mcp_server::term::stderr)
+                // Through the secret rules and the terminal sink: a log line can quote what
+                // came from outside, and the dependencies' lines are in their own words.
+                .with_writer(gemini_mcp_server::term::log)
                 .with_ansi(false)
                 .with_filter(log_filter(std::env::var("GEMINI_MCP_LOG").ok())),
         )

@@ -106,6 +106,42 @@ pub fn stderr() -> Sink<io::StderrLock<'static>> {
     Sink::new(raw.lock(), colour)
 }
 
+/// The logs' writer (`main.rs` hands it to the log's formatter): one event's line, held until
+/// the event is formatted, then passed through the secret rules (`redact::scrub`) and the
+/// stderr sink. Our own messages name settings, never values; this is the net for what the
+/// dependencies log in their own words at `debug` and `trace` (a token in a request rmcp
+/// logs, an `Authorization: Basic …` or a URL's password in an HTTP client's line), which no
+/// call site of ours can scrub. What the rules cannot see (a URL's authority printed without
+/// its scheme) is kept out at the source: no client is handed credentials in a URL
+/// (`secret::without_user_info`).
+pub fn log() -> LogLine {
+    LogLine(Vec::new())
+}
+
+/// One log event's text, written out scrubbed when dropped ([`log`]).
+pub struct LogLine(Vec<u8>);
+
+impl Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.0);
+        let _ = stderr().write_all(crate::redact::scrub(&text).as_bytes());
+    }
+}
+
 /// Writes `text` to stdout byte for byte when stdout is not a terminal: output that must reach a
 /// file exactly (a patch, whose CRLF lines carry the `\r` that `git apply` matches). On a terminal
 /// it goes through the sink like any text, every control character shown, not obeyed.

@@ -34,7 +34,6 @@ pub mod secrets;
 mod tests;
 pub mod tokens;
 mod walk;
-#[cfg(any(windows, test))]
 pub mod windows_path;
 
 use std::collections::{BTreeSet, HashMap, HashSet};

@@ -21,10 +21,26 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 /// The built-in secret-file rule a path's file name matches, if any. A backup, editor swap or
 /// leftover copy of a secret file (`server.key.bak`, `credentials.json~`, `.env.orig`,
 /// `.id_rsa.swp`, `#.netrc#`) matches the rule of the file it copies.
+///
+/// The name is judged as written and as Windows opens it ([`super::windows_path::opened_name`]:
+/// `prod.env.`, `prod.env ` and `prod.env::$DATA` open `prod.env`), on every platform.
 pub fn name_rule(path: &Path) -> Option<&'static str> {
-    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    let written = path.file_name()?.to_string_lossy();
+    if let Some(rule) = written_rule(&written.to_ascii_lowercase()) {
+        return Some(rule);
+    }
+    let full = path.as_os_str().to_string_lossy();
+    let opened = super::windows_path::opened_name(&full);
+    if opened.is_empty() || opened.eq_ignore_ascii_case(&written) {
+        return None;
+    }
+    written_rule(&opened.to_ascii_lowercase())
+}
+
+/// The built-in rule of one file name as written (lower case), or of the file it backs up.
+fn written_rule(name: &str) -> Option<&'static str> {
     // Each round strips one layer of backup naming; a few rounds cover `x.key.bak~`.
-    let mut names = vec![name];
+    let mut names = vec![name.to_string()];
     for _ in 0..4 {
         if let Some(rule) = names.iter().find_map(|n| base_rule(n)) {
             return Some(rule);
@@ -191,7 +207,9 @@ impl SecretNames {
         })
     }
 
-    /// The rule `path` (absolute) matches; `relative` is its path below the root.
+    /// The rule `path` (absolute) matches; `relative` is its path below the root. The globs see
+    /// the name and the relative path as written and as Windows opens them
+    /// ([`super::windows_path::opened_path`]: `vault./x.txt` is `vault/x.txt`).
     pub fn rule(&self, path: &Path, relative: &Path) -> Option<String> {
         if let Some(r) = name_rule(path) {
             return Some(r.to_string());
@@ -200,11 +218,16 @@ impl SecretNames {
             return None;
         }
         let name = path.file_name().map(Path::new)?;
+        let full = path.as_os_str().to_string_lossy();
+        let opened_name = super::windows_path::opened_name(&full);
+        let opened = super::windows_path::opened_path(&relative.as_os_str().to_string_lossy());
         let hit = self
             .globs
             .matches(name)
             .into_iter()
             .chain(self.globs.matches(relative))
+            .chain(self.globs.matches(opened_name))
+            .chain(self.globs.matches(opened))
             .min()?;
         Some(format!("GEMINI_MCP_SECRET_FILES `{}`", self.patterns[hit]))
     }
@@ -312,6 +335,57 @@ mod tests {
         ] {
             assert_eq!(name_rule(Path::new(name)), rule, "{name}");
         }
+    }
+
+    /// Win32 strips trailing dots and spaces from every name of a path and reads `name:stream`
+    /// as a stream of `name`: `prod.env.`, `prod.env ` and `prod.env::$DATA` open `prod.env`.
+    /// The name rules judge the name Windows opens beside the one written, on every platform
+    /// (a git change or an agent's path is judged by name alone, wherever the server runs).
+    #[test]
+    fn names_windows_opens_as_a_secret_are_secrets() {
+        for (name, rule) in [
+            ("prod.env.", Some("*.env")),
+            ("prod.env ", Some("*.env")),
+            ("prod.env. . ", Some("*.env")),
+            ("prod.env::$DATA", Some("*.env")),
+            ("prod.env:hidden", Some("*.env")),
+            (".env.", Some(".env*")),
+            ("config/.env ", Some(".env*")),
+            ("config\\.env.", Some(".env*")),
+            ("deploy\\id_rsa", Some("id_rsa* (SSH private key)")),
+            ("id_rsa ", Some("id_rsa* (SSH private key)")),
+            ("secrets.yaml.", Some("secrets file")),
+            ("C:server.key.", Some("*.key")),
+            (".netrc..", Some(".netrc")),
+            ("server.key.bak.", Some("*.key")),
+            // What Windows opens is no secret: neither is the name.
+            ("main.rs.", None),
+            ("notes.txt::$DATA", None),
+            ("env.", None),
+            ("...", None),
+        ] {
+            assert_eq!(name_rule(Path::new(name)), rule, "{name:?}");
+        }
+        // The configured globs see the path Windows opens, every name of it.
+        let names = SecretNames::new(&["vault/**".into(), "*.secret".into()]).unwrap();
+        for relative in [
+            "vault./x.txt",
+            "vault /x.txt",
+            "vault::$INDEX_ALLOCATION/x.txt",
+            "vault.\\x.txt",
+            "a.secret.",
+            "a.secret::$DATA",
+        ] {
+            let path = Path::new("/p").join(relative);
+            assert!(
+                names.rule(&path, Path::new(relative)).is_some(),
+                "{relative:?}"
+            );
+        }
+        assert_eq!(
+            names.rule(Path::new("/p/vaults/x.txt"), Path::new("vaults/x.txt")),
+            None
+        );
     }
 
     #[test]

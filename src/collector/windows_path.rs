@@ -10,6 +10,9 @@
 //! the user learns why with the path in hand.
 //!
 //! Pure string logic, compiled and tested on every platform; the sandbox applies it on Windows.
+//! The secret-name rules judge, beside the name as written, the name Windows opens
+//! ([`opened_path`]) on every platform: a git change or an agent's path is judged by name alone,
+//! and `prod.env.` is the secret `prod.env` once checked out or opened on Windows.
 
 /// Why `raw` cannot name a project file on Windows, or `None` when its form is accepted.
 /// Accepted: relative paths, `C:\...`, `\...`, UNC (`\\server\share\...`) and their verbatim
@@ -81,6 +84,47 @@ fn unc_share(s: &str) -> Result<&str, &'static str> {
         return Err("a network path must name a server and a share (`\\\\server\\share\\...`)");
     }
     Ok(parts.next().unwrap_or(""))
+}
+
+/// The path Win32 opens for `raw`, its names joined by `/`: each name without an alternate data
+/// stream (`name:stream`, `name::$DATA`, a folder's `dir::$INDEX_ALLOCATION`) and without the
+/// trailing dots and spaces Win32 strips (`prod.env. ` opens `prod.env`); `\` and `/` both
+/// separate names; a leading drive (`C:`) and names left empty or `.` are dropped, `..` kept.
+/// (An 8.3 short name such as `PROD~1.ENV` is not a string rule: only an existing file has
+/// one, and the sandbox judges an existing file by its final path, which holds the long name.)
+pub fn opened_path(raw: &str) -> String {
+    let rest = drive(raw).unwrap_or(raw);
+    let mut out = String::with_capacity(rest.len());
+    for name in rest.split(['\\', '/']).map(opened_one) {
+        if name.is_empty() {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push('/');
+        }
+        out.push_str(name);
+    }
+    out
+}
+
+/// The name of the file Win32 opens for `raw`: the last name of [`opened_path`] (empty when none
+/// is left, or when it is `..`).
+pub fn opened_name(raw: &str) -> &str {
+    let rest = drive(raw).unwrap_or(raw);
+    rest.rsplit(['\\', '/'])
+        .map(opened_one)
+        .find(|n| !n.is_empty())
+        .filter(|n| *n != "..")
+        .unwrap_or("")
+}
+
+/// One name as Win32 opens it: no stream, no trailing dots or spaces (`..` kept).
+fn opened_one(name: &str) -> &str {
+    if name == ".." {
+        return name;
+    }
+    let data = name.split(':').next().unwrap_or(name);
+    data.trim_end_matches(['.', ' '])
 }
 
 /// The longest name of one file or folder on Windows' file systems, in UTF-16 units.
@@ -229,6 +273,27 @@ mod tests {
         );
         assert_eq!(refused_form(&"é".repeat(255)), None);
         assert!(refused_form(&"é".repeat(256)).is_some());
+    }
+
+    #[test]
+    fn the_path_windows_opens() {
+        for (raw, opened) in [
+            ("src\\main.rs", "src/main.rs"),
+            ("prod.env.", "prod.env"),
+            ("prod.env . .", "prod.env"),
+            ("prod.env::$DATA", "prod.env"),
+            ("vault::$INDEX_ALLOCATION\\x.txt", "vault/x.txt"),
+            ("vault. /x.txt ", "vault/x.txt"),
+            ("C:\\p\\.env.", "p/.env"),
+            ("C:prod.env", "prod.env"),
+            ("..\\a.", "../a"),
+            ("./a//b", "a/b"),
+            ("...", ""),
+        ] {
+            assert_eq!(opened_path(raw), opened, "{raw:?}");
+        }
+        assert_eq!(opened_name("deploy\\id_rsa. "), "id_rsa");
+        assert_eq!(opened_name("..."), "");
     }
 
     #[test]

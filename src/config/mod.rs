@@ -65,8 +65,11 @@ pub struct Config {
     /// Canonical sandbox roots. Every file the server reads lies inside one of them.
     pub roots: Vec<PathBuf>,
     pub api_key: Option<Secret>,
-    /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash.
+    /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash;
+    /// never user info or a key (taken out when read).
     pub base_url: String,
+    /// `GEMINI_BASE_URL`'s user info, as the `Authorization` header that carries it.
+    pub base_authorization: Option<Secret>,
     pub backend: BackendChoice,
     /// The Gemini CLI executable for the CLI backend.
     pub gemini_cli: PathBuf,
@@ -492,6 +495,7 @@ impl Config {
             roots: vec![cwd.to_path_buf()],
             api_key: None,
             base_url: String::new(),
+            base_authorization: None,
             backend: BackendChoice::Auto,
             gemini_cli: PathBuf::new(),
             search_path: None,
@@ -563,6 +567,7 @@ impl Config {
             backend: self.backend,
             api_key: self.api_key.clone(),
             base_url: self.base_url.clone(),
+            base_authorization: self.base_authorization.clone(),
             gemini_cli: self.gemini_cli.clone(),
             search_path: self.search_path.clone(),
             search_exts: self.search_exts.clone(),
@@ -764,6 +769,24 @@ mod tests {
                 "GEMINI_BASE_URL",
             ),
             (
+                vec![("GEMINI_BASE_URL", "https://proxy/?tenant=a&key=k")],
+                "GEMINI_BASE_URL",
+            ),
+            (
+                vec![
+                    ("GEMINI_API_KEY", "one-key"),
+                    ("GEMINI_BASE_URL", "https://proxy/?key=other-key"),
+                ],
+                "GEMINI_BASE_URL",
+            ),
+            (
+                vec![
+                    ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+                    ("GOOGLE_VERTEX_BASE_URL", "https://u:pw@proxy"),
+                ],
+                "GOOGLE_VERTEX_BASE_URL",
+            ),
+            (
                 vec![("PROJECT_ROOT", "/definitely/not/here")],
                 "PROJECT_ROOT",
             ),
@@ -819,6 +842,10 @@ mod tests {
         ] {
             let err = load(&vars).unwrap_err().to_string();
             assert!(err.starts_with(name), "{vars:?}: {err}");
+            // A URL's credentials are not quoted back.
+            for value in ["other-key", ":pw@", "one-key"] {
+                assert!(!err.contains(value), "{vars:?}: {err}");
+            }
         }
     }
 
@@ -827,11 +854,17 @@ mod tests {
         let c = load(&[
             ("GEMINI_API_KEY", "AIzaSyTESTKEY-never-printed"),
             ("REDIS_URL", "redis://:pw@h/0"),
+            (
+                "GEMINI_BASE_URL",
+                "https://gw:gw-pass-3@proxy.example/gemini/",
+            ),
         ])
         .unwrap();
         let dump = format!("{c:?}");
         assert!(!dump.contains("AIzaSyTESTKEY"), "{dump}");
         assert!(!dump.contains(":pw@"), "{dump}");
+        assert!(!dump.contains("gw-pass-3"), "{dump}");
+        assert_eq!(c.base_url, "https://proxy.example/gemini");
         assert_eq!(c.api_key.unwrap().expose(), "AIzaSyTESTKEY-never-printed");
     }
 

@@ -68,20 +68,16 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         name: "GEMINI_BASE_URL",
         default: "https://generativelanguage.googleapis.com",
-        doc: "API base URL (scheme, host, optional path prefix; no `/v1beta`).",
+        doc: "API base URL (scheme, host, optional path prefix; no `/v1beta`). User info (`https://user:password@proxy`) is sent as HTTP Basic authorization and a `?key=` as the API key's header, never in the URL.",
         also_reads: &[],
         read: |var, c| {
             let url = var
                 .get()
                 .unwrap_or_else(|| "https://generativelanguage.googleapis.com".into());
-            let url = url.trim().trim_end_matches('/').to_string();
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(var.invalid(format!("`{url}` must start with http:// or https://")));
-            }
-            if url.ends_with("/v1beta") {
-                return Err(var.invalid("leave out `/v1beta`: the server adds it"));
-            }
-            c.base_url = url;
+            let base = crate::gemini::BaseUrl::parse(&url, c.api_key.as_ref())
+                .map_err(|why| var.invalid(why))?;
+            (c.base_url, c.base_authorization) = (base.url, base.authorization);
+            c.api_key = c.api_key.take().or(base.key);
             Ok(())
         },
     },
@@ -145,6 +141,9 @@ pub const SETTINGS: &[Setting] = &[
             if let (Some(v), Some(b)) = (c.vertex.as_mut(), base) {
                 if !(b.starts_with("http://") || b.starts_with("https://")) {
                     return Err(var.invalid("must start with http:// or https://"));
+                }
+                if crate::secret::without_user_info(&b).is_ok_and(|u| u.authorization.is_some()) {
+                    return Err(var.invalid("holds user info (`user:password@`): Vertex AI takes its bearer token or GOOGLE_API_KEY; leave it out"));
                 }
                 v.base_url = Some(b);
             }

@@ -27,7 +27,7 @@ use crate::collector::Collector;
 pub use api::VertexSettings;
 pub use cli::{acp, headless};
 pub use models::{Catalogue, ModelInfo, ThinkingStyle};
-pub use settings::{BackendChoice, CliTransport, Settings};
+pub use settings::{BackendChoice, BaseUrl, CliTransport, Settings};
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
     CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,

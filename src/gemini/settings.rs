@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::api::VertexSettings;
 use super::cli::acp::Mode;
+use crate::secret::Secret;
 
 /// Which Gemini executor answers the calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,6 +24,8 @@ pub struct Settings {
     pub api_key: Option<crate::secret::Secret>,
     /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash.
     pub base_url: String,
+    /// The `Authorization` header a proxy at `base_url` takes (its URL's user info).
+    pub base_authorization: Option<crate::secret::Secret>,
     /// The Gemini CLI executable for the CLI backend.
     pub gemini_cli: std::path::PathBuf,
     /// The `PATH` value a bare `gemini_cli` name is looked up in.
@@ -79,4 +82,90 @@ pub enum CliTransport {
     Acp,
     /// `gemini -o json` for every call.
     Headless,
+}
+
+/// `GEMINI_BASE_URL` taken apart, so that no HTTP client is handed credentials in a URL (its
+/// own log lines and errors print the URLs it is handed): the user info of
+/// `https://user:password@proxy` becomes the `Authorization` header a proxy takes
+/// ([`crate::secret::without_user_info`]), and a `?key=`, the Gemini API's own way to pass the
+/// key, becomes the key (sent in its header).
+#[derive(Debug)]
+pub struct BaseUrl {
+    /// Scheme, host and optional path prefix, without a trailing slash, user info or query.
+    pub url: String,
+    pub authorization: Option<Secret>,
+    pub key: Option<Secret>,
+}
+
+impl BaseUrl {
+    /// Parses the setting's value, beside the key set by `GEMINI_API_KEY` (`set`: a different
+    /// `key` in the URL is refused). The error says what is wrong and never quotes the value (it
+    /// may hold credentials).
+    pub fn parse(raw: &str, set: Option<&Secret>) -> Result<BaseUrl, String> {
+        let raw = raw.trim();
+        if !(raw.starts_with("http://") || raw.starts_with("https://")) {
+            return Err("must start with http:// or https:// (e.g. https://generativelanguage.googleapis.com)".into());
+        }
+        let split =
+            crate::secret::without_user_info(raw).map_err(|e| format!("is not a URL ({e})"))?;
+        let mut url = split.url;
+        let mut key = None;
+        for (name, value) in url.query_pairs() {
+            if name != "key" {
+                return Err("holds a query (`?…`) other than `key`: the server appends the API's paths to it; leave it out".into());
+            }
+            if set.is_some_and(|k| k.expose() != value.trim()) {
+                return Err(
+                    "holds a `key` that differs from GEMINI_API_KEY's: keep one (GEMINI_API_KEY)"
+                        .into(),
+                );
+            }
+            key = Some(Secret::new(value.trim()));
+        }
+        url.set_query(None);
+        url.set_fragment(None);
+        let url = url.as_str().trim_end_matches('/');
+        if url.ends_with("/v1beta") {
+            return Err("leave out `/v1beta`: the server adds it".into());
+        }
+        Ok(BaseUrl {
+            url: url.to_string(),
+            authorization: split.authorization,
+            key,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_base_url_is_taken_apart() {
+        let b = BaseUrl::parse(" https://gw:p%40ss@Proxy.example/gemini/?key=K3y ", None).unwrap();
+        assert_eq!(b.url, "https://proxy.example/gemini");
+        assert_eq!(b.key.as_ref().map(Secret::expose), Some("K3y"));
+        assert_eq!(
+            b.authorization.as_ref().map(Secret::expose),
+            Some("Basic Z3c6cEBzcw==")
+        );
+        let plain = BaseUrl::parse("http://127.0.0.1:8080/", None).unwrap();
+        let same = Secret::new("K3y");
+        assert!(BaseUrl::parse("https://p/?key=K3y", Some(&same)).is_ok());
+        assert_eq!(plain.url, "http://127.0.0.1:8080");
+        assert!(plain.key.is_none() && plain.authorization.is_none());
+        for (bad, says) in [
+            ("localhost:8080", "must start with"),
+            ("http://x/v1beta", "leave out `/v1beta`"),
+            ("https://u:S3cret@proxy/?tenant=a", "other than `key`"),
+            ("https://u:S3cret@[::1", "is not a URL"),
+            ("https://p/?key=S3cret", "differs from GEMINI_API_KEY"),
+        ] {
+            let why = BaseUrl::parse(bad, Some(&same)).unwrap_err();
+            assert!(
+                why.contains(says) && !why.contains("S3cret"),
+                "{bad}: {why}"
+            );
+        }
+    }
 }

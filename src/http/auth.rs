@@ -8,8 +8,6 @@
 //! threads and sessions it opens belong to its [`Owner`], a digest of its token (`local` without
 //! tokens: then only loopback callers exist, all of them the local user).
 
-use std::net::SocketAddr;
-
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, StatusCode, header};
@@ -80,8 +78,8 @@ impl Tokens {
         if self.is_empty() {
             let peer = req
                 .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map_or_else(|| "unknown".to_string(), |c| c.0.ip().to_string());
+                .get::<ConnectInfo<super::rebinding::Connection>>()
+                .map_or_else(|| "unknown".to_string(), |c| c.0.peer.ip().to_string());
             return Ok((ClientId(format!("peer:{peer}")), Owner::local()));
         }
         let header = req

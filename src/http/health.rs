@@ -2,8 +2,9 @@
 //!
 //! Both answer without a token: probes rarely carry one, and the bodies reveal only which part
 //! is down (`threads`, `gemini`) and its kind (`redis`, `api`), never an address, a path or a
-//! message; the reason goes to the server's log. Neither takes part in the `Host` check (probes
-//! address the instance by its IP).
+//! message; the reason goes to the server's log. Like every route they answer only a `Host` and
+//! `Origin` of the allowlist ([`super::rebinding`]), which takes the address a probe dials
+//! (probes address the instance by its IP).
 //!
 //! Readiness: the thread store answers a ping, and the Gemini backend can work: for the API, the
 //! model list (`GET /v1beta/models`, fetched once and then cached by the client, so a ready

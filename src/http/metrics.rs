@@ -7,8 +7,9 @@
 //! metrics); without it, the same tokens as `/mcp` — none on loopback when none is configured,
 //! the only case where the server runs without one. Tokens are compared in constant time as for
 //! `/mcp` ([`Tokens`]). The metrics hold counts, durations and closed labels (tools, models,
-//! outcomes), never a client's name, a prompt, a path or a secret. Like `/healthz`, the route
-//! is outside the `Host` check (scrapers address instances by IP).
+//! outcomes), never a client's name, a prompt, a path or a secret. Like every route it answers
+//! only a `Host` and `Origin` of the allowlist ([`super::rebinding`]), which takes the address
+//! a scraper dials (scrapers address instances by IP).
 
 use std::sync::Arc;
 

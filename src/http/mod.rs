@@ -8,13 +8,14 @@
 //!
 //! Defences: a token is required whenever the bound address is not loopback (startup refuses
 //! otherwise) and, once configured, on every `/mcp` request; `Host` and `Origin` are checked
-//! against allowlists (DNS rebinding); bodies over `GEMINI_MCP_HTTP_MAX_BODY_BYTES` get 413;
-//! tool calls pass the admission gate (per-client concurrency, per-tool rates); request headers
-//! over [`MAX_HEADER_BYTES`] in total get 431 on every route; a legacy session answers only the
-//! client that opened it, and each client keeps at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT`
-//! live, a session answering a request never being the one closed ([`sessions::SessionOwners`]);
-//! threads belong to the token that started them; `/metrics` takes `GEMINI_MCP_METRICS_TOKEN`
-//! when set, else the clients' tokens ([`metrics`]).
+//! against allowlists on every route (DNS rebinding, [`rebinding`]); bodies over
+//! `GEMINI_MCP_HTTP_MAX_BODY_BYTES` get 413; tool calls pass the admission gate (per-client
+//! concurrency, per-tool rates); request headers over [`MAX_HEADER_BYTES`] in total get 431 on
+//! every route; a legacy session answers only the client that opened it, and each client keeps
+//! at most `GEMINI_MCP_HTTP_MAX_SESSIONS_PER_CLIENT` live, a session answering a request never
+//! being the one closed ([`sessions::SessionOwners`]); threads belong to the token that started
+//! them; `/metrics` takes `GEMINI_MCP_METRICS_TOKEN` when set, else the clients' tokens
+//! ([`metrics`]).
 //!
 //! Shutdown (SIGTERM or SIGINT): the listener closes, idle connections close, the gate refuses
 //! new tool calls, standalone SSE streams end (clients reconnect elsewhere), and calls in flight
@@ -24,6 +25,7 @@
 mod auth;
 mod health;
 mod metrics;
+mod rebinding;
 mod sessions;
 
 use std::collections::HashSet;
@@ -56,10 +58,6 @@ use auth::Tokens;
 
 /// The legacy session header.
 const SESSION_HEADER: &str = "mcp-session-id";
-/// Hosts always accepted in `Host` (rmcp's loopback defaults).
-const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
-/// Browser origins always accepted: pages served from this machine.
-const LOOPBACK_ORIGINS: [&str; 3] = ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 /// How often idle clients are forgotten by the rate limiters.
 const HOUSEKEEPING: Duration = Duration::from_secs(60);
 /// The most a request's headers (names, values and request target together) may take: well
@@ -149,7 +147,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
 
     let stop = CancellationToken::new();
     let draining = CancellationToken::new();
-    let mut mcp = mcp_config(&config, local, &stop);
+    let mut mcp = mcp_config(&config, &stop);
     mcp.session_store = session_store;
     let service = StreamableHttpService::new(move || Ok(server.clone()), manager, mcp);
 
@@ -174,6 +172,13 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
                 .route("/metrics", get(metrics::metrics))
                 .with_state(scrape),
         )
+        .layer(middleware::from_fn_with_state(
+            Arc::new(rebinding::Allowlist::new(
+                config.http.allowed_hosts.as_deref(),
+                config.http.allowed_origins.as_deref(),
+            )),
+            rebinding::check,
+        ))
         .layer(middleware::from_fn(limit_headers));
     announce(
         &config,
@@ -186,7 +191,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
 
     let serving = axum::serve(
         listener,
-        routes.into_make_service_with_connect_info::<SocketAddr>(),
+        routes.into_make_service_with_connect_info::<rebinding::Connection>(),
     )
     .with_graceful_shutdown(draining.clone().cancelled_owned());
     let serving = tokio::spawn(serving.into_future());
@@ -253,39 +258,16 @@ async fn redis_sessions(
     }
 }
 
-/// rmcp's Streamable HTTP settings: JSON responses, the body limit, the Host and Origin
-/// allowlists, and the token whose cancellation ends every session.
-fn mcp_config(
-    config: &Config,
-    local: SocketAddr,
-    stop: &CancellationToken,
-) -> StreamableHttpServerConfig {
-    let mcp = StreamableHttpServerConfig::default()
+/// rmcp's Streamable HTTP settings: JSON responses, the body limit, and the token whose
+/// cancellation ends every session. Its own Host and Origin checks are off: every route runs
+/// [`rebinding`]'s, `/mcp` included.
+fn mcp_config(config: &Config, stop: &CancellationToken) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
         .with_cancellation_token(stop.child_token())
         .with_json_response(true)
-        .with_max_request_body_bytes(config.http.max_body_bytes);
-    let mcp = match &config.http.allowed_hosts {
-        None => mcp.disable_allowed_hosts(),
-        Some(extra) => {
-            let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| h.to_string()).collect();
-            if !local.ip().is_unspecified() {
-                hosts.push(local.ip().to_string());
-            }
-            hosts.extend(extra.iter().cloned());
-            mcp.with_allowed_hosts(hosts)
-        }
-    };
-    match &config.http.allowed_origins {
-        None => mcp.disable_allowed_origins(),
-        Some(extra) => mcp
-            .with_allowed_origins(
-                LOOPBACK_ORIGINS
-                    .iter()
-                    .copied()
-                    .chain(extra.iter().map(String::as_str)),
-            )
-            .enforce_origin_validation(),
-    }
+        .with_max_request_body_bytes(config.http.max_body_bytes)
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
 }
 
 /// Says on stderr where the server listens and how it is set up.
@@ -318,7 +300,7 @@ fn announce(
         && local.ip().is_unspecified()
     {
         crate::term::say!(
-            "gemini-mcp: note: only loopback Host headers are accepted; set GEMINI_MCP_HTTP_ALLOWED_HOSTS to the host names clients use"
+            "gemini-mcp: note: only loopback names and the address a client dials are accepted in the Host header; set GEMINI_MCP_HTTP_ALLOWED_HOSTS to the host names clients use"
         );
     }
 }

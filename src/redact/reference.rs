@@ -17,6 +17,7 @@ struct Rule {
     kind: &'static str,
     re: meta::Regex,
     group: usize,
+    glue: bool,
     check: fn(&str) -> bool,
 }
 
@@ -97,6 +98,7 @@ static COMPILED: LazyLock<Result<Rules, Box<meta::BuildError>>> = LazyLock::new(
             kind: spec.kind,
             re: compile(spec.pattern)?,
             group: spec.group,
+            glue: spec.glue,
             check: spec.check,
         });
     }
@@ -158,7 +160,8 @@ const INNER_SLACK: usize = 512;
 /// The accepted values in `text`, as `(start, end, rule)`.
 ///
 /// One pass of the combined regex finds candidates. After a candidate the search goes on from
-/// its end when it was replaced, else from its value (a rejected `name = value` may hold a
+/// the end of its value when it was replaced (what follows the value in the match may begin
+/// the next), else from its value (a rejected `name = value` may hold a
 /// shape in its value, e.g. `aws_access_key_id=AKIA…`), never from the candidate's next
 /// character: that made a long run of name characters before a rejected value cost quadratic
 /// time. What the pass steps over without replacing (the name part of a candidate, or a
@@ -181,7 +184,8 @@ fn candidates(
         let anchored = rules.anchored.iter().zip(caches.anchored.iter_mut());
         let Some((i, whole, value)) = anchored.enumerate().find_map(|(i, (r, slot))| {
             let caps = captures_at(r, cache(slot, r), here, 0)?;
-            let (whole, value) = whole_and_value(&caps, rules.each[i].group)?;
+            let rule = &rules.each[i];
+            let (whole, value) = whole_and_value(&caps, rule.group, rule.glue, here)?;
             let shift = |x: Span| (m.start + x.start, m.start + x.end);
             Some((i, shift(whole), shift(value)))
         }) else {
@@ -196,8 +200,8 @@ fn candidates(
         // Where the pass goes on, and the stretch the other rules search: what the pass steps
         // over without replacing, and a generic value (a known shape there names the marker).
         let (resume, skipped_end) = match (accepted, value.0 > whole.0) {
-            (true, true) => (whole.1, value.1),
-            (true, false) => (whole.1, whole.0),
+            (true, true) => (value.1, value.1),
+            (true, false) => (value.1, whole.0),
             (false, true) => (value.0, value.0),
             (false, false) => (whole.1, whole.1),
         };
@@ -237,8 +241,9 @@ fn values(
 ) {
     let rule = &rules.each[index];
     let hay = &text[..region.end];
-    let pick = |caps: &Captures| {
-        whole_and_value(caps, rule.group).map(|(whole, value)| (whole.range(), value.range()))
+    let pick = |caps: &Captures, hay: &str| {
+        whole_and_value(caps, rule.group, rule.glue, hay)
+            .map(|(whole, value)| (whole.range(), value.range()))
     };
     let mut at = region.start;
     while at < region.end {
@@ -246,14 +251,14 @@ fn values(
         let Some(caps) = captures_at(&rule.re, each, hay, at) else {
             break;
         };
-        let Some((mut whole, mut value)) = pick(&caps) else {
+        let Some((mut whole, mut value)) = pick(&caps, hay) else {
             break;
         };
         if whole.end == region.end && region.end < text.len() {
             let anchored = &rules.anchored[index];
             let slot = cache(&mut caches.anchored[index], anchored);
-            let Some(full) =
-                captures_at(anchored, slot, &text[whole.start..], 0).and_then(|c| pick(&c))
+            let rest = &text[whole.start..];
+            let Some(full) = captures_at(anchored, slot, rest, 0).and_then(|c| pick(&c, rest))
             else {
                 break;
             };
@@ -265,7 +270,9 @@ fn values(
         if accepted {
             spans.push((value.start, value.end, index));
         }
-        at = if !accepted && value.start > whole.start {
+        at = if accepted {
+            value.end
+        } else if value.start > whole.start {
             value.start
         } else {
             whole.end

@@ -27,6 +27,7 @@ struct Rule {
     kind: &'static str,
     re: meta::Regex,
     group: usize,
+    glue: bool,
     check: fn(&str) -> bool,
     reach: Reach,
 }
@@ -73,14 +74,24 @@ fn captures(re: &meta::Regex, cache: &mut meta::Cache, input: &Input) -> Option<
     caps.is_match().then_some(caps)
 }
 
-/// The whole match of `caps` and the value to replace: `group`, or the first group that took
-/// part ([`FIRST_GROUP`]), or the whole match when that group did not take part.
-pub(super) fn whole_and_value(caps: &Captures, group: usize) -> Option<(Span, Span)> {
-    let whole = caps.get_group(0)?;
-    let value = if group == FIRST_GROUP {
-        caps.iter().skip(1).flatten().next()
-    } else {
-        caps.get_group(group)
+/// The whole match of `caps` (found in `hay`) and the value to replace: `group`, or the first
+/// group that took part ([`FIRST_GROUP`]), or the whole match when that group did not take
+/// part. For a rule that takes glue (`Spec::glue`), a `_` the match begins with is not part
+/// of it.
+pub(super) fn whole_and_value(
+    caps: &Captures,
+    group: usize,
+    glue: bool,
+    hay: &str,
+) -> Option<(Span, Span)> {
+    let mut whole = caps.get_group(0)?;
+    if glue && hay.as_bytes().get(whole.start) == Some(&b'_') {
+        whole.start += 1;
+    }
+    let value = match group {
+        0 => Some(whole),
+        FIRST_GROUP => caps.iter().skip(1).flatten().next(),
+        group => caps.get_group(group),
     };
     Some((whole, value.unwrap_or(whole)))
 }
@@ -129,6 +140,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
             kind: spec.kind,
             re: compile(spec.pattern)?,
             group: spec.group,
+            glue: spec.glue,
             check: spec.check,
             reach: spec.reach,
         });
@@ -274,8 +286,10 @@ impl<'a> Search<'a> {
     /// The accepted values, as `(start, end, rule)`.
     ///
     /// Candidates are found leftmost first, all rules together ([`Search::next_any`]). After a
-    /// candidate the search goes on from its end when it was replaced, else from its value (a
-    /// rejected `name = value` may hold a shape in its value, e.g. `aws_access_key_id=AKIA…`),
+    /// candidate the search goes on from the end of its value when it was replaced (what the
+    /// match holds after the value — a closing quote, a separator, the `_` a token is glued to
+    /// — may begin the next one: `AKIA…_AKIA…`), else from its value (a rejected
+    /// `name = value` may hold a shape in its value, e.g. `aws_access_key_id=AKIA…`),
     /// never from the candidate's next character: that made a long run of name characters
     /// before a rejected value cost quadratic time. What the pass steps over without replacing
     /// (the name part of a candidate, or a rejected whole-match candidate) is searched by each
@@ -302,8 +316,8 @@ impl<'a> Search<'a> {
             // steps over without replacing, and a generic value (a known shape there names the
             // marker).
             let (resume, skipped_end) = match (accepted, value.0 > whole.0) {
-                (true, true) => (whole.1, value.1),
-                (true, false) => (whole.1, whole.0),
+                (true, true) => (value.1, value.1),
+                (true, false) => (value.1, whole.0),
                 (false, true) => (value.0, value.0),
                 (false, false) => (whole.1, whole.1),
             };
@@ -385,11 +399,11 @@ impl<'a> Search<'a> {
             if self.hits.from(i, start).is_empty() {
                 continue;
             }
-            let group = self.rules.each[i].group;
+            let (group, glue) = (self.rules.each[i].group, self.rules.each[i].glue);
             let (re, cache) = self.run.regex(i);
             let input = Input::new(here).anchored(Anchored::Yes);
             let Some((whole, value)) =
-                captures(re, cache, &input).and_then(|c| whole_and_value(&c, group))
+                captures(re, cache, &input).and_then(|c| whole_and_value(&c, group, glue, here))
             else {
                 continue;
             };
@@ -430,8 +444,9 @@ impl<'a> Search<'a> {
         let (text, rules) = (self.text, self.rules);
         let rule = &rules.each[index];
         let hay = &text[..region.end];
-        let pick = |caps: &Captures| {
-            whole_and_value(caps, rule.group).map(|(whole, value)| (whole.range(), value.range()))
+        let pick = |caps: &Captures, hay: &str| {
+            whole_and_value(caps, rule.group, rule.glue, hay)
+                .map(|(whole, value)| (whole.range(), value.range()))
         };
         let mut at = region.start;
         while at < region.end {
@@ -439,13 +454,14 @@ impl<'a> Search<'a> {
             let Some(caps) = captures(re, cache, &Input::new(hay).span(at..hay.len())) else {
                 break;
             };
-            let Some((mut whole, mut value)) = pick(&caps) else {
+            let Some((mut whole, mut value)) = pick(&caps, hay) else {
                 break;
             };
             if whole.end == region.end && region.end < text.len() {
-                let input = Input::new(&text[whole.start..]).anchored(Anchored::Yes);
+                let rest = &text[whole.start..];
+                let input = Input::new(rest).anchored(Anchored::Yes);
                 let (re, cache) = self.run.regex(index);
-                let Some(full) = captures(re, cache, &input).and_then(|c| pick(&c)) else {
+                let Some(full) = captures(re, cache, &input).and_then(|c| pick(&c, rest)) else {
                     break;
                 };
                 let shift = whole.start;
@@ -456,7 +472,9 @@ impl<'a> Search<'a> {
             if accepted {
                 spans.push((value.start, value.end, index));
             }
-            at = if !accepted && value.start > whole.start {
+            at = if accepted {
+                value.end
+            } else if value.start > whole.start {
                 value.start
             } else {
                 whole.end

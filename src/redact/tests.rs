@@ -5,6 +5,16 @@ use super::*;
 #[test]
 fn the_rules_compile() {
     assert!(COMPILED.is_ok(), "{:?}", COMPILED.as_ref().err());
+    // A rule takes glue exactly when its pattern begins with it (after its flags).
+    for spec in RULES {
+        let body = spec.pattern.trim_start_matches("(?i)");
+        assert_eq!(
+            spec.glue,
+            body.starts_with(r"(?:(?-u:\b)|_)"),
+            "{}",
+            spec.kind
+        );
+    }
 }
 
 /// One body for every part: what the Gemini CLI backend's messages were scrubbed of (short
@@ -320,4 +330,113 @@ fn redactions_are_counted_per_rule() {
     );
     assert_eq!(counts.total(), redact(&text).1);
     assert_eq!(redact_counted("nothing here").1, Counts::default());
+}
+
+/// A token glued to an identifier by `_` (`x_ghp_…`, `key_AKIA…`, `AKIA…_old`), which a word
+/// boundary does not see (`_` is a word character), is redacted like a free-standing one; the
+/// `_` and the name around it stay.
+#[test]
+fn tokens_glued_by_underscores_are_redacted() {
+    let ghp = "ghp_4Kx9Qm2Lp7Zr8Wv3Ty6Ub1Nc5Hd0Jf2Ga8Se";
+    let aws = "AKIAQ3EGVP7MZL2XK4RT";
+    let aws2 = "AKIAZXCVBNMASDFGHJKL";
+    let cases: Vec<(String, &str, &str)> = vec![
+        (format!("x_{ghp}"), "x_[REDACTED:github-token]", ghp),
+        (
+            format!("key_{aws}\n"),
+            "key_[REDACTED:aws-access-key]\n",
+            aws,
+        ),
+        (
+            format!("KEY__{aws} "),
+            "KEY__[REDACTED:aws-access-key] ",
+            aws,
+        ),
+        (format!("{aws}_old"), "[REDACTED:aws-access-key]_old", aws),
+        (
+            format!("id_{aws}_{aws2}"),
+            "id_[REDACTED:aws-access-key]_[REDACTED:aws-access-key]",
+            aws2,
+        ),
+        (
+            "stripe_sk_live_51Hx7Qm2Lp7Zr8Wv3Ty6Ub1Nc5".into(),
+            "stripe_[REDACTED:stripe-key]",
+            "51Hx7Qm2Lp7Zr8Wv3Ty6Ub1Nc5",
+        ),
+        (
+            "google_AIzaSyD3x7Kq9-LmZ2pR8vT1wY4uB6nC0eF5gHj".into(),
+            "google_[REDACTED:google-api-key]",
+            "AIzaSyD3x7Kq9",
+        ),
+        (
+            "openai_sk-proj-Q7mZ2xL9pR4vT8wY1uB6nC3eF5gHjK0dS2aL7qW9eR4tY6uI8oP1".into(),
+            "openai_[REDACTED:api-key]",
+            "Q7mZ2xL9pR4v",
+        ),
+        (
+            "slack_xoxb-2943872165-4820917364815-Zq8Lm3Pw7Xr2Tn5Vb9Ky1Hc4".into(),
+            "slack_[REDACTED:slack-token]",
+            "2943872165",
+        ),
+        (
+            "gl_glpat-Zq8Lm3Pw7Xr2Tn5Vb9Ky".into(),
+            "gl_[REDACTED:gitlab-token]",
+            "Zq8Lm3Pw7Xr2Tn5Vb9Ky",
+        ),
+        (
+            "oauth_ya29.a0AfH6SMBxyz".into(),
+            "oauth_[REDACTED:google-oauth-token]",
+            "a0AfH6SMBxyz",
+        ),
+        (
+            "client_GOCSPX-Zq8Lm3Pw7Xr2Tn5Vb9Ky1Hc4AbCd".into(),
+            "client_[REDACTED:google-oauth-client-secret]",
+            "Zq8Lm3Pw7Xr2",
+        ),
+        (
+            "mail_SG.Zq8Lm3Pw7Xr2Tn5Vb9Ky1H.c4AbCdEf6Gh8Ij0Kl2Mn4Op6Qr8St0Uv2Wx4Yz6Ab8Cd".into(),
+            "mail_[REDACTED:sendgrid-key]",
+            "Zq8Lm3Pw7Xr2",
+        ),
+        (
+            "session_eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fw".into(),
+            "session_[REDACTED:jwt]",
+            "SflKxwRJSMeKKF2QT4fw",
+        ),
+        (
+            "Storage_AccountKey=Zq8Lm3Pw7Xr2Tn5Vb9Ky1Hc4AbCdEf6Gh8==".into(),
+            "Storage_AccountKey=[REDACTED:azure-key]",
+            "Zq8Lm3Pw7Xr2",
+        ),
+        (
+            "DB_postgres://app:pw0rd-9x@db.internal/app".into(),
+            "DB_postgres://app:[REDACTED:url-password]@db.internal/app",
+            "pw0rd-9x",
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (text, want, secret) in &cases {
+        let (out, _) = redact(text);
+        if out != *want || out.contains(secret) {
+            wrong.push(format!("{text:?} -> {out:?}, want {want:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// What the glue must not sweep in: identifiers that merely contain a rule's prefix after `_`
+/// (Hugging Face's `hf_` in model code is a name, not a token: its rule keeps the word
+/// boundary), and the words of the keyword rules (`use_bearer`, `http_basic`).
+#[test]
+fn identifiers_with_a_prefix_after_an_underscore_are_left_alone() {
+    for line in [
+        "model = convert_hf_GPTNeoXForCausalLMWithValueHead(config)",
+        "let use_bearer = true_when_the_header_is_present;",
+        "fn http_basic thisIsNotBase64AtAll",
+        "risk_live_assessment_for_the_quarter",
+        "my_sk-learn",
+    ] {
+        let (out, n) = redact(line);
+        assert_eq!((out.as_str(), n), (line, 0), "{line}");
+    }
 }

@@ -2,8 +2,9 @@
 //! the project's own reqwest and rustls) to the collector OpenTelemetry's standard variables
 //! name. Built only when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `…_TRACES_ENDPOINT`) is set, before
 //! the configuration is read, like the log filter (`main.rs`): the OpenTelemetry SDK reads its
-//! own variables (endpoint, headers, timeout, sampler, service name, batch sizes), the one other
-//! place besides Google's auth library where a dependency reads the environment.
+//! own variables (headers, timeout, sampler, service name, batch sizes), the one other place
+//! besides Google's auth library where a dependency reads the environment. The endpoint is read
+//! here and handed to the SDK without its user info, which goes as `Authorization` ([`endpoint`]).
 //!
 //! A call never waits for the exporter: a finished span is handed to the batch task on the
 //! tokio runtime through a bounded queue (a full queue drops spans, it does not block), and that
@@ -16,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use tracing::Subscriber;
@@ -56,22 +57,23 @@ pub fn start(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Exporting>, 
     if !wanted(env) {
         return Ok(None);
     }
-    for var in ENDPOINT_VARS {
-        if let Some(v) = env(var).filter(|v| !v.trim().is_empty()) {
-            let ok = reqwest::Url::parse(v.trim())
-                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
-            if !ok {
-                return Err(format!(
-                    "{var} is not an http:// or https:// URL (for example http://localhost:4318); traces are off"
-                ));
-            }
-        }
+    let (endpoint, authorization) = endpoint(env)?;
+    let mut headers = std::collections::HashMap::new();
+    if let Some(auth) = authorization {
+        headers.insert("Authorization".to_string(), auth.expose().to_string());
     }
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .with_endpoint(endpoint)
+        .with_headers(headers)
         .build()
-        .map_err(|e| format!("cannot set up the OTLP exporter ({e}); traces are off"))?;
+        .map_err(|e| {
+            format!(
+                "cannot set up the OTLP exporter ({}); traces are off",
+                crate::redact::scrub(&e.to_string())
+            )
+        })?;
     let processor =
         opentelemetry_sdk::trace::span_processor_with_async_runtime::BatchSpanProcessor::builder(
             Logged::new(exporter),
@@ -83,6 +85,44 @@ pub fn start(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Exporting>, 
         .with_resource(resource())
         .build();
     Ok(Some(Exporting { provider }))
+}
+
+/// Where spans go, as OpenTelemetry's variables say (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it
+/// is, else `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces`), handed to the exporter without
+/// its user info: the credentials of `http://user:password@collector` travel as the
+/// `Authorization` header instead ([`crate::secret::without_user_info`]), so the HTTP client's
+/// own log lines, which print the URLs they are handed, hold none. An endpoint that is not an
+/// `http://` or `https://` URL is an error naming its variable (and not quoting it).
+fn endpoint(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(String, Option<crate::secret::Secret>), String> {
+    let mut chosen = None;
+    for var in ENDPOINT_VARS {
+        let Some(v) = env(var).filter(|v| !v.trim().is_empty()) else {
+            continue;
+        };
+        let url = crate::secret::without_user_info(&v)
+            .ok()
+            .filter(|u| matches!(u.url.scheme(), "http" | "https") && u.url.has_host())
+            .ok_or_else(|| {
+                format!(
+                    "{var} is not an http:// or https:// URL (for example http://localhost:4318); traces are off"
+                )
+            })?;
+        // The signal's own variable first, as the SDK reads them.
+        chosen = chosen.or(Some((var, url)));
+    }
+    let Some((var, url)) = chosen else {
+        return Err("no OTLP endpoint is set; traces are off".into());
+    };
+    let mut endpoint = url.url.to_string();
+    if var == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+        if !endpoint.ends_with('/') {
+            endpoint.push('/');
+        }
+        endpoint.push_str("v1/traces");
+    }
+    Ok((endpoint, url.authorization))
 }
 
 /// The process as the spans name it: `OTEL_SERVICE_NAME` (or `service.name` in
@@ -312,14 +352,56 @@ mod tests {
     }
 
     #[test]
+    fn the_endpoint_goes_to_the_exporter_without_its_user_info() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, Option<&'a str>);
+        let cases: &[Case] = &[
+            (
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318")],
+                "http://c:4318/v1/traces",
+                None,
+            ),
+            (
+                &[(
+                    "OTEL_EXPORTER_OTLP_ENDPOINT",
+                    "https://u:S3cret@c:4318/otlp/",
+                )],
+                "https://c:4318/otlp/v1/traces",
+                Some("Basic dTpTM2NyZXQ="),
+            ),
+            (
+                &[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://other:4318"),
+                    (
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                        "http://u:S3cret@c:4318/traces",
+                    ),
+                ],
+                "http://c:4318/traces",
+                Some("Basic dTpTM2NyZXQ="),
+            ),
+        ];
+        for (vars, want, auth) in cases {
+            let (endpoint, got) = endpoint(&env(vars)).unwrap();
+            assert_eq!(endpoint, *want, "{vars:?}");
+            assert_eq!(got.as_ref().map(|s| s.expose()), *auth, "{vars:?}");
+        }
+    }
+
+    #[test]
     fn a_bad_endpoint_is_refused_naming_its_variable() {
-        for bad in ["localhost:4318", "ftp://c/x", "not a url"] {
+        for bad in [
+            "localhost:4318",
+            "ftp://c/x",
+            "not a url",
+            "http://u:S3cret@[::1",
+        ] {
             let vars = [("OTEL_EXPORTER_OTLP_ENDPOINT", bad)];
             let err = start(&env(&vars)).err().expect("refused");
             assert!(
                 err.starts_with("OTEL_EXPORTER_OTLP_ENDPOINT is not an http:// or https:// URL"),
                 "{bad}: {err}"
             );
+            assert!(!err.contains("S3cret"), "{err}");
         }
     }
 }

@@ -243,6 +243,87 @@ async fn host_and_origin_are_checked() {
     }
 }
 
+/// `GET <url>` with `headers`: the status.
+async fn status_of(url: &str, headers: &[(&str, &str)]) -> u16 {
+    let mut req = reqwest::Client::new()
+        .get(url)
+        .timeout(Duration::from_secs(30));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    req.send().await.expect("GET").status().as_u16()
+}
+
+/// DNS rebinding: every route, not only `/mcp`, answers only a `Host` of its own and a browser
+/// `Origin` on the list. A page whose name is rebound to 127.0.0.1 cannot read the metrics or
+/// the readiness of a server on loopback without a token (they need none there).
+#[tokio::test]
+async fn every_route_checks_host_and_origin() {
+    let env = Env::new();
+    let server = env
+        .server(&[("GEMINI_MCP_HTTP_ALLOWED_HOSTS", "mcp.example.com")])
+        .await;
+    let port = server.base.rsplit(':').next().unwrap().to_string();
+    let localhost = format!("localhost:{port}");
+    let mut wrong = Vec::new();
+    for path in ["/metrics", "/readyz", "/healthz", "/mcp"] {
+        let url = format!("{}{path}", server.base);
+        for (headers, refused) in [
+            (vec![], false),
+            (vec![("host", localhost.as_str())], false),
+            (vec![("host", "mcp.example.com")], false),
+            (vec![("origin", "http://localhost:3000")], false),
+            (vec![("host", "evil.example")], true),
+            (vec![("host", "evil.example:80")], true),
+            (vec![("origin", "https://evil.example")], true),
+            (vec![("origin", "null")], true),
+        ] {
+            let status = status_of(&url, &headers).await;
+            if (status == 403) != refused {
+                wrong.push(format!("{path} {headers:?}: {status}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+/// A server on every interface answers a `Host` that is the address the client dialled (probes
+/// and scrapers address an instance by its IP; a rebound name is never an address), and no
+/// other address: on Linux every 127.x.y.z is this machine's, dialled here as 127.0.0.2.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_host_that_is_the_dialled_address_is_accepted_and_no_other() {
+    let env = Env::new();
+    let url = env.fake.base_url();
+    let vars = [
+        ("GEMINI_API_KEY", KEY),
+        ("GEMINI_BASE_URL", url.as_str()),
+        ("GEMINI_MCP_HTTP_TOKEN", TOKEN),
+    ];
+    let server = HttpServer::try_start(env.dir.path(), &vars, "0.0.0.0:0")
+        .await
+        .expect("starts with a token");
+    let port = server.base.rsplit(':').next().unwrap().to_string();
+    let dialled = format!("127.0.0.2:{port}");
+    let bearer = format!("Bearer {TOKEN}");
+    let mut wrong = Vec::new();
+    for path in ["/healthz", "/readyz", "/metrics", "/mcp"] {
+        let url = format!("http://{dialled}{path}");
+        for (host, refused) in [
+            (dialled.as_str(), false),
+            ("127.0.0.2", false),
+            ("127.0.0.3", true),
+            ("10.1.2.3", true),
+        ] {
+            let status = status_of(&url, &[("host", host), ("authorization", &bearer)]).await;
+            if (status == 403) != refused {
+                wrong.push(format!("{path} Host {host}: {status}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 #[tokio::test]
 async fn an_oversized_body_gets_413() {
     // The default (4 MiB) is checked in `config`; here a small limit, so that the client has

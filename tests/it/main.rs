@@ -36,6 +36,7 @@ mod terminal;
 mod threads;
 mod tools;
 mod traces;
+mod url_credentials;
 mod verify;
 mod vertex;
 // google-genai's environment is a Linux virtual environment; the bodies do not depend on the

@@ -109,10 +109,24 @@ impl ApiClient {
         &self.base
     }
 
-    /// Builds the HTTP client once; every call shares its connection pool.
+    /// Builds the HTTP client once; every call shares its connection pool. A proxy's
+    /// credentials (`GEMINI_BASE_URL`'s user info) go in `Authorization`, marked sensitive.
     pub fn new(config: &Settings, key: Secret) -> Result<ApiClient, GeminiError> {
         let base = format!("{}/v1beta", config.base_url);
-        ApiClient::build(config, Auth::Key(key), base, None)
+        let mut client = ApiClient::build(config, Auth::Key(key), base, None)?;
+        if let Some(auth) = &config.base_authorization {
+            let mut header =
+                HeaderValue::from_str(auth.expose()).map_err(|_| GeminiError::NotConfigured {
+                    message:
+                        "GEMINI_BASE_URL's user info cannot be sent in an HTTP header: check it"
+                            .into(),
+                })?;
+            header.set_sensitive(true);
+            client
+                .headers
+                .insert(reqwest::header::AUTHORIZATION, header);
+        }
+        Ok(client)
     }
 
     fn build(

@@ -32,6 +32,11 @@ const SHAPES: &[Shape] = &[
     ("api-key prefixes", |_| "sk-".into()),
     // Slack prefixes, the same way.
     ("slack prefixes", |_| "xoxb-".into()),
+    // Prefixes glued to a name by `_` (the rules take the `_` as glue, outside the match),
+    // before tails the rules reject; each glued prefix inside the one before's value.
+    ("glued prefixes", |_| {
+        "key_sk-abcdefghijklmnopqrstuvwx_".into()
+    }),
     // A long scheme before a placeholder password.
     ("url scheme run", |n| {
         format!("{}://u:$pw@h ", "a".repeat(n.saturating_sub(40)))

@@ -150,6 +150,43 @@ async fn hardening_secrets_reach_neither_gemini_nor_replies_logs_or_the_thread_s
     }
 }
 
+/// The log is scrubbed line by line, whoever wrote the line: rmcp, asked for its `debug` lines
+/// (`GEMINI_MCP_LOG=debug,rmcp=debug`), logs every message whole, a tool call's arguments
+/// included; the token an agent pasted into a prompt is not in the log, though rmcp's lines are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_secrets_a_dependencys_log_lines_are_scrubbed() {
+    let env = Env::new();
+    let base = env.fake.base_url();
+    let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(mcp::command(
+        env.root(),
+        &env.vars(&base, &[("GEMINI_MCP_LOG", "debug,rmcp=debug")]),
+    ))
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut stderr = stderr.expect("stderr");
+    let log = tokio::spawn(async move {
+        let mut s = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut s).await;
+        s
+    });
+    let client = rmcp::ServiceExt::serve((), transport).await.unwrap();
+    let prompt = format!("the deploy fails with GH_TOKEN={GITHUB} and key {AWS}; why?");
+    let r = call(&client, "chat", json!({"prompt": prompt}))
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    client.cancel().await.unwrap();
+    let log = log.await.unwrap();
+    assert!(
+        log.contains("rmcp") && log.contains("the deploy fails with"),
+        "rmcp's debug lines, with the call's arguments, are in the log: {log}"
+    );
+    for secret in [GITHUB, AWS] {
+        assert!(!log.contains(secret), "{secret} in the log:\n{log}");
+    }
+}
+
 /// Secret values in the contexts they are pasted in: each is redacted wherever it stands.
 #[test]
 fn hardening_secrets_redacted_in_every_context() {
@@ -328,6 +365,70 @@ async fn hardening_secrets_key_lines_inside_diff_hunks_are_redacted() {
     let mut leaked: Vec<&String> = body.iter().chain(&staged).chain(&unstaged).collect();
     leaked.retain(|l| sent.contains(l.as_str()));
     assert!(leaked.is_empty(), "key lines sent: {leaked:#?}");
+}
+
+/// Names that Windows opens as a secret file are secrets wherever they are judged: `prod.env.`,
+/// `prod.env ` (Win32 strips trailing dots and spaces: both open `prod.env`) and
+/// `.env::$DATA` (a stream of `.env`) are never read by a walk, refused when named, and named
+/// without content in a diff, whatever platform the server runs on.
+// Unix makes these names as written; Win32 cannot (it strips or refuses them).
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hardening_secrets_names_windows_opens_as_secrets_are_secrets() {
+    let env = Env::new();
+    let root = env.root();
+    let names = ["prod.env.", "prod.env ", ".env::$DATA"];
+    let canary = |i: usize| format!("WINDOWS-NAME-CANARY-{i}-7f3a");
+    std::fs::write(root.join("main.rs"), "fn main() {}\n").unwrap();
+    let repo = git2::Repository::init(root).unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(std::path::Path::new("main.rs")).unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("Test", "test@example.com").unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+        .unwrap();
+    for (i, name) in names.iter().enumerate() {
+        std::fs::write(root.join(name), format!("TOKEN={}\n", canary(i))).unwrap();
+    }
+    // The first staged, the others untracked.
+    index.add_path(std::path::Path::new(names[0])).unwrap();
+    index.write().unwrap();
+
+    let client = env.client(&[]).await;
+    let walked = call(&client, "chat", json!({"prompt": "x", "files": ["."]}))
+        .await
+        .unwrap();
+    assert_ne!(walked.is_error, Some(true), "{}", text(&walked));
+    let review = call(
+        &client,
+        "precommit",
+        json!({"path": root.to_str().unwrap()}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(review.is_error, Some(true), "{}", text(&review));
+    let mut refused = Vec::new();
+    for name in names {
+        let e = call(&client, "chat", json!({"prompt": "x", "files": [name]})).await;
+        if !matches!(&e, Err(e) if e.code.0 == -32001 && e.message.contains("secret")) {
+            refused.push(format!("{name:?}: {e:?}"));
+        }
+    }
+    client.cancel().await.unwrap();
+    assert!(refused.is_empty(), "named, not refused: {refused:#?}");
+    let sent: String = env
+        .fake
+        .requests()
+        .iter()
+        .map(|r| r.raw_body.clone())
+        .collect();
+    assert!(sent.contains("main.rs"), "the walk sent the ordinary file");
+    assert!(sent.contains("prod.env."), "the diff names the staged file");
+    let leaked: Vec<String> = (0..names.len())
+        .map(canary)
+        .filter(|c| sent.contains(c.as_str()))
+        .collect();
+    assert!(leaked.is_empty(), "read and sent: {leaked:?}");
 }
 
 /// File names: a token in a name is redacted where the name is sent, and control characters

@@ -28,18 +28,32 @@ use super::scripted_model::Served;
 pub struct Collector {
     served: Served,
     exports: Arc<Mutex<Vec<ExportTraceServiceRequest>>>,
+    authorizations: Arc<Mutex<Vec<Option<String>>>>,
 }
+
+/// What the collector keeps: each export, and the `Authorization` header it came with.
+type Kept = (
+    Arc<Mutex<Vec<ExportTraceServiceRequest>>>,
+    Arc<Mutex<Vec<Option<String>>>>,
+);
 
 impl Collector {
     pub fn start() -> Collector {
         let exports = Arc::new(Mutex::new(Vec::new()));
+        let authorizations = Arc::new(Mutex::new(Vec::new()));
         let app = Router::new()
             .route("/v1/traces", post(traces))
-            .with_state(exports.clone());
+            .with_state((exports.clone(), authorizations.clone()));
         Collector {
             served: Served::start("otlp-collector", app),
             exports,
+            authorizations,
         }
+    }
+
+    /// The `Authorization` header of every export received, in arrival order.
+    pub fn authorizations(&self) -> Vec<Option<String>> {
+        self.authorizations.lock().unwrap().clone()
     }
 
     /// `http://127.0.0.1:<port>`: the value of `OTEL_EXPORTER_OTLP_ENDPOINT`.
@@ -78,7 +92,7 @@ impl Collector {
 /// (an empty `ExportTraceServiceResponse`); another content type is refused with 415, a body
 /// that does not decode with 400.
 async fn traces(
-    State(exports): State<Arc<Mutex<Vec<ExportTraceServiceRequest>>>>,
+    State((exports, authorizations)): State<Kept>,
     headers: HeaderMap,
     body: Bytes,
 ) -> (StatusCode, [(&'static str, &'static str); 1], Vec<u8>) {
@@ -89,6 +103,11 @@ async fn traces(
     match ExportTraceServiceRequest::decode(body) {
         Ok(request) => {
             exports.lock().unwrap().push(request);
+            let authorization = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(String::from);
+            authorizations.lock().unwrap().push(authorization);
             let answer = ExportTraceServiceResponse::default().encode_to_vec();
             (StatusCode::OK, protobuf, answer)
         }
