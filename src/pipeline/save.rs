@@ -50,7 +50,9 @@ pub(super) async fn save_turn(
                 tokens: f.tokens,
             })
             .collect(),
-        response: answer.text.clone(),
+        // Stored as the reply shows it: a value Gemini wrote out (one the Gemini CLI's tools
+        // read, one it remembered) is kept neither in the thread nor in the next turn's history.
+        response: crate::redact::redact(&answer.text).0,
         model: model_used.to_string(),
         usage: crate::store::Usage {
             tier: answer.billed_tier,

@@ -656,13 +656,31 @@ async fn a_token_in_gemini_s_answer_is_redacted_in_the_reply() {
     let r = call(&client, "chat", json!({"prompt": "How do I log in?"}))
         .await
         .unwrap();
-    client.cancel().await.unwrap();
     let whole = format!("{}\n{:?}", mcp::text(&r), r.structured_content);
     assert!(
         !whole.contains(TOKEN),
         "a raw token reached the reply: {whole}"
     );
     assert!(whole.contains("[REDACTED:github-token]"), "{whole}");
+    // Nor is it kept in the thread: the next turn's history, rebuilt from the stored answer,
+    // holds the redacted text only.
+    let id = r.structured_content.as_ref().unwrap()["continuation_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    call(
+        &client,
+        "chat",
+        json!({"prompt": "And then?", "continuation_id": id}),
+    )
+    .await
+    .unwrap();
+    client.cancel().await.unwrap();
+    let sent = fake.generate_requests().last().unwrap().raw_body.clone();
+    assert!(
+        sent.contains("[REDACTED:github-token]") && !sent.contains(TOKEN),
+        "the stored answer kept the raw token: {sent}"
+    );
 }
 
 /// A diff sent in an earlier turn counts as sent in the next one (its frames are kept with the
