@@ -85,25 +85,23 @@ impl ApiClient {
         let auth = match (&vertex.api_key, &vertex.project) {
             (Some(key), _) => Auth::Key(key.clone()),
             (None, Some(_)) => {
+                let unusable = |why: String| GeminiError::NotConfigured {
+                    message: format!(
+                        "Vertex AI needs Application Default Credentials, and none could be loaded ({why}): set \
+                         GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run `gcloud auth \
+                         application-default login`, or run on Google Cloud with a service account"
+                    ),
+                };
                 // The library reads the file whole and unchecked: a FIFO would hang the start,
                 // /dev/zero fill the memory. What it will read is checked first.
                 if let Some((setting, path)) = &vertex.credentials_file {
-                    crate::setting_file::read(setting, path).map_err(|e| {
-                        GeminiError::NotConfigured {
-                            message: format!("Vertex AI's credentials cannot be used: {e}"),
-                        }
-                    })?;
+                    crate::setting_file::read(setting, path)
+                        .map_err(|e| unusable(e.to_string()))?;
                 }
                 let creds = google_cloud_auth::credentials::Builder::default()
                     .with_scopes([CLOUD_PLATFORM])
                     .build()
-                    .map_err(|e| GeminiError::NotConfigured {
-                        message: format!(
-                            "Vertex AI needs Application Default Credentials, and none could be loaded ({e}): set \
-                             GOOGLE_APPLICATION_CREDENTIALS to a service-account key file, run `gcloud auth \
-                             application-default login`, or run on Google Cloud with a service account"
-                        ),
-                    })?;
+                    .map_err(|e| unusable(e.to_string()))?;
                 Auth::Adc(creds)
             }
             (None, None) => {

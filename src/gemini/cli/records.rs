@@ -32,9 +32,14 @@ fn project_dir(home: &Path, workdir: &Path) -> Option<PathBuf> {
     })
 }
 
+/// On Windows both sides as shown (no `\\?\` prefix), ASCII case ignored: the CLI writes
+/// `process.cwd()`, a canonical path has the verbatim prefix.
 #[cfg(windows)]
 fn same_path(a: &Path, b: &Path) -> bool {
-    let b = crate::collector::sandbox::shown(b);
+    let (a, b) = (
+        crate::collector::sandbox::shown(a),
+        crate::collector::sandbox::shown(b),
+    );
     a.to_string_lossy()
         .eq_ignore_ascii_case(&b.to_string_lossy())
 }
