@@ -1015,13 +1015,13 @@ mod tests {
 
     #[test]
     fn readme_configuration_table_matches_the_settings() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../docs/settings.md");
         for s in SETTINGS {
             let row = format!("| `{}` | {} | {} |", s.name, s.default, s.doc);
             assert!(readme.contains(&row), "README.md lacks the row:\n{row}");
         }
         let section = readme
-            .split("## Configuration")
+            .split("## All settings")
             .nth(1)
             .and_then(|s| s.split("\n## ").next())
             .unwrap_or("");

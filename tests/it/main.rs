@@ -13,6 +13,7 @@ mod cli;
 mod clients;
 mod cluster;
 mod compat;
+mod docs;
 mod dry_run;
 mod gemini_api;
 // The stand-in `gemini` is a POSIX shell script (on Windows it would be a `gemini.cmd`).

@@ -615,14 +615,14 @@ fn a_release_has_binstall_archives_checksums_bundles_and_a_valid_server_json() {
 }
 
 /// On Windows npm's commands (`npx`, a global install's `gemini-mcp`) are `.cmd` scripts, which
-/// a client cannot start as a program: the README's PowerShell lines for the three clients start
-/// `npx` through `cmd /c`, with the key from `$env:` and `--` quoted (PowerShell drops a bare one
-/// before npm's `.ps1` shims); the Claude Code plugin and the Gemini CLI extension start
-/// `gemini-mcp` itself, the `.exe` found on `PATH` (the extension's release archive names its
-/// own `gemini-mcp.exe`: the release test).
+/// a client cannot start as a program: the PowerShell lines of docs/windows.md for the three
+/// clients start `npx` through `cmd /c`, with the key from `$env:` and `--` quoted (PowerShell
+/// drops a bare one before npm's `.ps1` shims); the Claude Code plugin and the Gemini CLI
+/// extension start `gemini-mcp` itself, the `.exe` found on `PATH` (the extension's release
+/// archive names its own `gemini-mcp.exe`: the release test).
 #[test]
 fn on_windows_the_clients_start_programs_not_npm_scripts() {
-    let readme = repo("README.md");
+    let readme = repo("docs/windows.md");
     let lines: Vec<&str> = readme
         .split("```powershell\n")
         .skip(1)
