@@ -27,7 +27,7 @@ use crate::limits::{Admission, ClientId, Refusal};
 use crate::store::Owner;
 use crate::tools::{Plan, Reply, ToolError};
 
-/// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Invariants: errors).
+/// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Errors).
 pub const SANDBOX_ERROR: ErrorCode = ErrorCode(-32001);
 
 /// The largest result size Claude Code accepts as declared by a tool

@@ -30,8 +30,8 @@
 //! first did, wherever later turns of other writers put it (a turn stored before turns had ids
 //! is recognised as the thread's last one, as before). On one server the same script also updates the project index;
 //! on a cluster the index (another slot) is updated by a second script right after, and a
-//! listing or `latest` reads the index, then the threads (ARCHITECTURE.md, Decisions, says why
-//! and what a failure between the two steps leaves). A load is one pipelined round trip
+//! listing or `latest` reads the index, then the threads (docs/decisions/0031 says why and
+//! what a failure between the two steps leaves). A load is one pipelined round trip
 //! (`HGETALL` + `LRANGE`), whatever the number of turns.
 //!
 //! Durability: Redis replicates asynchronously, so by default a turn is acknowledged once its
