@@ -11,7 +11,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 const TRACES_FLUSH: std::time::Duration = std::time::Duration::from_secs(3);
 
 fn main() -> ExitCode {
-    let args = gemini_mcp_server::cli::Args::parse();
+    let args = gemini_mcp_server::Args::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -19,7 +19,7 @@ fn main() -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            gemini_mcp_server::term::say_line(format_args!(
+            gemini_mcp_server::say_line(format_args!(
                 "gemini-mcp: cannot start the async runtime: {e}"
             ));
             return ExitCode::from(2);
@@ -29,7 +29,7 @@ fn main() -> ExitCode {
     // runtime, so the exporter is built inside it.
     let traces = {
         let _inside = runtime.enter();
-        gemini_mcp_server::traces::export::start(&|name| std::env::var(name).ok())
+        gemini_mcp_server::start_traces(&|name| std::env::var(name).ok())
     };
     let (traces, traces_off) = match traces {
         Ok(t) => (t, None),
@@ -40,7 +40,7 @@ fn main() -> ExitCode {
             tracing_subscriber::fmt::layer()
                 // Through the secret rules and the terminal sink: a log line can quote what
                 // came from outside, and the dependencies' lines are in their own words.
-                .with_writer(gemini_mcp_server::term::log)
+                .with_writer(gemini_mcp_server::log_writer)
                 .with_ansi(false)
                 .with_filter(log_filter(std::env::var("GEMINI_MCP_LOG").ok())),
         )
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
             "traces: exporting over OTLP/HTTP to the collector OTEL_EXPORTER_OTLP_ENDPOINT names"
         );
     }
-    let code = runtime.block_on(gemini_mcp_server::cli::run(args));
+    let code = runtime.block_on(gemini_mcp_server::run(args));
     // The calls are over (drained or abandoned): their spans go out while the runtime runs.
     if let Some(traces) = traces {
         traces.shutdown(TRACES_FLUSH);
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
 /// share. The trace spans (`traces::TARGET`) are the collector's, not the log's, unless the
 /// filter names them.
 fn log_filter(spec: Option<String>) -> tracing_subscriber::EnvFilter {
-    let traces = gemini_mcp_server::traces::TARGET;
+    let traces = gemini_mcp_server::TRACES_TARGET;
     let spec = spec
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "warn".into());

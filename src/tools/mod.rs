@@ -21,7 +21,7 @@ pub mod thinkdeep;
 
 /// The portable JSON Schemas live in a part (`crate::schema`: explore's function declarations
 /// are made with them too); tool definitions reach them here as before.
-pub use crate::schema;
+pub(crate) use crate::schema;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
