@@ -4,8 +4,9 @@
 //! Every setting has one name, used both as the environment variable and as the key in the TOML
 //! file (`GEMINI_MCP_CONFIG=/path/to/config.toml`); the environment wins over the file. The table
 //! in [`SETTINGS`] holds each setting once — name, default, description and how it is read — and
-//! is the single source of the README's configuration table (a test keeps the two in step, and
-//! holds the loader to reading nothing the table does not name).
+//! is the single source of docs/settings.md's reference (a test keeps the two in step, and holds
+//! the loader to reading nothing the table does not name). Each row writes into the settings of
+//! the part that uses it, which `Config` holds as they are: nothing is copied field by field.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -336,7 +337,7 @@ impl Config {
     pub fn gemini(&self) -> crate::gemini::Settings {
         crate::gemini::Settings {
             state_dir: self.threads.state_dir.clone(),
-            workdir: (self.collector.roots.first().cloned()).unwrap_or_else(|| PathBuf::from("/")),
+            workdir: self.roots().first().cloned().unwrap_or_else(|| "/".into()),
             explore_result_chars: self.explore.result_chars,
             ..self.gemini.clone()
         }
@@ -773,8 +774,10 @@ mod tests {
             let Some(default) = s.default_value() else {
                 continue;
             };
-            let set = load_with(&[(s.name, default)]);
-            assert_eq!(set.as_ref(), Ok(&unset), "{} set to its default", s.name);
+            match load_with(&[(s.name, default)]) {
+                Ok(set) => assert_eq!(set, unset, "{} set to its default", s.name),
+                Err(e) => panic!("{} set to its default `{default}`: {e}", s.name),
+            }
             read += 1;
         }
         assert!(read >= 30, "only {read} rows have a value as their default");
