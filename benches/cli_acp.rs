@@ -46,12 +46,12 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
     let wrapper = wrapper(cli, node, &fake.base_url(), dir.path())?;
     let gemini = |transport| -> Result<Gemini, Error> {
         let mut c = Config::for_tests(root.path());
-        c.backend = BackendChoice::Cli;
-        c.cli_transport = transport;
-        c.gemini_cli = wrapper.clone();
-        c.call_timeout = Duration::from_secs(120);
-        c.acp.idle = Duration::from_secs(600);
-        c.acp.max_processes = 2;
+        c.gemini.backend = BackendChoice::Cli;
+        c.gemini.cli_transport = transport;
+        c.gemini.gemini_cli = wrapper.clone();
+        c.gemini.call_timeout = Duration::from_secs(120);
+        c.gemini.acp_idle = Duration::from_secs(600);
+        c.gemini.acp_max_processes = 2;
         Ok(Gemini::from_config(&c.gemini())?)
     };
     let warm = gemini(CliTransport::Acp)?;

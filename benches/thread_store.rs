@@ -84,11 +84,11 @@ async fn run(iters: usize) {
         ("memory", StoreChoice::Memory, None, 0),
     ] {
         let mut c = base.clone();
-        c.store = store;
-        c.redis_url = url.map(Secret::new);
-        c.redis_wait_replicas = wait;
-        c.state_dir = root.join(".state");
-        c.key_prefix = format!("bench-{name}");
+        c.threads.store = store;
+        c.threads.redis_url = url.map(Secret::new);
+        c.threads.redis_wait_replicas = wait;
+        c.threads.state_dir = root.join(".state");
+        c.threads.key_prefix = format!("bench-{name}");
         let s = store::open(&c.threads()).await.expect("store");
         let id = ThreadId::new();
         for t in &turns {

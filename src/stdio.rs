@@ -33,6 +33,7 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
     // Rate limits are off on stdio (one local client) unless GEMINI_MCP_RATE_LIMITS sets them;
     // the app counts the calls in flight for the shutdown drain either way.
     let rates = config
+        .tools
         .rate_limits
         .clone()
         .filter(|r| !r.is_off())
@@ -105,7 +106,7 @@ fn greeting(config: &Config) -> String {
         .ok()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "gemini-mcp".into());
-    let key = if config.api_key.is_none() && config.vertex.is_none() {
+    let key = if config.gemini.api_key.is_none() && config.gemini.vertex.is_none() {
         "no GEMINI_API_KEY is set: get one at https://aistudio.google.com/apikey"
     } else {
         "checks the key, the model and one real call"

@@ -65,7 +65,7 @@ async fn resolve(app: &App, owner: &Owner, raw: &str) -> Result<ThreadId, ToolEr
 fn not_found(app: &App, id: ThreadId) -> ToolError {
     ThreadError::NotFound {
         id: id.to_string(),
-        ttl_hours: app.config().thread_ttl.as_secs_f64() / 3600.0,
+        ttl_hours: app.config().threads.ttl.as_secs_f64() / 3600.0,
     }
     .into()
 }

@@ -108,7 +108,7 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
 
 /// Each PROJECT_ROOT is readable, and whether it lies in a git repository.
 fn check_roots(r: &mut Report, config: &Config) {
-    for root in &config.roots {
+    for root in config.roots() {
         match std::fs::read_dir(root) {
             Ok(_) => {
                 let git = match git2::Repository::discover(root) {
@@ -142,7 +142,7 @@ fn check_roots(r: &mut Report, config: &Config) {
 async fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
     match gemini.backend_info() {
         BackendInfo::Api { base_url } => {
-            let source = if matches!(config.backend, BackendChoice::Api) {
+            let source = if matches!(config.gemini.backend, BackendChoice::Api) {
                 "GEMINI_BACKEND=api"
             } else {
                 "a key is set"
@@ -217,8 +217,8 @@ async fn credential_source(config: &Config, gemini: &Gemini) -> Result<String, S
             .ok_or_else(|| "it is not a JSON credentials file with a `type`".to_string())
     };
     let file = match (
-        &config.google_application_credentials,
-        &config.gcloud_adc_file,
+        &config.gemini.google_application_credentials,
+        &config.gemini.gcloud_adc_file,
     ) {
         (Some(path), _) => Some(("GOOGLE_APPLICATION_CREDENTIALS", path)),
         (None, Some(p)) if p.is_file() => Some(("gcloud application-default login", p)),
@@ -259,7 +259,7 @@ fn check_models(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
             "model",
             format!(
                 "{} → {} ({} input tokens)",
-                config.default_model, m.id, m.input_limit
+                config.gemini.default_model, m.id, m.input_limit
             ),
         ),
         Err(e) => {
@@ -267,7 +267,7 @@ fn check_models(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
             r.add(Outcome::Fail, "model", format!("GEMINI_MODEL: {e}"));
         }
     }
-    match gemini.catalogue().resolve(&config.fallback_model) {
+    match gemini.catalogue().resolve(&config.gemini.fallback_model) {
         Ok(m) => r.add(Outcome::Ok, "fallback model", m.id),
         Err(e) => r.add(
             Outcome::Fail,
@@ -283,11 +283,11 @@ fn check_models(r: &mut Report, config: &Config, gemini: &Gemini) -> bool {
 async fn check_store(r: &mut Report, config: &Config) {
     match crate::store::open(&config.threads()).await {
         Ok(store) => {
-            let project = config.roots[0].display().to_string();
+            let project = config.roots()[0].display().to_string();
             match store.latest(&project, &crate::store::Owner::local()).await {
                 Ok(_) => {
                     let detail = match store.kind() {
-                        "embedded" => format!("embedded, in {}", config.state_dir.display()),
+                        "embedded" => format!("embedded, in {}", config.threads.state_dir.display()),
                         "memory" => "memory (threads last as long as the process: a terminal conversation cannot be continued elsewhere)".into(),
                         other => other.to_string(),
                     };

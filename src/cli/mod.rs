@@ -137,7 +137,7 @@ pub async fn run(args: Args) -> ExitCode {
                     message,
                 }
             })?;
-            c.service_tier = Some(tier);
+            c.gemini.service_tier = Some(tier);
         }
         Ok(c)
     }) {
@@ -273,7 +273,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
     }
     let client = crate::limits::ClientId("cli".into());
     // Kept to run again when the per-call ceiling refuses and the user, asked, goes on.
-    let again = config.call_usd.is_some().then(|| plan.clone());
+    let again = config.caps.call_usd.is_some().then(|| plan.clone());
     let outcome = tokio::select! {
         r = app.run(&client, plan, &ctx) => Some(r),
         _ = crate::shutdown::signal() => None,
@@ -395,7 +395,7 @@ fn print(
 /// scanning expects them), else the project root.
 fn sarif_base(config: &Config, plan: &Plan) -> PathBuf {
     let root = config
-        .roots
+        .roots()
         .first()
         .map_or_else(|| PathBuf::from("."), PathBuf::clone);
     plan.git

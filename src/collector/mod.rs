@@ -202,7 +202,7 @@ pub enum CollectError {
 
 /// What the collector is configured with (`PROJECT_ROOT`, `GEMINI_MCP_SECRET_FILES`,
 /// `GEMINI_MCP_INCLUDE`, `GEMINI_MCP_EXCLUDE`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Settings {
     /// Canonical sandbox roots.
     pub roots: Vec<PathBuf>,

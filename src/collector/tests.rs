@@ -335,7 +335,7 @@ fn collector_skips_walked_secret_files_and_refuses_named_ones() {
     }
     fx.link(fx.root.join("app/.env"), "app/innocent.txt");
     let mut config = Config::for_tests(&fx.root);
-    config.secret_globs = vec!["*.secret".into()];
+    config.collector.secret_globs = vec!["*.secret".into()];
     let collector = Collector::new(&config.collector()).unwrap();
 
     let c = collector.collect(&request(&["app"], BIG)).unwrap();
@@ -554,8 +554,8 @@ fn collector_applies_configured_include_and_exclude_patterns() {
     fx.write("b.py", "b = 1\n");
     fx.write("gen/c.rs", "fn c() {}\n");
     let mut config = Config::for_tests(&fx.root);
-    config.include_globs = vec!["*.rs".into()];
-    config.exclude_globs = vec!["gen/**".into()];
+    config.collector.include_globs = vec!["*.rs".into()];
+    config.collector.exclude_globs = vec!["gen/**".into()];
     let c = Collector::new(&config.collector()).unwrap();
     let got = c.collect(&request(&["."], BIG)).unwrap();
     assert_eq!(sent(&got), vec!["a.rs"]);
@@ -564,7 +564,7 @@ fn collector_applies_configured_include_and_exclude_patterns() {
     // Named explicitly, patterns do not apply.
     let got = c.collect(&request(&["b.py"], BIG)).unwrap();
     assert_eq!(sent(&got), vec!["b.py"]);
-    config.exclude_globs = vec!["a[".into()];
+    config.collector.exclude_globs = vec!["a[".into()];
     assert!(
         matches!(Collector::new(&config.collector()), Err(CollectError::Config(m)) if m.contains("GEMINI_MCP_EXCLUDE"))
     );

@@ -4,11 +4,11 @@
 //! Every setting has one name, used both as the environment variable and as the key in the TOML
 //! file (`GEMINI_MCP_CONFIG=/path/to/config.toml`); the environment wins over the file. The table
 //! in [`SETTINGS`] holds each setting once — name, default, description and how it is read — and
-//! is the single source of the README's configuration table (a test keeps the two in step, and
-//! holds the loader to reading nothing the table does not name).
+//! is the single source of docs/settings.md's reference (a test keeps the two in step, and holds
+//! the loader to reading nothing the table does not name). Each row writes into the settings of
+//! the part that uses it, which `Config` holds as they are: nothing is copied field by field.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -18,142 +18,38 @@ pub use crate::secret::Secret;
 pub use crate::store::StoreChoice;
 
 mod settings;
-pub use settings::SETTINGS;
+pub(crate) use settings::Var;
+pub use settings::{Category, GROUPS, Group, SETTINGS, Setting, category_of, reference};
 
-/// One setting.
-pub struct Setting {
-    pub name: &'static str,
-    /// The default, as shown to users.
-    pub default: &'static str,
-    pub doc: &'static str,
-    /// Other environment variables this setting reads (an alias, a file variant, the OS's
-    /// defaults), each named in `doc` or implied by the default.
-    pub also_reads: &'static [&'static str],
-    /// Reads the setting into the configuration, or says what is wrong with it.
-    pub(crate) read: fn(&Var<'_>, &mut Config) -> Result<(), ConfigError>,
-}
-
-/// Tells Vertex AI's settings the Application Default Credentials file Google's auth library
-/// will read, with what names it: the file `setting` names, else gcloud's file when there is
-/// one (else the library asks the metadata server and reads no file).
-pub(crate) fn note_adc_file(setting: &'static str, c: &mut Config) {
-    let file = match (&c.google_application_credentials, &c.gcloud_adc_file) {
-        (Some(p), _) => Some((setting, p.clone())),
-        (None, Some(p)) if p.symlink_metadata().is_ok() => {
-            Some(("gcloud's application-default credentials file", p.clone()))
-        }
-        _ => None,
-    };
-    if let Some(v) = c.vertex.as_mut() {
-        v.credentials_file = file;
-    }
-}
-
-/// `default` when unset; trimmed.
-pub(crate) fn trimmed(value: Option<String>, default: &str) -> String {
-    value.as_deref().unwrap_or(default).trim().to_string()
-}
-
-/// A comma-separated list, or `None` when it holds `*` (anything goes).
-pub(crate) fn any_or_list(var: &Var<'_>) -> Option<Vec<String>> {
-    let list = var.list();
-    (!list.iter().any(|h| h == "*")).then_some(list)
-}
-
+/// The configuration, by parts: each part's settings as its rows of [`SETTINGS`] read them
+/// (ripgrep's `LowArgs`). A part gets its own through the accessor of the same name, which adds
+/// what it shares with another part ([`Config::gemini`]).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Canonical sandbox roots. Every file the server reads lies inside one of them.
-    pub roots: Vec<PathBuf>,
-    pub api_key: Option<Secret>,
-    /// Scheme, host and optional path prefix, without `/v1beta` and without a trailing slash;
-    /// never user info or a key (taken out when read).
-    pub base_url: String,
-    /// `GEMINI_BASE_URL`'s user info, as the `Authorization` header that carries it.
-    pub base_authorization: Option<Secret>,
-    pub backend: BackendChoice,
-    /// The Gemini CLI executable for the CLI backend.
-    pub gemini_cli: PathBuf,
-    /// The `PATH` value a bare `gemini_cli` name is looked up in (read here, at the edge, so no
-    /// part reads the environment).
-    pub search_path: Option<String>,
-    /// The `PATHEXT` value: on Windows, the extensions a name without one is tried with.
-    pub search_exts: Option<String>,
-    /// The Gemini CLI's home, where it records its sessions: `GEMINI_CLI_HOME`, else the user's
-    /// home (`HOME`; `USERPROFILE` on Windows), as the CLI picks it.
-    pub cli_home: Option<PathBuf>,
-    /// Default model (name or alias) when a call names none.
-    pub default_model: String,
-    /// The faster model used after capacity errors.
-    pub fallback_model: String,
-    /// Deadline for one whole Gemini call, retries included.
-    pub call_timeout: Duration,
-    pub connect_timeout: Duration,
-    /// Longest silence allowed between two chunks of a streamed answer.
-    pub idle_timeout: Duration,
-    /// Attempts per call, the first included.
-    pub max_attempts: u32,
-    /// First backoff delay; doubled per attempt, capped at `retry_max_delay`.
-    pub retry_initial_delay: Duration,
-    pub retry_max_delay: Duration,
-    /// Optional cap on the tokens of context sent per call.
-    pub max_context_tokens: Option<u64>,
-    /// Cap on a whole MCP tool result, text and structured content together, in characters
-    /// (clients fail, truncate or spill long tool output). The command line prints whole replies.
-    pub max_reply_chars: usize,
+    /// The sandbox and the walks (`PROJECT_ROOT`: every file the server reads lies inside one of
+    /// the canonical roots).
+    pub collector: crate::collector::Settings,
+    /// The Gemini client, as its rows read it; [`Config::gemini`] adds the state directory, the
+    /// working directory and the investigation's result cap, which other parts own.
+    pub gemini: crate::gemini::Settings,
+    /// The thread store.
+    pub threads: crate::store::Settings,
+    /// The daily and per-call caps.
+    pub caps: crate::spend::Caps,
+    /// The audit log, when `GEMINI_MCP_AUDIT_LOG` names one.
+    pub audit: Option<crate::audit::Settings>,
     /// The limits of an investigation (`investigate`, `explore: true`).
     pub explore: ExploreSettings,
-    /// The Gemini CLI as a warm agent (`investigate` with `engine: "gemini-cli"`, and the CLI
-    /// backend's processes).
-    pub acp: AcpConfig,
-    /// How the CLI backend runs the Gemini CLI.
-    pub cli_transport: crate::gemini::CliTransport,
-    /// Vertex AI (`GOOGLE_GENAI_USE_VERTEXAI=true`).
-    pub vertex: Option<crate::gemini::VertexSettings>,
-    /// `GEMINI_SERVICE_TIER`.
-    pub service_tier: Option<crate::gemini::ServiceTier>,
-    /// Daily caps per project (and per HTTP client): tokens, and estimated USD.
-    pub daily_tokens: Option<u64>,
-    pub daily_usd: Option<f64>,
-    /// The audit log (`GEMINI_MCP_AUDIT_LOG`), and the size past which it rotates.
-    pub audit_log: Option<PathBuf>,
-    pub audit_log_max_bytes: u64,
-    /// The most one call may cost, estimated before it is sent (`GEMINI_MCP_CALL_USD`).
-    pub call_usd: Option<f64>,
-    /// The prices estimates are made at, read at the clock's day (`GEMINI_MCP_TODAY`,
-    /// `GEMINI_MCP_PRICES`).
-    pub prices: crate::gemini::prices::PriceList,
-    /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
-    pub google_application_credentials: Option<PathBuf>,
-    /// gcloud's application-default credentials file (`gcloud auth application-default login`).
-    pub gcloud_adc_file: Option<PathBuf>,
-    pub store: StoreChoice,
-    pub redis_url: Option<Secret>,
-    pub key_prefix: String,
-    pub redis_wait_replicas: u32,
-    pub redis_ca_file: Option<PathBuf>,
-    pub state_dir: PathBuf,
-    pub thread_ttl: Duration,
-    pub max_turns: u32,
-    /// A thread started under other roots may be continued here.
-    pub share_threads_across_projects: bool,
-    pub disabled_tools: Vec<String>,
-    /// Compatibility profiles: tools with the seed servers' names and shapes.
-    pub compat: Vec<Compat>,
-    /// Extra file-name globs treated as secrets (added to the built-in list).
-    pub secret_globs: Vec<String>,
-    /// When non-empty, directory walks keep only files matching one of these globs.
-    pub include_globs: Vec<String>,
-    pub exclude_globs: Vec<String>,
-    /// Bearer tokens the HTTP transport accepts, one per client (empty: none configured).
-    pub http_tokens: Vec<Secret>,
-    /// Per-tool rate limits when set explicitly; `None`: the transport's default (HTTP: the
-    /// built-in table, stdio: off).
-    pub rate_limits: Option<RateLimits>,
+    /// What a call may send and continue.
+    pub calls: CallSettings,
+    /// The tools the server offers and their replies.
+    pub tools: ToolSettings,
+    /// The Streamable HTTP transport.
     pub http: HttpSettings,
 }
 
 /// The limits of an investigation.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct ExploreSettings {
     /// The cap on `max_steps`.
     pub max_steps: u32,
@@ -165,6 +61,32 @@ pub struct ExploreSettings {
     pub deadline: Duration,
 }
 
+/// What one call may send and which threads it may continue (the pipeline's).
+#[derive(Debug, Clone, Default)]
+pub struct CallSettings {
+    /// Optional cap on the tokens of context sent per call.
+    pub max_context_tokens: Option<u64>,
+    /// A thread started under other roots may be continued here.
+    pub share_threads_across_projects: bool,
+}
+
+/// The tools the server offers, under which names, how long a reply and how often (the
+/// server's).
+#[derive(Debug, Clone, Default)]
+pub struct ToolSettings {
+    /// Tools hidden (`DISABLED_TOOLS`), as written: checked against the tools' table by
+    /// `tools::spec::check_settings`.
+    pub disabled: Vec<String>,
+    /// Compatibility profiles: tools with the seed servers' names and shapes.
+    pub compat: Vec<Compat>,
+    /// Cap on a whole MCP tool result, text and structured content together, in characters
+    /// (clients fail, truncate or spill long tool output). The command line prints whole replies.
+    pub max_reply_chars: usize,
+    /// Per-tool rate limits when set explicitly; `None`: the transport's default (HTTP: the
+    /// built-in table, stdio: off).
+    pub rate_limits: Option<RateLimits>,
+}
+
 /// A compatibility profile (`GEMINI_MCP_COMPAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compat {
@@ -174,20 +96,11 @@ pub enum Compat {
     AcpBridge,
 }
 
-/// The warm Gemini CLI agents.
-#[derive(Debug, Clone)]
-pub struct AcpConfig {
-    /// An agent process with no prompt for this long exits.
-    pub idle: Duration,
-    /// Most agent processes alive at once.
-    pub max_processes: usize,
-    /// Approval modes that change files or run commands, allowed by the operator.
-    pub allowed_modes: Vec<crate::gemini::acp::Mode>,
-}
-
 /// Settings of the Streamable HTTP transport only.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct HttpSettings {
+    /// Bearer tokens the HTTP transport accepts, one per client (empty: none configured).
+    pub tokens: Vec<Secret>,
     /// Extra `Host` values accepted besides the loopback names; `None`: any Host (`*`).
     pub allowed_hosts: Option<Vec<String>>,
     /// Extra browser origins accepted besides loopback ones; `None`: any Origin (`*`).
@@ -280,88 +193,6 @@ impl<'a> Source<'a> {
     pub(crate) fn os(&self, name: &str) -> Option<String> {
         self.read.borrow_mut().insert(name.to_string());
         (self.env)(name).filter(|v| !v.trim().is_empty())
-    }
-}
-
-/// One setting as its `read` sees it: its value, and errors that name it. Each item of the table
-/// is handed its own, so none writes its name twice.
-pub(crate) struct Var<'a> {
-    /// The setting's name.
-    pub(crate) name: &'static str,
-    src: &'a Source<'a>,
-}
-
-impl<'a> Var<'a> {
-    /// The value (the environment, else the file); blank is unset.
-    pub(crate) fn get(&self) -> Option<String> {
-        self.src.get(self.name)
-    }
-
-    /// The value from the environment alone, for a setting the file cannot set (another program
-    /// reads it from the environment too).
-    pub(crate) fn env(&self) -> Option<String> {
-        self.src.os(self.name)
-    }
-
-    /// Another variable of the environment this setting reads (its `also_reads`).
-    pub(crate) fn os(&self, name: &str) -> Option<String> {
-        self.src.os(name)
-    }
-
-    /// The working directory: the default root, and what relative paths are relative to.
-    pub(crate) fn cwd(&self) -> &'a Path {
-        self.src.cwd
-    }
-
-    /// The setting is wrong: `message` says how.
-    pub(crate) fn invalid(&self, message: impl Into<String>) -> ConfigError {
-        invalid(self.name, message)
-    }
-
-    /// The value parsed, or `default` when unset.
-    pub(crate) fn parse<T: std::str::FromStr>(&self, default: T) -> Result<T, ConfigError>
-    where
-        T::Err: fmt::Display,
-    {
-        match self.get() {
-            None => Ok(default),
-            Some(raw) => raw
-                .trim()
-                .parse()
-                .map_err(|e| self.invalid(format!("`{raw}` is not valid: {e}"))),
-        }
-    }
-
-    /// A switch: `1`, `true`, `yes`, `on` or `0`, `false`, `no`, `off` (unset: off).
-    pub(crate) fn flag(&self) -> Result<bool, ConfigError> {
-        match self.get().map(|v| v.trim().to_ascii_lowercase()) {
-            None => Ok(false),
-            Some(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => Ok(true),
-            Some(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => Ok(false),
-            Some(v) => Err(self.invalid(format!("`{v}` is not a switch; use 1 (on) or 0 (off)"))),
-        }
-    }
-
-    /// A positive number of seconds, `default` when unset.
-    pub(crate) fn secs(&self, default: u64) -> Result<Duration, ConfigError> {
-        let v: f64 = self.parse(default as f64)?;
-        if !(v.is_finite() && v > 0.0) {
-            return Err(self.invalid("must be a positive number of seconds"));
-        }
-        Ok(Duration::from_secs_f64(v))
-    }
-
-    /// A comma-separated list (blank items dropped); unset: empty.
-    pub(crate) fn list(&self) -> Vec<String> {
-        self.get()
-            .map(|v| {
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }
 
@@ -465,168 +296,71 @@ impl Config {
     }
 
     fn read(src: &Source<'_>) -> Result<Config, ConfigError> {
-        let mut config = Config::unset(src.cwd);
+        let mut config = Config::unset();
         for setting in SETTINGS {
-            let var = Var {
-                name: setting.name,
-                src,
-            };
-            (setting.read)(&var, &mut config)?;
+            setting.read(src, &mut config)?;
         }
         // Not settings: where a bare GEMINI_CLI_PATH is looked up, and under which names; the
         // Gemini CLI's own home, where it records its sessions (removed after each call).
-        config.search_path = src.os("PATH");
-        config.search_exts = src.os("PATHEXT");
-        config.cli_home = src
+        config.gemini.search_path = src.os("PATH");
+        config.gemini.search_exts = src.os("PATHEXT");
+        config.gemini.cli_home = src
             .os("GEMINI_CLI_HOME")
             .or_else(|| src.os(if cfg!(windows) { "USERPROFILE" } else { "HOME" }))
             .map(PathBuf::from);
         // Compiled here so that `doctor` reports a bad glob, not `serve` when it starts.
-        config.collector().check().map_err(|e| match e {
+        config.collector.check().map_err(|e| match e {
             crate::collector::CollectError::Config(message) => ConfigError::Derived(message),
             other => ConfigError::Derived(other.to_string()),
         })?;
         Ok(config)
     }
 
-    /// Every field at a neutral value, before the settings are read.
-    fn unset(cwd: &Path) -> Config {
+    /// Every part at its neutral value, before the settings are read (each row sets its own).
+    fn unset() -> Config {
         Config {
-            roots: vec![cwd.to_path_buf()],
-            api_key: None,
-            base_url: String::new(),
-            base_authorization: None,
-            backend: BackendChoice::Auto,
-            gemini_cli: PathBuf::new(),
-            search_path: None,
-            search_exts: None,
-            cli_home: None,
-            default_model: String::new(),
-            fallback_model: String::new(),
-            call_timeout: Duration::ZERO,
-            connect_timeout: Duration::ZERO,
-            idle_timeout: Duration::ZERO,
-            max_attempts: 1,
-            retry_initial_delay: Duration::ZERO,
-            retry_max_delay: Duration::ZERO,
-            max_context_tokens: None,
-            max_reply_chars: 0,
-            explore: ExploreSettings {
-                max_steps: 1,
-                token_budget: 0,
-                result_chars: 0,
-                deadline: Duration::ZERO,
-            },
-            cli_transport: crate::gemini::CliTransport::Acp,
-            vertex: None,
-            service_tier: None,
-            daily_tokens: None,
-            daily_usd: None,
-            audit_log: None,
-            audit_log_max_bytes: 0,
-            call_usd: None,
-            prices: crate::gemini::prices::PriceList::default(),
-            google_application_credentials: None,
-            gcloud_adc_file: None,
-            acp: AcpConfig {
-                idle: Duration::ZERO,
-                max_processes: 1,
-                allowed_modes: Vec::new(),
-            },
-            store: StoreChoice::Auto,
-            redis_url: None,
-            key_prefix: String::new(),
-            redis_wait_replicas: 0,
-            redis_ca_file: None,
-            state_dir: PathBuf::new(),
-            thread_ttl: Duration::ZERO,
-            max_turns: 1,
-            share_threads_across_projects: false,
-            disabled_tools: Vec::new(),
-            compat: Vec::new(),
-            secret_globs: Vec::new(),
-            include_globs: Vec::new(),
-            exclude_globs: Vec::new(),
-            http_tokens: Vec::new(),
-            rate_limits: None,
-            http: HttpSettings {
-                allowed_hosts: None,
-                allowed_origins: None,
-                max_body_bytes: 0,
-                client_concurrency: 1,
-                max_sessions_per_client: 1,
-                shutdown_grace: Duration::ZERO,
-                metrics_tokens: Vec::new(),
-            },
+            collector: Default::default(),
+            gemini: Default::default(),
+            threads: Default::default(),
+            caps: Default::default(),
+            audit: None,
+            explore: Default::default(),
+            calls: Default::default(),
+            tools: Default::default(),
+            http: Default::default(),
         }
     }
 
-    /// The Gemini executor's own settings.
+    /// The Gemini client's settings, with what it shares with other parts: the state directory
+    /// (the thread store's), where the Gemini CLI runs (the first root), and the longest result
+    /// of an agent's project tool (the investigation's).
     pub fn gemini(&self) -> crate::gemini::Settings {
         crate::gemini::Settings {
-            backend: self.backend,
-            api_key: self.api_key.clone(),
-            base_url: self.base_url.clone(),
-            base_authorization: self.base_authorization.clone(),
-            gemini_cli: self.gemini_cli.clone(),
-            search_path: self.search_path.clone(),
-            search_exts: self.search_exts.clone(),
-            cli_home: self.cli_home.clone(),
-            state_dir: self.state_dir.clone(),
-            workdir: self
-                .roots
-                .first()
-                .cloned()
-                .unwrap_or_else(|| PathBuf::from("/")),
-            default_model: self.default_model.clone(),
-            fallback_model: self.fallback_model.clone(),
-            call_timeout: self.call_timeout,
-            connect_timeout: self.connect_timeout,
-            idle_timeout: self.idle_timeout,
-            max_attempts: self.max_attempts,
-            retry_initial_delay: self.retry_initial_delay,
-            retry_max_delay: self.retry_max_delay,
-            cli_transport: self.cli_transport,
-            vertex: self.vertex.clone(),
-            service_tier: self.service_tier,
-            acp_idle: self.acp.idle,
-            acp_max_processes: self.acp.max_processes,
-            acp_allowed_modes: self.acp.allowed_modes.clone(),
+            state_dir: self.threads.state_dir.clone(),
+            workdir: self.roots().first().cloned().unwrap_or_else(|| "/".into()),
             explore_result_chars: self.explore.result_chars,
-            prices: self.prices.clone(),
+            ..self.gemini.clone()
         }
     }
 
-    /// The thread store's own settings.
+    /// The thread store's settings.
     pub fn threads(&self) -> crate::store::Settings {
-        crate::store::Settings {
-            store: self.store,
-            redis_url: self.redis_url.clone(),
-            key_prefix: self.key_prefix.clone(),
-            redis_wait_replicas: self.redis_wait_replicas,
-            redis_ca_file: self.redis_ca_file.clone(),
-            state_dir: self.state_dir.clone(),
-            ttl: self.thread_ttl,
-            max_turns: self.max_turns,
-        }
+        self.threads.clone()
     }
 
-    /// The audit log's own settings, when there is one.
+    /// The audit log's settings, when there is one.
     pub fn audit(&self) -> Option<crate::audit::Settings> {
-        self.audit_log.clone().map(|path| crate::audit::Settings {
-            path,
-            max_bytes: self.audit_log_max_bytes,
-        })
+        self.audit.clone()
     }
 
-    /// The collector's own settings.
+    /// The collector's settings.
     pub fn collector(&self) -> crate::collector::Settings {
-        crate::collector::Settings {
-            roots: self.roots.clone(),
-            secret_globs: self.secret_globs.clone(),
-            include_globs: self.include_globs.clone(),
-            exclude_globs: self.exclude_globs.clone(),
-        }
+        self.collector.clone()
+    }
+
+    /// The sandbox's canonical roots.
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.collector.roots
     }
 
     /// A configuration for tests: everything default, sandboxed to `root`, memory store.
@@ -642,8 +376,8 @@ impl Config {
             Path::new("/"),
         )
         .expect("test configuration is valid");
-        c.retry_initial_delay = Duration::from_millis(10);
-        c.retry_max_delay = Duration::from_millis(50);
+        c.gemini.retry_initial_delay = Duration::from_millis(10);
+        c.gemini.retry_max_delay = Duration::from_millis(50);
         c
     }
 }
@@ -742,13 +476,16 @@ mod tests {
     #[test]
     fn defaults() {
         let c = load(&[]).unwrap();
-        assert_eq!(c.default_model, "pro");
-        assert_eq!(c.max_turns, 20);
-        assert_eq!(c.thread_ttl, Duration::from_secs(3 * 3600));
-        assert_eq!(c.base_url, "https://generativelanguage.googleapis.com");
-        assert_eq!(c.backend, BackendChoice::Auto);
-        assert!(c.api_key.is_none());
-        assert_eq!(c.roots.len(), 1);
+        assert_eq!(c.gemini.default_model, "pro");
+        assert_eq!(c.threads.max_turns, 20);
+        assert_eq!(c.threads.ttl, Duration::from_secs(3 * 3600));
+        assert_eq!(
+            c.gemini.base_url,
+            "https://generativelanguage.googleapis.com"
+        );
+        assert_eq!(c.gemini.backend, BackendChoice::Auto);
+        assert!(c.gemini.api_key.is_none());
+        assert_eq!(c.collector.roots.len(), 1);
     }
 
     #[test]
@@ -864,14 +601,17 @@ mod tests {
         assert!(!dump.contains("AIzaSyTESTKEY"), "{dump}");
         assert!(!dump.contains(":pw@"), "{dump}");
         assert!(!dump.contains("gw-pass-3"), "{dump}");
-        assert_eq!(c.base_url, "https://proxy.example/gemini");
-        assert_eq!(c.api_key.unwrap().expose(), "AIzaSyTESTKEY-never-printed");
+        assert_eq!(c.gemini.base_url, "https://proxy.example/gemini");
+        assert_eq!(
+            c.gemini.api_key.unwrap().expose(),
+            "AIzaSyTESTKEY-never-printed"
+        );
     }
 
     #[test]
     fn http_tokens_one_per_client_from_env_or_file() {
         let c = load(&[("GEMINI_MCP_HTTP_TOKEN", " alpha , beta,")]).unwrap();
-        let got: Vec<&str> = c.http_tokens.iter().map(Secret::expose).collect();
+        let got: Vec<&str> = c.http.tokens.iter().map(Secret::expose).collect();
         assert_eq!(got, ["alpha", "beta"]);
 
         let dir = tempfile::tempdir().unwrap();
@@ -879,8 +619,8 @@ mod tests {
         std::fs::write(&file, "first-token\n\nsecond-token\n").unwrap();
         let f = file.to_string_lossy().into_owned();
         let c = load(&[("GEMINI_MCP_HTTP_TOKEN_FILE", &f)]).unwrap();
-        assert_eq!(c.http_tokens.len(), 2);
-        assert_eq!(c.http_tokens[1].expose(), "second-token");
+        assert_eq!(c.http.tokens.len(), 2);
+        assert_eq!(c.http.tokens[1].expose(), "second-token");
 
         let err = load(&[("GEMINI_MCP_HTTP_TOKEN", "ok,has space-SECRETPART")])
             .unwrap_err()
@@ -900,7 +640,7 @@ mod tests {
         let c = load(&[("GEMINI_MCP_METRICS_TOKEN", "scraper-a, scraper-b")]).unwrap();
         let got: Vec<&str> = c.http.metrics_tokens.iter().map(Secret::expose).collect();
         assert_eq!(got, ["scraper-a", "scraper-b"]);
-        assert!(c.http_tokens.is_empty());
+        assert!(c.http.tokens.is_empty());
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("metrics-token");
         std::fs::write(&file, "from-a-file\n").unwrap();
@@ -913,7 +653,7 @@ mod tests {
     #[test]
     fn http_settings_and_rate_limits() {
         let c = load(&[]).unwrap();
-        assert_eq!(c.rate_limits, None);
+        assert_eq!(c.tools.rate_limits, None);
         assert_eq!(c.http.max_body_bytes, 4 * 1024 * 1024);
         assert_eq!(c.http.client_concurrency, 16);
         assert_eq!(c.http.shutdown_grace, Duration::from_secs(30));
@@ -927,7 +667,7 @@ mod tests {
             ("GEMINI_MCP_HTTP_ALLOWED_ORIGINS", "*"),
         ])
         .unwrap();
-        assert!(c.rate_limits.unwrap().is_off());
+        assert!(c.tools.rate_limits.unwrap().is_off());
         assert_eq!(
             c.http.allowed_hosts,
             Some(vec!["mcp.example.com".into(), "mcp.internal:8080".into()])
@@ -976,7 +716,7 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(
-            c.prices.clock(),
+            c.gemini.prices.clock(),
             crate::clock::Clock::on("2027-01-01").unwrap()
         );
         let one = crate::gemini::Usage {
@@ -986,11 +726,11 @@ mod tests {
         // The date moves the dated price; the configured price applies.
         use crate::gemini::ServiceTier::Standard;
         assert_eq!(
-            c.prices.estimate("gemini-3.8-flash", &one, Standard),
+            c.gemini.prices.estimate("gemini-3.8-flash", &one, Standard),
             Some(1.5)
         );
         assert_eq!(
-            c.prices.estimate("gemini-3.6-flash", &one, Standard),
+            c.gemini.prices.estimate("gemini-3.6-flash", &one, Standard),
             Some(1.5)
         );
         for (var, value, says) in [
@@ -1010,7 +750,109 @@ mod tests {
     #[test]
     fn google_api_key_is_accepted() {
         let c = load(&[("GOOGLE_API_KEY", "k2")]).unwrap();
-        assert_eq!(c.api_key.unwrap().expose(), "k2");
+        assert_eq!(c.gemini.api_key.unwrap().expose(), "k2");
+    }
+
+    /// Every row reads its own default: set to it, the configuration is the one it has unset.
+    #[test]
+    fn every_default_is_read_by_its_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().to_string_lossy().into_owned();
+        let load_with = |vars: &[(&str, &str)]| {
+            let env = |k: &str| {
+                (vars
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string()))
+                .or_else(|| (k == "HOME").then(|| home.clone()))
+            };
+            Config::load(&env, dir.path()).map(|c| format!("{c:?}"))
+        };
+        let unset = load_with(&[]).unwrap();
+        let mut read = 0;
+        for s in SETTINGS {
+            let Some(default) = s.default_value() else {
+                continue;
+            };
+            match load_with(&[(s.name, default)]) {
+                Ok(set) => assert_eq!(set, unset, "{} set to its default", s.name),
+                Err(e) => panic!("{} set to its default `{default}`: {e}", s.name),
+            }
+            read += 1;
+        }
+        assert!(read >= 30, "only {read} rows have a value as their default");
+    }
+
+    /// Adding a setting is adding a row: it has a category, a default, one line of doc and
+    /// writes into its part; docs/settings.md's reference is made from the rows.
+    #[test]
+    fn every_row_has_a_category_a_default_a_doc_line_and_a_part() {
+        let mut names = std::collections::BTreeSet::new();
+        for s in SETTINGS {
+            assert!(names.insert(s.name), "{} is in the table twice", s.name);
+            assert!(
+                s.name
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
+                "{}",
+                s.name
+            );
+            assert!(category_of(s.name).is_some(), "{} has no category", s.name);
+            assert!(!s.default.is_empty(), "{} has no default", s.name);
+            assert!(
+                !(s.derived && s.default == "—"),
+                "{}: a derived default says from what",
+                s.name
+            );
+            assert!(
+                !s.doc.is_empty() && !s.doc.contains('\n') && !s.doc.contains('|'),
+                "{}: the doc is one line of a table",
+                s.name
+            );
+            // Only GEMINI_MCP_CONFIG is read apart (first, by `Config::load`).
+            assert_eq!(
+                matches!(s.read, settings::Read::First),
+                s.name == "GEMINI_MCP_CONFIG",
+                "{} writes into no part",
+                s.name
+            );
+        }
+        let categories: Vec<Category> = GROUPS.iter().map(|g| g.category).collect();
+        for (i, c) in categories.iter().enumerate() {
+            assert!(!categories[..i].contains(c), "{c:?} is two groups");
+        }
+        assert_eq!(
+            SETTINGS.len(),
+            GROUPS.iter().map(|g| g.rows.len()).sum::<usize>()
+        );
+    }
+
+    /// docs/settings.md's reference is the table's: one table per category, each row as the
+    /// table has it. `GEMINI_MCP_WRITE_SETTINGS_DOC=1` writes it.
+    #[test]
+    fn the_settings_reference_is_made_from_the_table() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/settings.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let heading = "## All settings\n\n";
+        let (before, section) = doc
+            .split_once(heading)
+            .expect("docs/settings.md has the section");
+        let made = reference();
+        if std::env::var_os("GEMINI_MCP_WRITE_SETTINGS_DOC").is_some() {
+            // What follows the reference: its first paragraph that is not a table or a heading.
+            let rest = section
+                .split("\n\n")
+                .skip_while(|p| p.starts_with('|') || p.starts_with("### "))
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            std::fs::write(&path, format!("{before}{heading}{made}{rest}")).unwrap();
+            return;
+        }
+        assert!(
+            section.starts_with(&made),
+            "docs/settings.md's reference is not the table's; \
+             write it with GEMINI_MCP_WRITE_SETTINGS_DOC=1 cargo test --lib settings_reference"
+        );
     }
 
     #[test]
@@ -1044,9 +886,9 @@ mod tests {
         .unwrap();
         let f = file.to_string_lossy().into_owned();
         let c = load(&[("GEMINI_MCP_CONFIG", &f), ("GEMINI_MODEL", "pro")]).unwrap();
-        assert_eq!(c.default_model, "pro");
-        assert_eq!(c.max_turns, 7);
-        assert_eq!(c.disabled_tools, vec!["debug"]);
+        assert_eq!(c.gemini.default_model, "pro");
+        assert_eq!(c.threads.max_turns, 7);
+        assert_eq!(c.tools.disabled, vec!["debug"]);
 
         std::fs::write(&file, "GEMINI_MODLE = \"flash\"\n").unwrap();
         let err = load(&[("GEMINI_MCP_CONFIG", &f)]).unwrap_err().to_string();

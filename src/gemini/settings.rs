@@ -8,17 +8,19 @@ use super::cli::acp::Mode;
 use crate::secret::Secret;
 
 /// Which Gemini executor answers the calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// The REST API when a key is set, else the Gemini CLI when it is on PATH.
+    #[default]
     Auto,
     Api,
     Cli,
 }
 
 /// What the executor is configured with: the backend and its key or executable, the models,
-/// and the deadlines and retries of a call.
-#[derive(Debug, Clone)]
+/// and the deadlines and retries of a call. Read by `config`'s rows; `Default` is the neutral
+/// value they start from.
+#[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub backend: BackendChoice,
     pub api_key: Option<crate::secret::Secret>,
@@ -58,6 +60,10 @@ pub struct Settings {
     pub cli_transport: CliTransport,
     /// Vertex AI instead of the Gemini API (`GOOGLE_GENAI_USE_VERTEXAI=true`).
     pub vertex: Option<VertexSettings>,
+    /// `GOOGLE_APPLICATION_CREDENTIALS` (read again by Google's auth library; kept for `doctor`).
+    pub google_application_credentials: Option<std::path::PathBuf>,
+    /// gcloud's application-default credentials file (`gcloud auth application-default login`).
+    pub gcloud_adc_file: Option<std::path::PathBuf>,
     /// The service tier asked for (`GEMINI_SERVICE_TIER`): `standard`, `flex` or `priority`.
     pub service_tier: Option<super::ServiceTier>,
     /// A warm CLI process with no call for this long exits.
@@ -75,10 +81,11 @@ pub struct Settings {
 }
 
 /// How the CLI backend runs the Gemini CLI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CliTransport {
     /// A warm `gemini --acp` process, one session per call; one process per call where ACP is
     /// unavailable.
+    #[default]
     Acp,
     /// `gemini -o json` for every call.
     Headless,

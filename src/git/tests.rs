@@ -830,7 +830,7 @@ fn configured_secret_globs_apply_to_changes_in_nested_repositories_too() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     let mut config = Config::for_tests(&root);
-    config.secret_globs = vec!["*.sealed".into(), "libs/inner/vault/**".into()];
+    config.collector.secret_globs = vec!["*.sealed".into(), "libs/inner/vault/**".into()];
     let s = Scratch {
         collector: Collector::new(&config.collector()).unwrap(),
         _dir: dir,

@@ -106,7 +106,7 @@ struct Running {
 /// wrong is on stderr and the exit code is returned.
 async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let (listener, local) = bind(addr).await?;
-    let tokens = Arc::new(Tokens::new(&config.http_tokens));
+    let tokens = Arc::new(Tokens::new(&config.http.tokens));
     if tokens.is_empty() && !local.ip().is_loopback() {
         crate::term::say!(
             "gemini-mcp: refusing to serve HTTP on {local} without a token: it is not a loopback address, so anyone \
@@ -117,6 +117,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         return Err(ExitCode::from(2));
     }
     let rates = config
+        .tools
         .rate_limits
         .clone()
         .unwrap_or_else(crate::tools::spec::default_rate_limits);
@@ -238,12 +239,12 @@ async fn redis_sessions(
     config: &Config,
     app: &App,
 ) -> Result<Option<Arc<sessions::RedisSessions>>, ExitCode> {
-    match (app.store_kind(), &config.redis_url) {
+    match (app.store_kind(), &config.threads.redis_url) {
         ("redis", Some(url)) => {
             match sessions::RedisSessions::connect(
                 url,
-                &config.key_prefix,
-                config.redis_ca_file.as_deref(),
+                &config.threads.key_prefix,
+                config.threads.redis_ca_file.as_deref(),
             )
             .await
             {

@@ -49,6 +49,7 @@ pub(super) async fn budget(
     let window = (model.input_limit as f64 * margin) as u64;
     let cap = services
         .config
+        .calls
         .max_context_tokens
         .map_or(window, |cap| cap.min(window));
     let images_cost = IMAGE_TOKENS * plan.images.len() as u64;

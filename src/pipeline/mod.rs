@@ -92,7 +92,7 @@ impl Services {
     pub fn project(&self) -> String {
         let roots: Vec<String> = self
             .config
-            .roots
+            .roots()
             .iter()
             .map(|r| r.display().to_string())
             .collect();
@@ -131,13 +131,8 @@ impl Services {
 
     /// The daily caps' meter for a call of `owner` in this project.
     fn meter(&self, owner: &Owner) -> Meter {
-        let caps = crate::spend::Caps {
-            daily_tokens: self.config.daily_tokens,
-            daily_usd: self.config.daily_usd,
-            call_usd: self.config.call_usd,
-        };
         Meter::new(
-            caps,
+            self.config.caps,
             self.gemini.catalogue().prices().clone(),
             self.store.clone(),
             self.holds.clone(),
@@ -194,11 +189,11 @@ async fn prepare(
     let model = model_for(services, &plan)?;
     let (id, thread) = load_thread(services, plan.continuation, &plan.owner).await?;
     if let Some(t) = &thread
-        && t.turns.len() as u32 >= services.config.max_turns
+        && t.turns.len() as u32 >= services.config.threads.max_turns
     {
         return Err(ThreadError::Full {
             id: id.to_string(),
-            max: services.config.max_turns,
+            max: services.config.threads.max_turns,
         }
         .into());
     }
@@ -439,7 +434,8 @@ async fn find_thread(
     if thread.owner != *owner {
         return Err(ThreadError::Foreign { id: id.to_string() }.into());
     }
-    if thread.project != services.project() && !services.config.share_threads_across_projects {
+    if thread.project != services.project() && !services.config.calls.share_threads_across_projects
+    {
         return Err(ThreadError::OtherProject {
             id: id.to_string(),
             project: thread.project.replace('\n', ", "),

@@ -56,7 +56,7 @@ impl Trail {
             client: client.to_string(),
             project: services
                 .config
-                .roots
+                .roots()
                 .iter()
                 .map(|r| r.display().to_string())
                 .collect(),

@@ -77,7 +77,7 @@ pub(super) async fn save_turn(
         Ok(count) => {
             reply.saved = Some(SavedTurn {
                 continuation_id: id.to_string(),
-                remaining_turns: services.config.max_turns.saturating_sub(count),
+                remaining_turns: services.config.threads.max_turns.saturating_sub(count),
             });
         }
         Err(e) => {

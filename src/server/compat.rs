@@ -121,7 +121,7 @@ impl Server {
     /// `cli-wrapper`'s `cwd`: a directory inside the roots, else refused like any path;
     /// `systemPrompt` becomes `system_prompt`.
     pub(crate) fn cli_wrapper_args(&self, args: &mut JsonObject) -> Result<(), ErrorData> {
-        if !self.app.config().compat.contains(&Compat::CliWrapper) {
+        if !self.app.config().tools.compat.contains(&Compat::CliWrapper) {
             return Ok(());
         }
         if let Some(v) = args.remove("systemPrompt") {
@@ -152,7 +152,7 @@ impl Server {
             .workspaces()
             .thread(owner.as_str(), workspace)?;
         let thread = threads::load(&self.app, owner, &id).await.ok()?;
-        (thread.turns.len() < self.app.config().max_turns as usize).then_some(id)
+        (thread.turns.len() < self.app.config().threads.max_turns as usize).then_some(id)
     }
 }
 
@@ -297,7 +297,7 @@ impl Server {
         let report = crate::tools::listmodels::report(self.app.gemini(), self.app.store_kind());
         let models: Vec<String> = report.models.iter().map(|m| m.id.clone()).collect();
         let modes: Vec<&str> =
-            crate::gemini::acp::usable_modes(&self.app.config().acp.allowed_modes)
+            crate::gemini::acp::usable_modes(&self.app.config().gemini.acp_allowed_modes)
                 .into_iter()
                 .map(|m| m.id())
                 .collect();
@@ -338,7 +338,7 @@ impl Server {
                 "session_id": thread,
                 "agent_session": agent.map(|(_, session, ..)| session),
                 "turn_count": t.turns.len(),
-                "max_turns": self.app.config().max_turns,
+                "max_turns": self.app.config().threads.max_turns,
                 "model": agent.map(|(_, _, model, _)| model),
             }));
         }

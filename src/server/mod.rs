@@ -63,10 +63,10 @@ pub struct Server {
 impl Server {
     pub fn new(app: Arc<App>) -> Server {
         let mut tool_router = Self::tools_router();
-        for name in &app.config().disabled_tools {
+        for name in &app.config().tools.disabled {
             tool_router.remove_route(name);
         }
-        for &profile in &app.config().compat {
+        for &profile in &app.config().tools.compat {
             if profile == crate::config::Compat::CliWrapper
                 && let Some(route) = tool_router.map.get_mut("chat")
             {
@@ -198,7 +198,10 @@ impl Server {
 
 /// The cap on a whole tool result (`MAX_REPLY_CHARS`, at most what Claude Code accepts).
 fn result_cap(app: &App) -> usize {
-    app.config().max_reply_chars.min(MAX_RESULT_SIZE_CHARS)
+    app.config()
+        .tools
+        .max_reply_chars
+        .min(MAX_RESULT_SIZE_CHARS)
 }
 
 /// The caller, as the HTTP transport identified it (`ClientId` in the request's extensions);

@@ -351,9 +351,10 @@ pub trait ThreadStore: Send + Sync {
 }
 
 /// Where conversation threads live.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum StoreChoice {
     /// Redis when `REDIS_URL` is set, else the embedded on-disk store.
+    #[default]
     Auto,
     Redis,
     Embedded,
@@ -363,7 +364,7 @@ pub enum StoreChoice {
 /// What the thread store is configured with (`GEMINI_MCP_STORE`, `REDIS_URL`,
 /// `GEMINI_MCP_KEY_PREFIX`, `GEMINI_MCP_REDIS_WAIT_REPLICAS`, `GEMINI_MCP_REDIS_CA_FILE`,
 /// `GEMINI_MCP_STATE_DIR`, `CONVERSATION_TIMEOUT_HOURS`, `MAX_CONVERSATION_TURNS`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Settings {
     pub store: StoreChoice,
     pub redis_url: Option<Secret>,

@@ -226,7 +226,8 @@ pub fn default_rate_limits() -> RateLimits {
 pub fn check_settings(config: &Config) -> Result<(), ConfigError> {
     let names = tool_names();
     if let Some(t) = config
-        .disabled_tools
+        .tools
+        .disabled
         .iter()
         .find(|t| !names.contains(&t.as_str()))
     {
@@ -235,7 +236,7 @@ pub fn check_settings(config: &Config) -> Result<(), ConfigError> {
             message: format!("`{t}` is not a tool; tools are {}", names.join(", ")),
         });
     }
-    let limited = config.rate_limits.iter().flat_map(|r| &r.0);
+    let limited = config.tools.rate_limits.iter().flat_map(|r| &r.0);
     if let Some((name, _)) = limited
         .into_iter()
         .find(|(name, _)| Tool::from_name(name).is_none())

@@ -25,10 +25,10 @@ use crate::support::redis::{RedisCluster, Tls, TlsServer};
 
 fn config(dir: &std::path::Path, url: &str, prefix: &str) -> Config {
     let mut c = Config::for_tests(dir);
-    c.store = StoreChoice::Redis;
-    c.redis_url = Some(Secret::new(url));
-    c.key_prefix = prefix.into();
-    c.max_turns = 10_000;
+    c.threads.store = StoreChoice::Redis;
+    c.threads.redis_url = Some(Secret::new(url));
+    c.threads.key_prefix = prefix.into();
+    c.threads.max_turns = 10_000;
     c
 }
 
@@ -264,7 +264,7 @@ async fn a_master_killed_mid_load_loses_no_acknowledged_turn() {
     let mut cluster = RedisCluster::start();
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path(), &cluster.url(), "fo");
-    c.redis_wait_replicas = 1;
+    c.threads.redis_wait_replicas = 1;
     let s = open(&c).await;
     let ids: Vec<ThreadId> = (0..4).map(|_| ThreadId::new()).collect();
     let ids0 = ids[0];
@@ -404,7 +404,7 @@ async fn tls_to_one_redis_and_to_a_cluster_trusts_the_configured_ca_only() {
             "{url}: {msg}"
         );
 
-        c.redis_ca_file = Some(tls.ca());
+        c.threads.redis_ca_file = Some(tls.ca());
         let s = open(&c).await;
         let id = ThreadId::new();
         s.append(id, "/tls", &Owner::local(), &turn("over TLS"))

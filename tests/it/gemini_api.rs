@@ -36,9 +36,9 @@ fn setup_with(adjust: impl FnOnce(&mut Config)) -> Setup {
     let fake = FakeGemini::start();
     let dir = tempfile::tempdir().unwrap();
     let mut config = Config::for_tests(dir.path());
-    config.base_url = fake.base_url();
-    config.api_key = Some(Secret::new(KEY));
-    config.backend = BackendChoice::Api;
+    config.gemini.base_url = fake.base_url();
+    config.gemini.api_key = Some(Secret::new(KEY));
+    config.gemini.backend = BackendChoice::Api;
     adjust(&mut config);
     Setup {
         fake,
@@ -715,7 +715,7 @@ async fn retry_info_delay_is_honoured() {
 
 #[tokio::test]
 async fn max_attempts_is_configurable() {
-    let s = setup_with(|c| c.max_attempts = 2);
+    let s = setup_with(|c| c.gemini.max_attempts = 2);
     for _ in 0..3 {
         s.fake.push(Script::overloaded());
     }
@@ -727,7 +727,7 @@ async fn max_attempts_is_configurable() {
 
 #[tokio::test]
 async fn no_retry_when_the_wait_would_pass_the_deadline() {
-    let s = setup_with(|c| c.call_timeout = Duration::from_secs(2));
+    let s = setup_with(|c| c.gemini.call_timeout = Duration::from_secs(2));
     s.fake.push(Script::quota_exceeded(Some("30s")));
     let started = Instant::now();
     let e = s.generate(&request("gemini-3.8-flash")).await.unwrap_err();
@@ -742,7 +742,7 @@ async fn no_retry_when_the_wait_would_pass_the_deadline() {
 
 #[tokio::test]
 async fn the_call_deadline_ends_a_slow_answer() {
-    let s = setup_with(|c| c.call_timeout = Duration::from_millis(300));
+    let s = setup_with(|c| c.gemini.call_timeout = Duration::from_millis(300));
     s.fake
         .push(Script::text("too late").delay_headers(Duration::from_secs(30)));
     let started = Instant::now();
@@ -755,7 +755,7 @@ async fn the_call_deadline_ends_a_slow_answer() {
 #[tokio::test]
 async fn long_thinking_before_the_first_chunk_is_not_cut_by_the_idle_timeout() {
     // Silence before the first chunk is thinking: only the call deadline bounds it.
-    let s = setup_with(|c| c.idle_timeout = Duration::from_millis(300));
+    let s = setup_with(|c| c.gemini.idle_timeout = Duration::from_millis(300));
     s.fake
         .push(Script::text("worth the wait").delay_headers(Duration::from_millis(1200)));
     let resp = s.generate(&request("gemini-3.8-flash")).await.unwrap();
@@ -763,8 +763,8 @@ async fn long_thinking_before_the_first_chunk_is_not_cut_by_the_idle_timeout() {
     assert_eq!(s.fake.generate_requests().len(), 1);
 
     let s = setup_with(|c| {
-        c.idle_timeout = Duration::from_millis(300);
-        c.call_timeout = Duration::from_millis(800);
+        c.gemini.idle_timeout = Duration::from_millis(300);
+        c.gemini.call_timeout = Duration::from_millis(800);
     });
     s.fake
         .push(Script::text("too late").delay_headers(Duration::from_secs(30)));
@@ -777,8 +777,8 @@ async fn long_thinking_before_the_first_chunk_is_not_cut_by_the_idle_timeout() {
 async fn a_stream_that_goes_silent_is_retried_before_text_and_reported_after() {
     // Thoughts arrived, then silence: nothing of the answer yet, so it is retried.
     let s = setup_with(|c| {
-        c.idle_timeout = Duration::from_millis(200);
-        c.max_attempts = 2;
+        c.gemini.idle_timeout = Duration::from_millis(200);
+        c.gemini.max_attempts = 2;
     });
     for _ in 0..2 {
         s.fake.push(
@@ -793,7 +793,7 @@ async fn a_stream_that_goes_silent_is_retried_before_text_and_reported_after() {
     assert_eq!(s.fake.generate_requests().len(), 2);
 
     // Silent between chunks once text has arrived: not retried.
-    let s = setup_with(|c| c.idle_timeout = Duration::from_millis(200));
+    let s = setup_with(|c| c.gemini.idle_timeout = Duration::from_millis(200));
     s.fake.push(
         Script::chunks(["first part, ", "then nothing"]).chunk_delay(Duration::from_secs(30)),
     );
@@ -804,7 +804,7 @@ async fn a_stream_that_goes_silent_is_retried_before_text_and_reported_after() {
 
 #[tokio::test]
 async fn slow_but_steady_streams_are_fine() {
-    let s = setup_with(|c| c.idle_timeout = Duration::from_millis(500));
+    let s = setup_with(|c| c.gemini.idle_timeout = Duration::from_millis(500));
     s.fake.push(
         Script::chunks(["one ", "two ", "three"])
             .delay_headers(Duration::from_millis(200))
@@ -847,8 +847,8 @@ async fn an_unreachable_server_is_a_transport_error_after_retries() {
         .unwrap()
         .port();
     let s = setup_with(|c| {
-        c.base_url = format!("http://127.0.0.1:{port}");
-        c.max_attempts = 3;
+        c.gemini.base_url = format!("http://127.0.0.1:{port}");
+        c.gemini.max_attempts = 3;
     });
     let e = s.generate(&request("gemini-3.8-flash")).await.unwrap_err();
     assert!(matches!(e, GeminiError::Transport { .. }), "{e:?}");
@@ -863,7 +863,7 @@ async fn an_unreachable_server_is_a_transport_error_after_retries() {
 
 #[tokio::test]
 async fn persistent_503_falls_back_to_the_faster_model() {
-    let s = setup_with(|c| c.max_attempts = 2);
+    let s = setup_with(|c| c.gemini.max_attempts = 2);
     s.fake.push(Script::overloaded()).push(Script::overloaded());
     let gemini = s.gemini();
     let req = request("gemini-3.1-pro-preview");
@@ -1140,8 +1140,8 @@ async fn the_key_never_appears_in_errors_or_logs() {
     }
     assert_eq!(s.fake.pending(), 0);
     let unreachable = setup_with(|c| {
-        c.base_url = "http://127.0.0.1:9".into();
-        c.max_attempts = 1;
+        c.gemini.base_url = "http://127.0.0.1:9".into();
+        c.gemini.max_attempts = 1;
     });
     errors.push(
         unreachable
@@ -1168,7 +1168,10 @@ async fn the_key_never_appears_in_errors_or_logs() {
             assert!(!shown.contains(KEY), "key leaked: {shown}");
         }
     }
-    for printed in [format!("{:?}", s.config), format!("{:?}", s.config.api_key)] {
+    for printed in [
+        format!("{:?}", s.config),
+        format!("{:?}", s.config.gemini.api_key),
+    ] {
         assert!(!printed.contains(KEY), "key leaked: {printed}");
     }
     let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();

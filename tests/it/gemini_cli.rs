@@ -81,12 +81,12 @@ record_session() {{
     /// own tests in `acp.rs`).
     fn config(&self) -> Config {
         let mut c = Config::for_tests(self.root.path());
-        c.backend = BackendChoice::Cli;
-        c.cli_transport = gemini_mcp_server::gemini::CliTransport::Headless;
-        c.gemini_cli = self.program();
-        c.call_timeout = Duration::from_secs(20);
+        c.gemini.backend = BackendChoice::Cli;
+        c.gemini.cli_transport = gemini_mcp_server::gemini::CliTransport::Headless;
+        c.gemini.gemini_cli = self.program();
+        c.gemini.call_timeout = Duration::from_secs(20);
         // The CLI's home, where the stand-in records its sessions as the real CLI does.
-        c.cli_home = Some(self.home());
+        c.gemini.cli_home = Some(self.home());
         c
     }
 
@@ -810,7 +810,7 @@ async fn gemini_cli_huge_stderr_is_capped_and_the_error_still_read() {
 async fn gemini_cli_timeout_kills_the_whole_process_group_and_cleans_up() {
     let s = StandIn::new(HANGS_WITH_HELPER);
     let mut config = s.config();
-    config.call_timeout = Duration::from_millis(1500);
+    config.gemini.call_timeout = Duration::from_millis(1500);
     let backend =
         CliBackend::new(s.program(), &config.gemini()).with_kill_grace(Duration::from_millis(300));
     let started = Instant::now();
@@ -835,7 +835,7 @@ async fn gemini_cli_timeout_kills_the_whole_process_group_and_cleans_up() {
 async fn gemini_cli_a_leader_ignoring_sigterm_is_killed_after_the_grace() {
     let s = StandIn::new(&format!("trap '' TERM\n{HANGS_WITH_HELPER}"));
     let mut config = s.config();
-    config.call_timeout = Duration::from_millis(500);
+    config.gemini.call_timeout = Duration::from_millis(500);
     let backend =
         CliBackend::new(s.program(), &config.gemini()).with_kill_grace(Duration::from_millis(400));
     let err = backend.generate(&request("hi"), &ctx()).await.unwrap_err();
@@ -942,7 +942,7 @@ sleep 1000
 async fn gemini_cli_retries_are_bounded_by_our_max_attempts() {
     let s = StandIn::new(RETRIES_429);
     let mut config = s.config();
-    config.max_attempts = 3;
+    config.gemini.max_attempts = 3;
     let backend =
         CliBackend::new(s.program(), &config.gemini()).with_kill_grace(Duration::from_millis(300));
     let reports = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -976,7 +976,7 @@ async fn gemini_cli_capacity_errors_fall_back_to_the_faster_model() {
         format!("if [ \"$model\" = gemini-3.1-pro-preview ]; then\n{RETRIES_429}\nfi\n{SUCCESS}");
     let s = StandIn::new(&scenario);
     let mut config = s.config();
-    config.max_attempts = 2;
+    config.gemini.max_attempts = 2;
     let gemini = Gemini::from_config(&config.gemini()).unwrap();
     assert_eq!(gemini.backend_name(), "cli");
     let resp = gemini.generate(request("hi"), &ctx()).await.unwrap();
@@ -1043,13 +1043,13 @@ async fn gemini_cli_backend_selection() {
 
     // auto without a key: the CLI when found on PATH…
     let mut c = s.config();
-    c.backend = BackendChoice::Auto;
-    c.gemini_cli = PathBuf::from("gemini");
+    c.gemini.backend = BackendChoice::Auto;
+    c.gemini.gemini_cli = PathBuf::from("gemini");
     let g = Gemini::with_path(&c.gemini(), Some(&bin_dir)).unwrap();
     assert_eq!(g.backend_name(), "cli");
     // …or named by GEMINI_CLI_PATH…
     let mut c2 = s.config();
-    c2.backend = BackendChoice::Auto;
+    c2.gemini.backend = BackendChoice::Auto;
     assert_eq!(
         Gemini::with_path(&c2.gemini(), None)
             .unwrap()
@@ -1078,7 +1078,7 @@ async fn gemini_cli_backend_selection() {
 
     // auto with a key: the API.
     let mut c3 = c.clone();
-    c3.api_key = Some(Secret::new("k"));
+    c3.gemini.api_key = Some(Secret::new("k"));
     assert_eq!(
         Gemini::with_path(&c3.gemini(), Some(&bin_dir))
             .unwrap()
@@ -1088,7 +1088,7 @@ async fn gemini_cli_backend_selection() {
 
     // cli, even with a key set: the CLI; cli without it: says how to install or name it.
     let mut c4 = s.config();
-    c4.api_key = Some(Secret::new("k"));
+    c4.gemini.api_key = Some(Secret::new("k"));
     assert_eq!(
         Gemini::with_path(&c4.gemini(), None)
             .unwrap()
@@ -1096,7 +1096,7 @@ async fn gemini_cli_backend_selection() {
         "cli"
     );
     let mut c5 = s.config();
-    c5.gemini_cli = s.dir.path().join("not-there");
+    c5.gemini.gemini_cli = s.dir.path().join("not-there");
     let g = Gemini::with_path(&c5.gemini(), None).unwrap();
     assert_eq!(g.backend_name(), "none");
     let err = g
@@ -1112,7 +1112,7 @@ async fn gemini_cli_backend_selection() {
     let plain = s.dir.path().join("rec/plain");
     std::fs::write(&plain, "x").unwrap();
     let mut c6 = s.config();
-    c6.gemini_cli = plain;
+    c6.gemini.gemini_cli = plain;
     assert_eq!(
         Gemini::with_path(&c6.gemini(), None)
             .unwrap()
@@ -1216,12 +1216,12 @@ async fn gemini_cli_real_cli_end_to_end_against_the_fake_api() {
     let root = tempfile::tempdir().unwrap();
     let wrapper = real_cli_wrapper(&cli, &fake.base_url(), dir.path());
     let mut config = Config::for_tests(root.path());
-    config.backend = BackendChoice::Cli;
+    config.gemini.backend = BackendChoice::Cli;
     // The per-call path; the warm ACP path with the real CLI is in `acp.rs`.
-    config.cli_transport = gemini_mcp_server::gemini::CliTransport::Headless;
-    config.gemini_cli = wrapper;
-    config.call_timeout = Duration::from_secs(120);
-    config.max_attempts = 2;
+    config.gemini.cli_transport = gemini_mcp_server::gemini::CliTransport::Headless;
+    config.gemini.gemini_cli = wrapper;
+    config.gemini.call_timeout = Duration::from_secs(120);
+    config.gemini.max_attempts = 2;
     let gemini = Gemini::from_config(&config.gemini()).unwrap();
     assert_eq!(gemini.backend_name(), "cli");
 
@@ -1305,7 +1305,7 @@ async fn gemini_cli_real_cli_end_to_end_against_the_fake_api() {
     let fake2 = FakeGemini::start();
     fake2.push(Script::bad_key());
     let dir2 = tempfile::tempdir().unwrap();
-    config.gemini_cli = real_cli_wrapper(&cli, &fake2.base_url(), dir2.path());
+    config.gemini.gemini_cli = real_cli_wrapper(&cli, &fake2.base_url(), dir2.path());
     let gemini = Gemini::from_config(&config.gemini()).unwrap();
     let started = Instant::now();
     let err = gemini.generate(request("hi"), &ctx()).await.unwrap_err();

@@ -50,20 +50,20 @@ impl Fixture {
 
     fn config(&self, namespace: u32, ttl: Duration, max_turns: u32) -> Config {
         let mut c = Config::for_tests(self.dir.path());
-        c.thread_ttl = ttl;
-        c.max_turns = max_turns;
-        c.state_dir = self.dir.path().join(format!("state-{namespace}"));
-        c.key_prefix = format!("test{namespace}");
+        c.threads.ttl = ttl;
+        c.threads.max_turns = max_turns;
+        c.threads.state_dir = self.dir.path().join(format!("state-{namespace}"));
+        c.threads.key_prefix = format!("test{namespace}");
         match self.backend {
-            Backend::Memory => c.store = StoreChoice::Memory,
-            Backend::Embedded => c.store = StoreChoice::Auto,
+            Backend::Memory => c.threads.store = StoreChoice::Memory,
+            Backend::Embedded => c.threads.store = StoreChoice::Auto,
             Backend::Redis => {
-                c.store = StoreChoice::Auto;
-                c.redis_url = Some(Secret::new(self.redis.as_ref().unwrap().url()));
+                c.threads.store = StoreChoice::Auto;
+                c.threads.redis_url = Some(Secret::new(self.redis.as_ref().unwrap().url()));
             }
             Backend::RedisCluster => {
-                c.store = StoreChoice::Auto;
-                c.redis_url = Some(Secret::new(self.cluster.as_ref().unwrap().url()));
+                c.threads.store = StoreChoice::Auto;
+                c.threads.redis_url = Some(Secret::new(self.cluster.as_ref().unwrap().url()));
             }
         }
         c
@@ -448,10 +448,10 @@ async fn thread_store_suite_redis_cluster() {
 
 fn redis_config(dir: &Path, url: &str, prefix: &str, max_turns: u32) -> Config {
     let mut c = Config::for_tests(dir);
-    c.store = StoreChoice::Auto;
-    c.redis_url = Some(Secret::new(url));
-    c.key_prefix = prefix.into();
-    c.max_turns = max_turns;
+    c.threads.store = StoreChoice::Auto;
+    c.threads.redis_url = Some(Secret::new(url));
+    c.threads.key_prefix = prefix.into();
+    c.threads.max_turns = max_turns;
     c
 }
 
@@ -463,7 +463,7 @@ async fn thread_store_selection() {
     let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut c = Config::for_tests(dir.path());
-    c.state_dir = dir.path().join("state");
+    c.threads.state_dir = dir.path().join("state");
     for (store, url, expected) in [
         (StoreChoice::Auto, None, "embedded"),
         (StoreChoice::Auto, Some(redis.url()), "redis"),
@@ -471,8 +471,8 @@ async fn thread_store_selection() {
         (StoreChoice::Embedded, Some(redis.url()), "embedded"),
         (StoreChoice::Memory, Some(redis.url()), "memory"),
     ] {
-        c.store = store;
-        c.redis_url = url.map(Secret::new);
+        c.threads.store = store;
+        c.threads.redis_url = url.map(Secret::new);
         let s = store::open(&c.threads()).await.unwrap();
         assert_eq!(s.kind(), expected, "{store:?}");
     }

@@ -214,10 +214,10 @@ async fn hardening_redis_killed_mid_load_loses_no_acknowledged_turn() {
     // Read every thread back from Redis (through the store the servers use).
     let dir = tempfile::tempdir().unwrap();
     let mut c = Config::for_tests(dir.path());
-    c.store = StoreChoice::Redis;
-    c.redis_url = Some(Secret::new(redis.url()));
-    c.key_prefix = PREFIX.into();
-    c.max_turns = 1000;
+    c.threads.store = StoreChoice::Redis;
+    c.threads.redis_url = Some(Secret::new(redis.url()));
+    c.threads.key_prefix = PREFIX.into();
+    c.threads.max_turns = 1000;
     let store = store::open(&c.threads()).await.unwrap();
     let mut stored: HashMap<usize, Vec<String>> = HashMap::new();
     for (t, id) in ids.iter().enumerate() {

@@ -1,0 +1,72 @@
+//! Which Gemini answers: the backend, and the Gemini API's key, address and service tier
+//! (`gemini::Settings`).
+
+use super::Read::Gemini;
+use super::{Category, Group, ROW, Setting};
+use crate::config::Secret;
+use crate::gemini::BackendChoice;
+
+pub(super) const GROUP: Group = Group {
+    category: Category::Gemini,
+    rows: &[
+        Setting {
+            name: "GEMINI_BACKEND",
+            default: "auto",
+            doc: "`api`, `cli` or `auto` (API when a key is set, else the Gemini CLI when found on PATH).",
+            read: Gemini(|var, g| {
+                g.backend = match var.value().as_deref().map(str::trim) {
+                    Some("api") => BackendChoice::Api,
+                    Some("cli") => BackendChoice::Cli,
+                    None | Some("auto") => BackendChoice::Auto,
+                    Some(other) => {
+                        return Err(var.invalid(format!("`{other}` is not one of api, cli, auto")));
+                    }
+                };
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_API_KEY",
+            default: "—",
+            doc: "Key for the Gemini REST API (`GOOGLE_API_KEY` also accepted).",
+            also_reads: &["GOOGLE_API_KEY"],
+            read: Gemini(|var, g| {
+                g.api_key = var
+                    .get()
+                    .or_else(|| var.os("GOOGLE_API_KEY"))
+                    .map(|k| Secret::new(k.trim()));
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_BASE_URL",
+            default: "https://generativelanguage.googleapis.com",
+            doc: "API base URL (scheme, host, optional path prefix; no `/v1beta`). User info (`https://user:password@proxy`) is sent as HTTP Basic authorization and a `?key=` as the API key's header, never in the URL.",
+            read: Gemini(|var, g| {
+                // After GEMINI_API_KEY: a different key in the URL is refused.
+                let url = var.value().unwrap_or_default();
+                let base = crate::gemini::BaseUrl::parse(&url, g.api_key.as_ref())
+                    .map_err(|why| var.invalid(why))?;
+                (g.base_url, g.base_authorization) = (base.url, base.authorization);
+                g.api_key = g.api_key.take().or(base.key);
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_SERVICE_TIER",
+            default: "—",
+            doc: "The Gemini API service tier to ask for: `standard`, `flex` (lower price, longer latency target; good for the git hook and CI) or `priority` (where the account has it). The reply's `usage.tier` says which tier served the call, and the call is priced at that tier (flex half the standard price, priority twice it). Vertex AI takes flex and priority on its global endpoint only. `--tier` on the command line overrides it.",
+            read: Gemini(|var, g| {
+                g.service_tier = match var.get() {
+                    None => None,
+                    Some(t) => Some(crate::config::service_tier(&t).map_err(|e| var.invalid(e))?),
+                };
+                Ok(())
+            }),
+            ..ROW
+        },
+    ],
+};
