@@ -463,9 +463,9 @@ mod tests {
         // Params fields the command line alone has (`#[serde(skip)]`).
         let cli_only = [("precommit", "staged_only"), ("precommit", "index_file")];
         let own: Vec<String> = [
-            ReviewFlags::augment_args(clap::Command::new("r")),
-            AnswerFlags::augment_args(clap::Command::new("a")),
-            CliFlags::augment_args(clap::Command::new("c")),
+            <ReviewFlags as clap::Args>::augment_args(clap::Command::new("r")),
+            <AnswerFlags as clap::Args>::augment_args(clap::Command::new("a")),
+            <CliFlags as clap::Args>::augment_args(clap::Command::new("c")),
         ]
         .iter()
         .flat_map(|c| {
