@@ -1,11 +1,12 @@
 //! The eight tools: what each one takes and what it asks of the pipeline.
 //!
 //! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]; the
-//! tool's other facts (name, descriptions, reply kind, prompt, defaults) are its row of the
-//! table in [`spec`]. The pipeline (`crate::pipeline::run`, through `app::App::run`) does the
-//! rest for every tool: thread → files or git diff → budget → prompt → Gemini → thread →
-//! [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the command line
-//! both call the app.
+//! parameters are one body for both edges, the MCP input schema and the subcommand's flags
+//! ([`params`]). The tool's other facts (name, descriptions, reply kind, prompt, defaults) are
+//! its row of the table in [`spec`]. The pipeline (`crate::pipeline::run`, through
+//! `app::App::run`) does the rest for every tool: thread → files or git diff → budget → prompt →
+//! Gemini → thread → [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the
+//! command line both call the app.
 
 pub mod analyze;
 pub mod chat;

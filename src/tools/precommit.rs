@@ -150,3 +150,26 @@ pub fn plan(p: PrecommitParams) -> Result<Plan, ToolError> {
     };
     Ok(plan)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `staged_only` and `index_file` are the command line's alone: a client that sends them is
+    /// not heard (a review cannot be pointed at an index outside the sandbox).
+    #[test]
+    fn the_command_line_inputs_are_not_read_from_a_client() {
+        let p: PrecommitParams = serde_json::from_value(serde_json::json!({
+            "path": "/work/proj",
+            "staged_only": true,
+            "index_file": "/etc/passwd",
+        }))
+        .unwrap();
+        assert!(!p.staged_only);
+        assert_eq!(p.index_file, None);
+        let git = plan(p).unwrap().git.unwrap();
+        assert!(git.include_unstaged && git.include_untracked);
+        assert_eq!(git.index_file, None);
+        assert_eq!(git.max_depth, DEFAULT_DEPTH as usize);
+    }
+}
