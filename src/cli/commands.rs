@@ -1,51 +1,46 @@
-//! The tool subcommands: one arguments struct each, turned into the tool's own params struct and
-//! planned by the tool's `plan()`, exactly as the MCP server does; the pipeline does the rest.
-//! Paths are taken from the working directory, as a shell user expects.
+//! The tool subcommands: each one is its tool's params struct (whose `#[arg]` attributes are its
+//! flags: one body for the MCP schema and the command line, `tools::params`), planned by the
+//! tool's `plan()` exactly as the MCP server does; the pipeline does the rest. What only the
+//! command line has is written once for every tool: how the reply is printed (by the tool's
+//! reply kind) and the flags of [`CliFlags`]. Paths are taken from the working directory, as a
+//! shell user expects.
 //!
-//! Each arguments struct says what the command line needs of it through [`ToolArgs`]; the
-//! subcommands are matched once ([`with_args!`]), and running one is written once
-//! (`cli::tool`). A subcommand's name and one-line help are its tool's (`tools::spec`).
+//! The subcommands are listed once ([`ToolCommand`], in the order `--help` shows them) and
+//! matched once ([`with_args!`]); running one is written once (`cli::tool`). A subcommand's name
+//! and one-line help are its tool's (`tools::spec`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::Subcommand;
+use clap::{ArgMatches, Args, FromArgMatches, Subcommand};
 
 use crate::tools::analyze::AnalyzeParams;
 use crate::tools::chat::ChatParams;
 use crate::tools::codereview::CodeReviewParams;
 use crate::tools::debug::DebugParams;
 use crate::tools::investigate::InvestigateParams;
+use crate::tools::params::Params;
 use crate::tools::precommit::PrecommitParams;
+use crate::tools::reply::ReplyKind;
 use crate::tools::thinkdeep::ThinkDeepParams;
-use crate::tools::{Plan, Tool, ToolError};
+use crate::tools::{Plan, ToolError};
 
-use super::flags::{
-    ANALYSIS_TYPES, ANALYZE_OUTPUTS, CommonArgs, FailOn, Format, REVIEW_TYPES, ReviewFormat,
-    SEVERITY_FILTERS, absolute, choice,
-};
+use super::flags::{AnswerFlags, CliFlags, FailOn, ReviewFlags, absolute};
 use super::output::{Gate, Printed};
 
 /// The subcommands that run a tool, in the order `--help` lists them.
 #[derive(Debug, Subcommand)]
 pub enum ToolCommand {
-    #[command(about = Tool::Precommit.spec().about)]
-    Precommit(PrecommitArgs),
-    #[command(about = Tool::CodeReview.spec().about)]
-    Codereview(CodeReviewArgs),
-    #[command(about = Tool::Chat.spec().about)]
-    Chat(ChatArgs),
-    #[command(about = Tool::Analyze.spec().about)]
-    Analyze(AnalyzeArgs),
-    #[command(about = Tool::Debug.spec().about)]
-    Debug(DebugArgs),
-    #[command(about = Tool::Investigate.spec().about)]
-    Investigate(InvestigateArgs),
-    #[command(about = Tool::ThinkDeep.spec().about)]
-    Thinkdeep(ThinkDeepArgs),
+    Precommit(Run<PrecommitParams>),
+    Codereview(Run<CodeReviewParams>),
+    Chat(Run<ChatParams>),
+    Analyze(Run<AnalyzeParams>),
+    Debug(Run<DebugParams>),
+    Investigate(Run<InvestigateParams>),
+    Thinkdeep(Run<ThinkDeepParams>),
 }
 
-/// `$body` for whichever tool subcommand `$command` is, with `$args` bound to its arguments (a
-/// [`ToolArgs`] of the tool's own type): the one match over the tool subcommands.
+/// `$body` for whichever tool subcommand `$command` is, with `$args` bound to its [`Run`] (of the
+/// tool's own params): the one match over the tool subcommands.
 macro_rules! with_args {
     ($command:expr, $args:ident => $body:expr) => {
         match $command {
@@ -64,511 +59,148 @@ pub(crate) use with_args;
 impl ToolCommand {
     /// `--tier` given after the subcommand.
     pub fn tier(&self) -> Option<&String> {
-        with_args!(self, a => a.common().tier.as_ref())
+        with_args!(self, a => a.flags.tier.as_ref())
     }
 }
 
-/// What the command line needs of a tool subcommand's arguments.
-pub trait ToolArgs: Sized {
-    /// The tool the subcommand runs.
-    const TOOL: Tool;
-    /// The flags every tool subcommand takes.
-    fn common(&self) -> &CommonArgs;
-    /// How the reply is printed.
-    fn printed(&self) -> Printed;
-    /// The positional text, which `-` reads from stdin; `None` when the subcommand has none.
-    fn text(&self) -> Option<&str> {
-        None
-    }
-    /// The tool's params, planned by the tool's `plan()`; `stdin`, when read, is the text.
-    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError>;
-    /// The flag (or positional argument) that sets a params field, for usage errors.
-    fn flag(field: &str) -> String;
+/// A tool subcommand's arguments: the tool's params, how the reply is printed, and the flags of
+/// the command line alone.
+#[derive(Debug)]
+pub struct Run<P> {
+    pub params: P,
+    pub printed: Printed,
+    pub flags: CliFlags,
 }
 
-/// `gemini-mcp precommit`: review pending git changes like a linter.
-#[derive(Debug, Clone, clap::Args)]
-pub struct PrecommitArgs {
-    /// The repository, or a directory in it, to review; repositories nested below it are
-    /// reviewed too.
-    #[arg(long, short = 'p', value_name = "PATH", default_value = ".")]
-    pub path: String,
-    /// Review only the staged changes (HEAD → index): what `git commit` will record.
-    #[arg(long)]
-    pub staged_only: bool,
-    /// Review everything since this branch, tag or commit (from its merge base with HEAD),
-    /// uncommitted work included (with --staged-only: committed and staged work only).
-    #[arg(long, value_name = "REF")]
-    pub compare_to: Option<String>,
-    /// What the change is meant to do; missing pieces become findings.
-    #[arg(long, value_name = "TEXT")]
-    pub original_request: Option<String>,
-    /// What to look at.
-    #[arg(long, value_name = "TYPE", value_parser = REVIEW_TYPES)]
-    pub review_type: Option<String>,
-    /// How deep to look for nested repositories below PATH (0: only the repository containing
-    /// PATH).
-    #[arg(long, value_name = "N", default_value_t = 5)]
-    pub max_depth: u32,
-    /// An extra file to include as context; repeat for several.
-    #[arg(long = "file", value_name = "PATH")]
-    pub files: Vec<String>,
-    /// Read this index instead of .git/index (the pre-commit hook passes $GIT_INDEX_FILE, which
-    /// `git commit -a` points at the index about to be committed).
-    #[arg(long, value_name = "FILE")]
-    pub index_file: Option<PathBuf>,
-    /// How to print the review.
-    #[arg(long, value_enum, default_value_t = ReviewFormat::Text)]
-    pub format: ReviewFormat,
-    /// Exit 1 when a finding is at or above this severity.
-    #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::High)]
-    pub fail_on: FailOn,
-    /// Count unverified findings (location not found in what was sent) toward --fail-on.
-    #[arg(long)]
-    pub fail_on_unverified: bool,
-    #[command(flatten)]
-    pub common: CommonArgs,
+/// Whether the tool's reply is a review, printed with `--format`'s review formats and gated by
+/// `--fail-on`; else it is an answer.
+fn reviews(reply: ReplyKind) -> bool {
+    matches!(reply, ReplyKind::Review | ReplyKind::ChangeReview)
 }
 
-impl ToolArgs for PrecommitArgs {
-    const TOOL: Tool = Tool::Precommit;
-
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn printed(&self) -> Printed {
-        Printed::Review {
-            format: self.format,
-            gate: Gate::new(self.fail_on, self.fail_on_unverified),
-        }
-    }
-
-    fn plan(self, cwd: &Path, _stdin: Option<String>) -> Result<Plan, ToolError> {
-        let params = PrecommitParams {
-            path: absolute(cwd, vec![self.path]).remove(0),
-            include_staged: Some(true),
-            include_unstaged: Some(!self.staged_only),
-            include_untracked: Some(!self.staged_only),
-            compare_to: self.compare_to,
-            original_request: self.original_request,
-            review_type: choice("review_type", self.review_type)?,
-            severity_filter: None,
-            max_depth: Some(self.max_depth),
-            files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
-            common: self.common.into_common(cwd)?,
+impl<P: Params> Args for Run<P> {
+    /// The params' flags, then the printing flags of the tool's reply kind, then the command
+    /// line's own; the tool's one-line help.
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let spec = P::TOOL.spec();
+        let cmd = P::augment_args(cmd);
+        let cmd = match spec.reply {
+            // A review of pending changes is a gate (the pre-commit hook, CI): it fails on high
+            // findings unless told otherwise; a review of files only reports.
+            ReplyKind::ChangeReview => ReviewFlags::augment_args(cmd)
+                .mut_arg("fail_on", |a| a.default_value(FailOn::High.as_str())),
+            reply if reviews(reply) => ReviewFlags::augment_args(cmd),
+            _ => AnswerFlags::augment_args(cmd),
         };
-        let mut plan = crate::tools::precommit::plan(params)?;
-        if let (Some(git), Some(index)) = (plan.git.as_mut(), self.index_file) {
-            git.index_file = Some(if index.is_absolute() {
-                index
-            } else {
-                cwd.join(index)
-            });
+        CliFlags::augment_args(cmd).about(spec.about)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+impl<P: Params> FromArgMatches for Run<P> {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut matches.clone())
+    }
+
+    fn from_arg_matches_mut(matches: &mut ArgMatches) -> Result<Self, clap::Error> {
+        let params = P::from_arg_matches_mut(matches)?;
+        let printed = if reviews(P::TOOL.spec().reply) {
+            let r = ReviewFlags::from_arg_matches_mut(matches)?;
+            Printed::Review {
+                format: r.format,
+                gate: Gate::new(r.fail_on, r.fail_on_unverified),
+            }
+        } else {
+            Printed::Answer {
+                format: AnswerFlags::from_arg_matches_mut(matches)?.format,
+            }
+        };
+        let flags = CliFlags::from_arg_matches_mut(matches)?;
+        Ok(Run {
+            params,
+            printed,
+            flags,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl<P: Params> Run<P> {
+    /// The positional text, which `-` reads from stdin; `None` when the subcommand has none.
+    pub fn text(&mut self) -> Option<&str> {
+        self.params.text().map(|t| t.as_str())
+    }
+
+    /// The tool's plan, with `stdin` (when read) as the text and the paths taken from `cwd`.
+    pub fn plan(mut self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
+        if let (Some(stdin), Some(text)) = (stdin, self.params.text()) {
+            *text = stdin;
+        }
+        let mut plan = self.params.plan()?;
+        plan.files = absolute(cwd, std::mem::take(&mut plan.files));
+        plan.images = absolute(cwd, std::mem::take(&mut plan.images));
+        if let Some(git) = plan.git.as_mut() {
+            git.path = absolute(cwd, vec![std::mem::take(&mut git.path)]).remove(0);
+            if let Some(index) = git.index_file.take() {
+                git.index_file = Some(if index.is_absolute() {
+                    index
+                } else {
+                    cwd.join(index)
+                });
+            }
         }
         Ok(plan)
     }
-
-    fn flag(field: &str) -> String {
-        match field {
-            "files" => "--file".into(),
-            "images" => "--image".into(),
-            f => format!("--{}", f.replace('_', "-")),
-        }
-    }
 }
 
-/// `gemini-mcp codereview`: findings on files.
-#[derive(Debug, Clone, clap::Args)]
-pub struct CodeReviewArgs {
-    /// Files or directories to review.
-    #[arg(value_name = "FILES", required = true)]
-    pub files: Vec<String>,
-    /// What the code does and what the review is for.
-    #[arg(long, value_name = "TEXT", required = true)]
-    pub context: String,
-    /// What to look at.
-    #[arg(long, value_name = "TYPE", value_parser = REVIEW_TYPES)]
-    pub review_type: Option<String>,
-    /// Lowest severity reported.
-    #[arg(long, value_name = "SEVERITY", value_parser = SEVERITY_FILTERS)]
-    pub severity_filter: Option<String>,
-    /// Coding standards to check against.
-    #[arg(long, value_name = "TEXT")]
-    pub standards: Option<String>,
-    /// Areas to look at especially.
-    #[arg(long, value_name = "TEXT")]
-    pub focus_on: Option<String>,
-    /// Let Gemini list, search and read the project's files itself (read-only).
-    #[arg(long)]
-    pub explore: bool,
-    /// How to print the review.
-    #[arg(long, value_enum, default_value_t = ReviewFormat::Text)]
-    pub format: ReviewFormat,
-    /// Exit 1 when a finding is at or above this severity.
-    #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::None)]
-    pub fail_on: FailOn,
-    /// Count unverified findings (location not found in what was sent) toward --fail-on.
-    #[arg(long)]
-    pub fail_on_unverified: bool,
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-impl ToolArgs for CodeReviewArgs {
-    const TOOL: Tool = Tool::CodeReview;
-
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn printed(&self) -> Printed {
-        Printed::Review {
-            format: self.format,
-            gate: Gate::new(self.fail_on, self.fail_on_unverified),
-        }
-    }
-
-    fn plan(self, cwd: &Path, _stdin: Option<String>) -> Result<Plan, ToolError> {
-        crate::tools::codereview::plan(CodeReviewParams {
-            files: absolute(cwd, self.files),
-            context: self.context,
-            review_type: choice("review_type", self.review_type)?,
-            severity_filter: choice("severity_filter", self.severity_filter)?,
-            standards: self.standards,
-            focus_on: self.focus_on,
-            explore: Some(self.explore),
-            common: self.common.into_common(cwd)?,
-        })
-    }
-
-    fn flag(field: &str) -> String {
-        match field {
-            f if f == "files" || f.starts_with("files[") => "FILES".into(),
-            f => PrecommitArgs::flag(f),
-        }
-    }
-}
-
-/// `gemini-mcp chat`: a second opinion.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ChatArgs {
-    /// Your question or idea, with the context Gemini needs ("-" reads it from stdin).
-    #[arg(value_name = "PROMPT")]
-    pub prompt: String,
-    /// A file or directory to include; repeat for several.
-    #[arg(long = "file", short = 'f', value_name = "PATH")]
-    pub files: Vec<String>,
-    /// Extra instructions for Gemini.
-    #[arg(long, value_name = "TEXT")]
-    pub system_prompt: Option<String>,
-    /// Let Gemini search the web and cite its sources.
-    #[arg(long)]
-    pub web_search: bool,
-    /// How to print the answer.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-impl ToolArgs for ChatArgs {
-    const TOOL: Tool = Tool::Chat;
-
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn printed(&self) -> Printed {
-        Printed::Answer {
-            format: self.format,
-        }
-    }
-
-    fn text(&self) -> Option<&str> {
-        Some(&self.prompt)
-    }
-
-    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
-        crate::tools::chat::plan(ChatParams {
-            prompt: stdin.unwrap_or(self.prompt),
-            files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
-            system_prompt: self.system_prompt,
-            use_websearch: Some(self.web_search),
-            common: self.common.into_common(cwd)?,
-        })
-    }
-
-    fn flag(field: &str) -> String {
-        match field {
-            "prompt" => "PROMPT".into(),
-            "use_websearch" => "--web-search".into(),
-            f => PrecommitArgs::flag(f),
-        }
-    }
-}
-
-/// `gemini-mcp analyze`: a question about files.
-#[derive(Debug, Clone, clap::Args)]
-pub struct AnalyzeArgs {
-    /// Files or directories to analyze.
-    #[arg(value_name = "FILES", required = true)]
-    pub files: Vec<String>,
-    /// What to find out about them.
-    #[arg(long, short = 'q', value_name = "TEXT", required = true)]
-    pub question: String,
-    /// The angle of the analysis.
-    #[arg(long, value_name = "TYPE", value_parser = ANALYSIS_TYPES)]
-    pub analysis_type: Option<String>,
-    /// The shape of the answer (the tool's output_format; --format is how it is printed).
-    #[arg(long, value_name = "STYLE", value_parser = ANALYZE_OUTPUTS)]
-    pub output_format: Option<String>,
-    /// Let Gemini list, search and read the project's files itself (read-only).
-    #[arg(long)]
-    pub explore: bool,
-    /// How to print the answer.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-impl ToolArgs for AnalyzeArgs {
-    const TOOL: Tool = Tool::Analyze;
-
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn printed(&self) -> Printed {
-        Printed::Answer {
-            format: self.format,
-        }
-    }
-
-    fn plan(self, cwd: &Path, _stdin: Option<String>) -> Result<Plan, ToolError> {
-        crate::tools::analyze::plan(AnalyzeParams {
-            files: absolute(cwd, self.files),
-            question: self.question,
-            analysis_type: choice("analysis_type", self.analysis_type)?,
-            output_format: choice("output_format", self.output_format)?,
-            explore: Some(self.explore),
-            common: self.common.into_common(cwd)?,
-        })
-    }
-
-    fn flag(field: &str) -> String {
-        CodeReviewArgs::flag(field)
-    }
-}
-
-/// `gemini-mcp debug`: root-cause analysis.
-#[derive(Debug, Clone, clap::Args)]
-pub struct DebugArgs {
-    /// The bug: what happens, what was expected ("-" reads it from stdin).
-    #[arg(value_name = "DESCRIPTION")]
-    pub error_description: String,
-    /// Stack trace, logs or error output.
-    #[arg(long, value_name = "TEXT")]
-    pub error_context: Option<String>,
-    /// A file or directory likely involved; repeat for several.
-    #[arg(long = "file", short = 'f', value_name = "PATH")]
-    pub files: Vec<String>,
-    /// What was already tried, and what happened.
-    #[arg(long, value_name = "TEXT")]
-    pub previous_attempts: Option<String>,
-    /// Environment: versions, OS, configuration.
-    #[arg(long, value_name = "TEXT")]
-    pub runtime_info: Option<String>,
-    /// Let Gemini search the web and cite its sources.
-    #[arg(long)]
-    pub web_search: bool,
-    /// Let Gemini list, search and read the project's files itself (read-only).
-    #[arg(long)]
-    pub explore: bool,
-    /// How to print the answer.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-impl ToolArgs for DebugArgs {
-    const TOOL: Tool = Tool::Debug;
-
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn printed(&self) -> Printed {
-        Printed::Answer {
-            format: self.format,
-        }
-    }
-
-    fn text(&self) -> Option<&str> {
-        Some(&self.error_description)
-    }
-
-    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
-        crate::tools::debug::plan(DebugParams {
-            error_description: stdin.unwrap_or(self.error_description),
-            error_context: self.error_context,
-            files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
-            previous_attempts: self.previous_attempts,
-            runtime_info: self.runtime_info,
-            use_websearch: Some(self.web_search),
-            explore: Some(self.explore),
-            common: self.common.into_common(cwd)?,
-        })
-    }
-
-    fn flag(field: &str) -> String {
-        match field {
-            "error_description" => "DESCRIPTION".into(),
-            f => ChatArgs::flag(f),
-        }
-    }
-}
-
-/// `gemini-mcp investigate`: Gemini investigates the project itself, read-only.
-#[derive(Debug, Clone, clap::Args)]
-pub struct InvestigateArgs {
-    /// The question or task about the project ("-" reads it from stdin).
-    #[arg(value_name = "TASK")]
-    pub task: String,
-    /// A file or directory to start from (sent with the task); repeat for several.
-    #[arg(long = "file", short = 'f', value_name = "PATH")]
-    pub files: Vec<String>,
-    /// Most tool calls Gemini may make (default 25).
-    #[arg(long, value_name = "N")]
-    pub max_steps: Option<u32>,
-    /// Who explores: gemini (Gemini with our read-only tools) or gemini-cli (the Gemini CLI's
-    /// own agent, under the server's approval policy).
-    #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<String>,
-    /// For --engine gemini-cli: plan (read-only, default) or default; autoEdit and yolo (which
-    /// change files) only where GEMINI_MCP_ACP_ALLOW_MODES lists them.
-    #[arg(long, value_name = "MODE")]
-    pub approval_mode: Option<String>,
-    /// How to print the answer.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-impl ToolArgs for InvestigateArgs {
-    const TOOL: Tool = Tool::Investigate;
-
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn printed(&self) -> Printed {
-        Printed::Answer {
-            format: self.format,
-        }
-    }
-
-    fn text(&self) -> Option<&str> {
-        Some(&self.task)
-    }
-
-    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
-        crate::tools::investigate::plan(InvestigateParams {
-            task: stdin.unwrap_or(self.task),
-            files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
-            max_steps: self.max_steps,
-            engine: self.engine,
-            approval_mode: self.approval_mode,
-            common: self.common.into_common(cwd)?,
-        })
-    }
-
-    fn flag(field: &str) -> String {
-        match field {
-            "task" => "TASK".into(),
-            f => ChatArgs::flag(f),
-        }
-    }
-}
-
-/// `gemini-mcp thinkdeep`: extend and challenge an analysis.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ThinkDeepArgs {
-    /// Your current thinking: the problem, what you found, what you plan ("-" reads it from
-    /// stdin).
-    #[arg(value_name = "ANALYSIS")]
-    pub current_analysis: String,
-    /// Background: constraints, goals, what was ruled out.
-    #[arg(long, value_name = "TEXT")]
-    pub problem_context: Option<String>,
-    /// An aspect to focus on (performance, security, architecture…); repeat for several.
-    #[arg(long = "focus-area", value_name = "AREA")]
-    pub focus_areas: Vec<String>,
-    /// A file or directory to include; repeat for several.
-    #[arg(long = "file", short = 'f', value_name = "PATH")]
-    pub files: Vec<String>,
-    /// Let Gemini search the web and cite its sources.
-    #[arg(long)]
-    pub web_search: bool,
-    /// How to print the answer.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
-    #[command(flatten)]
-    pub common: CommonArgs,
-}
-
-impl ToolArgs for ThinkDeepArgs {
-    const TOOL: Tool = Tool::ThinkDeep;
-
-    fn common(&self) -> &CommonArgs {
-        &self.common
-    }
-
-    fn printed(&self) -> Printed {
-        Printed::Answer {
-            format: self.format,
-        }
-    }
-
-    fn text(&self) -> Option<&str> {
-        Some(&self.current_analysis)
-    }
-
-    fn plan(self, cwd: &Path, stdin: Option<String>) -> Result<Plan, ToolError> {
-        crate::tools::thinkdeep::plan(ThinkDeepParams {
-            current_analysis: stdin.unwrap_or(self.current_analysis),
-            problem_context: self.problem_context,
-            focus_areas: (!self.focus_areas.is_empty()).then_some(self.focus_areas),
-            files: (!self.files.is_empty()).then(|| absolute(cwd, self.files)),
-            use_websearch: Some(self.web_search),
-            common: self.common.into_common(cwd)?,
-        })
-    }
-
-    fn flag(field: &str) -> String {
-        match field {
-            "current_analysis" => "ANALYSIS".into(),
-            f if f == "focus_areas" || f.starts_with("focus_areas[") => "--focus-area".into(),
-            f => ChatArgs::flag(f),
-        }
+/// The flag (or positional argument) of subcommand `sub` that sets params field `field` (or an
+/// item of it: `files[2]`), as usage errors name it.
+pub fn flag(sub: &clap::Command, field: &str) -> String {
+    let id = field.split('[').next().unwrap_or(field);
+    let arg = sub.get_arguments().find(|a| a.get_id() == id);
+    match arg {
+        Some(a) if a.is_positional() => a
+            .get_value_names()
+            .and_then(|names| names.first())
+            .map_or_else(|| id.to_uppercase(), ToString::to_string),
+        Some(a) => match a.get_long() {
+            Some(long) => format!("--{long}"),
+            None => format!("--{}", id.replace('_', "-")),
+        },
+        None => format!("--{}", id.replace('_', "-")),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
+    use std::path::PathBuf;
+
+    use clap::{CommandFactory, Parser};
+    use serde_json::{Value, json};
 
     use super::super::{Args, Command};
     use super::*;
+    use crate::cli::flags::{Format, ReviewFormat};
     use crate::tools::{Output, Tool};
 
     fn parse(args: &[&str]) -> Result<Command, clap::Error> {
         let mut full = vec!["gemini-mcp"];
         full.extend_from_slice(args);
         Args::try_parse_from(full).map(|a| a.command.expect("a subcommand"))
+    }
+
+    fn tool_command(args: &[&str]) -> ToolCommand {
+        match parse(args) {
+            Ok(Command::Tool(t)) => t,
+            other => panic!("{args:?}: {other:?}"),
+        }
     }
 
     /// The cases' working directory, absolute on each platform.
@@ -589,9 +221,188 @@ mod tests {
         p
     }
 
+    fn tool_of<P: Params>(_: &Run<P>) -> Tool {
+        P::TOOL
+    }
+
+    /// The subcommand `name`, built.
+    fn subcommand(name: &str) -> clap::Command {
+        let mut cmd = Args::command();
+        cmd.build();
+        cmd.find_subcommand(name)
+            .unwrap_or_else(|| panic!("no subcommand {name}"))
+            .clone()
+    }
+
+    /// A subcommand with its required arguments, and the same call over MCP; then the same call
+    /// with every input set. The two edges must plan the same: one body, one set of defaults.
+    fn calls() -> Vec<(Vec<&'static str>, Value)> {
+        vec![
+            (vec!["precommit"], json!({"path": PROJ})),
+            (
+                vec![
+                    "precommit",
+                    "-p",
+                    "sub",
+                    "--staged-only",
+                    "--compare-to",
+                    "main",
+                    "--original-request",
+                    "Add retries",
+                    "--review-type",
+                    "security",
+                    "--max-depth",
+                    "0",
+                    "--file",
+                    "notes.md",
+                    "-m",
+                    "flash",
+                    "--thinking-mode",
+                    "low",
+                    "--temperature",
+                    "0.5",
+                    "--continuation-id",
+                    "latest",
+                    "--image",
+                    "a.png",
+                ],
+                json!({"path": at("sub"), "include_unstaged": false, "include_untracked": false,
+                    "compare_to": "main", "original_request": "Add retries",
+                    "review_type": "security", "max_depth": 0, "files": [at("notes.md")],
+                    "model": "flash", "thinking_mode": "low", "temperature": 0.5,
+                    "continuation_id": "latest", "images": [at("a.png")]}),
+            ),
+            (
+                vec!["codereview", "src/a.rs", "--context", "why"],
+                json!({"files": [at("src/a.rs")], "context": "why"}),
+            ),
+            (
+                vec![
+                    "codereview",
+                    "src/a.rs",
+                    "src/b.rs",
+                    "--context",
+                    "why",
+                    "--review-type",
+                    "quick",
+                    "--severity-filter",
+                    "high",
+                    "--standards",
+                    "ours",
+                    "--focus-on",
+                    "locks",
+                    "--explore",
+                ],
+                json!({"files": [at("src/a.rs"), at("src/b.rs")], "context": "why",
+                    "review_type": "quick", "severity_filter": "high", "standards": "ours",
+                    "focus_on": "locks", "explore": true}),
+            ),
+            (vec!["chat", "hi"], json!({"prompt": "hi"})),
+            (
+                vec![
+                    "chat",
+                    "hi",
+                    "-f",
+                    "src",
+                    "--system-prompt",
+                    "be brief",
+                    "--web-search",
+                ],
+                json!({"prompt": "hi", "files": [at("src")], "system_prompt": "be brief",
+                    "use_websearch": true}),
+            ),
+            (
+                vec!["analyze", "src", "-q", "how?"],
+                json!({"files": [at("src")], "question": "how?"}),
+            ),
+            (
+                vec![
+                    "analyze",
+                    "src",
+                    "-q",
+                    "how?",
+                    "--analysis-type",
+                    "quality",
+                    "--output-format",
+                    "summary",
+                    "--explore",
+                ],
+                json!({"files": [at("src")], "question": "how?", "analysis_type": "quality",
+                    "output_format": "summary", "explore": true}),
+            ),
+            (
+                vec!["debug", "it breaks"],
+                json!({"error_description": "it breaks"}),
+            ),
+            (
+                vec![
+                    "debug",
+                    "it breaks",
+                    "--error-context",
+                    "trace",
+                    "-f",
+                    "src/a.rs",
+                    "--previous-attempts",
+                    "restart",
+                    "--runtime-info",
+                    "linux",
+                    "--web-search",
+                ],
+                json!({"error_description": "it breaks", "error_context": "trace",
+                    "files": [at("src/a.rs")], "previous_attempts": "restart",
+                    "runtime_info": "linux", "use_websearch": true}),
+            ),
+            (vec!["investigate", "where?"], json!({"task": "where?"})),
+            (
+                vec![
+                    "investigate",
+                    "where?",
+                    "-f",
+                    "src",
+                    "--max-steps",
+                    "3",
+                    "--engine",
+                    "gemini-cli",
+                    "--approval-mode",
+                    "default",
+                ],
+                json!({"task": "where?", "files": [at("src")], "max_steps": 3,
+                    "engine": "gemini-cli", "approval_mode": "default"}),
+            ),
+            (
+                vec!["thinkdeep", "I think"],
+                json!({"current_analysis": "I think"}),
+            ),
+            (
+                vec![
+                    "thinkdeep",
+                    "I think",
+                    "--problem-context",
+                    "slow",
+                    "--focus-area",
+                    "io",
+                    "--focus-area",
+                    "locks",
+                    "-f",
+                    "src",
+                    "--web-search",
+                ],
+                json!({"current_analysis": "I think", "problem_context": "slow",
+                    "focus_areas": ["io", "locks"], "files": [at("src")], "use_websearch": true}),
+            ),
+        ]
+    }
+
+    /// The plan of the call on the command line and over MCP.
+    fn both_plans<P: Params>(run: Run<P>, json: Value) -> (String, String) {
+        let cli = run.plan(&cwd(), None).expect("the command line's plan");
+        let params: P = serde_json::from_value(json).expect("the MCP arguments");
+        let mcp = params.plan().expect("the MCP plan");
+        (format!("{cli:?}"), format!("{mcp:?}"))
+    }
+
     #[test]
-    fn every_tool_has_its_subcommand() {
-        use clap::CommandFactory;
+    fn every_tool_has_its_subcommand_running_it() {
         let cmd = Args::command();
         for spec in &crate::tools::spec::SPECS {
             let sub = cmd
@@ -602,16 +413,105 @@ mod tests {
                 Some(spec.about)
             );
         }
+        let mut ran = Vec::new();
+        for (args, _) in calls() {
+            let t = tool_command(&args);
+            let tool = with_args!(&t, a => tool_of(a));
+            assert_eq!(tool.name(), args[0], "{args:?}");
+            ran.push(tool);
+        }
+        for spec in &crate::tools::spec::SPECS {
+            assert!(
+                ran.contains(&spec.tool),
+                "no call of {} in calls()",
+                spec.name
+            );
+        }
+    }
+
+    /// One body per tool input: the command line and MCP plan a call the same, with the same
+    /// defaults, for every tool.
+    #[test]
+    fn the_command_line_and_mcp_plan_alike() {
+        for (args, json) in calls() {
+            let (cli, mcp) = with_args!(tool_command(&args), a => both_plans(a, json.clone()));
+            assert_eq!(cli, mcp, "{args:?} vs {json}");
+        }
+    }
+
+    /// The schema's properties of a tool's params.
+    fn properties<P: Params>(_: &Run<P>) -> Vec<String> {
+        let schema = crate::tools::schema::input_schema::<P>();
+        let props = schema.get("properties").and_then(Value::as_object);
+        props
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Every input of a tool's schema is a flag of its subcommand, under its own name, and every
+    /// flag is an input, one of the command line's own flags, or a params field the command line
+    /// alone has; the exceptions are listed here.
+    #[test]
+    fn every_input_is_a_flag_of_the_same_name() {
+        // Inputs MCP has and the command line does not (`--staged-only` sets the first three).
+        let mcp_only = [
+            ("precommit", "include_staged"),
+            ("precommit", "include_unstaged"),
+            ("precommit", "include_untracked"),
+            ("precommit", "severity_filter"),
+        ];
+        // Params fields the command line alone has (`#[serde(skip)]`).
+        let cli_only = [("precommit", "staged_only"), ("precommit", "index_file")];
+        let own: Vec<String> = [
+            <ReviewFlags as clap::Args>::augment_args(clap::Command::new("r")),
+            <AnswerFlags as clap::Args>::augment_args(clap::Command::new("a")),
+            <CliFlags as clap::Args>::augment_args(clap::Command::new("c")),
+        ]
+        .iter()
+        .flat_map(|c| {
+            c.get_arguments()
+                .map(|a| a.get_id().to_string())
+                .collect::<Vec<_>>()
+        })
+        .chain(["help".to_string()])
+        .collect();
+        for (args, _) in calls() {
+            let name = args[0];
+            let props = with_args!(tool_command(&args), a => properties(&a));
+            let flags: Vec<String> = subcommand(name)
+                .get_arguments()
+                .map(|a| a.get_id().to_string())
+                .collect();
+            for p in &props {
+                assert!(
+                    flags.contains(p) || mcp_only.contains(&(name, p.as_str())),
+                    "{name}: input {p} has no flag"
+                );
+            }
+            for f in &flags {
+                assert!(
+                    props.contains(f) || own.contains(f) || cli_only.contains(&(name, f.as_str())),
+                    "{name}: flag {f} is not an input"
+                );
+            }
+        }
     }
 
     #[test]
     fn precommit_defaults_review_everything_and_fail_on_high() {
-        let Command::Tool(ToolCommand::Precommit(a)) = parse(&["precommit"]).unwrap() else {
+        let ToolCommand::Precommit(a) = tool_command(&["precommit"]) else {
             panic!("not precommit")
         };
-        assert_eq!(a.fail_on, FailOn::High);
-        assert!(!a.fail_on_unverified);
-        assert_eq!(a.format, ReviewFormat::Text);
+        assert!(matches!(
+            a.printed,
+            Printed::Review {
+                format: ReviewFormat::Text,
+                gate: Gate {
+                    fail_on: FailOn::High,
+                    unverified: false
+                }
+            }
+        ));
         let plan = a.plan(&cwd(), None).unwrap();
         assert_eq!(plan.tool, Tool::Precommit);
         let git = plan.git.unwrap();
@@ -623,8 +523,35 @@ mod tests {
     }
 
     #[test]
+    fn a_review_of_files_does_not_fail_by_default_and_an_answer_prints_text() {
+        let ToolCommand::Codereview(a) = tool_command(&["codereview", "a.rs", "--context", "x"])
+        else {
+            panic!("not codereview")
+        };
+        assert!(matches!(
+            a.printed,
+            Printed::Review {
+                format: ReviewFormat::Text,
+                gate: Gate {
+                    fail_on: FailOn::None,
+                    unverified: false
+                }
+            }
+        ));
+        let ToolCommand::Chat(a) = tool_command(&["chat", "hi"]) else {
+            panic!("not chat")
+        };
+        assert!(matches!(
+            a.printed,
+            Printed::Answer {
+                format: Format::Text
+            }
+        ));
+    }
+
+    #[test]
     fn precommit_flags() {
-        let Command::Tool(ToolCommand::Precommit(a)) = parse(&[
+        let ToolCommand::Precommit(a) = tool_command(&[
             "precommit",
             "--path",
             "sub",
@@ -646,13 +573,19 @@ mod tests {
             "flash",
             "--continuation-id",
             "latest",
-        ])
-        .unwrap() else {
+        ]) else {
             panic!("not precommit")
         };
-        assert_eq!(a.format, ReviewFormat::Sarif);
-        assert_eq!(a.fail_on, FailOn::Medium);
-        assert!(a.fail_on_unverified);
+        assert!(matches!(
+            a.printed,
+            Printed::Review {
+                format: ReviewFormat::Sarif,
+                gate: Gate {
+                    fail_on: FailOn::Medium,
+                    unverified: true
+                }
+            }
+        ));
         let plan = a.plan(&cwd(), None).unwrap();
         let git = plan.git.clone().unwrap();
         assert_eq!(git.path, at("sub"));
@@ -711,7 +644,7 @@ mod tests {
 
     #[test]
     fn tool_subcommands_build_their_tools_plans() {
-        let Command::Tool(ToolCommand::Codereview(a)) = parse(&[
+        let ToolCommand::Codereview(a) = tool_command(&[
             "codereview",
             "src/db.rs",
             "src/pool.rs",
@@ -723,11 +656,19 @@ mod tests {
             "high",
             "--fail-on",
             "high",
-        ])
-        .unwrap() else {
+        ]) else {
             panic!()
         };
-        assert_eq!(a.fail_on, FailOn::High);
+        assert!(matches!(
+            a.printed,
+            Printed::Review {
+                gate: Gate {
+                    fail_on: FailOn::High,
+                    ..
+                },
+                ..
+            }
+        ));
         let plan = a.plan(&cwd(), None).unwrap();
         assert_eq!(plan.tool, Tool::CodeReview);
         assert_eq!(plan.files, vec![at("src/db.rs"), at("src/pool.rs")]);
@@ -739,14 +680,13 @@ mod tests {
             }
         ));
 
-        let Command::Tool(ToolCommand::Chat(a)) = parse(&[
+        let ToolCommand::Chat(a) = tool_command(&[
             "chat",
             "Is a trie overkill?",
             "-f",
             "src/router.rs",
             "--web-search",
-        ])
-        .unwrap() else {
+        ]) else {
             panic!()
         };
         let plan = a.plan(&cwd(), None).unwrap();
@@ -755,7 +695,7 @@ mod tests {
         assert!(plan.web_search);
         assert_eq!(plan.files, vec![at("src/router.rs")]);
 
-        let Command::Tool(ToolCommand::Analyze(a)) = parse(&[
+        let ToolCommand::Analyze(a) = tool_command(&[
             "analyze",
             "src",
             "-q",
@@ -764,32 +704,30 @@ mod tests {
             "security",
             "--output-format",
             "actionable",
-        ])
-        .unwrap() else {
+        ]) else {
             panic!()
         };
         assert_eq!(a.plan(&cwd(), None).unwrap().tool, Tool::Analyze);
 
-        let Command::Tool(ToolCommand::Debug(a)) =
-            parse(&["debug", "-", "--error-context", "trace"]).unwrap()
+        let ToolCommand::Debug(mut a) = tool_command(&["debug", "-", "--error-context", "trace"])
         else {
             panic!()
         };
+        assert_eq!(a.text(), Some("-"));
         let plan = a
             .plan(&cwd(), Some("Panics on empty input".into()))
             .unwrap();
         assert_eq!(plan.tool, Tool::Debug);
         assert!(plan.request.contains("Panics on empty input"));
 
-        let Command::Tool(ToolCommand::Thinkdeep(a)) = parse(&[
+        let ToolCommand::Thinkdeep(a) = tool_command(&[
             "thinkdeep",
             "The deadlock comes from…",
             "--focus-area",
             "concurrency",
             "--thinking-mode",
             "max",
-        ])
-        .unwrap() else {
+        ]) else {
             panic!()
         };
         let plan = a.plan(&cwd(), None).unwrap();
@@ -798,26 +736,56 @@ mod tests {
         assert!(plan.request.contains("concurrency"));
     }
 
+    fn has_text<P: Params>(mut run: Run<P>) -> bool {
+        run.text().is_some()
+    }
+
+    /// A subcommand whose one value is text reads it from stdin when it is `-`; the others have
+    /// no such text.
+    #[test]
+    fn the_positional_text_is_the_one_read_from_stdin() {
+        for (args, _) in calls() {
+            let sub = subcommand(args[0]);
+            let single = sub
+                .get_positionals()
+                .filter(|a| !matches!(a.get_action(), clap::ArgAction::Append))
+                .count();
+            let text = with_args!(tool_command(&args), a => has_text(a));
+            assert_eq!(text, single == 1, "{args:?}");
+        }
+    }
+
     #[test]
     fn plan_errors_name_the_flag() {
-        let Command::Tool(ToolCommand::Chat(a)) = parse(&["chat", "   "]).unwrap() else {
+        let ToolCommand::Chat(a) = tool_command(&["chat", "   "]) else {
             panic!()
         };
         let ToolError::InvalidArgument { field, .. } = a.plan(&cwd(), None).unwrap_err() else {
             panic!()
         };
-        assert_eq!(ChatArgs::flag(&field), "PROMPT");
-        assert_eq!(PrecommitArgs::flag("compare_to"), "--compare-to");
-        assert_eq!(CodeReviewArgs::flag("files[0]"), "FILES");
-        assert_eq!(ThinkDeepArgs::flag("focus_areas[1]"), "--focus-area");
-        let Command::Tool(ToolCommand::Precommit(a)) =
-            parse(&["precommit", "--compare-to=-x"]).unwrap()
-        else {
+        assert_eq!(flag(&subcommand("chat"), &field), "PROMPT");
+        for (sub, field, named) in [
+            ("precommit", "compare_to", "--compare-to"),
+            ("precommit", "files[0]", "--file"),
+            ("precommit", "include_staged", "--include-staged"),
+            ("precommit", "path", "--path"),
+            ("codereview", "files[0]", "FILES"),
+            ("chat", "use_websearch", "--web-search"),
+            ("chat", "images[1]", "--image"),
+            ("debug", "error_description", "DESCRIPTION"),
+            ("investigate", "task", "TASK"),
+            ("investigate", "approval_mode", "--approval-mode"),
+            ("thinkdeep", "current_analysis", "ANALYSIS"),
+            ("thinkdeep", "focus_areas[1]", "--focus-area"),
+        ] {
+            assert_eq!(flag(&subcommand(sub), field), named, "{sub} {field}");
+        }
+        let ToolCommand::Precommit(a) = tool_command(&["precommit", "--compare-to=-x"]) else {
             panic!()
         };
         let ToolError::InvalidArgument { field, .. } = a.plan(&cwd(), None).unwrap_err() else {
             panic!()
         };
-        assert_eq!(PrecommitArgs::flag(&field), "--compare-to");
+        assert_eq!(flag(&subcommand("precommit"), &field), "--compare-to");
     }
 }

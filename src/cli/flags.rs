@@ -1,53 +1,15 @@
-//! Flags shared by the tool subcommands: the common model flags, the output formats and the
-//! `--fail-on` threshold. Each is one small item with its test beside it (ripgrep's habit).
-//!
-//! Choices that name a tool parameter's enum (`--thinking-mode high`, `--review-type quick`)
-//! are listed to clap as strings, so `--help` shows them and clap names the flag when a value is
-//! wrong, and are turned into the tool's own types through serde, the same way the MCP server
-//! reads them: there is one definition of each enum, in `tools/`.
+//! The command line's own flags, the same for every tool subcommand: how the reply is printed
+//! (`--format`, and for reviews the `--fail-on` threshold) and [`CliFlags`]. Each is one small
+//! item with its test beside it (ripgrep's habit). A tool's inputs are not here: they are its
+//! params' own flags (`tools::params`).
 
 use clap::ValueEnum;
-use serde::de::DeserializeOwned;
 
 use crate::tools::review::Severity;
-use crate::tools::{Common, ToolError};
 
-/// `--thinking-mode`'s values (the tools' `thinking_mode`).
-pub const THINKING_MODES: [&str; 5] = ["minimal", "low", "medium", "high", "max"];
-/// `--review-type`'s values (codereview's and precommit's `review_type`).
-pub const REVIEW_TYPES: [&str; 4] = ["full", "security", "performance", "quick"];
-/// `--severity-filter`'s values (codereview's `severity_filter`).
-pub const SEVERITY_FILTERS: [&str; 4] = ["critical", "high", "medium", "all"];
-/// `--analysis-type`'s values (analyze's `analysis_type`).
-pub const ANALYSIS_TYPES: [&str; 5] = [
-    "architecture",
-    "performance",
-    "security",
-    "quality",
-    "general",
-];
-/// `--output-format`'s values (analyze's `output_format`).
-pub const ANALYZE_OUTPUTS: [&str; 3] = ["summary", "detailed", "actionable"];
-
-/// The flags every model-backed subcommand takes (the tools' common parameters).
+/// The flags every tool subcommand takes that are not the tool's inputs.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct CommonArgs {
-    /// Model or alias (pro, flash, flash-lite).
-    #[arg(long, short = 'm', value_name = "MODEL", help_heading = "Model")]
-    pub model: Option<String>,
-    /// Reasoning depth.
-    #[arg(long, value_name = "MODE", value_parser = THINKING_MODES, help_heading = "Model")]
-    pub thinking_mode: Option<String>,
-    /// Sampling temperature, 0 to 1 (best left unset on Gemini 3 and later).
-    #[arg(long, value_name = "T", value_parser = temperature, help_heading = "Model")]
-    pub temperature: Option<f64>,
-    /// Continue a conversation: the continuation_id of an earlier reply (from this command or
-    /// from an MCP client), or "latest".
-    #[arg(long, value_name = "ID", help_heading = "Model")]
-    pub continuation_id: Option<String>,
-    /// An image to include (png, jpeg, webp, gif); repeat for several.
-    #[arg(long = "image", value_name = "PATH", help_heading = "Model")]
-    pub images: Vec<String>,
+pub struct CliFlags {
     /// The Gemini API service tier for this run: standard, flex or priority (overrides
     /// GEMINI_SERVICE_TIER; flex suits hooks and CI).
     #[arg(long, value_name = "TIER", help_heading = "Model")]
@@ -61,37 +23,26 @@ pub struct CommonArgs {
     pub show_request: bool,
 }
 
-impl CommonArgs {
-    /// The tools' common parameters. Image paths are made absolute against `cwd`.
-    pub fn into_common(self, cwd: &std::path::Path) -> Result<Common, ToolError> {
-        Ok(Common {
-            model: self.model,
-            thinking_mode: choice("thinking_mode", self.thinking_mode)?,
-            temperature: self.temperature,
-            continuation_id: self.continuation_id,
-            images: (!self.images.is_empty()).then(|| absolute(cwd, self.images)),
-        })
-    }
+/// How a review is printed, and what fails the run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReviewFlags {
+    /// How to print the review.
+    #[arg(long, value_enum, default_value_t = ReviewFormat::Text)]
+    pub format: ReviewFormat,
+    /// Exit 1 when a finding is at or above this severity.
+    #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::None)]
+    pub fail_on: FailOn,
+    /// Count unverified findings (location not found in what was sent) toward --fail-on.
+    #[arg(long)]
+    pub fail_on_unverified: bool,
 }
 
-fn temperature(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(t) if (0.0..=1.0).contains(&t) => Ok(t),
-        _ => Err("use a number from 0 to 1".into()),
-    }
-}
-
-/// A listed choice turned into the tool's enum (serde, as over MCP).
-pub fn choice<T: DeserializeOwned>(
-    field: &str,
-    value: Option<String>,
-) -> Result<Option<T>, ToolError> {
-    value
-        .map(|v| {
-            serde_json::from_value(serde_json::Value::String(v.clone()))
-                .map_err(|_| ToolError::invalid(field, format!("`{v}` is not a valid choice")))
-        })
-        .transpose()
+/// How an answer is printed.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AnswerFlags {
+    /// How to print the answer.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }
 
 /// Paths as the user typed them, made absolute against the working directory (a shell user
@@ -176,98 +127,6 @@ impl FailOn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gemini::ThinkingMode;
-    use crate::tools::analyze::{AnalysisType, OutputFormat};
-    use crate::tools::codereview::ReviewType;
-    use crate::tools::review::SeverityFilter;
-
-    /// Every value offered to clap is one the tool's own enum accepts.
-    #[test]
-    fn every_listed_choice_is_a_tool_value() {
-        for v in THINKING_MODES {
-            assert!(
-                choice::<ThinkingMode>("t", Some(v.into()))
-                    .unwrap()
-                    .is_some(),
-                "{v}"
-            );
-        }
-        for v in REVIEW_TYPES {
-            assert!(
-                choice::<ReviewType>("t", Some(v.into())).unwrap().is_some(),
-                "{v}"
-            );
-        }
-        for v in SEVERITY_FILTERS {
-            assert!(
-                choice::<SeverityFilter>("t", Some(v.into()))
-                    .unwrap()
-                    .is_some(),
-                "{v}"
-            );
-        }
-        for v in ANALYSIS_TYPES {
-            assert!(
-                choice::<AnalysisType>("t", Some(v.into()))
-                    .unwrap()
-                    .is_some(),
-                "{v}"
-            );
-        }
-        for v in ANALYZE_OUTPUTS {
-            assert!(
-                choice::<OutputFormat>("t", Some(v.into()))
-                    .unwrap()
-                    .is_some(),
-                "{v}"
-            );
-        }
-        let err = choice::<ThinkingMode>("thinking_mode", Some("huge".into())).unwrap_err();
-        assert!(err.to_string().contains("thinking_mode"), "{err}");
-    }
-
-    /// The values a tool parameter's enum takes, read from its schema.
-    fn values_of<T: schemars::JsonSchema>() -> Vec<String> {
-        let schema = schemars::SchemaGenerator::default().into_root_schema_for::<T>();
-        let value = schema.as_value();
-        let listed = value.get("enum").and_then(|e| e.as_array()).cloned();
-        let one_of = value
-            .get("oneOf")
-            .and_then(|o| o.as_array())
-            .map(|variants| {
-                variants
-                    .iter()
-                    .filter_map(|v| v.get("const").or_else(|| v.get("enum")?.get(0)).cloned())
-                    .collect::<Vec<_>>()
-            });
-        listed
-            .or(one_of)
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|v| v.as_str().map(String::from))
-            .collect()
-    }
-
-    /// The lists offered to clap are the tools' enums, whole and in order: a value added to a
-    /// tool's enum fails here until the command line offers it. Read from the schema here, not
-    /// when the command line is parsed: building the schemas at start-up cost 2.5 MB of
-    /// resident memory (`gemini-mcp --version`: 8.0 → 10.7 MB).
-    #[test]
-    fn every_tool_value_is_a_listed_choice() {
-        assert_eq!(values_of::<ThinkingMode>(), THINKING_MODES);
-        assert_eq!(values_of::<ReviewType>(), REVIEW_TYPES);
-        assert_eq!(values_of::<SeverityFilter>(), SEVERITY_FILTERS);
-        assert_eq!(values_of::<AnalysisType>(), ANALYSIS_TYPES);
-        assert_eq!(values_of::<OutputFormat>(), ANALYZE_OUTPUTS);
-    }
-
-    #[test]
-    fn temperature_is_between_zero_and_one() {
-        assert_eq!(temperature("0.3"), Ok(0.3));
-        assert_eq!(temperature("1"), Ok(1.0));
-        assert!(temperature("1.5").is_err());
-        assert!(temperature("warm").is_err());
-    }
 
     #[test]
     fn fail_on_thresholds() {

@@ -39,12 +39,9 @@ use crate::gemini::CallContext;
 use crate::git::GitError;
 use crate::shutdown::Shutdown;
 use crate::term::say;
+use crate::tools::params::Params;
 use crate::tools::{Plan, ToolError};
-use commands::ToolArgs;
-pub use commands::{
-    AnalyzeArgs, ChatArgs, CodeReviewArgs, DebugArgs, InvestigateArgs, PrecommitArgs,
-    ThinkDeepArgs, ToolCommand,
-};
+pub use commands::{Run, ToolCommand};
 use output::Printed;
 
 #[derive(Debug, Parser)]
@@ -224,11 +221,10 @@ async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
 
 /// Runs one tool subcommand: its text from stdin when it is `-`, its plan, the call through the
 /// shared pipeline, and the printed reply.
-async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
-    let name = A::TOOL.name();
-    let flag = A::flag;
-    let printed = args.printed();
-    let (dry_run, show_request) = (args.common().dry_run, args.common().show_request);
+async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> u8 {
+    let name = P::TOOL.name();
+    let printed = args.printed;
+    let (dry_run, show_request) = (args.flags.dry_run, args.flags.show_request);
     let stdin = match args.text() {
         Some(text) => match dash_stdin(text).await {
             Ok(s) => s,
@@ -238,7 +234,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
     };
     let plan = match args.plan(cwd, stdin) {
         Ok(p) => p,
-        Err(e) => return fail(name, flag, e),
+        Err(e) => return fail(name, e),
     };
     let base = sarif_base(config, &plan);
     let app = match App::start(config.clone()).await {
@@ -264,7 +260,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
         spinner.stop().await;
         return match outcome {
             Some(Ok(preview)) => print_preview(&preview, printed, name),
-            Some(Err(e)) => fail(name, flag, e),
+            Some(Err(e)) => fail(name, e),
             None => {
                 say!("gemini-mcp {name}: interrupted");
                 output::COULD_NOT_RUN
@@ -322,7 +318,7 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
             };
             print(&reply, printed, name, &base, &edits)
         }
-        Err(e) => fail(name, flag, e),
+        Err(e) => fail(name, e),
     }
 }
 
@@ -408,14 +404,14 @@ fn sarif_base(config: &Config, plan: &Plan) -> PathBuf {
 
 /// Reports a failed call on stderr: argument errors as clap errors naming the flag, the rest
 /// with what to do. Always exit 2.
-fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
+fn fail(name: &str, e: ToolError) -> u8 {
     match &e {
-        ToolError::InvalidArgument { field, message } => usage_error(name, &flag(field), message),
+        ToolError::InvalidArgument { field, message } => usage_error(name, field, message),
         ToolError::Git(g @ (GitError::NotARepository { .. } | GitError::BadRef { .. })) => {
-            usage_error(name, &flag(e.field().unwrap_or_default()), &g.to_string())
+            usage_error(name, e.field().unwrap_or_default(), &g.to_string())
         }
         ToolError::Collect(crate::collector::CollectError::Image { path, message }) => {
-            usage_error(name, &flag("images"), &format!("{path}: {message}"))
+            usage_error(name, "images", &format!("{path}: {message}"))
         }
         ToolError::TooLarge {
             field,
@@ -423,7 +419,7 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
             limit,
         } => usage_error(
             name,
-            &flag(field),
+            field,
             &format!(
                 "it is {chars} characters, over the {limit} a call carries; put it in a file and pass the file instead"
             ),
@@ -436,14 +432,25 @@ fn fail(name: &str, flag: fn(&str) -> String, e: ToolError) -> u8 {
     }
 }
 
-/// A clap-style usage error for subcommand `name`, naming `flag`.
-fn usage_error(name: &str, flag: &str, message: &str) -> u8 {
+/// A clap-style usage error for subcommand `name`, naming the flag that sets params `field`.
+fn usage_error(name: &str, field: &str, message: &str) -> u8 {
     let mut cmd = Args::command();
     cmd.build();
-    let text = format!("invalid value for '{flag}': {message}");
     let err = match cmd.find_subcommand_mut(name) {
-        Some(sub) => sub.error(clap::error::ErrorKind::ValueValidation, text),
-        None => cmd.error(clap::error::ErrorKind::ValueValidation, text),
+        Some(sub) => {
+            let text = format!(
+                "invalid value for '{}': {message}",
+                commands::flag(sub, field)
+            );
+            sub.error(clap::error::ErrorKind::ValueValidation, text)
+        }
+        None => {
+            let text = format!(
+                "invalid value for '{}': {message}",
+                commands::flag(&cmd, field)
+            );
+            cmd.error(clap::error::ErrorKind::ValueValidation, text)
+        }
     };
     // Through the sink like every line: the message may quote what came from outside.
     say!("{}", err.render().to_string().trim_end());

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::params::{Params, choice};
 use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
@@ -23,20 +24,48 @@ pub enum OutputFormat {
     Actionable,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct AnalyzeParams {
     /// Files or directories to analyze.
+    #[arg(value_name = "FILES", required = true)]
     pub files: Vec<String>,
     /// What to find out about them.
+    #[arg(long, short = 'q', value_name = "TEXT", required = true)]
     pub question: String,
     /// Default general.
+    #[arg(
+        long,
+        value_name = "TYPE",
+        value_parser = choice::<AnalysisType>(),
+        help = "The angle of the analysis"
+    )]
     pub analysis_type: Option<AnalysisType>,
     /// Default detailed.
+    #[arg(
+        long,
+        value_name = "STYLE",
+        value_parser = choice::<OutputFormat>(),
+        help = "The shape of the answer (the tool's output_format; --format is how it is printed)"
+    )]
     pub output_format: Option<OutputFormat>,
     /// Let Gemini search and read the project itself (read-only).
+    #[arg(
+        long,
+        action = clap::ArgAction::SetTrue,
+        help = super::params::EXPLORE_HELP
+    )]
     pub explore: Option<bool>,
     #[serde(flatten)]
+    #[command(flatten)]
     pub common: Common,
+}
+
+impl Params for AnalyzeParams {
+    const TOOL: Tool = Tool::Analyze;
+
+    fn plan(self) -> Result<Plan, ToolError> {
+        plan(self)
+    }
 }
 
 pub fn plan(p: AnalyzeParams) -> Result<Plan, ToolError> {

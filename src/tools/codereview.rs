@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::params::{Params, choice};
 use super::review::SeverityFilter;
 use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
 
@@ -34,24 +35,54 @@ impl ReviewType {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct CodeReviewParams {
     /// Files or directories to review.
+    #[arg(value_name = "FILES", required = true)]
     pub files: Vec<String>,
     /// What the code does and what the review is for.
+    #[arg(long, value_name = "TEXT", required = true)]
     pub context: String,
     /// Default full.
+    #[arg(
+        long,
+        value_name = "TYPE",
+        value_parser = choice::<ReviewType>(),
+        help = "What to look at"
+    )]
     pub review_type: Option<ReviewType>,
     /// Lowest severity reported (default all).
+    #[arg(
+        long,
+        value_name = "SEVERITY",
+        value_parser = choice::<SeverityFilter>(),
+        help = "Lowest severity reported"
+    )]
     pub severity_filter: Option<SeverityFilter>,
     /// Coding standards to check against.
+    #[arg(long, value_name = "TEXT")]
     pub standards: Option<String>,
     /// Areas to look at especially.
+    #[arg(long, value_name = "TEXT")]
     pub focus_on: Option<String>,
     /// Let Gemini search and read the project itself (read-only).
+    #[arg(
+        long,
+        action = clap::ArgAction::SetTrue,
+        help = super::params::EXPLORE_HELP
+    )]
     pub explore: Option<bool>,
     #[serde(flatten)]
+    #[command(flatten)]
     pub common: Common,
+}
+
+impl Params for CodeReviewParams {
+    const TOOL: Tool = Tool::CodeReview;
+
+    fn plan(self) -> Result<Plan, ToolError> {
+        plan(self)
+    }
 }
 
 pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {

@@ -6,26 +6,65 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::params::Params;
 use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
 use crate::gemini::acp::Mode;
 
 /// Steps (function calls) an investigation takes when the call names no `max_steps`.
 pub const DEFAULT_STEPS: u32 = 25;
 
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct InvestigateParams {
     /// The question or task about the project.
+    #[arg(
+        value_name = "TASK",
+        help = "The question or task about the project (\"-\" reads it from stdin)"
+    )]
     pub task: String,
     /// Starting points, sent with the task.
+    #[arg(
+        long = "file",
+        short = 'f',
+        value_name = "PATH",
+        help = "A file or directory to start from (sent with the task); repeat for several"
+    )]
     pub files: Option<Vec<String>>,
     /// Most tool calls (default 25).
+    #[arg(
+        long,
+        value_name = "N",
+        help = "Most tool calls Gemini may make (default 25)"
+    )]
     pub max_steps: Option<u32>,
     /// `gemini` (default) or `gemini-cli` (the CLI's own agent).
+    #[arg(
+        long,
+        value_name = "ENGINE",
+        help = "Who explores: gemini (Gemini with our read-only tools) or gemini-cli (the Gemini CLI's own agent, under the server's approval policy)"
+    )]
     pub engine: Option<String>,
     /// gemini-cli: plan (default, read-only), default; autoEdit, yolo if allowed.
+    #[arg(
+        long,
+        value_name = "MODE",
+        help = "For --engine gemini-cli: plan (read-only, default) or default; autoEdit and yolo (which change files) only where GEMINI_MCP_ACP_ALLOW_MODES lists them"
+    )]
     pub approval_mode: Option<String>,
     #[serde(flatten)]
+    #[command(flatten)]
     pub common: Common,
+}
+
+impl Params for InvestigateParams {
+    const TOOL: Tool = Tool::Investigate;
+
+    fn plan(self) -> Result<Plan, ToolError> {
+        plan(self)
+    }
+
+    fn text(&mut self) -> Option<&mut String> {
+        Some(&mut self.task)
+    }
 }
 
 pub fn plan(p: InvestigateParams) -> Result<Plan, ToolError> {

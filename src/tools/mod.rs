@@ -1,11 +1,12 @@
 //! The eight tools: what each one takes and what it asks of the pipeline.
 //!
 //! Each tool file holds its parameters and a pure `plan()` that turns them into a [`Plan`]; the
-//! tool's other facts (name, descriptions, reply kind, prompt, defaults) are its row of the
-//! table in [`spec`]. The pipeline (`crate::pipeline::run`, through `app::App::run`) does the
-//! rest for every tool: thread → files or git diff → budget → prompt → Gemini → thread →
-//! [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the command line
-//! both call the app.
+//! parameters are one body for both edges, the MCP input schema and the subcommand's flags
+//! ([`params`]). The tool's other facts (name, descriptions, reply kind, prompt, defaults) are
+//! its row of the table in [`spec`]. The pipeline (`crate::pipeline::run`, through
+//! `app::App::run`) does the rest for every tool: thread → files or git diff → budget → prompt →
+//! Gemini → thread → [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the
+//! command line both call the app.
 
 pub mod analyze;
 pub mod chat;
@@ -13,6 +14,7 @@ pub mod codereview;
 pub mod debug;
 pub mod investigate;
 pub mod listmodels;
+pub mod params;
 pub mod precommit;
 pub mod reply;
 pub mod review;
@@ -37,17 +39,49 @@ pub use spec::Tool;
 pub const MAX_TEXT_FIELD_CHARS: usize = 50_000;
 
 /// Parameters every model-backed tool takes.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct Common {
     /// Model or alias (pro, flash, flash-lite); see listmodels.
+    #[arg(
+        long,
+        short = 'm',
+        value_name = "MODEL",
+        help_heading = "Model",
+        help = "Model or alias (pro, flash, flash-lite)"
+    )]
     pub model: Option<String>,
     /// Reasoning depth.
+    #[arg(
+        long,
+        value_name = "MODE",
+        value_parser = params::choice::<ThinkingMode>(),
+        help_heading = "Model"
+    )]
     pub thinking_mode: Option<ThinkingMode>,
     /// 0 to 1; best unset on Gemini 3+.
+    #[arg(
+        long,
+        value_name = "T",
+        value_parser = params::temperature,
+        help_heading = "Model",
+        help = "Sampling temperature, 0 to 1 (best left unset on Gemini 3 and later)"
+    )]
     pub temperature: Option<f64>,
     /// Thread to continue: a reply's id, or "latest".
+    #[arg(
+        long,
+        value_name = "ID",
+        help_heading = "Model",
+        help = "Continue a conversation: the continuation_id of an earlier reply (from this command or from an MCP client), or \"latest\""
+    )]
     pub continuation_id: Option<String>,
     /// Images (png, jpeg, webp, gif).
+    #[arg(
+        long = "image",
+        value_name = "PATH",
+        help_heading = "Model",
+        help = "An image to include (png, jpeg, webp, gif); repeat for several"
+    )]
     pub images: Option<Vec<String>>,
 }
 
