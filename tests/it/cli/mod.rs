@@ -508,7 +508,7 @@ fn json_output_has_the_reply_findings_and_the_outcome() {
 /// What the OASIS SARIF 2.1.0 schema (vendored: `fixtures/sarif/`) finds wrong with `log`.
 fn sarif_schema_errors(log: &Value) -> Vec<String> {
     let schema: Value =
-        serde_json::from_str(include_str!("../../fixtures/sarif/sarif-schema-2.1.0.json")).unwrap();
+        serde_json::from_str(include_str!("../../../fixtures/sarif/sarif-schema-2.1.0.json")).unwrap();
     let validator = jsonschema::options()
         .with_draft(jsonschema::Draft::Draft4)
         .should_validate_formats(true)
