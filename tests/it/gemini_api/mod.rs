@@ -299,7 +299,7 @@ async fn a_hand_written_stream_in_googles_exact_bytes() {
 async fn a_recorded_stream_and_a_recorded_error() {
     let s = setup();
     s.fake.push(Script::sse(include_str!(
-        "../../fixtures/gemini/stream-gemini-2.5-flash.sse"
+        "../../../fixtures/gemini/stream-gemini-2.5-flash.sse"
     )));
     let resp = s.generate(&request("gemini-2.5-flash")).await.unwrap();
     assert_eq!(resp.text, "Okay, let's done.");
@@ -316,7 +316,7 @@ async fn a_recorded_stream_and_a_recorded_error() {
     s.fake.push(Script::raw(
         400,
         "application/json; charset=UTF-8",
-        include_str!("../../fixtures/gemini/error-400-api-key-invalid-array.json"),
+        include_str!("../../../fixtures/gemini/error-400-api-key-invalid-array.json"),
     ));
     let e = s.generate(&request("gemini-2.5-flash")).await.unwrap_err();
     assert!(matches!(e, GeminiError::Api { status: 400, .. }), "{e:?}");
