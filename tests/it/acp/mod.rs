@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::support::mcp::{self, KEY};
 
-const STAND_IN: &str = include_str!("support/acp_stand_in.py");
+const STAND_IN: &str = include_str!("../support/acp_stand_in.py");
 
 struct Agent {
     dir: tempfile::TempDir,
