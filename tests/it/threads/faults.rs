@@ -367,7 +367,7 @@ async fn thread_store_embedded_shared_by_two_processes() {
     let id = ThreadId::new();
     let child = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args([
-            "threads::thread_store_embedded_child_process",
+            "threads::faults::thread_store_embedded_child_process",
             "--exact",
             "--ignored",
             "--nocapture",
