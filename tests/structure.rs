@@ -1,5 +1,5 @@
 //! The shape of the source tree, read from `src/`: which module may import which, and how long a
-//! function and a file may grow.
+//! function and a file may grow (a test file too, under `tests/` as in `src/`).
 //!
 //! The flow runs one way, in layers: the edge (`cli`, then the transports and `server`) holds the
 //! `app`, the `app` runs the `pipeline`, the `pipeline` runs the `tools`' plans, and all of them
@@ -77,9 +77,11 @@ fn collect_rs(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The files declared as `#[cfg(test)] mod name;`: test code, exempt from the rules.
+/// The files declared as `#[cfg(test)] mod name;`, and every file under such a module's
+/// directory (`git/tests/mod.rs` and its `git/tests/changes.rs`): test code, exempt from the rules.
 fn test_module_files(paths: &[PathBuf]) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
+    let mut test_dirs = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(path).unwrap();
         let Ok(ast) = syn::parse_file(&text) else {
@@ -96,10 +98,16 @@ fn test_module_files(paths: &[PathBuf]) -> BTreeSet<PathBuf> {
             {
                 let name = m.ident.to_string();
                 out.insert(dir.join(format!("{name}.rs")));
-                out.insert(dir.join(&name).join("mod.rs"));
+                test_dirs.push(dir.join(&name));
             }
         }
     }
+    out.extend(
+        paths
+            .iter()
+            .filter(|p| test_dirs.iter().any(|d| p.starts_with(d)))
+            .cloned(),
+    );
     out
 }
 
@@ -424,6 +432,49 @@ fn no_source_file_is_longer_than_the_limit() {
     );
 }
 
+/// Longest test file allowed, in lines: a file of `tests/`, or a unit-test module of `src/` in a
+/// file of its own. A file past it holds more than one subject: make it a directory, one file a
+/// subject, its shared helpers in the directory's `mod.rs`.
+const MAX_TEST_FILE_LINES: usize = 1_000;
+
+/// Every test file: each `.rs` under `tests/`, and the files of `src/`'s `#[cfg(test)]` modules.
+fn test_files() -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    collect_rs(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests"),
+        &mut paths,
+    );
+    let mut src = Vec::new();
+    collect_rs(&src_dir(), &mut src);
+    // A test module's file is named both ways (`tests.rs`, `tests/mod.rs`); one exists.
+    paths.extend(test_module_files(&src).into_iter().filter(|p| p.is_file()));
+    paths.sort();
+    paths
+}
+
+#[test]
+fn no_test_file_is_longer_than_the_limit() {
+    let files = test_files();
+    assert!(
+        files.iter().any(|f| f.ends_with("tests/it/main.rs"))
+            && files.iter().any(|f| f.ends_with("src/git/tests/mod.rs")),
+        "the test files were not found: {files:?}"
+    );
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|path| {
+            let lines = std::fs::read_to_string(path).unwrap().lines().count();
+            (lines > MAX_TEST_FILE_LINES).then(|| format!("{}: {lines} lines", relative(path)))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "test files over {MAX_TEST_FILE_LINES} lines (one file a subject: make it a directory \
+         whose mod.rs holds what its files share):\n{}",
+        long.join("\n")
+    );
+}
+
 /// The checks above see what they should: a long function, an upward import and a cycle in a
 /// tree made for the purpose are all caught.
 #[test]
@@ -460,6 +511,27 @@ fn the_checks_catch_what_they_guard() {
     );
     let ast = syn::parse_file(&text).unwrap();
     assert_eq!(lines_outside_tests(&text, &ast), MAX_FILE_LINES + 2);
+
+    // A test module's files are test code, down to its directory's own files; its siblings are not.
+    let tree = tempfile::tempdir().unwrap();
+    let part = tree.path().join("part");
+    std::fs::create_dir_all(part.join("tests")).unwrap();
+    let made = [
+        ("part/mod.rs", "mod other;\n#[cfg(test)]\nmod tests;\n"),
+        ("part/other.rs", "fn other() {}\n"),
+        ("part/tests/mod.rs", "mod subject;\n"),
+        ("part/tests/subject.rs", "#[test]\nfn t() {}\n"),
+    ];
+    for (path, text) in made {
+        std::fs::write(tree.path().join(path), text).unwrap();
+    }
+    let paths: Vec<PathBuf> = made.iter().map(|(p, _)| tree.path().join(p)).collect();
+    let tests = test_module_files(&paths);
+    assert!(
+        tests.contains(&part.join("tests/mod.rs"))
+            && tests.contains(&part.join("tests/subject.rs"))
+    );
+    assert!(!tests.contains(&part.join("other.rs")) && !tests.contains(&part.join("mod.rs")));
 }
 
 /// Files that may write to stdout or stderr without the terminal sink, and why. Everything else

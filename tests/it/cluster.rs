@@ -3,7 +3,7 @@
 //! in theirs; two real servers over HTTP continuing each other's threads and legacy sessions
 //! and sharing the daily cap; a master killed mid-load losing no acknowledged turn; and TLS to
 //! one server and to a cluster, checked against a private CA.
-//! The thread store's behavioural suite runs on a cluster too (`threads.rs`).
+//! The thread store's behavioural suite runs on a cluster too (`threads/suite.rs`).
 
 // The failover test (SIGSTOP) is Unix-only; what only it uses is unused on Windows.
 #![cfg_attr(not(unix), allow(unused_imports))]

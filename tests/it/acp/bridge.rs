@@ -8,7 +8,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, ServerRe
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 
-use super::{Agent, call, chunk, start, structured, text_of};
+use super::{Agent, call, chunk, start, structured, text_of, update};
 use crate::support::http::{HttpServer, Style};
 use crate::support::mcp;
 
@@ -462,5 +462,107 @@ async fn the_bridges_tool_calls_say_what_the_agent_reached() {
         !whole.contains(&root),
         "an absolute path of the project: {whole}"
     );
+    client.cancel().await.unwrap();
+}
+
+/// The ACP bridge profile (`GEMINI_MCP_COMPAT=acp-bridge`): the bridge's `gemini` call onto our
+/// agent engine and policy, with its result fields; `list_models`, `list_sessions`,
+/// `reset_session`.
+#[tokio::test]
+async fn the_acp_bridges_tools_map_onto_the_agent_engine() {
+    let agent = Agent::new(json!([[
+        chunk("agent_thought_chunk", "Reading."),
+        update(
+            "tool_call",
+            json!({"toolCallId": "t1", "title": "ReadFile src/lib.rs", "kind": "read", "status": "completed"})
+        ),
+        chunk("agent_message_chunk", "BRIDGE-ANSWER"),
+    ],]));
+    let client = start(&agent, &[("GEMINI_MCP_COMPAT", "acp-bridge")]).await;
+    let root = agent.root().display().to_string();
+    let bridge = |name: &'static str, args: Value| {
+        let client = &client;
+        async move {
+            let req = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                CallToolRequestParams::new(name).with_arguments(mcp::args(args)),
+            ));
+            let handle = client
+                .send_cancellable_request(req, PeerRequestOptions::no_options())
+                .await
+                .unwrap();
+            match handle.await_response().await.unwrap() {
+                ServerResult::CallToolResult(r) => r,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+    };
+    let models = structured(&bridge("list_models", json!({})).await);
+    assert_eq!(models["process_running"], false);
+    assert_eq!(models["current_model"], "(not started)");
+    assert_eq!(
+        models["approval_modes"],
+        json!(["plan", "default"]),
+        "{models}"
+    );
+
+    let r = bridge(
+        "gemini",
+        json!({"PROMPT": "Why does add subtract?", "cd": root, "model": "flash"}),
+    )
+    .await;
+    let s = structured(&r);
+    assert_ne!(r.is_error, Some(true), "{s}");
+    assert_eq!(s["success"], true);
+    assert_eq!(s["agent_messages"], "BRIDGE-ANSWER");
+    assert_eq!(s["thought"], "Reading.");
+    assert_eq!(s["stop_reason"], "end_turn");
+    assert_eq!(s["tool_calls"][0]["status"], "completed");
+    assert!(s["approval_policy"].as_str().unwrap().starts_with("plan"));
+    let session = s["SESSION_ID"].as_str().unwrap().to_string();
+    assert_eq!(
+        agent.received("session/set_mode")[0]["params"]["modeId"],
+        "plan"
+    );
+
+    // The bridge defaults to yolo; here a mode above what the server allows is refused, not
+    // downgraded. So are a workspace outside the project and what we cannot honour.
+    for (args, says) in [
+        (
+            json!({"PROMPT": "x", "cd": root, "approval_mode": "yolo"}),
+            "GEMINI_MCP_ACP_ALLOW_MODES",
+        ),
+        (json!({"PROMPT": "x", "cd": "/etc"}), "outside"),
+        (
+            json!({"PROMPT": "x", "cd": root, "image_path": "/tmp/a.png"}),
+            "image_path",
+        ),
+        (
+            json!({"PROMPT": "x", "cd": root, "allowed_mcp_servers": ["fs"]}),
+            "allowed_mcp_servers",
+        ),
+        (json!({"cd": root}), "PROMPT"),
+    ] {
+        let r = bridge("gemini", args.clone()).await;
+        let s = structured(&r);
+        assert_eq!(r.is_error, Some(true), "{args}: {s}");
+        assert_eq!(s["success"], false, "{args}");
+        assert!(s["error"].as_str().unwrap().contains(says), "{args}: {s}");
+    }
+    assert_eq!(agent.starts().len(), 1, "refused calls started nothing");
+
+    let sessions = structured(&bridge("list_sessions", json!({})).await);
+    assert_eq!(sessions["count"], 1, "{sessions}");
+    assert_eq!(sessions["sessions"][0]["session_id"], session.as_str());
+    assert_eq!(sessions["sessions"][0]["workspace"], root.as_str());
+    assert_eq!(sessions["sessions"][0]["turn_count"], 1);
+    let none = structured(&bridge("reset_session", json!({"workspace": "/elsewhere"})).await);
+    assert_eq!(
+        none,
+        json!({"reset": [], "count": 0, "message": "No session found for workspace"})
+    );
+    let reset = structured(&bridge("reset_session", json!({})).await);
+    assert_eq!(reset, json!({"reset": "all", "count": 1}));
+    let sessions = structured(&bridge("list_sessions", json!({})).await);
+    assert_eq!(sessions["count"], 0, "{sessions}");
     client.cancel().await.unwrap();
 }
