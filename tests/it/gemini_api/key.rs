@@ -141,7 +141,10 @@ async fn the_key_never_appears_in_errors_or_logs() {
             assert!(!shown.contains(KEY), "key leaked: {shown}");
         }
     }
-    for printed in [format!("{:?}", s.config), format!("{:?}", s.config.gemini.api_key)] {
+    for printed in [
+        format!("{:?}", s.config),
+        format!("{:?}", s.config.gemini.api_key),
+    ] {
         assert!(!printed.contains(KEY), "key leaked: {printed}");
     }
     let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
