@@ -50,11 +50,53 @@ pub enum Screened {
     Ignore,
 }
 
+/// The name a 2025-11-25 task-augmented `tools/call` (SEP-1686: `params.task`) reaches the
+/// server under: rmcp's `tools/call` params have no place for `task` and would drop it.
+pub const SEP1686_CALL: &str = "gemini-mcp/sep1686/tools/call";
+/// The names of a 2025-11-25 `tasks/get` and `tasks/cancel` (no 2026-07-28 `_meta`): rmcp would
+/// read them as the 2026-07-28 extension's, whose answers have another shape.
+pub const SEP1686_GET: &str = "gemini-mcp/sep1686/tasks/get";
+pub const SEP1686_CANCEL: &str = "gemini-mcp/sep1686/tasks/cancel";
+
+/// A 2025-11-25 task request under the name the server handles it by (see [`SEP1686_CALL`]).
+fn rename_sep1686(raw: &[u8]) -> Option<Vec<u8>> {
+    memchr::memmem::find(raw, b"task")?;
+    let mut value: serde_json::Value = serde_json::from_slice(raw).ok()?;
+    let params = value.get("params")?;
+    let renamed = match value.get("method")?.as_str()? {
+        "tools/call" if params.get("task").is_some_and(serde_json::Value::is_object) => {
+            SEP1686_CALL
+        }
+        "tasks/get" | "tasks/cancel"
+            if params
+                .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+                .is_none() =>
+        {
+            if value["method"] == "tasks/get" {
+                SEP1686_GET
+            } else {
+                SEP1686_CANCEL
+            }
+        }
+        _ => return None,
+    };
+    value["method"] = serde_json::Value::String(renamed.into());
+    serde_json::to_vec(&value).ok()
+}
+
 /// Reads one message (a line without its newline, or an HTTP body).
 pub fn screen(raw: &[u8]) -> Screened {
     let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
     match decode(raw) {
         Ok(Some(message)) => {
+            if let Some(lifted) = rename_sep1686(raw)
+                && let Ok(Some(message)) = decode(&lifted)
+            {
+                return Screened::Message {
+                    message,
+                    fixed: Some(lifted),
+                };
+            }
             return Screened::Message {
                 message,
                 fixed: None,

@@ -100,6 +100,8 @@ struct Running {
     stop: CancellationToken,
     /// Cancelled: no new connections or calls.
     draining: CancellationToken,
+    /// The MCP tasks this instance runs: failed, saying why, when the grace is over.
+    tasks: Arc<crate::server::tasks::Tasks>,
 }
 
 /// Binds, starts the app and the routes, and says where it serves; on failure, what went
@@ -144,6 +146,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     ));
 
     let server = Server::new(app.clone());
+    let tasks = server.tasks().clone();
 
     let stop = CancellationToken::new();
     let draining = CancellationToken::new();
@@ -212,6 +215,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         housekeeping,
         stop,
         draining,
+        tasks,
     })
 }
 
@@ -348,6 +352,7 @@ impl Running {
             );
             self.stop.cancel();
             self.app.abort();
+            self.tasks.abandon(CANCEL_GRACE).await;
             let _ = tokio::time::timeout(CANCEL_GRACE, &mut self.serving).await;
         }
         self.stop.cancel();
