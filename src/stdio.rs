@@ -47,7 +47,7 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
     let server = Server::new(app.clone());
     let tasks = server.tasks().clone();
     let running = tokio::select! {
-        r = server.serve(crate::jsonrpc::stdio()) => match r {
+        r = server.serve(crate::jsonrpc::stdio().with_tasks(crate::server::tasks::asks_a_model)) => match r {
             Ok(r) => r,
             // The client closed stdin before initializing: a clean shutdown.
             Err(e) => {
