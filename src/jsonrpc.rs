@@ -50,11 +50,90 @@ pub enum Screened {
     Ignore,
 }
 
+/// The name a 2025-11-25 task-augmented `tools/call` (SEP-1686: `params.task`) reaches the
+/// server under: rmcp's `tools/call` params have no place for `task` and would drop it.
+pub const SEP1686_CALL: &str = "gemini-mcp/sep1686/tools/call";
+/// The names of a 2025-11-25 `tasks/get` and `tasks/cancel` (no 2026-07-28 `_meta`): rmcp would
+/// read them as the 2026-07-28 extension's, whose answers have another shape.
+pub const SEP1686_GET: &str = "gemini-mcp/sep1686/tasks/get";
+pub const SEP1686_CANCEL: &str = "gemini-mcp/sep1686/tasks/cancel";
+
+/// Whether a tool may run as a task (`execution.taskSupport` `optional`, else `forbidden`).
+pub type TaskSupport = fn(&str) -> bool;
+
+/// What a 2025-11-25 session's answers say of tasks that rmcp's types have no place for, added
+/// to the JSON-RPC message on its way out (both transports): the `tasks` capability in the
+/// `initialize` result, and each tool's `execution.taskSupport` in `tools/list`. The caller says
+/// the session is a 2025-11-25 one; an `initialize` result names its version itself.
+pub fn sep1686_answer(message: &mut serde_json::Value, support: TaskSupport) {
+    let Some(result) = message.get_mut("result").and_then(|r| r.as_object_mut()) else {
+        return;
+    };
+    if result.get("protocolVersion").and_then(|v| v.as_str()) == Some("2025-11-25")
+        && let Some(caps) = result
+            .get_mut("capabilities")
+            .and_then(|c| c.as_object_mut())
+    {
+        caps.insert(
+            "tasks".into(),
+            serde_json::json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } }),
+        );
+    }
+    if let Some(tools) = result.get_mut("tools").and_then(|t| t.as_array_mut()) {
+        for tool in tools {
+            let name = tool
+                .get("name")
+                .and_then(|n| n.as_str())
+                .unwrap_or_default();
+            let support = if support(name) {
+                "optional"
+            } else {
+                "forbidden"
+            };
+            tool["execution"] = serde_json::json!({ "taskSupport": support });
+        }
+    }
+}
+
+/// A 2025-11-25 task request under the name the server handles it by (see [`SEP1686_CALL`]).
+fn rename_sep1686(raw: &[u8]) -> Option<Vec<u8>> {
+    memchr::memmem::find(raw, b"task")?;
+    let mut value: serde_json::Value = serde_json::from_slice(raw).ok()?;
+    let params = value.get("params")?;
+    let renamed = match value.get("method")?.as_str()? {
+        "tools/call" if params.get("task").is_some_and(serde_json::Value::is_object) => {
+            SEP1686_CALL
+        }
+        "tasks/get" | "tasks/cancel"
+            if params
+                .pointer("/_meta/io.modelcontextprotocol~1protocolVersion")
+                .is_none() =>
+        {
+            if value["method"] == "tasks/get" {
+                SEP1686_GET
+            } else {
+                SEP1686_CANCEL
+            }
+        }
+        _ => return None,
+    };
+    value["method"] = serde_json::Value::String(renamed.into());
+    serde_json::to_vec(&value).ok()
+}
+
 /// Reads one message (a line without its newline, or an HTTP body).
 pub fn screen(raw: &[u8]) -> Screened {
     let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
     match decode(raw) {
         Ok(Some(message)) => {
+            if let Some(lifted) = rename_sep1686(raw)
+                && let Ok(Some(message)) = decode(&lifted)
+            {
+                return Screened::Message {
+                    message,
+                    fixed: Some(lifted),
+                };
+            }
             return Screened::Message {
                 message,
                 fixed: None,
@@ -248,6 +327,9 @@ pub struct GuardedStdio<R, W: AsyncWrite + Send + Unpin + 'static> {
     in_flight: InFlight,
     /// An answer given here, still being written (kept across cancelled `receive` calls).
     pending: Option<BoxFuture<'static, Result<(), std::io::Error>>>,
+    /// Set for a 2025-11-25 session ([`sep1686_answer`]): which tools may run as tasks.
+    tasks: Option<TaskSupport>,
+    sep1686: bool,
 }
 
 /// The process's stdin and stdout as a [`GuardedStdio`].
@@ -266,7 +348,44 @@ impl<R: AsyncRead + Send + Unpin + 'static, W: AsyncWrite + Send + Unpin + 'stat
             out: AsyncRwTransport::new(tokio::io::empty(), write),
             in_flight: InFlight::default(),
             pending: None,
+            tasks: None,
+            sep1686: false,
         }
+    }
+
+    /// Tells a 2025-11-25 client about tasks ([`sep1686_answer`]).
+    pub fn with_tasks(mut self, support: TaskSupport) -> Self {
+        self.tasks = Some(support);
+        self
+    }
+
+    /// `item`, with what a 2025-11-25 session is told of tasks.
+    fn shape(&mut self, item: ServerJsonRpcMessage) -> ServerJsonRpcMessage {
+        use rmcp::model::{CustomResult, ServerResult};
+        let Some(support) = self.tasks else {
+            return item;
+        };
+        let JsonRpcMessage::Response(response) = &item else {
+            return item;
+        };
+        match &response.result {
+            ServerResult::InitializeResult(init) => {
+                self.sep1686 = init.protocol_version == rmcp::model::ProtocolVersion::V_2025_11_25;
+                if !self.sep1686 {
+                    return item;
+                }
+            }
+            ServerResult::ListToolsResult(_) if self.sep1686 => {}
+            _ => return item,
+        }
+        let Ok(mut value) = serde_json::to_value(&item) else {
+            return item;
+        };
+        sep1686_answer(&mut value, support);
+        ServerJsonRpcMessage::response(
+            ServerResult::CustomResult(CustomResult(value["result"].take())),
+            response.id.clone(),
+        )
     }
 
     /// The next whole line (without `\n` or `\r\n`), `None` at the end of input. Cancel-safe:
@@ -360,6 +479,7 @@ impl<R: AsyncRead + Send + Unpin + 'static, W: AsyncWrite + Send + Unpin + 'stat
         if let Some(id) = answered {
             self.in_flight.set().remove(&id);
         }
+        let item = self.shape(item);
         self.out.send(item)
     }
 

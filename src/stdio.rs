@@ -46,8 +46,9 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
         }
     };
     let server = Server::new(app.clone());
+    let tasks = server.tasks().clone();
     let running = tokio::select! {
-        r = server.serve(crate::jsonrpc::stdio()) => match r {
+        r = server.serve(crate::jsonrpc::stdio().with_tasks(crate::server::tasks::asks_a_model)) => match r {
             Ok(r) => r,
             // The client closed stdin before initializing: a clean shutdown.
             Err(e) => {
@@ -65,7 +66,11 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
     tokio::pin!(waiting);
     tokio::select! {
         r = &mut waiting => return match r {
-            Ok(_) => ExitCode::SUCCESS,
+            Ok(_) => {
+                // The client is gone: nobody can read the tasks still running.
+                tasks.abandon(STDIO_FLUSH).await;
+                ExitCode::SUCCESS
+            }
             Err(e) => {
                 crate::term::say!("gemini-mcp: {e}");
                 ExitCode::from(1)
@@ -89,6 +94,7 @@ pub async fn serve(config: Arc<Config>, mut shutdown: Shutdown) -> ExitCode {
         );
         // A Gemini CLI subprocess leads its own process group: the signal did not reach it.
         app.abort();
+        tasks.abandon(STDIO_FLUSH).await;
         return ExitCode::SUCCESS;
     }
     // Every call has finished: let rmcp write the answers still queued, then stop.

@@ -26,6 +26,7 @@ mod auth;
 mod health;
 mod metrics;
 mod rebinding;
+mod sep1686;
 mod sessions;
 
 use std::collections::HashSet;
@@ -100,6 +101,8 @@ struct Running {
     stop: CancellationToken,
     /// Cancelled: no new connections or calls.
     draining: CancellationToken,
+    /// The MCP tasks this instance runs: failed, saying why, when the grace is over.
+    tasks: Arc<crate::server::tasks::Tasks>,
 }
 
 /// Binds, starts the app and the routes, and says where it serves; on failure, what went
@@ -145,6 +148,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     ));
 
     let server = Server::new(app.clone());
+    let tasks = server.tasks().clone();
 
     let stop = CancellationToken::new();
     let draining = CancellationToken::new();
@@ -213,6 +217,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         housekeeping,
         stop,
         draining,
+        tasks,
     })
 }
 
@@ -349,6 +354,7 @@ impl Running {
             );
             self.stop.cancel();
             self.app.abort();
+            self.tasks.abandon(CANCEL_GRACE).await;
             let _ = tokio::time::timeout(CANCEL_GRACE, &mut self.serving).await;
         }
         self.stop.cancel();
@@ -390,7 +396,7 @@ async fn limit_headers(req: Request, next: Next) -> Response {
 async fn screen_body(
     req: Request,
     max_body: usize,
-) -> Result<(Request, Option<RequestId>), Response> {
+) -> Result<(Request, Option<RequestId>, Option<String>), Response> {
     let (parts, body) = req.into_parts();
     let bytes = axum::body::to_bytes(body, max_body).await.map_err(|_| {
         (
@@ -399,20 +405,22 @@ async fn screen_body(
         )
             .into_response()
     })?;
-    let (bytes, id) = match crate::jsonrpc::screen(&bytes) {
+    let (bytes, id, method) = match crate::jsonrpc::screen(&bytes) {
         Screened::Answer(answer) => {
             return Err((StatusCode::BAD_REQUEST, axum::Json(answer)).into_response());
         }
         Screened::Message { message, fixed } => {
-            let id = match &message {
-                JsonRpcMessage::Request(r) => Some(r.id.clone()),
-                _ => None,
+            let (id, method) = match &message {
+                JsonRpcMessage::Request(r) => {
+                    (Some(r.id.clone()), Some(r.request.method().to_string()))
+                }
+                _ => (None, None),
             };
-            (fixed.map(bytes::Bytes::from).unwrap_or(bytes), id)
+            (fixed.map(bytes::Bytes::from).unwrap_or(bytes), id, method)
         }
-        Screened::Ignore => (bytes, None),
+        Screened::Ignore => (bytes, None, None),
     };
-    Ok((Request::from_parts(parts, Body::from(bytes)), id))
+    Ok((Request::from_parts(parts, Body::from(bytes)), id, method))
 }
 
 /// A request id in flight in a legacy session, freed when its response body is done with.
@@ -507,8 +515,9 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
     req.extensions_mut().insert(owner.clone());
     let mut claimed = None;
     let mut request_id = None;
+    let mut rpc_method = None;
     if method == Method::POST {
-        (req, request_id) = match screen_body(req, guard.max_body).await {
+        (req, request_id, rpc_method) = match screen_body(req, guard.max_body).await {
             Ok(r) => r,
             Err(answer) => return answer,
         };
@@ -519,9 +528,13 @@ async fn guard_mcp(State(guard): State<Guard>, mut req: Request, next: Next) -> 
             }
         }
     }
-    let resp = sessions::REQUEST_OWNER
+    let sep1686 = sep1686::concerns(rpc_method.as_deref(), req.headers());
+    let mut resp = sessions::REQUEST_OWNER
         .scope(owner.clone(), next.run(req))
         .await;
+    if sep1686 {
+        resp = sep1686::rewrite(resp).await;
+    }
     match (&session, resp.headers().get(SESSION_HEADER)) {
         (None, Some(opened)) => {
             if let Ok(opened) = opened.to_str()

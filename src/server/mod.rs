@@ -4,6 +4,7 @@
 
 mod compat;
 mod host;
+pub mod tasks;
 mod tools;
 mod workflows;
 
@@ -58,6 +59,8 @@ fn instructions() -> String {
 pub struct Server {
     app: Arc<App>,
     tool_router: ToolRouter<Server>,
+    /// The MCP tasks (`tasks`), shared by every clone (one per HTTP session).
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl Server {
@@ -82,11 +85,20 @@ impl Server {
             meta.insert("anthropic/maxResultSizeChars".into(), json!(cap));
             route.attr.meta = Some(meta);
         }
-        Server { app, tool_router }
+        Server {
+            app,
+            tool_router,
+            tasks: Arc::default(),
+        }
     }
 
     pub fn app(&self) -> &App {
         &self.app
+    }
+
+    /// The MCP tasks this server runs (for the shutdown).
+    pub fn tasks(&self) -> &Arc<tasks::Tasks> {
+        &self.tasks
     }
 
     /// The body of every tool adapter: parse the arguments (naming the bad field), plan, run the
@@ -134,7 +146,12 @@ impl Server {
     ) -> Result<Reply, ToolError> {
         plan.trace_parent = trace_parent_of(ctx);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        // A task's record says what the call is doing (`tasks::StatusLine`).
+        let status = ctx.extensions.get::<tasks::StatusLine>().cloned();
         let progress: crate::gemini::ProgressFn = Arc::new(move |p| {
+            if let Some(status) = &status {
+                status.set(&p.message);
+            }
             let _ = tx.send(p);
         });
         let call = CallContext {
@@ -373,6 +390,7 @@ impl ServerHandler for Server {
                 .enable_prompts()
                 .enable_resources()
                 .enable_completions()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new(
@@ -380,6 +398,38 @@ impl ServerHandler for Server {
             env!("CARGO_PKG_VERSION"),
         ))
         .with_instructions(instructions())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        self.call_or_start(request, context).await
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.get_task_state(&request.task_id, &context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_task_of(&request.task_id, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_task_of(&request.task_id, &context).await
     }
 
     async fn list_prompts(
@@ -439,8 +489,11 @@ impl ServerHandler for Server {
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
+        if tasks::SEP1686_METHODS.contains(&request.method.as_str()) {
+            return self.sep1686(request, context).await;
+        }
         let method = request.method.as_str();
         if !STANDARD_METHODS.contains(&method) {
             return Err(ErrorData::new(

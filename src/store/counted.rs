@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::tasks::{TaskEntry, TaskId};
 use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::metrics::Metrics;
 use crate::spend::{Day, SpendKey, Spent};
@@ -80,6 +81,22 @@ impl ThreadStore for Counted {
     fn kind(&self) -> &'static str {
         self.inner.kind()
     }
+
+    async fn put_task(&self, entry: &TaskEntry, expires_ms: u64) -> Result<(), ThreadError> {
+        self.count("put_task", self.inner.put_task(entry, expires_ms).await)
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
+        self.count("get_task", self.inner.get_task(id).await)
+    }
+
+    async fn cancel_task(&self, id: TaskId) -> Result<(), ThreadError> {
+        self.count("cancel_task", self.inner.cancel_task(id).await)
+    }
+
+    async fn list_tasks(&self, owner: &Owner, limit: usize) -> Result<Vec<TaskEntry>, ThreadError> {
+        self.count("list_tasks", self.inner.list_tasks(owner, limit).await)
+    }
 }
 
 #[cfg(test)]
@@ -131,6 +148,18 @@ mod tests {
         }
         fn kind(&self) -> &'static str {
             "memory"
+        }
+        async fn put_task(&self, _: &TaskEntry, _: u64) -> Result<(), ThreadError> {
+            Err(down())
+        }
+        async fn get_task(&self, _: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
+            Err(down())
+        }
+        async fn cancel_task(&self, _: TaskId) -> Result<(), ThreadError> {
+            Err(down())
+        }
+        async fn list_tasks(&self, _: &Owner, _: usize) -> Result<Vec<TaskEntry>, ThreadError> {
+            Err(down())
         }
     }
 

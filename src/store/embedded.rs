@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use super::tasks::{TaskEntry, TaskId};
 use super::{
     LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
     title_of,
@@ -67,6 +68,16 @@ CREATE TABLE IF NOT EXISTS counter (
     n   INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO counter (one, n) VALUES (1, 0);
+CREATE TABLE IF NOT EXISTS tasks (
+    id         TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    state      TEXT NOT NULL,
+    lease_ms   INTEGER NOT NULL,
+    cancel     INTEGER NOT NULL DEFAULT 0,
+    expires_ms INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, created_ms);
 ";
 
 type Job = Box<dyn FnOnce(&mut Worker) + Send>;
@@ -609,6 +620,93 @@ impl ThreadStore for EmbeddedStore {
     fn kind(&self) -> &'static str {
         "embedded"
     }
+
+    async fn put_task(&self, entry: &TaskEntry, expires_ms: u64) -> Result<(), ThreadError> {
+        let e = entry.clone();
+        self.call(move |w| {
+            let now = now_ms() as i64;
+            w.conn
+                .execute("DELETE FROM tasks WHERE expires_ms <= ?1", [now])?;
+            w.conn.execute(
+                "INSERT INTO tasks (id, owner, created_ms, state, lease_ms, expires_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (id) DO UPDATE SET state = ?4, lease_ms = ?5, expires_ms = ?6",
+                params![
+                    e.id.to_string(),
+                    e.owner.as_str(),
+                    e.created_ms as i64,
+                    e.state,
+                    e.lease_ms as i64,
+                    expires_ms as i64
+                ],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
+        self.call(move |w| {
+            Ok(w.conn
+                .query_row(
+                    &format!("{TASK_COLUMNS} WHERE id = ?1 AND expires_ms > ?2"),
+                    params![id.to_string(), now_ms() as i64],
+                    task_row,
+                )
+                .optional()?
+                .flatten())
+        })
+        .await
+    }
+
+    async fn cancel_task(&self, id: TaskId) -> Result<(), ThreadError> {
+        self.call(move |w| {
+            w.conn.execute(
+                "UPDATE tasks SET cancel = 1 WHERE id = ?1",
+                [id.to_string()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn list_tasks(&self, owner: &Owner, limit: usize) -> Result<Vec<TaskEntry>, ThreadError> {
+        let owner = owner.as_str().to_string();
+        self.call(move |w| {
+            let mut stmt = w.conn.prepare(&format!(
+                "{TASK_COLUMNS} WHERE owner = ?1 AND expires_ms > ?2 ORDER BY created_ms DESC, id DESC LIMIT ?3"
+            ))?;
+            let rows = stmt.query_map(
+                params![owner, now_ms() as i64, limit as i64],
+                task_row,
+            )?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.extend(row?);
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// The columns a task record is read from, in [`task_row`]'s order.
+const TASK_COLUMNS: &str = "SELECT id, owner, created_ms, state, lease_ms, cancel FROM tasks";
+
+/// A task record read back; a row whose id is not a UUID (not written by us) is skipped.
+fn task_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<TaskEntry>> {
+    let id: String = r.get(0)?;
+    let Ok(id) = id.parse::<TaskId>() else {
+        return Ok(None);
+    };
+    Ok(Some(TaskEntry {
+        id,
+        owner: Owner::stored(Some(&r.get::<_, String>(1)?)),
+        created_ms: r.get::<_, i64>(2)?.max(0) as u64,
+        state: r.get(3)?,
+        lease_ms: r.get::<_, i64>(4)?.max(0) as u64,
+        cancel: r.get::<_, i64>(5)? != 0,
+    }))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::tasks::{MemoryTasks, TaskEntry, TaskId};
 use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::spend::{Day, SpendKey, Spent};
 
@@ -20,6 +21,7 @@ pub struct MemoryStore {
     max_turns: u32,
     spend: Mutex<HashMap<(SpendKey, Day), Spent>>,
     inner: Mutex<(HashMap<ThreadId, Entry>, u64)>,
+    tasks: MemoryTasks,
 }
 
 impl MemoryStore {
@@ -29,6 +31,7 @@ impl MemoryStore {
             max_turns,
             inner: Mutex::new((HashMap::new(), 0)),
             spend: Mutex::default(),
+            tasks: MemoryTasks::default(),
         }
     }
 }
@@ -151,5 +154,23 @@ impl ThreadStore for MemoryStore {
 
     fn kind(&self) -> &'static str {
         "memory"
+    }
+
+    async fn put_task(&self, entry: &TaskEntry, expires_ms: u64) -> Result<(), ThreadError> {
+        self.tasks.put(entry, expires_ms);
+        Ok(())
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
+        Ok(self.tasks.get(id))
+    }
+
+    async fn cancel_task(&self, id: TaskId) -> Result<(), ThreadError> {
+        self.tasks.cancel(id);
+        Ok(())
+    }
+
+    async fn list_tasks(&self, owner: &Owner, limit: usize) -> Result<Vec<TaskEntry>, ThreadError> {
+        Ok(self.tasks.list(owner, limit))
     }
 }

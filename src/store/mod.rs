@@ -20,6 +20,7 @@ pub mod counted;
 pub mod embedded;
 pub mod memory;
 pub mod redis;
+pub mod tasks;
 
 use std::fmt;
 use std::str::FromStr;
@@ -348,6 +349,23 @@ pub trait ThreadStore: Send + Sync {
 
     /// A short name for replies and `listmodels`: `redis`, `embedded`, `memory`.
     fn kind(&self) -> &'static str;
+
+    /// Writes a task's record (`tasks`), kept until `expires_ms`; a cancel request already
+    /// recorded for it stays.
+    async fn put_task(&self, entry: &tasks::TaskEntry, expires_ms: u64) -> Result<(), ThreadError>;
+
+    /// A task's record; `None` when there is none by that id (or it expired).
+    async fn get_task(&self, id: tasks::TaskId) -> Result<Option<tasks::TaskEntry>, ThreadError>;
+
+    /// Records a cancel request for a task, if it exists.
+    async fn cancel_task(&self, id: tasks::TaskId) -> Result<(), ThreadError>;
+
+    /// The live tasks of `owner`, newest first, at most `limit`.
+    async fn list_tasks(
+        &self,
+        owner: &Owner,
+        limit: usize,
+    ) -> Result<Vec<tasks::TaskEntry>, ThreadError>;
 }
 
 /// Where conversation threads live.

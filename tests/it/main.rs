@@ -31,6 +31,7 @@ mod reply;
 mod setup;
 mod stdio;
 mod support;
+mod tasks;
 // A pseudo-terminal; Windows' counterpart is a ConPTY.
 #[cfg(unix)]
 mod terminal;

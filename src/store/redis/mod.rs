@@ -52,6 +52,7 @@
 pub mod connection;
 mod index;
 mod scripts;
+mod tasks;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -61,6 +62,7 @@ use redis::{RedisError, RedisResult, Script, Value};
 use sha2::{Digest, Sha256};
 
 use self::connection::{Connection, Target, Topology, scrub};
+use super::tasks::{TaskEntry, TaskId};
 use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms};
 use crate::secret::Secret;
 use crate::spend::{Day, SpendKey, Spent};
@@ -756,6 +758,22 @@ impl ThreadStore for RedisStore {
 
     fn kind(&self) -> &'static str {
         "redis"
+    }
+
+    async fn put_task(&self, entry: &TaskEntry, expires_ms: u64) -> Result<(), ThreadError> {
+        self.put_task_record(entry, expires_ms).await
+    }
+
+    async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
+        self.get_task_record(id).await
+    }
+
+    async fn cancel_task(&self, id: TaskId) -> Result<(), ThreadError> {
+        self.cancel_task_record(id).await
+    }
+
+    async fn list_tasks(&self, owner: &Owner, limit: usize) -> Result<Vec<TaskEntry>, ThreadError> {
+        self.list_task_records(owner, limit).await
     }
 }
 

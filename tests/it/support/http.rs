@@ -97,6 +97,11 @@ impl HttpServer {
     }
 
     /// `http://127.0.0.1:<port>/mcp`
+    /// The server's process id (for measurements).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub fn url(&self) -> String {
         format!("{}/mcp", self.base)
     }

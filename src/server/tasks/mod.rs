@@ -1,0 +1,634 @@
+//! MCP tasks at the edge: a tool call whose reply is delivered later. The client asks for one —
+//! in the 2026-07-28 revision by declaring the `io.modelcontextprotocol/tasks` extension (the
+//! server then makes every model-backed call a task), in the 2025-11-25 revision (SEP-1686) by a
+//! `task` in the call's params — and gets a task at once; it polls `tasks/get`, reads the reply
+//! (inline in `tasks/get` when done, or `tasks/result`), and may `tasks/cancel` it.
+//!
+//! A task runs the very call a plain `tools/call` runs ([`TaskServer`] hands the same request
+//! to the same handler): the same admission, caps, audit record, metrics and turn; only how the
+//! reply reaches the client changes. Its record lives in the thread store (`store::tasks`), so
+//! any instance on the same store answers for it; the instance running it renews a lease on
+//! the record and reads its cancel flag there, so a cancel sent to another instance reaches it.
+//! A task whose lease lapsed (its instance died) reads as failed, with the reason: it is not
+//! resumed, since its plan is not stored and running it again would spend the Gemini call twice
+//! (ARCHITECTURE.md, Decisions, "Tasks").
+//!
+//! `wire` holds the two revisions' shapes; this file the life cycle.
+
+mod wire;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CreateTaskResult, CustomRequest, CustomResult,
+    ErrorCode, GetTaskResult, JsonObject, ServerResult, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Server;
+use crate::store::tasks::{TaskEntry, TaskId};
+use crate::store::{Owner, now_ms};
+
+pub use wire::Form;
+
+/// A task's lifetime when the client names none: longer than any call's deadline, so a task
+/// that runs to its end is still there to be read.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
+/// The longest lifetime a client may ask for.
+pub const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The shortest.
+pub const MIN_TTL: Duration = Duration::from_secs(1);
+/// How often the client is told to poll.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// How long a record is vouched for by the instance running it; renewed well before.
+pub const LEASE: Duration = Duration::from_secs(10);
+/// How often the instance running a task reads its cancel flag and renews its lease.
+const BEAT: Duration = Duration::from_millis(500);
+/// Most tasks `tasks/list` shows.
+const LIST_LIMIT: usize = 100;
+
+/// Whether a tool asks a model (and so may run as a task): every tool but those that answer at
+/// once from what the server knows (`listmodels`, and the seed servers' listings and reset).
+pub fn asks_a_model(tool: &str) -> bool {
+    const INSTANT: &[&str] = &["list_models", "list_sessions", "reset_session"];
+    tool != crate::tools::spec::LISTMODELS.name && !INSTANT.contains(&tool)
+}
+
+/// What the running call last said it is doing (its progress messages); the runner writes it
+/// into the record. Put in the call's extensions, read by `Server::run`.
+#[derive(Clone, Default)]
+pub struct StatusLine(Arc<Mutex<Option<String>>>);
+
+impl StatusLine {
+    pub fn set(&self, message: &str) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(message.to_string());
+    }
+
+    fn get(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// A task's state as stored (the record's `state`), written only by the instance running it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    v: u32,
+    tool: String,
+    status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    created_ms: u64,
+    updated_ms: u64,
+    ttl_ms: u64,
+    poll_ms: u64,
+    /// The reply (a `CallToolResult`) of a completed task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    result: Option<JsonObject>,
+    /// The JSON-RPC error of a failed task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    error: Option<JsonObject>,
+}
+
+impl State {
+    /// The record as any instance reads it at `now`: a task still marked running whose lease
+    /// lapsed failed with its instance, and one past its TTL failed as expired.
+    fn seen(entry: &TaskEntry, now: u64) -> Option<State> {
+        let mut state: State = serde_json::from_str(&entry.state).ok()?;
+        if state.status.is_terminal() {
+            return Some(state);
+        }
+        if now >= state.created_ms + state.ttl_ms {
+            state.fail(now, expired(state.ttl_ms));
+        } else if entry.lease_ms < now {
+            state.fail(
+                now,
+                format!(
+                    "the server instance running this task stopped before it finished (last seen {} s ago); \
+                     its reply is lost and no turn was saved: call the tool again",
+                    (now - entry.lease_ms + LEASE.as_millis() as u64) / 1000
+                ),
+            );
+        }
+        Some(state)
+    }
+
+    fn fail(&mut self, now: u64, message: String) {
+        self.status = TaskStatus::Failed;
+        self.message = Some(message.clone());
+        self.error = Some(error_object(&ErrorData::internal_error(message, None)));
+        self.updated_ms = now;
+    }
+
+    /// When the record may go: a finished task is kept for its TTL after it finished; a
+    /// running one until one TTL after it would have expired.
+    fn expires_ms(&self) -> u64 {
+        if self.status.is_terminal() {
+            self.updated_ms + self.ttl_ms
+        } else {
+            self.created_ms + 2 * self.ttl_ms
+        }
+    }
+}
+
+fn expired(ttl_ms: u64) -> String {
+    format!(
+        "the task ran past its time to live ({} s) and was stopped; no turn was saved: call the tool again, \
+         asking for a longer `ttl`",
+        ttl_ms / 1000
+    )
+}
+
+fn error_object(e: &ErrorData) -> JsonObject {
+    match serde_json::to_value(e) {
+        Ok(Value::Object(map)) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+/// A task this instance runs.
+struct Running {
+    cancel: CancellationToken,
+    /// Why it was stopped by this instance, when it was (shutdown).
+    stopped: Arc<Mutex<Option<String>>>,
+}
+
+/// The tasks of one server process: where records are kept (the app's store) and the tasks this
+/// instance runs.
+pub struct Tasks {
+    running: Mutex<HashMap<TaskId, Running>>,
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Tasks::new()
+    }
+}
+
+impl Tasks {
+    pub fn new() -> Tasks {
+        Tasks {
+            running: Mutex::default(),
+        }
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Running>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tasks this instance runs now.
+    pub fn in_flight(&self) -> usize {
+        self.running().len()
+    }
+
+    /// Stops every task this instance still runs (the server is shutting down): each is
+    /// recorded as failed, saying so, and no turn is saved. Waits up to `grace` for the records.
+    pub async fn abandon(&self, grace: Duration) {
+        let n = {
+            let running = self.running();
+            for task in running.values() {
+                *task.stopped.lock().unwrap_or_else(|e| e.into_inner()) = Some(
+                    "the server shut down before the task finished; no turn was saved: call the tool again"
+                        .into(),
+                );
+                task.cancel.cancel();
+            }
+            running.len()
+        };
+        if n == 0 {
+            return;
+        }
+        tracing::info!(tasks = n, "stopping the tasks still running");
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Starts `request` as a task of `owner` and returns its first state at once (after its
+    /// record is stored, so a `tasks/get` on any instance finds it).
+    async fn start(
+        self: &Arc<Self>,
+        server: Server,
+        ttl: Duration,
+        request: CallToolRequestParams,
+        mut ctx: RequestContext<RoleServer>,
+    ) -> Result<(TaskId, State), ErrorData> {
+        let tool = request.name.to_string();
+        let owner = super::owner_of(&ctx);
+        let id = TaskId::new_v4();
+        let now = now_ms();
+        let state = State {
+            v: 1,
+            tool: tool.clone(),
+            status: TaskStatus::Working,
+            message: Some(format!("{tool}: starting")),
+            created_ms: now,
+            updated_ms: now,
+            ttl_ms: ttl.as_millis() as u64,
+            poll_ms: POLL_INTERVAL.as_millis() as u64,
+            result: None,
+            error: None,
+        };
+        let store = server.app().store();
+        write(store, id, &owner, &state).await.map_err(|e| {
+            ErrorData::internal_error(format!("the task could not be stored: {e}"), None)
+        })?;
+        let cancel = CancellationToken::new();
+        let stopped = Arc::new(Mutex::new(None));
+        self.running().insert(
+            id,
+            Running {
+                cancel: cancel.clone(),
+                stopped: stopped.clone(),
+            },
+        );
+        // The call runs on its own: the request that started it is answered now. Progress goes
+        // to the record, not to a token the client stops listening to with this answer.
+        let status = StatusLine::default();
+        ctx.ct = cancel.clone();
+        ctx.meta.remove("progressToken");
+        ctx.extensions.insert(status.clone());
+        let tasks = self.clone();
+        let first = state.clone();
+        tokio::spawn(async move {
+            let run = Run {
+                id,
+                owner,
+                state,
+                cancel,
+                stopped,
+                status,
+            };
+            run.drive(&server, request, ctx).await;
+            tasks.running().remove(&id);
+        });
+        Ok((id, first))
+    }
+
+    /// The task `id` of `owner` as it stands; another owner's task is unknown.
+    async fn read(&self, server: &Server, id: &str, owner: &Owner) -> Result<State, ErrorData> {
+        let Ok(task) = id.trim().parse::<TaskId>() else {
+            return Err(unknown(id));
+        };
+        let entry = server
+            .app()
+            .store()
+            .get_task(task)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        match entry {
+            Some(e) if &e.owner == owner => State::seen(&e, now_ms()).ok_or_else(|| unknown(id)),
+            _ => Err(unknown(id)),
+        }
+    }
+
+    /// Asks the task to stop (wherever it runs); the answer is its state after the request.
+    async fn cancel(&self, server: &Server, id: &str, owner: &Owner) -> Result<State, ErrorData> {
+        let state = self.read(server, id, owner).await?;
+        if state.status.is_terminal() {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "task {} is already {}; a finished task cannot be cancelled",
+                    crate::echo::echo(id),
+                    wire::status_name(state.status)
+                ),
+                None,
+            ));
+        }
+        let task: TaskId = id.trim().parse().map_err(|_| unknown(id))?;
+        if let Some(r) = self.running().get(&task) {
+            r.cancel.cancel();
+        }
+        server
+            .app()
+            .store()
+            .cancel_task(task)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        Ok(state)
+    }
+
+    /// `owner`'s tasks, newest first.
+    async fn list(
+        &self,
+        server: &Server,
+        owner: &Owner,
+    ) -> Result<Vec<(TaskId, State)>, ErrorData> {
+        let entries = server
+            .app()
+            .store()
+            .list_tasks(owner, LIST_LIMIT)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let now = now_ms();
+        Ok(entries
+            .iter()
+            .filter_map(|e| Some((e.id, State::seen(e, now)?)))
+            .collect())
+    }
+
+    /// Waits until the task is finished (`tasks/result`), reading the record at the poll interval.
+    async fn finished(
+        &self,
+        server: &Server,
+        id: &str,
+        owner: &Owner,
+        ct: &CancellationToken,
+    ) -> Result<State, ErrorData> {
+        loop {
+            let state = self.read(server, id, owner).await?;
+            if state.status.is_terminal() {
+                return Ok(state);
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+                _ = ct.cancelled() => return Err(ErrorData::invalid_request("cancelled", None)),
+            }
+        }
+    }
+}
+
+fn unknown(id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!(
+            "unknown task: {} (no such task, it expired after its time to live, or it belongs to another client)",
+            crate::echo::echo(id)
+        ),
+        None,
+    )
+}
+
+/// Writes `state` as the record of task `id`, vouched for until a lease from now.
+async fn write(
+    store: &dyn crate::store::ThreadStore,
+    id: TaskId,
+    owner: &Owner,
+    state: &State,
+) -> Result<(), crate::store::ThreadError> {
+    let entry = TaskEntry {
+        id,
+        owner: owner.clone(),
+        created_ms: state.created_ms,
+        state: serde_json::to_string(state).unwrap_or_default(),
+        lease_ms: now_ms() + LEASE.as_millis() as u64,
+        cancel: false,
+    };
+    store.put_task(&entry, state.expires_ms()).await
+}
+
+/// One task being run by this instance.
+struct Run {
+    id: TaskId,
+    owner: Owner,
+    state: State,
+    cancel: CancellationToken,
+    stopped: Arc<Mutex<Option<String>>>,
+    status: StatusLine,
+}
+
+impl Run {
+    /// Runs the call to its end (or its cancellation, or its TTL) while renewing the record,
+    /// then writes the outcome.
+    async fn drive(
+        mut self,
+        server: &Server,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) {
+        let store = server.app().store();
+        let started = tokio::time::Instant::now();
+        let work = server.plain_call(request, ctx);
+        tokio::pin!(work);
+        let expiry = tokio::time::sleep(Duration::from_millis(self.state.ttl_ms));
+        tokio::pin!(expiry);
+        let mut beat = tokio::time::interval(BEAT);
+        let mut renewed = tokio::time::Instant::now();
+        let mut expired_now = false;
+        let outcome = loop {
+            tokio::select! {
+                r = &mut work => break Some(r),
+                _ = &mut expiry, if !expired_now => {
+                    expired_now = true;
+                    self.cancel.cancel();
+                }
+                _ = beat.tick() => {
+                    if !self.cancel.is_cancelled()
+                        && let Ok(Some(e)) = store.get_task(self.id).await
+                        && e.cancel
+                    {
+                        self.cancel.cancel();
+                    }
+                    let message = self
+                        .status
+                        .get()
+                        .map(|m| format!("{}: {m} ({} s)", self.state.tool, started.elapsed().as_secs()));
+                    let changed = message.is_some() && message != self.state.message;
+                    if changed || renewed.elapsed() >= LEASE / 3 {
+                        if changed {
+                            self.state.message = message;
+                        }
+                        self.state.updated_ms = now_ms();
+                        if let Err(e) = write(store, self.id, &self.owner, &self.state).await {
+                            tracing::warn!(task = %self.id, "cannot renew the task's record: {e}");
+                        } else {
+                            renewed = tokio::time::Instant::now();
+                        }
+                    }
+                }
+            }
+        };
+        let now = now_ms();
+        let stopped = self
+            .stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match (outcome, stopped) {
+            (_, Some(reason)) => self.state.fail(now, reason),
+            _ if expired_now => self.state.fail(now, expired(self.state.ttl_ms)),
+            _ if self.cancel.is_cancelled() => {
+                self.state.status = TaskStatus::Cancelled;
+                self.state.message =
+                    Some(format!("{}: cancelled; no turn was saved", self.state.tool));
+                self.state.updated_ms = now;
+            }
+            (Some(Ok(response)), None) => {
+                let result = match response {
+                    CallToolResponse::Complete(r) => serde_json::to_value(&r),
+                    CallToolResponse::InputRequired(r) => serde_json::to_value(&r),
+                    CallToolResponse::Task(r) => serde_json::to_value(&r),
+                    other => serde_json::to_value(ServerResult::from(other)),
+                };
+                self.state.status = TaskStatus::Completed;
+                self.state.message = Some(format!("{}: done", self.state.tool));
+                self.state.result = Some(match result {
+                    Ok(Value::Object(map)) => map,
+                    _ => JsonObject::new(),
+                });
+                self.state.updated_ms = now;
+            }
+            (Some(Err(e)), None) => {
+                self.state.status = TaskStatus::Failed;
+                self.state.message = Some(e.message.to_string());
+                self.state.error = Some(error_object(&e));
+                self.state.updated_ms = now;
+            }
+            (None, None) => self.state.fail(now, "the task stopped".into()),
+        }
+        if let Err(e) = write(store, self.id, &self.owner, &self.state).await {
+            tracing::warn!(task = %self.id, "cannot store the task's outcome: {e}");
+        }
+    }
+}
+
+/// The 2025-11-25 methods `jsonrpc::screen` hands the server under their own names (rmcp
+/// would parse `tasks/get` and `tasks/cancel` as the extension's, and `tools/call` without its
+/// `task`), and `tasks/result` and `tasks/list`, which rmcp does not know.
+pub const SEP1686_METHODS: &[&str] = &[
+    crate::jsonrpc::SEP1686_CALL,
+    crate::jsonrpc::SEP1686_GET,
+    crate::jsonrpc::SEP1686_CANCEL,
+    "tasks/result",
+    "tasks/list",
+];
+
+impl Server {
+    /// A plain `tools/call`: the tool's route.
+    pub(super) async fn plain_call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, ctx);
+        self.tool_router.call(tcc).await
+    }
+
+    /// Whether a call of `tool` may run as a task.
+    fn runs_as_task(&self, tool: &str) -> bool {
+        self.tool_router.map.contains_key(tool) && asks_a_model(tool)
+    }
+
+    /// `tools/call`: a task when the request declares the 2026-07-28 tasks extension and the
+    /// tool asks a model; the plain call otherwise.
+    pub(super) async fn call_or_start(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let as_task = wire::form_of(&ctx) == Form::Extension
+            && wire::declares_extension(&ctx)
+            && self.runs_as_task(&request.name);
+        if !as_task {
+            return self.plain_call(request, ctx).await;
+        }
+        let (id, state) = self
+            .tasks
+            .start(self.clone(), DEFAULT_TTL, request, ctx)
+            .await?;
+        Ok(CallToolResponse::Task(CreateTaskResult::new(wire::task(
+            id, &state,
+        ))))
+    }
+
+    /// `tasks/get` (2026-07-28).
+    pub(super) async fn get_task_state(
+        &self,
+        id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let state = self.tasks.read(self, id, &super::owner_of(ctx)).await?;
+        Ok(wire::detailed(id, &state))
+    }
+
+    /// `tasks/cancel` (2026-07-28).
+    pub(super) async fn cancel_task_of(
+        &self,
+        id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .cancel(self, id, &super::owner_of(ctx))
+            .await
+            .map(|_| ())
+    }
+
+    /// `tasks/update` (2026-07-28): no task of ours asks for input yet, so responses to requests
+    /// it did not make are ignored, as the extension says, once the task is known to be the
+    /// caller's.
+    pub(super) async fn update_task_of(
+        &self,
+        id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks
+            .read(self, id, &super::owner_of(ctx))
+            .await
+            .map(|_| ())
+    }
+
+    /// The 2025-11-25 task methods ([`SEP1686_METHODS`]).
+    pub(super) async fn sep1686(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let owner = super::owner_of(&ctx);
+        let params = request.params.unwrap_or(Value::Null);
+        let id = || wire::task_id_param(&params);
+        let answer = match request.method.as_str() {
+            crate::jsonrpc::SEP1686_CALL => {
+                let ttl = params
+                    .get("task")
+                    .and_then(|t| t.get("ttl"))
+                    .and_then(Value::as_u64)
+                    .map_or(DEFAULT_TTL, Duration::from_millis)
+                    .clamp(MIN_TTL, MAX_TTL);
+                let call: CallToolRequestParams =
+                    serde_json::from_value(params.clone()).map_err(|e| {
+                        ErrorData::invalid_params(
+                            format!("invalid params for `tools/call`: {e}"),
+                            None,
+                        )
+                    })?;
+                if !self.tool_router.map.contains_key(call.name.as_ref()) {
+                    return Err(ErrorData::invalid_params(
+                        format!("tool not found: {}", crate::echo::echo(&call.name)),
+                        None,
+                    ));
+                }
+                if !asks_a_model(&call.name) {
+                    return Err(ErrorData::new(
+                        ErrorCode::METHOD_NOT_FOUND,
+                        format!(
+                            "`{}` answers at once and cannot run as a task (its `execution.taskSupport` is `forbidden`): call it without `task`",
+                            crate::echo::echo(&call.name)
+                        ),
+                        None,
+                    ));
+                }
+                let (id, state) = self.tasks.start(self.clone(), ttl, call, ctx).await?;
+                wire::created_sep1686(id, &state)
+            }
+            crate::jsonrpc::SEP1686_GET => {
+                let id = id()?;
+                wire::sep1686_task(&id, &self.tasks.read(self, &id, &owner).await?)
+            }
+            crate::jsonrpc::SEP1686_CANCEL => {
+                let id = id()?;
+                wire::cancelled_sep1686(&id, &self.tasks.cancel(self, &id, &owner).await?)
+            }
+            "tasks/result" => {
+                let id = id()?;
+                wire::result(&id, &self.tasks.finished(self, &id, &owner, &ctx.ct).await?)?
+            }
+            _ => wire::list(&self.tasks.list(self, &owner).await?),
+        };
+        Ok(CustomResult(answer))
+    }
+}
