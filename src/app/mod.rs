@@ -104,7 +104,7 @@ impl App {
     }
 
     /// The Gemini CLI agent pool, if it was started.
-    pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
+    pub fn agents(&self) -> Option<&Arc<crate::gemini::AgentPool>> {
         self.services.agents()
     }
 

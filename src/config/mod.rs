@@ -182,7 +182,7 @@ pub struct AcpConfig {
     /// Most agent processes alive at once.
     pub max_processes: usize,
     /// Approval modes that change files or run commands, allowed by the operator.
-    pub allowed_modes: Vec<crate::gemini::acp::Mode>,
+    pub allowed_modes: Vec<crate::gemini::AgentMode>,
 }
 
 /// Settings of the Streamable HTTP transport only.

@@ -563,7 +563,7 @@ pub const SETTINGS: &[Setting] = &[
             let raw = var.get().unwrap_or_default();
             c.acp.allowed_modes = Vec::new();
             for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                match crate::gemini::acp::Mode::parse(item) {
+                match crate::gemini::AgentMode::parse(item) {
                     Some(m) => c.acp.allowed_modes.push(m),
                     None => {
                         return Err(var.invalid(format!(

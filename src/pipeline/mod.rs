@@ -125,7 +125,7 @@ impl Services {
     }
 
     /// The Gemini CLI agent pool, if it was started.
-    pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
+    pub fn agents(&self) -> Option<&Arc<crate::gemini::AgentPool>> {
         self.gemini.started_agents()
     }
 

@@ -296,11 +296,10 @@ impl Server {
     async fn bridge_list_models(&self) -> Result<CallToolResult, ErrorData> {
         let report = crate::tools::listmodels::report(self.app.gemini(), self.app.store_kind());
         let models: Vec<String> = report.models.iter().map(|m| m.id.clone()).collect();
-        let modes: Vec<&str> =
-            crate::gemini::acp::usable_modes(&self.app.config().acp.allowed_modes)
-                .into_iter()
-                .map(|m| m.id())
-                .collect();
+        let modes: Vec<&str> = crate::gemini::usable_modes(&self.app.config().acp.allowed_modes)
+            .into_iter()
+            .map(|m| m.id())
+            .collect();
         let current = self.app.agents().and_then(|p| p.current_model());
         Ok(bridge(json!({
             "models": models,

@@ -117,7 +117,7 @@ pub struct Plan {
     pub explore: Option<u32>,
     /// The Gemini CLI's own agent investigates instead, in this approval mode
     /// (`engine: "gemini-cli"`).
-    pub agent: Option<crate::gemini::acp::Mode>,
+    pub agent: Option<crate::gemini::AgentMode>,
     /// Who is calling, for the threads they may continue: `local` unless the transport says
     /// otherwise (HTTP sets the token's owner).
     pub owner: Owner,

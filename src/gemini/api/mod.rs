@@ -34,11 +34,10 @@ pub mod wire;
 use answer::{Answer, strip_hint};
 use retry::{Failure, RetryPolicy, Retryable};
 use sse::SseSplitter;
-pub use vertex::VertexSettings;
 use wire::{ErrorBody, GenerateContentResponse};
 
 use crate::gemini::models::ModelInfo;
-use crate::gemini::settings::Settings;
+use crate::gemini::settings::{Settings, VertexSettings};
 use crate::gemini::vocabulary::{
     CallContext, GeminiError, GenerateRequest, GenerateResponse, ServiceTier,
 };

@@ -368,11 +368,7 @@ impl Reply {
 
     /// Records what the Gemini CLI's agent did: its tool calls, plan, thought, session, the
     /// permissions it asked for and the policy that answered, and the files it read.
-    pub fn set_agent(
-        &mut self,
-        run: &crate::gemini::acp::AgentRun,
-        mode: crate::gemini::acp::Mode,
-    ) {
+    pub fn set_agent(&mut self, run: &crate::gemini::AgentRun, mode: crate::gemini::AgentMode) {
         let mut read: Vec<String> = Vec::new();
         for c in run.tool_calls.iter().filter(|c| c.kind == "read") {
             for f in c.files() {

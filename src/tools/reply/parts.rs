@@ -299,7 +299,7 @@ pub struct PermissionView {
 }
 
 impl AgentView {
-    pub fn new(run: &crate::gemini::acp::AgentRun, mode: crate::gemini::acp::Mode) -> AgentView {
+    pub fn new(run: &crate::gemini::AgentRun, mode: crate::gemini::AgentMode) -> AgentView {
         AgentView {
             engine: "gemini-cli".into(),
             session_id: run.session_id.clone(),
