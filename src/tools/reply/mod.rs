@@ -31,8 +31,7 @@ pub use finish::Finished;
 pub use kind::ReplyKind;
 pub use lists::NotListed;
 pub use parts::{
-    AgentView, ChangedFileView, FallbackView, LeftOut, LeftOutReason, StepView, UsageView,
-    WebSource,
+    AgentView, ChangedFileView, FallbackView, LeftOut, StepView, UsageView, WebSource,
 };
 
 /// What kind of answer this is.
