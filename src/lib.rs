@@ -19,6 +19,7 @@ pub mod limits;
 pub mod metrics;
 pub mod pipeline;
 pub mod redact;
+pub mod reply;
 pub mod schema;
 pub mod secret;
 pub mod server;

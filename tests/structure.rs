@@ -1034,9 +1034,9 @@ const KNOWN_FILE_CYCLES: &[&str] = &[
     "src/gemini/cli/acp",
     "src/git",
     "src/pipeline",
+    "src/reply",
     "src/server",
     "src/store",
-    "src/tools/reply",
 ];
 
 #[test]

@@ -734,7 +734,7 @@ mod tests {
         assert!(matches!(
             plan.output,
             Output::Review {
-                min_severity: crate::tools::review::Severity::High,
+                min_severity: crate::reply::review::Severity::High,
                 verdict: false
             }
         ));

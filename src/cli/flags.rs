@@ -9,7 +9,7 @@
 use clap::ValueEnum;
 use serde::de::DeserializeOwned;
 
-use crate::tools::review::Severity;
+use crate::reply::review::Severity;
 use crate::tools::{Common, ToolError};
 
 /// `--thinking-mode`'s values (the tools' `thinking_mode`).
@@ -177,9 +177,9 @@ impl FailOn {
 mod tests {
     use super::*;
     use crate::gemini::ThinkingMode;
+    use crate::reply::review::SeverityFilter;
     use crate::tools::analyze::{AnalysisType, OutputFormat};
     use crate::tools::codereview::ReviewType;
-    use crate::tools::review::SeverityFilter;
 
     /// Every value offered to clap is one the tool's own enum accepts.
     #[test]

@@ -375,7 +375,7 @@ fn print_preview(preview: &crate::pipeline::preview::Preview, printed: Printed, 
 
 /// Prints a reply; a failure to write is exit 2.
 fn print(
-    reply: &crate::tools::reply::Finished,
+    reply: &crate::reply::Finished,
     printed: Printed,
     name: &str,
     base: &std::path::Path,

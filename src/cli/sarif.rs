@@ -19,8 +19,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::edits::{Edits, FileEdits, Placed, position};
-use crate::tools::reply::Finished;
-use crate::tools::review::{Finding, Severity};
+use crate::reply::Finished;
+use crate::reply::review::{Finding, Severity};
 
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -268,8 +268,8 @@ fn capitalise(s: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::tools::reply::{Reply, ReviewBody};
-    use crate::tools::review::Edit;
+    use crate::reply::review::Edit;
+    use crate::reply::{Reply, ReviewBody};
 
     /// What the OASIS SARIF 2.1.0 schema (vendored: `fixtures/sarif/`) finds wrong with `log`.
     pub(crate) fn schema_errors(log: &Value) -> Vec<String> {

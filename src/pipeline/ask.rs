@@ -10,9 +10,10 @@ use super::meter::Meter;
 use super::{Services, blocking, earlier_turns, investigation, prompt};
 use crate::gemini::models::ModelInfo;
 use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part, ServiceTier};
+use crate::reply::investigation::Investigation;
+use crate::reply::review;
 use crate::spend::{Estimate, Hold};
-use crate::tools::reply::investigation::Investigation;
-use crate::tools::{Output, Plan, ToolError, review};
+use crate::tools::{Output, Plan, ToolError};
 
 /// What Gemini did besides answering: an investigation with our tools, or the Gemini CLI's
 /// agent with its own.

@@ -4,7 +4,7 @@
 //! tool's other facts (name, descriptions, reply kind, prompt, defaults) are its row of the
 //! table in [`spec`]. The pipeline (`crate::pipeline::run`, through `app::App::run`) does the
 //! rest for every tool: thread → files or git diff → budget → prompt → Gemini → thread →
-//! [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the command line
+//! [`Reply`](crate::reply::Reply). Nothing here knows MCP or the pipeline; the server and the command line
 //! both call the app.
 
 pub mod analyze;
@@ -14,8 +14,6 @@ pub mod debug;
 pub mod investigate;
 pub mod listmodels;
 pub mod precommit;
-pub mod reply;
-pub mod review;
 pub mod spec;
 pub mod thinkdeep;
 
@@ -29,8 +27,9 @@ use serde::Deserialize;
 use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::{DiffRequest, GitError};
+pub use crate::reply::Reply;
+use crate::reply::review;
 use crate::store::{Owner, ThreadError, ThreadId};
-pub use reply::Reply;
 pub use spec::Tool;
 
 /// The longest text field the transport carries reliably; larger inputs get `resend_prompt`.

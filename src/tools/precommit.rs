@@ -4,9 +4,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::codereview::ReviewType;
-use super::review::SeverityFilter;
 use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
 use crate::git::DiffRequest;
+use crate::reply::review::SeverityFilter;
 
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 pub struct PrecommitParams {

@@ -19,13 +19,14 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::review::{Clarification, Finding, Severity, Verdict};
+use review::{Clarification, Finding, Severity, Verdict};
 
 mod finish;
 pub mod investigation;
 mod kind;
 mod lists;
 mod parts;
+pub mod review;
 mod wire;
 pub use finish::Finished;
 pub use kind::ReplyKind;
