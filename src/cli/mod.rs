@@ -15,12 +15,12 @@ mod audit;
 mod codequality;
 mod commands;
 mod doctor;
-mod edits;
 mod flags;
 pub mod hook;
 mod locations;
 mod output;
 mod patch;
+mod placed_edits;
 mod progress;
 mod sarif;
 mod threads;
@@ -316,9 +316,9 @@ async fn tool<A: ToolArgs>(config: &Arc<Config>, cwd: &Path, args: A) -> u8 {
             let mut reply = reply.finish(None);
             locations::check(&mut reply, &base, app.collector().sandbox());
             let edits = if printed.wants_edits() {
-                edits::gather(reply.findings(), app.collector())
+                placed_edits::gather(reply.findings(), app.collector())
             } else {
-                edits::Edits::default()
+                placed_edits::Edits::default()
             };
             print(&reply, printed, name, &base, &edits)
         }
@@ -379,7 +379,7 @@ fn print(
     printed: Printed,
     name: &str,
     base: &std::path::Path,
-    edits: &edits::Edits,
+    edits: &placed_edits::Edits,
 ) -> u8 {
     match output::print(reply, printed, name, base, edits) {
         Ok(code) => code,

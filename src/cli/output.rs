@@ -15,8 +15,8 @@ use std::path::Path;
 use anstyle::{AnsiColor, Style};
 use serde_json::Value;
 
-use super::edits::Edits;
 use super::flags::{FailOn, Format, ReviewFormat};
+use super::placed_edits::Edits;
 use super::{codequality, patch, sarif};
 use crate::reply::review::{Finding, Severity, Verdict};
 use crate::reply::{Finished, Status};

@@ -11,14 +11,14 @@
 //! quarter of that (22.5, 17.5, 12.5, 7.5), below every verified finding. A finding moved to
 //! where its evidence is keeps the line Gemini gave in `properties.line_given`. A checked edit is
 //! a `fix`: one artifact change replacing the region of `old` (lines and columns in UTF-16 code
-//! units, the run's explicit `columnKind`, counted in the file as read by [`super::edits`]) by
+//! units, the run's explicit `columnKind`, counted in the file as read by [`super::placed_edits`]) by
 //! `new`.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::edits::{Edits, FileEdits, Placed, position};
+use super::placed_edits::{Edits, FileEdits, Placed, position};
 use crate::reply::Finished;
 use crate::reply::review::{Finding, Severity};
 
@@ -399,7 +399,7 @@ pub(crate) mod tests {
             min: Severity::Low,
         })
         .finish(None);
-        let edits = crate::cli::edits::gather(reply.findings(), &collector);
+        let edits = crate::cli::placed_edits::gather(reply.findings(), &collector);
         assert_eq!(edits.notes.len(), 1, "{:?}", edits.notes);
         assert!(edits.notes[0].contains("overlaps"), "{:?}", edits.notes);
         let log = log(&reply, "codereview", &root, &edits);
