@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::lists::{self, NotListed};
 use super::parts::LeftOut;
-use super::wire::Wire;
+use super::structured::Wire;
 use super::{Body, Exploration, Reply, Status};
 use crate::reply::review::{self, Finding, Severity, Verdict};
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::wire::Wire;
+use super::structured::Wire;
 
 /// The kind of reply a tool gives: its body, and the parts only some tools send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

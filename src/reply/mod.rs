@@ -27,7 +27,7 @@ mod kind;
 mod lists;
 mod parts;
 pub mod review;
-mod wire;
+mod structured;
 pub use finish::Finished;
 pub use kind::ReplyKind;
 pub use lists::NotListed;
