@@ -10,7 +10,7 @@ use super::meter::Meter;
 use super::{Services, blocking, earlier_turns, investigation, prompt};
 use crate::gemini::models::ModelInfo;
 use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part, ServiceTier};
-use crate::reply::investigation::Investigation;
+use crate::reply::investigation_report::Investigation;
 use crate::reply::review;
 use crate::spend::{Estimate, Hold};
 use crate::tools::{Output, Plan, ToolError};

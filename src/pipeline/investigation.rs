@@ -24,7 +24,7 @@ use crate::gemini::{
     CallContext, FunctionCall, Functions, Gemini, GeminiError, GenerateRequest, GenerateResponse,
     Message, Part, Role, Usage,
 };
-use crate::reply::investigation::{Investigation, Step, StopReason};
+use crate::reply::investigation_report::{Investigation, Step, StopReason};
 use crate::tools::ToolError;
 
 /// Least room, in tokens, worth cutting a result into; with less the result is withheld.

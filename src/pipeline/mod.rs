@@ -33,7 +33,7 @@ use crate::collector::Collector;
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
 use crate::metrics::Metrics;
-use crate::reply::investigation::steps_note;
+use crate::reply::investigation_report::steps_note;
 use crate::spend::Holds;
 use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadStore};
 use crate::tools::{Continuation, Plan, Reply, ToolError};

@@ -22,7 +22,7 @@ use serde::Serialize;
 use review::{Clarification, Finding, Severity, Verdict};
 
 mod finish;
-pub mod investigation;
+pub mod investigation_report;
 mod kind;
 mod lists;
 mod parts;
@@ -346,8 +346,8 @@ impl Reply {
 
     /// Records what an investigation did: its steps, the files read, why it ended (a limit is
     /// also a notice).
-    pub fn set_investigation(&mut self, inv: investigation::Investigation) {
-        use investigation::StopReason;
+    pub fn set_investigation(&mut self, inv: investigation_report::Investigation) {
+        use investigation_report::StopReason;
         let why = match inv.stop {
             StopReason::Answered => None,
             StopReason::MaxSteps => Some("its step limit (max_steps)"),

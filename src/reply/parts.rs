@@ -162,8 +162,8 @@ pub struct StepView {
     pub tokens: u64,
 }
 
-impl From<crate::reply::investigation::Step> for StepView {
-    fn from(s: crate::reply::investigation::Step) -> Self {
+impl From<crate::reply::investigation_report::Step> for StepView {
+    fn from(s: crate::reply::investigation_report::Step) -> Self {
         StepView {
             tool: s.tool,
             arguments: s.arguments,
