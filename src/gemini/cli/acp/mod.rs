@@ -33,12 +33,12 @@
 //! prompt's session updates into an [`AgentRun`] (`run.rs`), and how a tool call's target is
 //! shown (`target.rs`).
 
-mod connection;
 pub mod policy;
 mod pool;
 mod process;
 pub mod project_tools;
 mod restart;
+mod rpc;
 mod run;
 mod target;
 mod workspaces;

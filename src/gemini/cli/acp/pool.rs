@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
 };
 use tokio::sync::mpsc;
 
-use super::connection::acp_error;
+use super::rpc::acp_error;
 use super::run::{Waited, Waiting, usage_of};
 use super::{
     AcpSettings, AgentRun, Failure, Key, Kind, PLAIN_SESSIONS, Process, Prompt, Workspaces,

@@ -11,8 +11,8 @@ use agent_client_protocol::Agent;
 use agent_client_protocol::v1::ConnectionTo;
 use tokio::process::Command;
 
-use super::connection::{Routes, connect};
 use super::policy::Judge;
+use super::rpc::{Routes, connect};
 use super::{Key, Kind, Pool, project_tools};
 use crate::gemini::agent_mode::AgentMode;
 use crate::gemini::cli::{
