@@ -71,10 +71,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+mod call_files;
 mod in_flight;
 mod outcome;
 mod pipes;
-mod prompt;
 
 pub use super::conversation::render_prompt;
 use super::conversation::system_prompt;
@@ -82,9 +82,9 @@ use in_flight::{Live, live};
 use outcome::cli_error;
 pub use outcome::{RawOutput, interpret};
 
+use call_files::CallFiles;
 use outcome::{RetryNotice, Stop, retries_error, signal_of, spawn_error};
 use pipes::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
-use prompt::CallFiles;
 
 use super::{
     Cleanup, NO_MCP_SERVER, ProcessGroup, confine, locate, policy, system_settings, workspace_or,
