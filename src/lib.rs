@@ -42,6 +42,7 @@ modules!(
     metrics,
     pipeline,
     redact,
+    reply,
     schema,
     secret,
     server,

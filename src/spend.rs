@@ -75,9 +75,10 @@ impl SpendKey {
 pub struct Day(i64);
 
 impl Day {
-    /// Today in UTC.
+    /// Today in UTC, by the system clock: the caps count real days, whatever day the dated
+    /// rules are read at.
     pub fn today() -> Day {
-        Day::of_ms(now_ms())
+        Day(crate::clock::Clock::system().today())
     }
 
     /// The UTC day of a Unix time in milliseconds.

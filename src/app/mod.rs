@@ -9,7 +9,7 @@
 //! services through it; none of them stops a part on its own. `threads` holds the hosts' and the
 //! command line's views of the project's threads.
 
-pub mod threads;
+pub mod thread_views;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,7 +104,7 @@ impl App {
     }
 
     /// The Gemini CLI agent pool, if it was started.
-    pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
+    pub fn agents(&self) -> Option<&Arc<crate::gemini::AgentPool>> {
         self.services.agents()
     }
 

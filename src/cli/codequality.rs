@@ -12,7 +12,7 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::tools::review::{Finding, Severity};
+use crate::reply::review::{Finding, Severity};
 
 /// GitLab's severities: info, minor, major, critical, blocker.
 fn severity(s: Severity) -> &'static str {

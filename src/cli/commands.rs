@@ -20,7 +20,7 @@ use crate::tools::debug::DebugParams;
 use crate::tools::investigate::InvestigateParams;
 use crate::tools::params::Params;
 use crate::tools::precommit::PrecommitParams;
-use crate::tools::reply::ReplyKind;
+use crate::reply::ReplyKind;
 use crate::tools::thinkdeep::ThinkDeepParams;
 use crate::tools::{Plan, ToolError};
 
@@ -675,7 +675,7 @@ mod tests {
         assert!(matches!(
             plan.output,
             Output::Review {
-                min_severity: crate::tools::review::Severity::High,
+                min_severity: crate::reply::review::Severity::High,
                 verdict: false
             }
         ));

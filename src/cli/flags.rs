@@ -5,7 +5,7 @@
 
 use clap::ValueEnum;
 
-use crate::tools::review::Severity;
+use crate::reply::review::Severity;
 
 /// The flags every tool subcommand takes that are not the tool's inputs.
 #[derive(Debug, Clone, Default, clap::Args)]

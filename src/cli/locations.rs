@@ -11,8 +11,8 @@
 use std::path::{Component, Path};
 
 use crate::collector::sandbox::{Sandbox, SandboxError};
-use crate::tools::reply::Finished;
-use crate::tools::review::citation;
+use crate::reply::Finished;
+use crate::reply::review::citation;
 
 /// A finding's location after the check.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,12 +15,12 @@ mod audit;
 mod codequality;
 mod commands;
 mod doctor;
-mod edits;
 mod flags;
 pub mod hook;
 mod locations;
 mod output;
 mod patch;
+mod placed_edits;
 mod progress;
 mod sarif;
 mod threads;
@@ -312,9 +312,9 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
             let mut reply = reply.finish(None);
             locations::check(&mut reply, &base, app.collector().sandbox());
             let edits = if printed.wants_edits() {
-                edits::gather(reply.findings(), app.collector())
+                placed_edits::gather(reply.findings(), app.collector())
             } else {
-                edits::Edits::default()
+                placed_edits::Edits::default()
             };
             print(&reply, printed, name, &base, &edits)
         }
@@ -371,11 +371,11 @@ fn print_preview(preview: &crate::pipeline::preview::Preview, printed: Printed, 
 
 /// Prints a reply; a failure to write is exit 2.
 fn print(
-    reply: &crate::tools::reply::Finished,
+    reply: &crate::reply::Finished,
     printed: Printed,
     name: &str,
     base: &std::path::Path,
-    edits: &edits::Edits,
+    edits: &placed_edits::Edits,
 ) -> u8 {
     match output::print(reply, printed, name, base, edits) {
         Ok(code) => code,

@@ -15,12 +15,12 @@ use std::path::Path;
 use anstyle::{AnsiColor, Style};
 use serde_json::Value;
 
-use super::edits::Edits;
 use super::flags::{FailOn, Format, ReviewFormat};
+use super::placed_edits::Edits;
 use super::{codequality, patch, sarif};
+use crate::reply::review::{Finding, Severity, Verdict};
+use crate::reply::{Finished, Status};
 use crate::term::{self, Sink};
-use crate::tools::reply::{Finished, Status};
-use crate::tools::review::{Finding, Severity, Verdict};
 
 pub const PASS: u8 = 0;
 pub const FINDINGS: u8 = 1;
@@ -321,8 +321,8 @@ fn finding_line(line: &str) -> Option<(&str, (&str, &str))> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::reply::{Reply, ReviewBody};
-    use crate::tools::review::{Clarification, Finding};
+    use crate::reply::review::{Clarification, Finding};
+    use crate::reply::{Reply, ReviewBody};
 
     fn verdict(severities: &[Severity], verdict: Option<Verdict>) -> Finished {
         Reply::review(ReviewBody {

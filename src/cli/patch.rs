@@ -1,7 +1,7 @@
 //! `--format patch`: the applicable edits of a review as one unified diff, for `git apply` (or
 //! `patch -p1`) at the project root.
 //!
-//! Each file's diff is rendered on its own, from the file as read ([`super::edits`]) and the same
+//! Each file's diff is rendered on its own, from the file as read ([`super::placed_edits`]) and the same
 //! text with its edits applied; one that cannot be rendered is left out and said in `notes`, so it
 //! never takes the others with it (`git apply` refuses a whole patch for one bad section). Paths
 //! are `a/<file>` and `b/<file>` relative to the project root; a name a patch cannot carry (one
@@ -19,7 +19,7 @@ use std::ops::Range;
 
 use similar::{Algorithm, DiffTag};
 
-use super::edits::{Edits, FileEdits};
+use super::placed_edits::{Edits, FileEdits};
 
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
@@ -141,7 +141,7 @@ mod tests {
     use std::process::Command;
 
     use super::*;
-    use crate::cli::edits::{FileEdits, Placed};
+    use crate::cli::placed_edits::{FileEdits, Placed};
 
     fn file(rel: &str, text: &str, edits: &[(&str, &str)]) -> FileEdits {
         let mut placed: Vec<Placed> = edits

@@ -11,16 +11,16 @@
 //! quarter of that (22.5, 17.5, 12.5, 7.5), below every verified finding. A finding moved to
 //! where its evidence is keeps the line Gemini gave in `properties.line_given`. A checked edit is
 //! a `fix`: one artifact change replacing the region of `old` (lines and columns in UTF-16 code
-//! units, the run's explicit `columnKind`, counted in the file as read by [`super::edits`]) by
+//! units, the run's explicit `columnKind`, counted in the file as read by [`super::placed_edits`]) by
 //! `new`.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::edits::{Edits, FileEdits, Placed, position};
-use crate::tools::reply::Finished;
-use crate::tools::review::{Finding, Severity};
+use super::placed_edits::{Edits, FileEdits, Placed, position};
+use crate::reply::Finished;
+use crate::reply::review::{Finding, Severity};
 
 pub const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 
@@ -268,8 +268,8 @@ fn capitalise(s: &str) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::tools::reply::{Reply, ReviewBody};
-    use crate::tools::review::Edit;
+    use crate::reply::review::Edit;
+    use crate::reply::{Reply, ReviewBody};
 
     /// What the OASIS SARIF 2.1.0 schema (vendored: `fixtures/sarif/`) finds wrong with `log`.
     pub(crate) fn schema_errors(log: &Value) -> Vec<String> {
@@ -399,7 +399,7 @@ pub(crate) mod tests {
             min: Severity::Low,
         })
         .finish(None);
-        let edits = crate::cli::edits::gather(reply.findings(), &collector);
+        let edits = crate::cli::placed_edits::gather(reply.findings(), &collector);
         assert_eq!(edits.notes.len(), 1, "{:?}", edits.notes);
         assert!(edits.notes[0].contains("overlaps"), "{:?}", edits.notes);
         let log = log(&reply, "codereview", &root, &edits);

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use crate::app::{App, threads};
+use crate::app::{App, thread_views};
 use crate::config::Config;
 use crate::store::Owner;
 use crate::term::{self, say};
@@ -59,24 +59,24 @@ pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
     let owner = Owner::local();
     let result = match command {
         ThreadsCommand::List { json, limit } => {
-            threads::list(&app, &owner, limit).await.map(|list| {
+            thread_views::list(&app, &owner, limit).await.map(|list| {
                 if json {
-                    Printed::Json(threads::list_json(&list))
+                    Printed::Json(thread_views::list_json(&list))
                 } else {
-                    Printed::Text(threads::list_text(&list))
+                    Printed::Text(thread_views::list_text(&list))
                 }
             })
         }
-        ThreadsCommand::Show { id } => threads::load(&app, &owner, &id)
+        ThreadsCommand::Show { id } => thread_views::load(&app, &owner, &id)
             .await
-            .map(|t| Printed::Text(threads::markdown(&t))),
+            .map(|t| Printed::Text(thread_views::markdown(&t))),
         ThreadsCommand::Export { id, format } => match format.as_str() {
-            "markdown" | "md" => threads::load(&app, &owner, &id)
+            "markdown" | "md" => thread_views::load(&app, &owner, &id)
                 .await
-                .map(|t| Printed::Text(threads::markdown(&t))),
-            "json" => threads::load(&app, &owner, &id)
+                .map(|t| Printed::Text(thread_views::markdown(&t))),
+            "json" => thread_views::load(&app, &owner, &id)
                 .await
-                .map(|t| Printed::Json(threads::thread_json(&t))),
+                .map(|t| Printed::Json(thread_views::thread_json(&t))),
             other => {
                 say!(
                     "gemini-mcp threads export: --format {other} is not a format; use markdown or json"
@@ -84,7 +84,7 @@ pub async fn run(config: &Arc<Config>, command: ThreadsCommand) -> u8 {
                 return output::COULD_NOT_RUN;
             }
         },
-        ThreadsCommand::Delete { id } => threads::delete(&app, &owner, &id)
+        ThreadsCommand::Delete { id } => thread_views::delete(&app, &owner, &id)
             .await
             .map(|id| Printed::Text(format!("deleted {id}\n"))),
     };

@@ -49,7 +49,7 @@ pub use read::{MAX_FILE_BYTES, Unread, line_count};
 pub use sandbox::{Sandbox, SandboxError, SandboxedPath};
 
 /// Why a file was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
     /// The token budget was full.

@@ -11,8 +11,10 @@
 //! wire format. Failures are [`GeminiError`]s whose `Display` says what happened and what to do;
 //! the key never appears in them.
 
+mod agent_mode;
 pub mod api;
 pub mod cli;
+mod model_info;
 pub mod models;
 pub mod prices;
 mod settings;
@@ -24,10 +26,12 @@ use tracing::Instrument;
 
 use crate::collector::Collector;
 
-pub use api::VertexSettings;
+pub use agent_mode::AgentMode;
+pub use cli::acp::{AgentRun, Pool as AgentPool, Prompt as AgentPrompt, usable_modes};
+pub use cli::render_prompt;
 pub use cli::{acp, headless};
 pub use models::{Catalogue, ModelInfo, ThinkingStyle};
-pub use settings::{BackendChoice, BaseUrl, CliTransport, Settings};
+pub use settings::{BackendChoice, BaseUrl, CliTransport, Settings, VertexSettings};
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
     CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,

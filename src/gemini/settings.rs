@@ -3,8 +3,7 @@
 
 use std::time::Duration;
 
-use super::api::VertexSettings;
-use super::cli::acp::Mode;
+use super::agent_mode::AgentMode;
 use crate::secret::Secret;
 
 /// Which Gemini executor answers the calls.
@@ -72,7 +71,7 @@ pub struct Settings {
     pub acp_max_processes: usize,
     /// Agent modes that change files or run commands the configuration allows
     /// (`GEMINI_MCP_ACP_ALLOW_MODES`).
-    pub acp_allowed_modes: Vec<Mode>,
+    pub acp_allowed_modes: Vec<AgentMode>,
     /// Longest result of one of the agent's project tools, in characters
     /// (`GEMINI_MCP_EXPLORE_RESULT_CHARS`).
     pub explore_result_chars: usize,
@@ -140,6 +139,61 @@ impl BaseUrl {
             authorization: split.authorization,
             key,
         })
+    }
+}
+
+/// The request header Vertex AI takes a Flex or Priority PayGo call in (it ignores the body's
+/// `serviceTier`); Provisioned Throughput, where the project has it, is still used first.
+const TIER_HEADER: &str = "X-Vertex-AI-LLM-Shared-Request-Type";
+
+/// Where and how Vertex AI is reached.
+#[derive(Debug, Clone)]
+pub struct VertexSettings {
+    /// `GOOGLE_CLOUD_PROJECT`; `None` only in express mode (an API key).
+    pub project: Option<String>,
+    /// `GOOGLE_CLOUD_LOCATION`, default `global`.
+    pub location: String,
+    /// `GOOGLE_VERTEX_BASE_URL`: scheme and host (for proxies and tests); else Google's endpoint
+    /// for the location.
+    pub base_url: Option<String>,
+    /// `GOOGLE_API_KEY`: Vertex AI express mode (no project, no Application Default Credentials).
+    pub api_key: Option<Secret>,
+    /// Labels sent with each request, for cost attribution.
+    pub labels: Vec<(String, String)>,
+    /// The Application Default Credentials file Google's auth library will read, and the
+    /// setting that names it (`GOOGLE_APPLICATION_CREDENTIALS`, or gcloud's file when it exists):
+    /// checked to be a regular file of bounded size before the library reads it whole.
+    pub credentials_file: Option<(&'static str, std::path::PathBuf)>,
+}
+
+impl VertexSettings {
+    /// The endpoint: the base URL override, the global endpoint, or the location's.
+    pub fn endpoint(&self) -> String {
+        match &self.base_url {
+            Some(b) => b.trim_end_matches('/').to_string(),
+            None if self.location == "global" => "https://aiplatform.googleapis.com".into(),
+            None => format!("https://{}-aiplatform.googleapis.com", self.location),
+        }
+    }
+
+    /// The header that asks Vertex AI for `tier`: Flex and Priority PayGo, on the global endpoint
+    /// only (Vertex AI serves them nowhere else); `None` for standard (the default) and on a
+    /// regional location, where the call runs at standard.
+    pub fn tier_header(&self, tier: super::ServiceTier) -> Option<(&'static str, &'static str)> {
+        (self.location == "global" && tier != super::ServiceTier::Standard)
+            .then(|| (TIER_HEADER, tier.as_str()))
+    }
+
+    /// The prefix every model path follows: `…/publishers/google`.
+    pub fn publisher_base(&self) -> String {
+        match &self.project {
+            Some(p) if self.api_key.is_none() => format!(
+                "{}/v1/projects/{p}/locations/{}/publishers/google",
+                self.endpoint(),
+                self.location
+            ),
+            _ => format!("{}/v1/publishers/google", self.endpoint()),
+        }
     }
 }
 

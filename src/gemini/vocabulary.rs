@@ -12,32 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::models::ModelInfo;
-
-/// How hard the model should think, from the tool's `thinking_mode` parameter.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ThinkingMode {
-    Minimal,
-    Low,
-    Medium,
-    High,
-    Max,
-}
-
-impl ThinkingMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ThinkingMode::Minimal => "minimal",
-            ThinkingMode::Low => "low",
-            ThinkingMode::Medium => "medium",
-            ThinkingMode::High => "high",
-            ThinkingMode::Max => "max",
-        }
-    }
-}
+use super::model_info::ModelInfo;
+pub use super::model_info::ThinkingMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

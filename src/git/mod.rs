@@ -20,10 +20,10 @@
 //! the text, since committing one is a finding in itself.
 
 mod changes;
+mod diff_text;
 mod discover;
 mod guard;
 mod history;
-mod render;
 
 pub use history::{blame, date, diff, log};
 #[cfg(test)]
@@ -184,14 +184,14 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
             Some(p) => sandbox.display(&p),
             None => f.workdir.display().to_string(),
         };
-        repos.push(render::RepoView {
+        repos.push(diff_text::RepoView {
             prefix: if multi && display != "." {
                 format!("{display}/")
             } else {
                 String::new()
             },
             display,
-            ..render::RepoView::default()
+            ..diff_text::RepoView::default()
         });
     }
 
@@ -230,13 +230,13 @@ pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffCont
         repos[0].notes.push(note);
     }
     // Patches are built as the budget reaches them, never for the files past it.
-    let patches = render::Patches {
+    let patches = diff_text::Patches {
         build: &|f: &mut changes::FileChange| {
             changes::build(&diffs[f.repo], f).map_err(|e| GitError::git(&repos[f.repo].display, &e))
         },
         bound: &|f: &changes::FileChange| changes::size_bound(&diffs[f.repo], f),
     };
-    let mut ctx = render::render(sandbox, &found, &repos, files, req.budget, &patches)?;
+    let mut ctx = diff_text::render(sandbox, &found, &repos, files, req.budget, &patches)?;
     ctx.skipped
         .extend(discovery.left_out.iter().map(|l| Skipped {
             path: sandbox.display_path(&l.dir),

@@ -24,7 +24,7 @@
 
 mod auth;
 mod health;
-mod metrics;
+mod metrics_endpoint;
 mod rebinding;
 mod sep1686;
 mod sessions;
@@ -135,9 +135,9 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
     let shared_sessions = redis_sessions.is_some();
     let session_store = redis_sessions.clone().map(|s| s as Arc<dyn SessionStore>);
     let manager = Arc::new(LocalSessionManager::default());
-    let scrape = metrics::Scrape {
+    let scrape = metrics_endpoint::Scrape {
         app: app.clone(),
-        access: metrics::Access::new(tokens.clone(), &config.http.metrics_tokens),
+        access: metrics_endpoint::Access::new(tokens.clone(), &config.http.metrics_tokens),
         sessions: manager.clone(),
     };
     let metrics_access = scrape.access.describe();
@@ -174,7 +174,7 @@ async fn start(config: Arc<Config>, addr: &str) -> Result<Running, ExitCode> {
         )
         .merge(
             Router::new()
-                .route("/metrics", get(metrics::metrics))
+                .route("/metrics", get(metrics_endpoint::metrics))
                 .with_state(scrape),
         )
         .layer(middleware::from_fn_with_state(

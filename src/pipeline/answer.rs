@@ -14,8 +14,9 @@ use super::gather::Material;
 use super::verify::{Sent, verify};
 use crate::gemini::GenerateResponse;
 use crate::git::DiffContext;
-use crate::tools::reply::{IncludedFile, Reply, ReviewBody};
-use crate::tools::{Output, Plan, ToolError, review};
+use crate::reply::review;
+use crate::reply::{IncludedFile, Reply, ReviewBody};
+use crate::tools::{Output, Plan, ToolError};
 
 /// The reply's body from Gemini's answer: the text, or a request for clarification, or (for
 /// reviews) the parsed findings — secret files in the diff made critical findings, the severity

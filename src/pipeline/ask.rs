@@ -10,15 +10,16 @@ use super::meter::Meter;
 use super::{Services, blocking, earlier_turns, investigation, prompt};
 use crate::gemini::models::ModelInfo;
 use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part, ServiceTier};
+use crate::reply::investigation_report::Investigation;
+use crate::reply::review;
 use crate::spend::{Estimate, Hold};
-use crate::tools::reply::investigation::Investigation;
-use crate::tools::{Output, Plan, ToolError, review};
+use crate::tools::{Output, Plan, ToolError};
 
 /// What Gemini did besides answering: an investigation with our tools, or the Gemini CLI's
 /// agent with its own.
 pub(super) enum Explored {
     Investigation(Investigation),
-    Agent(crate::gemini::acp::AgentRun, crate::gemini::acp::Mode),
+    Agent(crate::gemini::AgentRun, crate::gemini::AgentMode),
 }
 
 /// The request to Gemini, and the turn's text after its files (what the thread keeps: history
@@ -112,22 +113,22 @@ pub(super) async fn ask(
 async fn ask_agent(
     services: &Services,
     request: GenerateRequest,
-    mode: crate::gemini::acp::Mode,
+    mode: crate::gemini::AgentMode,
     thread: &str,
     meter: &Meter,
     ctx: &CallContext,
-) -> Result<(GenerateResponse, crate::gemini::acp::AgentRun), ToolError> {
+) -> Result<(GenerateResponse, crate::gemini::AgentRun), ToolError> {
     let pool = services.gemini.agents()?;
     pool.check_mode(mode)?;
     let last = request
         .contents
         .last()
-        .map(|m| crate::gemini::headless::render_prompt(std::slice::from_ref(m)))
+        .map(|m| crate::gemini::render_prompt(std::slice::from_ref(m)))
         .unwrap_or_default();
-    let rebuilt = (request.contents.len() > 1)
-        .then(|| crate::gemini::headless::render_prompt(&request.contents));
+    let rebuilt =
+        (request.contents.len() > 1).then(|| crate::gemini::render_prompt(&request.contents));
     let instructions = agent_instructions(mode, services.collector.sandbox().roots());
-    let prompt = crate::gemini::acp::Prompt {
+    let prompt = crate::gemini::AgentPrompt {
         text: format!("{instructions}\n\n{last}"),
         rebuilt: rebuilt.map(|r| format!("{instructions}\n\n{r}")),
         mode,
@@ -168,8 +169,8 @@ async fn ask_agent(
 /// What the Gemini CLI's agent is told before the task, under `mode`; in the modes that write,
 /// where the project is (the CLI's own tools resolve a relative path against its working
 /// directory, which is not the project, and our policy refuses a change there).
-fn agent_instructions(mode: crate::gemini::acp::Mode, roots: &[std::path::PathBuf]) -> String {
-    use crate::gemini::acp::Mode;
+fn agent_instructions(mode: crate::gemini::AgentMode, roots: &[std::path::PathBuf]) -> String {
+    use crate::gemini::AgentMode;
     let at = || match roots.first() {
         Some(root) => format!(
             " The project's root is `{}`: name each file you change by its absolute path under it.",
@@ -178,18 +179,18 @@ fn agent_instructions(mode: crate::gemini::acp::Mode, roots: &[std::path::PathBu
         None => String::new(),
     };
     match mode {
-        Mode::Plan | Mode::Default => {
+        AgentMode::Plan | AgentMode::Default => {
             "You are investigating this project for another engineer: read what you need (read-only; \
              do not change files or run commands), then answer in Markdown, citing `path:line` for every claim about the code."
                 .to_string()
         }
-        Mode::AutoEdit => format!(
+        AgentMode::AutoEdit => format!(
             "You are working on this project for another engineer: read what you need through the project tools, make the \
              changes the task asks for (edits inside the project only; do not run commands), then answer in Markdown: what \
              you changed and why, citing `path:line`.{}",
             at()
         ),
-        Mode::Yolo => format!(
+        AgentMode::Yolo => format!(
             "You are working on this project for another engineer: read what you need through the project tools, make the \
              changes the task asks for (edits inside the project only) and run the commands it needs, then answer in \
              Markdown: what you changed and ran and why, citing `path:line`.{}",
@@ -199,7 +200,7 @@ fn agent_instructions(mode: crate::gemini::acp::Mode, roots: &[std::path::PathBu
 }
 
 /// The agent's work as the thread keeps it: one line per tool call, with what it reached.
-pub(super) fn agent_note(run: &crate::gemini::acp::AgentRun) -> String {
+pub(super) fn agent_note(run: &crate::gemini::AgentRun) -> String {
     let mut s = format!(
         "## Gemini CLI agent ({} tool calls, {})\n",
         run.tool_calls.len(),

@@ -7,7 +7,7 @@ use tracing::Instrument;
 use super::{Services, blocking, earlier_turns};
 use crate::collector::{CollectRequest, Collected, ImageEntry, Skipped};
 use crate::git::{DiffContext, DiffRequest};
-use crate::tools::reply::Reply;
+use crate::reply::Reply;
 use crate::tools::{Plan, ToolError};
 
 /// What a call sends besides its text.

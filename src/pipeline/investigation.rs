@@ -24,8 +24,8 @@ use crate::gemini::{
     CallContext, FunctionCall, Functions, Gemini, GeminiError, GenerateRequest, GenerateResponse,
     Message, Part, Role, Usage,
 };
+use crate::reply::investigation_report::{Investigation, Step, StopReason};
 use crate::tools::ToolError;
-use crate::tools::reply::investigation::{Investigation, Step, StopReason};
 
 /// Least room, in tokens, worth cutting a result into; with less the result is withheld.
 const MIN_CUT_TOKENS: u64 = 150;

@@ -33,9 +33,9 @@ use crate::collector::Collector;
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
 use crate::metrics::Metrics;
+use crate::reply::investigation_report::steps_note;
 use crate::spend::Holds;
 use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadStore};
-use crate::tools::reply::investigation::steps_note;
 use crate::tools::{Continuation, Plan, Reply, ToolError};
 use answer::{finish_reply, read_answer};
 use ask::{Explored, agent_note, ask, build_request};
@@ -125,7 +125,7 @@ impl Services {
     }
 
     /// The Gemini CLI agent pool, if it was started.
-    pub fn agents(&self) -> Option<&Arc<crate::gemini::acp::Pool>> {
+    pub fn agents(&self) -> Option<&Arc<crate::gemini::AgentPool>> {
         self.gemini.started_agents()
     }
 
@@ -524,7 +524,7 @@ fn what_to_narrow(e: ToolError, material: &Material, history_tokens: u64) -> Too
 
 /// The review's proposed edits checked against the files on disk ([`verify::check_edits`]).
 async fn check_edits(services: &Services, reply: &mut Reply) -> Result<(), ToolError> {
-    let crate::tools::reply::Body::Review(review) = &mut reply.body else {
+    let crate::reply::Body::Review(review) = &mut reply.body else {
         return Ok(());
     };
     if review.findings.iter().all(|f| f.edit.is_none()) {

@@ -13,9 +13,9 @@ use super::gather::Material;
 use super::verify::Sent;
 use crate::collector::classify::{Class, classify};
 use crate::gemini::{GenerateRequest, Usage};
+use crate::reply::{LeftOut, Reply};
 use crate::spend::Estimate;
 use crate::tools::ToolError;
-use crate::tools::reply::{LeftOut, Reply};
 
 /// What a call would send.
 #[derive(Debug, Clone, Serialize)]

@@ -7,8 +7,8 @@ use super::gather::Material;
 use super::{INLINE_COUNT_BYTES, Services, blocking};
 use crate::collector::tokens;
 use crate::gemini::GenerateResponse;
+use crate::reply::SavedTurn;
 use crate::store::{FileRef, ThreadId, Turn, now_ms};
-use crate::tools::reply::SavedTurn;
 use crate::tools::{Plan, Reply, ToolError};
 
 /// Stores the turn and tells the reply how to continue; a turn that cannot be stored is

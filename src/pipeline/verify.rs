@@ -33,7 +33,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::collector::Collector;
 use crate::collector::render::{self, Frame, FrameKind};
-use crate::tools::review::{Edit, Finding};
+use crate::reply::review::{Edit, Finding};
 
 /// Quotes shorter than this (not counting whitespace) match too much to place a finding.
 const MIN_EVIDENCE_CHARS: usize = 3;
@@ -534,7 +534,7 @@ fn occurrences(haystack: &str, needle: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::review::Severity;
+    use crate::reply::review::Severity;
 
     /// A diff block as the git renderer frames one (its markers do not matter: the frame does).
     fn diff_block(path: &str, patch: &str) -> (String, Frame) {

@@ -20,7 +20,7 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 
 use super::{Server, owner_of, to_mcp};
-use crate::app::threads;
+use crate::app::thread_views;
 use crate::config::Compat;
 use crate::store::Owner;
 use crate::tools::{ToolError, chat, investigate};
@@ -151,7 +151,7 @@ impl Server {
             .agents()?
             .workspaces()
             .thread(owner.as_str(), workspace)?;
-        let thread = threads::load(&self.app, owner, &id).await.ok()?;
+        let thread = thread_views::load(&self.app, owner, &id).await.ok()?;
         (thread.turns.len() < self.app.config().threads.max_turns as usize).then_some(id)
     }
 }
@@ -297,7 +297,7 @@ impl Server {
         let report = crate::tools::listmodels::report(self.app.gemini(), self.app.store_kind());
         let models: Vec<String> = report.models.iter().map(|m| m.id.clone()).collect();
         let modes: Vec<&str> =
-            crate::gemini::acp::usable_modes(&self.app.config().gemini.acp_allowed_modes)
+            crate::gemini::usable_modes(&self.app.config().gemini.acp_allowed_modes)
                 .into_iter()
                 .map(|m| m.id())
                 .collect();
@@ -329,7 +329,7 @@ impl Server {
         let agent_sessions = pool.sessions();
         let mut sessions = Vec::new();
         for (workspace, thread) in pool.workspaces().of(owner.as_str()) {
-            let Ok(t) = threads::load(&self.app, &owner, &thread).await else {
+            let Ok(t) = thread_views::load(&self.app, &owner, &thread).await else {
                 continue;
             };
             let agent = agent_sessions.iter().find(|(id, ..)| *id == thread);

@@ -1,6 +1,6 @@
 //! The hosts' own surfaces beside the tools: prompts (slash commands), resources (the project's
 //! threads and the model catalogue) and completions. The content comes from `workflows`
-//! and `app::threads`; this file only speaks MCP.
+//! and `app::thread_views`; this file only speaks MCP.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ use rmcp::model::{
 
 use super::Server;
 use super::workflows;
-use crate::app::threads;
+use crate::app::thread_views;
 use crate::store::Owner;
 use crate::tools::ToolError;
 
@@ -83,7 +83,7 @@ pub async fn list_resources(server: &Server, owner: &Owner) -> ListResourcesResu
             .with_mime_type("application/json")
             ,
     ];
-    if let Ok(list) = threads::list(&server.app, owner, 20).await {
+    if let Ok(list) = thread_views::list(&server.app, owner, 20).await {
         for t in list {
             resources.push(
                 Resource::new(
@@ -95,7 +95,7 @@ pub async fn list_resources(server: &Server, owner: &Owner) -> ListResourcesResu
                     "{} turn(s), {}; last {}",
                     t.turns,
                     t.tools.join(", "),
-                    threads::iso(t.last_ms)
+                    thread_views::iso(t.last_ms)
                 ))
                 .with_mime_type("text/markdown"),
             );
@@ -129,21 +129,21 @@ pub async fn read_resource(
         ])
     };
     if uri == THREADS {
-        let list = threads::list(&server.app, owner, threads::LIST_LIMIT)
+        let list = thread_views::list(&server.app, owner, thread_views::LIST_LIMIT)
             .await
             .map_err(to_error)?;
-        return Ok(json(threads::list_json(&list)));
+        return Ok(json(thread_views::list_json(&list)));
     }
     if uri == MODELS {
         let report = crate::tools::listmodels::report(server.app.gemini(), server.app.store_kind());
         return Ok(json(serde_json::to_value(report).unwrap_or_default()));
     }
     if let Some(id) = uri.strip_prefix(&format!("{THREADS}/")) {
-        let thread = threads::load(&server.app, owner, id)
+        let thread = thread_views::load(&server.app, owner, id)
             .await
             .map_err(to_error)?;
         return Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(threads::markdown(&thread), uri.to_string())
+            ResourceContents::text(thread_views::markdown(&thread), uri.to_string())
                 .with_mime_type("text/markdown"),
         ]));
     }
@@ -174,7 +174,8 @@ pub async fn complete(
     let candidates: Vec<String> = match reference {
         Reference::Resource(r) if r.uri == THREAD_TEMPLATE && argument.name == "id" => {
             let mut ids = vec!["latest".to_string()];
-            if let Ok(list) = threads::list(&server.app, owner, threads::LIST_LIMIT).await {
+            if let Ok(list) = thread_views::list(&server.app, owner, thread_views::LIST_LIMIT).await
+            {
                 ids.extend(list.into_iter().map(|t| t.id));
             }
             ids

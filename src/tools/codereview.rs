@@ -4,8 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::params::{Params, choice};
-use super::review::SeverityFilter;
 use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
+use crate::reply::review::SeverityFilter;
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::params::Params;
 use super::{Common, Plan, Tool, ToolError, paths, required_text, section};
-use crate::gemini::acp::Mode;
+use crate::gemini::AgentMode;
 
 /// Steps (function calls) an investigation takes when the call names no `max_steps`.
 pub const DEFAULT_STEPS: u32 = 25;
@@ -84,8 +84,8 @@ pub fn plan(p: InvestigateParams) -> Result<Plan, ToolError> {
             None
         }
         Some("gemini-cli") => Some(match p.approval_mode.as_deref() {
-            None => Mode::Plan,
-            Some(m) => Mode::parse(m).ok_or_else(|| {
+            None => AgentMode::Plan,
+            Some(m) => AgentMode::parse(m).ok_or_else(|| {
                 ToolError::invalid(
                     "approval_mode",
                     format!("`{m}` is not an approval mode; use plan (read-only, the default), default, autoEdit or yolo"),

@@ -5,7 +5,7 @@
 //! ([`params`]). The tool's other facts (name, descriptions, reply kind, prompt, defaults) are
 //! its row of the table in [`spec`]. The pipeline (`crate::pipeline::run`, through
 //! `app::App::run`) does the rest for every tool: thread → files or git diff → budget → prompt →
-//! Gemini → thread → [`reply::Reply`]. Nothing here knows MCP or the pipeline; the server and the
+//! Gemini → thread → [`Reply`](crate::reply::Reply). Nothing here knows MCP or the pipeline; the server and the
 //! command line both call the app.
 
 pub mod analyze;
@@ -16,8 +16,6 @@ pub mod investigate;
 pub mod listmodels;
 pub mod params;
 pub mod precommit;
-pub mod reply;
-pub mod review;
 pub mod spec;
 pub mod thinkdeep;
 
@@ -31,8 +29,9 @@ use serde::Deserialize;
 use crate::collector::{CollectError, SandboxError};
 use crate::gemini::{GeminiError, ThinkingMode};
 use crate::git::{DiffRequest, GitError};
+pub use crate::reply::Reply;
+use crate::reply::review;
 use crate::store::{Owner, ThreadError, ThreadId};
-pub use reply::Reply;
 pub use spec::Tool;
 
 /// The longest text field the transport carries reliably; larger inputs get `resend_prompt`.
@@ -151,7 +150,7 @@ pub struct Plan {
     pub explore: Option<u32>,
     /// The Gemini CLI's own agent investigates instead, in this approval mode
     /// (`engine: "gemini-cli"`).
-    pub agent: Option<crate::gemini::acp::Mode>,
+    pub agent: Option<crate::gemini::AgentMode>,
     /// Who is calling, for the threads they may continue: `local` unless the transport says
     /// otherwise (HTTP sets the token's owner).
     pub owner: Owner,

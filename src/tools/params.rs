@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 
 use super::analyze::{AnalysisType, OutputFormat};
 use super::codereview::ReviewType;
-use super::review::SeverityFilter;
+use crate::reply::review::SeverityFilter;
 use super::{Plan, Tool, ToolError};
 use crate::gemini::ThinkingMode;
 

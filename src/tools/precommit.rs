@@ -8,9 +8,9 @@ use serde::Deserialize;
 
 use super::codereview::ReviewType;
 use super::params::{Params, choice};
-use super::review::SeverityFilter;
 use super::{Common, Output, Plan, Tool, ToolError, optional_text, paths, required_text, section};
 use crate::git::DiffRequest;
+use crate::reply::review::SeverityFilter;
 
 /// How deep below `path` nested repositories are looked for when the call names no `max_depth`.
 pub const DEFAULT_DEPTH: u32 = 5;

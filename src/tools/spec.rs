@@ -25,7 +25,7 @@ pub enum Tool {
 }
 
 /// What a tool's reply carries, hence its `outputSchema`.
-pub use super::reply::ReplyKind;
+pub use crate::reply::ReplyKind;
 
 /// One tool's facts. Every tool is read-only; those of this table ask Gemini, so they reach out
 /// of the machine (MCP's open-world hint).

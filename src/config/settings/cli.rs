@@ -65,7 +65,7 @@ pub(super) const GROUP: Group = Group {
             read: Gemini(|var, g| {
                 g.acp_allowed_modes = Vec::new();
                 for item in var.list() {
-                    match crate::gemini::acp::Mode::parse(&item) {
+                    match crate::gemini::AgentMode::parse(&item) {
                         Some(m) => g.acp_allowed_modes.push(m),
                         None => {
                             return Err(var.invalid(format!(

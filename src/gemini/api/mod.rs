@@ -25,20 +25,19 @@ use tokio::sync::OnceCell;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-mod answer;
 mod retry;
 mod sse;
+mod stream_answer;
 mod vertex;
 pub mod wire;
 
-use answer::{Answer, strip_hint};
 use retry::{Failure, RetryPolicy, Retryable};
 use sse::SseSplitter;
-pub use vertex::VertexSettings;
+use stream_answer::{Answer, strip_hint};
 use wire::{ErrorBody, GenerateContentResponse};
 
 use crate::gemini::models::ModelInfo;
-use crate::gemini::settings::Settings;
+use crate::gemini::settings::{Settings, VertexSettings};
 use crate::gemini::vocabulary::{
     CallContext, GeminiError, GenerateRequest, GenerateResponse, ServiceTier,
 };

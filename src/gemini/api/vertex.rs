@@ -1,82 +1,15 @@
-//! Vertex AI: where and how it is reached ([`VertexSettings`]), the client's Vertex AI
-//! constructor, its bearer tokens (Application Default Credentials) and what to do about its
-//! refusals.
+//! Vertex AI: the client's Vertex AI constructor (where it is reached:
+//! [`VertexSettings`]), its bearer tokens (Application Default Credentials) and what to do about
+//! its refusals.
 
 use super::retry::Failure;
 use super::wire::ErrorBody;
 use super::{ApiClient, Auth, excerpt};
-use crate::gemini::settings::Settings;
+use crate::gemini::settings::{Settings, VertexSettings};
 use crate::gemini::vocabulary::{GeminiError, ServiceTier};
 
 /// The OAuth scope Vertex AI accepts.
 const CLOUD_PLATFORM: &str = "https://www.googleapis.com/auth/cloud-platform";
-
-/// The request header Vertex AI takes a Flex or Priority PayGo call in (it ignores the body's
-/// `serviceTier`); Provisioned Throughput, where the project has it, is still used first.
-const TIER_HEADER: &str = "X-Vertex-AI-LLM-Shared-Request-Type";
-
-/// The tier Vertex AI reports serving a call with, from `usageMetadata.trafficType`; `None` for
-/// Provisioned Throughput (paid by its commitment, not per token: such a call is priced at the
-/// tier asked for) and for values we do not know.
-pub(super) fn served_tier(traffic_type: &str) -> Option<ServiceTier> {
-    match traffic_type {
-        "ON_DEMAND" => Some(ServiceTier::Standard),
-        "ON_DEMAND_FLEX" => Some(ServiceTier::Flex),
-        "ON_DEMAND_PRIORITY" => Some(ServiceTier::Priority),
-        _ => None,
-    }
-}
-
-/// Where and how Vertex AI is reached.
-#[derive(Debug, Clone)]
-pub struct VertexSettings {
-    /// `GOOGLE_CLOUD_PROJECT`; `None` only in express mode (an API key).
-    pub project: Option<String>,
-    /// `GOOGLE_CLOUD_LOCATION`, default `global`.
-    pub location: String,
-    /// `GOOGLE_VERTEX_BASE_URL`: scheme and host (for proxies and tests); else Google's endpoint
-    /// for the location.
-    pub base_url: Option<String>,
-    /// `GOOGLE_API_KEY`: Vertex AI express mode (no project, no Application Default Credentials).
-    pub api_key: Option<crate::secret::Secret>,
-    /// Labels sent with each request, for cost attribution.
-    pub labels: Vec<(String, String)>,
-    /// The Application Default Credentials file Google's auth library will read, and the
-    /// setting that names it (`GOOGLE_APPLICATION_CREDENTIALS`, or gcloud's file when it exists):
-    /// checked to be a regular file of bounded size before the library reads it whole.
-    pub credentials_file: Option<(&'static str, std::path::PathBuf)>,
-}
-
-impl VertexSettings {
-    /// The endpoint: the base URL override, the global endpoint, or the location's.
-    pub fn endpoint(&self) -> String {
-        match &self.base_url {
-            Some(b) => b.trim_end_matches('/').to_string(),
-            None if self.location == "global" => "https://aiplatform.googleapis.com".into(),
-            None => format!("https://{}-aiplatform.googleapis.com", self.location),
-        }
-    }
-
-    /// The header that asks Vertex AI for `tier`: Flex and Priority PayGo, on the global endpoint
-    /// only (Vertex AI serves them nowhere else); `None` for standard (the default) and on a
-    /// regional location, where the call runs at standard.
-    pub fn tier_header(&self, tier: ServiceTier) -> Option<(&'static str, &'static str)> {
-        (self.location == "global" && tier != ServiceTier::Standard)
-            .then(|| (TIER_HEADER, tier.as_str()))
-    }
-
-    /// The prefix every model path follows: `…/publishers/google`.
-    pub fn publisher_base(&self) -> String {
-        match &self.project {
-            Some(p) if self.api_key.is_none() => format!(
-                "{}/v1/projects/{p}/locations/{}/publishers/google",
-                self.endpoint(),
-                self.location
-            ),
-            _ => format!("{}/v1/publishers/google", self.endpoint()),
-        }
-    }
-}
 
 impl ApiClient {
     /// A client of Vertex AI: with the project and Application Default Credentials, or in

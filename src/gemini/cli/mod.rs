@@ -10,6 +10,7 @@
 //! and what its login can and cannot do ([`LOGIN`], [`login_refused`]).
 
 pub mod acp;
+mod conversation;
 pub mod headless;
 mod process_group;
 mod records;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::gemini::vocabulary::GeminiError;
 
+pub use conversation::{render_prompt, system_prompt};
 pub use process_group::ProcessGroup;
 pub(crate) use records::Cleanup;
 pub(crate) use workspace::confine;

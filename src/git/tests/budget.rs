@@ -153,10 +153,10 @@ fn a_hundred_thousand_left_out_files_are_each_listed_once() {
     let found = discover::find(s.collector.sandbox(), &s.root, 0)
         .unwrap()
         .found;
-    let repos = vec![render::RepoView {
+    let repos = vec![diff_text::RepoView {
         display: ".".into(),
         sections: vec![(changes::Section::Untracked, "Untracked files".into())],
-        ..render::RepoView::default()
+        ..diff_text::RepoView::default()
     }];
     let files: Vec<changes::FileChange> = (0..100_000)
         .chain(0..1_000)
@@ -173,11 +173,11 @@ fn a_hundred_thousand_left_out_files_are_each_listed_once() {
         })
         .collect();
     // Nothing to build: every body is known.
-    let patches = render::Patches {
+    let patches = diff_text::Patches {
         build: &|_| Ok(()),
         bound: &|_| 0,
     };
-    let ctx = render::render(
+    let ctx = diff_text::render(
         s.collector.sandbox(),
         &found,
         &repos,

@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 use gemini_mcp_server::collector::{Sandbox, sandbox};
-use gemini_mcp_server::tools::review::{self, Severity};
+use gemini_mcp_server::reply::review::{self, Severity};
 
 /// The content of the secret file outside the root: it must never be read or sent.
 pub const CANARY: &str = "CANARY-0b1d-outside-the-project-root-never-sent";

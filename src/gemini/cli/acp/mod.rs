@@ -15,7 +15,7 @@
 //!   policy file makes it ask before each edit and command, so that every one is a permission
 //!   request our policy judges by the server's mode (the CLI's own `autoEdit` and `yolo` would
 //!   run them unasked). What no longer holds there: those tools open files themselves, beside
-//!   the sandbox and the redaction ([`Mode::describe`] says so in every reply).
+//!   the sandbox and the redaction ([`AgentMode::describe`] says so in every reply).
 //! - **Process hygiene, as for the headless CLI.** The process is the leader of its own group,
 //!   killed whole when it idles past its time, when the pool shuts down, or when a cancelled
 //!   prompt does not stop after `session/cancel`; a crash fails the prompts in flight with an
@@ -33,12 +33,12 @@
 //! prompt's session updates into an [`AgentRun`] (`run.rs`), and how a tool call's target is
 //! shown (`target.rs`).
 
-mod connection;
 pub mod policy;
 mod pool;
 mod process;
 pub mod project_tools;
 mod restart;
+mod rpc;
 mod run;
 mod target;
 mod workspaces;
@@ -47,8 +47,9 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::gemini::agent_mode::AgentMode;
 use crate::gemini::vocabulary::{GeminiError, cli_error};
-pub use policy::{Decision, Mode};
+pub use policy::Decision;
 pub use pool::Pool;
 use process::Process;
 use process::private_dir;
@@ -67,7 +68,7 @@ pub struct AcpSettings {
     pub max_processes: usize,
     /// Modes that change files or run commands the configuration allows (`plan` and `default`
     /// always are).
-    pub allowed_modes: Vec<Mode>,
+    pub allowed_modes: Vec<AgentMode>,
     /// Deadline of one prompt.
     pub timeout: Duration,
     /// Longest result of one of the agent's project tools, in characters
@@ -97,7 +98,7 @@ struct Key {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
     /// The CLI's own agent and tools, under this approval mode.
-    Agent(Mode),
+    Agent(AgentMode),
     /// The CLI backend: Gemini answers as a plain model, every CLI tool denied (Google Search
     /// allowed when asked for).
     Plain { web_search: bool },
@@ -132,7 +133,7 @@ pub struct Prompt {
     pub text: String,
     /// The whole conversation, for a new session of a thread with earlier turns.
     pub rebuilt: Option<String>,
-    pub mode: Mode,
+    pub mode: AgentMode,
     pub model: String,
     /// Our thread: continuing reuses its session.
     pub thread: Option<String>,
@@ -140,7 +141,7 @@ pub struct Prompt {
 
 /// Whether the agent may run in `mode`: a mode that writes only when the operator listed it in
 /// `allowed` (`GEMINI_MCP_ACP_ALLOW_MODES`).
-fn check_mode(mode: Mode, allowed: &[Mode]) -> Result<(), GeminiError> {
+fn check_mode(mode: AgentMode, allowed: &[AgentMode]) -> Result<(), GeminiError> {
     if mode.writes() && !allowed.contains(&mode) {
         return Err(cli_error(format!(
             "approval mode `{}` changes files or runs commands, and this server does not allow it: use `plan` \
@@ -156,8 +157,8 @@ fn check_mode(mode: Mode, allowed: &[Mode]) -> Result<(), GeminiError> {
 
 /// The approval modes a caller can use where the operator allowed `allowed`: those
 /// [`Pool::check_mode`] accepts.
-pub fn usable_modes(allowed: &[Mode]) -> Vec<Mode> {
-    Mode::ALL
+pub fn usable_modes(allowed: &[AgentMode]) -> Vec<AgentMode> {
+    AgentMode::ALL
         .iter()
         .copied()
         .filter(|m| check_mode(*m, allowed).is_ok())

@@ -13,7 +13,7 @@
 //! | fetch, switch mode, other | rejected | rejected | allowed |
 //!
 //! In `autoEdit` and `yolo` the CLI's session itself runs in its `default` mode
-//! ([`Mode::session_mode`]), so that it asks before every edit and command rather than running
+//! ([`AgentMode::session_mode`]), so that it asks before every edit and command rather than running
 //! them unasked as its own `autoEdit` and `yolo` do.
 //!
 //! Only `allow_once` is ever chosen: `allow_always` would make the agent stop asking for that
@@ -29,99 +29,7 @@ use agent_client_protocol::v1::schema::{
 use serde::Serialize;
 
 use crate::collector::Collector;
-
-/// How much the agent may do, as ACP session modes name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub enum Mode {
-    /// Read-only: the agent plans and reads (the default).
-    #[serde(rename = "plan")]
-    Plan,
-    /// The agent asks before every action; we answer as for `plan`.
-    #[serde(rename = "default")]
-    Default,
-    /// Edits inside the roots are allowed; commands are not.
-    #[serde(rename = "autoEdit")]
-    AutoEdit,
-    /// Everything is allowed, commands included.
-    #[serde(rename = "yolo")]
-    Yolo,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Plan, Mode::Default, Mode::AutoEdit, Mode::Yolo];
-
-    /// The ACP mode id.
-    pub fn id(self) -> &'static str {
-        match self {
-            Mode::Plan => "plan",
-            Mode::Default => "default",
-            Mode::AutoEdit => "autoEdit",
-            Mode::Yolo => "yolo",
-        }
-    }
-
-    /// Reads an ACP mode id, or the CLI's spelling (`auto_edit`).
-    pub fn parse(s: &str) -> Option<Mode> {
-        match s.trim() {
-            "plan" => Some(Mode::Plan),
-            "default" => Some(Mode::Default),
-            "autoEdit" | "auto_edit" => Some(Mode::AutoEdit),
-            "yolo" => Some(Mode::Yolo),
-            _ => None,
-        }
-    }
-
-    /// Whether the mode changes files or runs commands, so the configuration must allow it.
-    pub fn writes(self) -> bool {
-        matches!(self, Mode::AutoEdit | Mode::Yolo)
-    }
-
-    /// The mode the CLI's session is set to: the modes that write run in the CLI's `default`, so
-    /// that it asks before each edit and command (our policy file says `ask_user` for them) and
-    /// this module answers.
-    pub fn session_mode(self) -> Mode {
-        match self {
-            Mode::AutoEdit | Mode::Yolo => Mode::Default,
-            read_only => read_only,
-        }
-    }
-
-    /// The CLI's own tools the agent gets (`tools.core`): none while it reads only (it reads
-    /// through ours); its edit tools in `autoEdit`; and its shell in `yolo`.
-    pub fn cli_tools(self) -> &'static [&'static str] {
-        match self {
-            Mode::Plan | Mode::Default => &[],
-            Mode::AutoEdit => &["replace", "write_file"],
-            Mode::Yolo => &["replace", "write_file", "run_shell_command"],
-        }
-    }
-
-    /// One line for the reply: which policy applied, and in the modes that write, what no
-    /// longer holds.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Mode::Plan => {
-                "plan (read-only): reads inside the project allowed, everything else rejected"
-            }
-            Mode::Default => {
-                "default: every action asked for; reads inside the project allowed, everything else rejected"
-            }
-            Mode::AutoEdit => {
-                "autoEdit (allowed by GEMINI_MCP_ACP_ALLOW_MODES): reads through the server's tools; each edit asked \
-                 for and allowed inside the project (not secret files, not .git), commands rejected. Not held in \
-                 this mode: the Gemini CLI's edit tools open the files they change themselves, beside the server's \
-                 sandbox and secret redaction, and send their lines to Gemini"
-            }
-            Mode::Yolo => {
-                "yolo (allowed by GEMINI_MCP_ACP_ALLOW_MODES): reads through the server's tools; each edit asked for \
-                 and allowed inside the project (not secret files, not .git); shell commands allowed. Not held in \
-                 this mode: the Gemini CLI's edit tools and its shell open files themselves, beside the server's \
-                 sandbox and secret redaction: a command can read or change any file this user can, secret files \
-                 and files outside the project included, and its output goes to Gemini unredacted"
-            }
-        }
-    }
-}
+use crate::gemini::agent_mode::AgentMode;
 
 /// What we answered to one permission request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -147,7 +55,7 @@ impl Decision {
 
 /// What one process's permission requests are judged by.
 pub struct Judge {
-    pub mode: Mode,
+    pub mode: AgentMode,
     /// The roots and secret names paths are checked against.
     pub collector: Arc<Collector>,
     /// Directories no change may reach, inside the roots or not: the CLI's own working directory
@@ -156,7 +64,7 @@ pub struct Judge {
 }
 
 impl Judge {
-    pub fn new(mode: Mode, collector: Arc<Collector>, protected: &[&Path]) -> Judge {
+    pub fn new(mode: AgentMode, collector: Arc<Collector>, protected: &[&Path]) -> Judge {
         let protected = protected
             .iter()
             .filter(|p| !p.as_os_str().is_empty())
@@ -258,7 +166,12 @@ pub fn refuse(request: &RequestPermissionRequest) -> (RequestPermissionResponse,
     (respond(&request.options, false), decision)
 }
 
-fn decide(mode: Mode, kind: ToolKind, paths: &[PathBuf], collector: &Collector) -> (bool, String) {
+fn decide(
+    mode: AgentMode,
+    kind: ToolKind,
+    paths: &[PathBuf],
+    collector: &Collector,
+) -> (bool, String) {
     let inside = |what: &str| -> (bool, String) {
         for p in paths {
             if let Err(why) = reachable(collector, p) {
@@ -300,13 +213,13 @@ fn decide(mode: Mode, kind: ToolKind, paths: &[PathBuf], collector: &Collector) 
             }
             inside("a change")
         }
-        ToolKind::Execute if mode == Mode::Yolo => {
+        ToolKind::Execute if mode == AgentMode::Yolo => {
             if paths.is_empty() {
                 return (true, "mode yolo runs commands".into());
             }
             inside("a command")
         }
-        _ if mode == Mode::Yolo => (true, "mode yolo allows it".into()),
+        _ if mode == AgentMode::Yolo => (true, "mode yolo allows it".into()),
         ToolKind::Execute => (false, format!("mode {} does not run commands", mode.id())),
         ToolKind::Fetch => (
             false,
@@ -407,13 +320,13 @@ mod tests {
 
     #[test]
     fn the_modes_that_write_ask_in_the_clis_default_mode() {
-        for mode in Mode::ALL {
+        for mode in AgentMode::ALL {
             assert!(!mode.session_mode().writes(), "{mode:?}");
             assert_eq!(mode.writes(), !mode.cli_tools().is_empty(), "{mode:?}");
             // Only yolo gets the shell.
             assert_eq!(
                 mode.cli_tools().contains(&"run_shell_command"),
-                mode == Mode::Yolo
+                mode == AgentMode::Yolo
             );
         }
     }

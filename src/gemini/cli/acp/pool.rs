@@ -12,15 +12,16 @@ use agent_client_protocol::v1::schema::{
 };
 use tokio::sync::mpsc;
 
-use super::connection::acp_error;
+use super::rpc::acp_error;
 use super::run::{Waited, Waiting, usage_of};
 use super::{
-    AcpSettings, AgentRun, Failure, Key, Kind, Mode, PLAIN_SESSIONS, Process, Prompt, Workspaces,
+    AcpSettings, AgentRun, Failure, Key, Kind, PLAIN_SESSIONS, Process, Prompt, Workspaces,
     check_mode, lock, project_tools,
 };
 use crate::collector::Collector;
+use crate::gemini::agent_mode::AgentMode;
 use crate::gemini::cli::Cleanup;
-use crate::gemini::cli::headless::{render_prompt, system_prompt};
+use crate::gemini::cli::{render_prompt, system_prompt};
 use crate::gemini::vocabulary::{
     CallContext, GeminiError, GenerateRequest, GenerateResponse, cli_error,
 };
@@ -66,7 +67,7 @@ impl Pool {
 
     /// Refuses a mode that changes files or runs commands unless the operator allowed it
     /// (`GEMINI_MCP_ACP_ALLOW_MODES`).
-    pub fn check_mode(&self, mode: Mode) -> Result<(), GeminiError> {
+    pub fn check_mode(&self, mode: AgentMode) -> Result<(), GeminiError> {
         check_mode(mode, &self.settings.allowed_modes)
     }
 
@@ -110,7 +111,7 @@ impl Pool {
         let prompt = Prompt {
             text,
             rebuilt: None,
-            mode: Mode::Default,
+            mode: AgentMode::Default,
             model: req.model.id.clone(),
             thread: None,
         };
@@ -320,7 +321,7 @@ impl Pool {
         &self,
         process: &Process,
         id: &str,
-        mode: Mode,
+        mode: AgentMode,
     ) -> Result<(), GeminiError> {
         process
             .cx

@@ -11,12 +11,13 @@ use agent_client_protocol::Agent;
 use agent_client_protocol::v1::ConnectionTo;
 use tokio::process::Command;
 
-use super::connection::{Routes, connect};
 use super::policy::Judge;
-use super::{Key, Kind, Mode, Pool, project_tools};
+use super::rpc::{Routes, connect};
+use super::{Key, Kind, Pool, project_tools};
+use crate::gemini::agent_mode::AgentMode;
 use crate::gemini::cli::{
-    LOGIN, NO_MCP_SERVER, ProcessGroup, SETTINGS, confine, headless, login_refused,
-    login_refused_error, policy, system_settings, workspace_or,
+    LOGIN, NO_MCP_SERVER, ProcessGroup, SETTINGS, confine, login_refused, login_refused_error,
+    policy, system_settings, workspace_or,
 };
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
@@ -76,9 +77,9 @@ impl Pool {
                     // The modes' settings differ, and a session reads its workspace's settings
                     // when it starts: one working directory per set of tools.
                     match mode {
-                        Mode::AutoEdit => "agent-autoedit",
-                        Mode::Yolo => "agent-yolo",
-                        Mode::Plan | Mode::Default => "agent",
+                        AgentMode::AutoEdit => "agent-autoedit",
+                        AgentMode::Yolo => "agent-yolo",
+                        AgentMode::Plan | AgentMode::Default => "agent",
                     },
                     project_tools::settings(mode),
                 )
@@ -118,7 +119,7 @@ impl Pool {
             Ok(Err(message)) => {
                 return Err(cli_error(format!(
                     "the Gemini CLI refused the ACP handshake ({}); check that `{program} --acp` runs and that it is signed in ({LOGIN})",
-                    headless::scrub(&message),
+                    crate::redact::scrub(&message),
                 )));
             }
             Err(_) => {
@@ -252,6 +253,6 @@ pub(super) async fn log_stderr(stderr: tokio::process::ChildStderr) {
     use tokio::io::AsyncBufReadExt;
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(target: "gemini_cli", "{}", headless::scrub(&line));
+        tracing::debug!(target: "gemini_cli", "{}", crate::redact::scrub(&line));
     }
 }

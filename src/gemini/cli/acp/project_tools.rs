@@ -31,19 +31,19 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
-use super::Mode;
 use crate::explore::Explorer;
+use crate::gemini::agent_mode::AgentMode;
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// The MCP server's name as the agent sees it: its tools are `mcp_project_<function>`.
 pub const SERVER_NAME: &str = "project";
 
 /// What the agent's private policy file says under `mode`: every tool denied, ours allowed, and
-/// the CLI's own tools of the mode ([`Mode::cli_tools`]) asked for each time. Ours are named
+/// the CLI's own tools of the mode ([`AgentMode::cli_tools`]) asked for each time. Ours are named
 /// whole (`mcp_project_list_files`, …): the CLI checks an MCP call a second time with the server
 /// named `mcp_project`, which a rule by server name would not match. The rules are of the user
 /// tier (4.x), above the CLI's own mode rules (1.x: `yolo`'s allow-all is 1.998).
-pub fn policy(mode: Mode) -> String {
+pub fn policy(mode: AgentMode) -> String {
     let ours: Vec<String> = Explorer::functions()
         .iter()
         .map(|f| format!("\"mcp_{SERVER_NAME}_{}\"", served_name(&f.name)))
@@ -61,7 +61,7 @@ pub fn policy(mode: Mode) -> String {
         .collect();
     if !asked.is_empty() {
         p.push_str(&format!(
-            "\n# Mode {}: each of these asks, and the server's policy answers.\n\
+            "\n# AgentMode {}: each of these asks, and the server's policy answers.\n\
              [[rule]]\ntoolName = [{}]\ndecision = \"ask_user\"\npriority = 999\n",
             mode.id(),
             asked.join(", ")
@@ -73,12 +73,12 @@ pub fn policy(mode: Mode) -> String {
 /// The agent's system settings under `mode`: none of the CLI's own tools registered but the
 /// mode's (an allow-list: a denied built-in `read_file` would also hide ours, which the CLI
 /// matches by its short name), no workspace tree.
-pub fn settings(mode: Mode) -> String {
+pub fn settings(mode: AgentMode) -> String {
     crate::gemini::cli::system_settings(Some(mode.cli_tools()))
 }
 
 /// The agent process's private directory under `mode`: its policy and its system settings.
-pub async fn agent_files(mode: Mode) -> Result<tempfile::TempDir, GeminiError> {
+pub async fn agent_files(mode: AgentMode) -> Result<tempfile::TempDir, GeminiError> {
     super::private_dir(vec![
         ("policy.toml", policy(mode)),
         (crate::gemini::cli::SETTINGS, settings(mode)),

@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema::{
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use super::connection::Event;
+use super::rpc::Event;
 use super::target::{self, Location, Shown, reported_input};
 use super::{Decision, Process, lock};
 use crate::collector::Collector;

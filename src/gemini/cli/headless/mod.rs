@@ -71,17 +71,20 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
+mod call_files;
+mod in_flight;
 mod outcome;
 mod pipes;
-mod prompt;
 
+pub use super::conversation::render_prompt;
+use super::conversation::system_prompt;
+use in_flight::{Live, live};
 use outcome::cli_error;
-pub use outcome::{RawOutput, interpret, scrub};
-pub use prompt::{render_prompt, system_prompt};
+pub use outcome::{RawOutput, interpret};
 
+use call_files::CallFiles;
 use outcome::{RetryNotice, Stop, retries_error, signal_of, spawn_error};
 use pipes::{GroupGuard, Tasks, read_capped, read_stderr, terminate};
-use prompt::CallFiles;
 
 use super::{
     Cleanup, NO_MCP_SERVER, ProcessGroup, confine, locate, policy, system_settings, workspace_or,
@@ -95,16 +98,8 @@ use crate::gemini::vocabulary::{
 const KILL_GRACE: Duration = Duration::from_secs(2);
 /// How often a progress line is reported while the CLI works.
 const HEARTBEAT: Duration = Duration::from_secs(5);
-/// How long the pipes may stay open after the group was swept (a process that left the group).
-const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// The most of stdout kept (an answer is at most ~65k tokens; this is far above it).
 const STDOUT_CAP: usize = 16 << 20;
-/// The most of stderr kept: its tail, where the CLI prints the error JSON.
-const STDERR_CAP: usize = 64 << 10;
-/// Longest stderr line inspected for retry notices.
-const LINE_CAP: usize = 4 << 10;
-/// Longest excerpt of CLI output quoted in an error message.
-const DETAIL_CAP: usize = 600;
 
 /// Runs the Gemini CLI for each call. Cheap to share: it holds no process between calls.
 #[derive(Debug, Clone)]
@@ -121,17 +116,6 @@ pub struct CliBackend {
     kill_grace: Duration,
     heartbeat: Duration,
     live: Arc<Mutex<Live>>,
-}
-
-/// The process groups and private directories of the calls in flight, for [`CliBackend::abort_all`].
-#[derive(Debug, Default)]
-struct Live {
-    groups: Vec<ProcessGroup>,
-    dirs: Vec<PathBuf>,
-}
-
-fn live(registry: &Mutex<Live>) -> std::sync::MutexGuard<'_, Live> {
-    registry.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl CliBackend {

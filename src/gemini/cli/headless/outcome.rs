@@ -5,12 +5,14 @@ use std::path::Path;
 use std::process::ExitStatus;
 use std::sync::OnceLock;
 
-use super::DETAIL_CAP;
 use regex::Regex;
 use serde::Deserialize;
 
 use crate::gemini::cli::{LOGIN, login_refused, login_refused_error};
 use crate::gemini::vocabulary::{GeminiError, GenerateResponse, Usage};
+
+/// Longest excerpt of CLI output quoted in an error message.
+const DETAIL_CAP: usize = 600;
 
 /// One failed attempt the CLI is about to retry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,13 +4,20 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::in_flight::{Live, live};
 use super::outcome::{RetryNotice, retry_notice};
-use super::{DRAIN_GRACE, LINE_CAP, Live, STDERR_CAP, live};
 use crate::gemini::cli::ProcessGroup;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+/// How long the pipes may stay open after the group was swept (a process that left the group).
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// The most of stderr kept: its tail, where the CLI prints the error JSON.
+const STDERR_CAP: usize = 64 << 10;
+/// Longest stderr line inspected for retry notices.
+const LINE_CAP: usize = 4 << 10;
 
 /// Kills the CLI's whole process group when dropped: after a normal exit (helpers the CLI left
 /// behind), and when the call is abandoned mid-way (its future dropped).

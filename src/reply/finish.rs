@@ -9,9 +9,9 @@ use serde::Serialize;
 
 use super::lists::{self, NotListed};
 use super::parts::LeftOut;
-use super::wire::Wire;
+use super::structured::Wire;
 use super::{Body, Exploration, Reply, Status};
-use crate::tools::review::{self, Finding, Severity, Verdict};
+use crate::reply::review::{self, Finding, Severity, Verdict};
 
 /// Characters kept for what a result carries besides its text and structured content: `_meta`
 /// and the JSON-RPC envelope.

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use super::{Decision, lock, policy};
-use crate::gemini::cli::{ProcessGroup, headless, login_refused, login_refused_error};
+use crate::gemini::cli::{ProcessGroup, login_refused, login_refused_error};
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// Updates routed from the connection to the prompt waiting on a session.
@@ -137,7 +137,7 @@ pub(super) fn acp_error(e: &agent_client_protocol::Error) -> GeminiError {
     if login_refused(&e.message) {
         return login_refused_error(None);
     }
-    let message = headless::scrub(&e.message);
+    let message = crate::redact::scrub(&e.message);
     match code {
         429 | 503 => GeminiError::Api {
             status: code as u16,

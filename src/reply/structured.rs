@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::lists::NotListed;
 use super::parts::{AgentView, ChangedFileView, FallbackView, StepView, UsageView, WebSource};
 use super::{FilesReport, Status};
-use crate::tools::review::{Clarification, Finding, Verdict};
+use crate::reply::review::{Clarification, Finding, Verdict};
 
 /// The structured reply of chat, thinkdeep, analyze, codereview, debug, precommit and
 /// investigate, borrowed from a finished reply.

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::collector::Collector;
-use crate::tools::review::Finding;
+use crate::reply::review::Finding;
 
 /// One edit placed in its file's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,7 +237,7 @@ pub fn position(text: &str, offset: usize, end: bool) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::review::{Edit, Severity};
+    use crate::reply::review::{Edit, Severity};
 
     fn finding(file: &str, old: &str, new: &str) -> Finding {
         Finding {

@@ -31,7 +31,7 @@ impl Answer {
             .usage_metadata
             .as_ref()
             .and_then(|u| u.traffic_type.as_deref())
-            .and_then(super::vertex::served_tier)
+            .and_then(traffic_tier)
         {
             self.served = Some(tier);
         }
@@ -162,5 +162,17 @@ pub(super) fn strip_hint(e: &GeminiError) -> String {
         } => format!("{status} {code}: {message}"),
         GeminiError::Transport { message } | GeminiError::Malformed { message } => message.clone(),
         other => other.to_string(),
+    }
+}
+
+/// The tier Vertex AI reports serving a call with, from `usageMetadata.trafficType`; `None` for
+/// Provisioned Throughput (paid by its commitment, not per token: such a call is priced at the
+/// tier asked for) and for values we do not know.
+fn traffic_tier(traffic_type: &str) -> Option<ServiceTier> {
+    match traffic_type {
+        "ON_DEMAND" => Some(ServiceTier::Standard),
+        "ON_DEMAND_FLEX" => Some(ServiceTier::Flex),
+        "ON_DEMAND_PRIORITY" => Some(ServiceTier::Priority),
+        _ => None,
     }
 }

@@ -19,20 +19,20 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::review::{Clarification, Finding, Severity, Verdict};
+use review::{Clarification, Finding, Severity, Verdict};
 
 mod finish;
-pub mod investigation;
+pub mod investigation_report;
 mod kind;
 mod lists;
 mod parts;
-mod wire;
+pub mod review;
+mod structured;
 pub use finish::Finished;
 pub use kind::ReplyKind;
 pub use lists::NotListed;
 pub use parts::{
-    AgentView, ChangedFileView, FallbackView, LeftOut, LeftOutReason, StepView, UsageView,
-    WebSource,
+    AgentView, ChangedFileView, FallbackView, LeftOut, StepView, UsageView, WebSource,
 };
 
 /// What kind of answer this is.
@@ -346,8 +346,8 @@ impl Reply {
 
     /// Records what an investigation did: its steps, the files read, why it ended (a limit is
     /// also a notice).
-    pub fn set_investigation(&mut self, inv: investigation::Investigation) {
-        use investigation::StopReason;
+    pub fn set_investigation(&mut self, inv: investigation_report::Investigation) {
+        use investigation_report::StopReason;
         let why = match inv.stop {
             StopReason::Answered => None,
             StopReason::MaxSteps => Some("its step limit (max_steps)"),
@@ -368,11 +368,7 @@ impl Reply {
 
     /// Records what the Gemini CLI's agent did: its tool calls, plan, thought, session, the
     /// permissions it asked for and the policy that answered, and the files it read.
-    pub fn set_agent(
-        &mut self,
-        run: &crate::gemini::acp::AgentRun,
-        mode: crate::gemini::acp::Mode,
-    ) {
+    pub fn set_agent(&mut self, run: &crate::gemini::AgentRun, mode: crate::gemini::AgentMode) {
         let mut read: Vec<String> = Vec::new();
         for c in run.tool_calls.iter().filter(|c| c.kind == "read") {
             for f in c.files() {

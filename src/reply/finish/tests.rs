@@ -1,7 +1,7 @@
 use super::*;
 use crate::collector::{SkipReason, Skipped};
-use crate::tools::reply::{ChangedFileView, IncludedFile, ReviewBody, SavedTurn, StepView};
-use crate::tools::review::Clarification;
+use crate::reply::review::Clarification;
+use crate::reply::{ChangedFileView, IncludedFile, ReviewBody, SavedTurn, StepView};
 
 const ID: &str = "0b7f3c1e-5d7a-4a57-9a55-1f0c2b9d8e11";
 const CAP: usize = 48_000;

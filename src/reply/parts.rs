@@ -1,7 +1,8 @@
 //! The reply's own views of what the parts report: usage, web sources, the fallback, files left
 //! out, changed files. The reply's JSON and its schema are made from these, so renaming a field
-//! of a part (Gemini's usage, the collector's skip reasons) cannot change what clients receive
-//! without a change here.
+//! of a part (Gemini's usage) cannot change what clients receive without a change here; a file's
+//! reason for being left out is the collector's closed `SkipReason` itself, one type whose
+//! serialized names and schema the reply's snapshots hold.
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -104,7 +105,7 @@ pub struct LeftOut {
     /// The path as shown to the user.
     pub path: String,
     /// Why it was left out.
-    pub reason: LeftOutReason,
+    pub reason: SkipReason,
     /// The reason in words, for the Markdown.
     #[serde(skip)]
     pub described: &'static str,
@@ -114,58 +115,8 @@ impl From<Skipped> for LeftOut {
     fn from(s: Skipped) -> Self {
         LeftOut {
             path: s.path,
-            reason: s.reason.into(),
+            reason: s.reason,
             described: s.reason.describe(),
-        }
-    }
-}
-
-/// Why a file was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-#[schemars(rename = "SkipReason")]
-pub enum LeftOutReason {
-    /// The token budget was full.
-    OverBudget,
-    /// Not text (a NUL byte in the first 8 KiB).
-    Binary,
-    /// Over the per-file size cap.
-    TooLarge,
-    /// A secret by its name (`.env`, keys, credentials).
-    Secret,
-    /// Excluded by .gitignore, .geminiignore or configured patterns.
-    Ignored,
-    /// Resolves outside the project roots (e.g. a symlink met while walking).
-    OutsideRoot,
-    /// A FIFO, socket or device.
-    NotRegular,
-    /// Missing, vanished while reading, or unreadable.
-    Unreadable,
-    /// Sent earlier in this thread and unchanged since.
-    AlreadySent,
-    /// Not a supported image type, or over the image size cap.
-    UnsupportedImage,
-    /// Changed while being read (size, time or inode moved, or a symlink appeared in its path).
-    Changed,
-    /// A nested repository in a vendored folder, which is not searched.
-    NotSearched,
-}
-
-impl From<SkipReason> for LeftOutReason {
-    fn from(r: SkipReason) -> Self {
-        match r {
-            SkipReason::OverBudget => LeftOutReason::OverBudget,
-            SkipReason::Binary => LeftOutReason::Binary,
-            SkipReason::TooLarge => LeftOutReason::TooLarge,
-            SkipReason::Secret => LeftOutReason::Secret,
-            SkipReason::Ignored => LeftOutReason::Ignored,
-            SkipReason::OutsideRoot => LeftOutReason::OutsideRoot,
-            SkipReason::NotRegular => LeftOutReason::NotRegular,
-            SkipReason::Unreadable => LeftOutReason::Unreadable,
-            SkipReason::AlreadySent => LeftOutReason::AlreadySent,
-            SkipReason::UnsupportedImage => LeftOutReason::UnsupportedImage,
-            SkipReason::Changed => LeftOutReason::Changed,
-            SkipReason::NotSearched => LeftOutReason::NotSearched,
         }
     }
 }
@@ -211,8 +162,8 @@ pub struct StepView {
     pub tokens: u64,
 }
 
-impl From<crate::tools::reply::investigation::Step> for StepView {
-    fn from(s: crate::tools::reply::investigation::Step) -> Self {
+impl From<crate::reply::investigation_report::Step> for StepView {
+    fn from(s: crate::reply::investigation_report::Step) -> Self {
         StepView {
             tool: s.tool,
             arguments: s.arguments,
@@ -299,7 +250,7 @@ pub struct PermissionView {
 }
 
 impl AgentView {
-    pub fn new(run: &crate::gemini::acp::AgentRun, mode: crate::gemini::acp::Mode) -> AgentView {
+    pub fn new(run: &crate::gemini::AgentRun, mode: crate::gemini::AgentMode) -> AgentView {
         AgentView {
             engine: "gemini-cli".into(),
             session_id: run.session_id.clone(),

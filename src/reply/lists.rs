@@ -5,7 +5,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::parts::{ChangedFileView, LeftOut, LeftOutReason};
+use super::parts::{ChangedFileView, LeftOut};
+use crate::collector::SkipReason;
 
 /// Entries of `files.skipped` and of `changed_files` a reply names; the rest are counted.
 pub const LISTED: usize = 100;
@@ -24,7 +25,7 @@ pub struct NotListed {
 /// How many files were left out for one reason.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct ReasonCount {
-    pub reason: LeftOutReason,
+    pub reason: SkipReason,
     pub count: usize,
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::wire::Wire;
+use super::structured::Wire;
 
 /// The kind of reply a tool gives: its body, and the parts only some tools send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +53,7 @@ impl ReplyKind {
     /// The `outputSchema` of a tool whose replies are of this kind (the tools' table reads it):
     /// the answer, the status and what to act on.
     pub fn output_schema(self) -> Arc<serde_json::Map<String, serde_json::Value>> {
-        let mut schema = crate::tools::schema::output_schema::<Wire<'static>>(&self.undeclared());
+        let mut schema = crate::schema::output_schema::<Wire<'static>>(&self.undeclared());
         if self != ReplyKind::ChangeReview {
             // Only a review of pending changes can find nothing to review.
             let status = Arc::make_mut(&mut schema)
@@ -105,7 +105,7 @@ mod tests {
     /// slip into a schema unnoticed.
     #[test]
     fn undeclared_names_are_fields_of_the_reply() {
-        let all = crate::tools::schema::output_schema::<Wire<'static>>(&[]);
+        let all = crate::schema::output_schema::<Wire<'static>>(&[]);
         let fields = all["properties"].as_object().unwrap();
         let named = BOOKKEEPING
             .iter()
@@ -135,7 +135,7 @@ mod tests {
         let changes = statuses(ReplyKind::ChangeReview);
         assert!(changes.contains(&NOTHING_TO_REVIEW.into()), "{changes:?}");
         assert_eq!(
-            serde_json::to_value(crate::tools::reply::Status::NothingToReview).unwrap(),
+            serde_json::to_value(crate::reply::Status::NothingToReview).unwrap(),
             NOTHING_TO_REVIEW
         );
         for kind in [
