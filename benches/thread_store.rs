@@ -73,7 +73,7 @@ async fn run(iters: usize) {
     let redis = redis_server::RedisServer::start();
     let cluster = redis_server::RedisCluster::start();
     let mut base = Config::for_tests(&root);
-    base.max_turns = 100;
+    base.threads.max_turns = 100;
     let collector = Arc::new(Collector::new(&base.collector()).expect("collector"));
 
     for (name, store, url, wait) in [

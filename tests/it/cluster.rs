@@ -473,7 +473,7 @@ async fn calls_right_after_a_failover_succeed_and_store_each_turn_once() {
     let ids: Vec<ThreadId> = (0..12).map(|_| ThreadId::new()).collect();
     // Seeded through a handle that waits for a replica, so no seed is lost with the master.
     let mut waits = config(dir.path(), &cluster.url(), "after");
-    waits.redis_wait_replicas = 1;
+    waits.threads.redis_wait_replicas = 1;
     let seeder = open(&waits).await;
     for id in &ids {
         seeder
