@@ -101,7 +101,6 @@ pub(super) const GROUP: Group = Group {
                 };
                 Ok(())
             }),
-            ..ROW
         },
         Setting {
             name: "CONVERSATION_TIMEOUT_HOURS",
