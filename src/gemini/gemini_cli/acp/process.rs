@@ -15,7 +15,7 @@ use super::policy::Judge;
 use super::rpc::{Routes, connect};
 use super::{Key, Kind, Pool, project_tools};
 use crate::gemini::agent_mode::AgentMode;
-use crate::gemini::cli::{
+use crate::gemini::gemini_cli::{
     LOGIN, NO_MCP_SERVER, ProcessGroup, SETTINGS, confine, login_refused, login_refused_error,
     policy, system_settings, workspace_or,
 };
