@@ -39,7 +39,7 @@ pub(super) struct Process {
     /// prompt), removed when the process goes: held, never read.
     pub(super) _files: Option<tempfile::TempDir>,
     /// Where the process and its sessions work: a stable private directory under our settings
-    /// (`cli::workspace`), never the project.
+    /// (`gemini_cli::workspace`), never the project.
     pub(super) cwd: PathBuf,
 }
 
