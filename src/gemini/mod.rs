@@ -1,6 +1,6 @@
 //! The Gemini executor: one request/response model for the pipeline, answered by the REST API
-//! (`api`: the Gemini API or Vertex AI) or the Gemini CLI (`gemini_cli`: headless, one process per call,
-//! or a warm agent over ACP), with the model catalogue (`models`) and prices (`prices`).
+//! (`api`: the Gemini API or Vertex AI) or the Gemini CLI (`gemini_cli`: headless, one process
+//! per call, or a warm agent over ACP), with the model catalogue (`models`) and prices (`prices`).
 //!
 //! This file is the facade: [`Gemini`] picks the backend from the [`Settings`], adds the capacity
 //! fallback, and owns the one pool of Gemini CLI agents ([`Gemini::agents`]). What a call is made
