@@ -1103,7 +1103,7 @@ fn loops(graph: &FileGraph) -> Vec<(String, String)> {
 const KNOWN_FILE_CYCLES: &[&str] = &[
     "src/audit",
     "src/collector",
-    "src/gemini/cli/acp",
+    "src/gemini/gemini_cli/acp",
     "src/git",
     "src/pipeline",
     "src/reply",

@@ -6,7 +6,7 @@
 //! [`App::abort`] (end what still runs: Gemini calls, the Gemini CLI's processes).
 //!
 //! The edges (stdio, HTTP, the command line, the MCP server) hold an `Arc<App>` and reach the
-//! services through it; none of them stops a part on its own. `threads` holds the hosts' and the
+//! services through it; none of them stops a part on its own. `thread_views` holds the hosts' and the
 //! command line's views of the project's threads.
 
 pub mod thread_views;

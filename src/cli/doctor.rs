@@ -191,7 +191,7 @@ async fn check_backend(r: &mut Report, config: &Config, gemini: &Gemini) -> bool
                 format!(
                     "Gemini CLI at {} (its login: {})",
                     program.display(),
-                    crate::gemini::cli::LOGIN
+                    crate::gemini::gemini_cli::LOGIN
                 ),
             );
             true

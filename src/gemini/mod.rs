@@ -1,6 +1,6 @@
 //! The Gemini executor: one request/response model for the pipeline, answered by the REST API
-//! (`api`: the Gemini API or Vertex AI) or the Gemini CLI (`cli`: headless, one process per call,
-//! or a warm agent over ACP), with the model catalogue (`models`) and prices (`prices`).
+//! (`api`: the Gemini API or Vertex AI) or the Gemini CLI (`gemini_cli`: headless, one process
+//! per call, or a warm agent over ACP), with the model catalogue (`models`) and prices (`prices`).
 //!
 //! This file is the facade: [`Gemini`] picks the backend from the [`Settings`], adds the capacity
 //! fallback, and owns the one pool of Gemini CLI agents ([`Gemini::agents`]). What a call is made
@@ -13,7 +13,7 @@
 
 mod agent_mode;
 pub mod api;
-pub mod cli;
+pub mod gemini_cli;
 mod model_info;
 pub mod models;
 pub mod prices;
@@ -27,9 +27,9 @@ use tracing::Instrument;
 use crate::collector::Collector;
 
 pub use agent_mode::AgentMode;
-pub use cli::acp::{AgentRun, Pool as AgentPool, Prompt as AgentPrompt, usable_modes};
-pub use cli::render_prompt;
-pub use cli::{acp, headless};
+pub use gemini_cli::acp::{AgentRun, Pool as AgentPool, Prompt as AgentPrompt, usable_modes};
+pub use gemini_cli::render_prompt;
+pub use gemini_cli::{acp, headless};
 pub use models::{Catalogue, ModelInfo, ThinkingStyle};
 pub use settings::{BackendChoice, BaseUrl, CliTransport, Settings, VertexSettings};
 pub(crate) use vocabulary::cli_error;
@@ -221,7 +221,7 @@ impl Gemini {
         let mut settings = self.agent_settings.clone();
         settings.program = match &self.backend {
             Backend::Cli(cli) => cli.program().to_path_buf(),
-            _ => cli::locate(&settings.program, self.path.as_deref(), self.exts.as_deref()).ok_or_else(|| {
+            _ => gemini_cli::locate(&settings.program, self.path.as_deref(), self.exts.as_deref()).ok_or_else(|| {
                 cli_error(format!(
                     "engine \"gemini-cli\" needs the Gemini CLI, and `{}` was not found: install it \
                      (npm install -g @google/gemini-cli) or set GEMINI_CLI_PATH to its executable; or leave \
@@ -256,7 +256,7 @@ impl Gemini {
                     "no Gemini backend: set GEMINI_API_KEY (https://aistudio.google.com/apikey), or use the Gemini CLI's login \
                      ({}): install it (`npm install -g @google/gemini-cli`), run `gemini` once to sign in, and keep it on PATH \
                      or name it in GEMINI_CLI_PATH (GEMINI_BACKEND=cli selects it explicitly)",
-                    cli::LOGIN
+                    gemini_cli::LOGIN
                 )),
             },
             (BackendChoice::Cli, _) => match headless::CliBackend::from_config(config, path) {

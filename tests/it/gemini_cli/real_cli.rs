@@ -21,8 +21,8 @@ fn real_cli() -> Option<PathBuf> {
     }
     let named = std::env::var_os("GEMINI_CLI_E2E_BIN").map(PathBuf::from);
     let found = match named {
-        Some(p) => gemini_mcp_server::gemini::cli::locate(&p, None, None),
-        None => gemini_mcp_server::gemini::cli::locate(
+        Some(p) => gemini_mcp_server::gemini::gemini_cli::locate(&p, None, None),
+        None => gemini_mcp_server::gemini::gemini_cli::locate(
             Path::new("gemini"),
             std::env::var_os("PATH").as_deref(),
             std::env::var_os("PATHEXT").as_deref(),

@@ -74,14 +74,14 @@ pub fn policy(mode: AgentMode) -> String {
 /// mode's (an allow-list: a denied built-in `read_file` would also hide ours, which the CLI
 /// matches by its short name), no workspace tree.
 pub fn settings(mode: AgentMode) -> String {
-    crate::gemini::cli::system_settings(Some(mode.cli_tools()))
+    crate::gemini::gemini_cli::system_settings(Some(mode.cli_tools()))
 }
 
 /// The agent process's private directory under `mode`: its policy and its system settings.
 pub async fn agent_files(mode: AgentMode) -> Result<tempfile::TempDir, GeminiError> {
     super::private_dir(vec![
         ("policy.toml", policy(mode)),
-        (crate::gemini::cli::SETTINGS, settings(mode)),
+        (crate::gemini::gemini_cli::SETTINGS, settings(mode)),
     ])
     .await
 }

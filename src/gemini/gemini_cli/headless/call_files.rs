@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use super::in_flight::{Live, live};
 use super::outcome::cli_error;
 
-use crate::gemini::cli::{SETTINGS, system_settings};
+use crate::gemini::gemini_cli::{SETTINGS, system_settings};
 use crate::gemini::vocabulary::GeminiError;
 
 /// The call's private directory: `system.md`, `policy.toml`, `settings.json`, the CLI's

@@ -26,7 +26,7 @@
 //!
 //! - **No record left behind.** The CLI's own record of each session (the prompt, the files
 //!   sent, every answer and tool result, under its home) is removed when the prompt is over
-//!   (`cli::records`).
+//!   (`gemini_cli::records`).
 //!
 //! The parts: the [`Pool`] of processes (`pool.rs`), one process and how it starts
 //! (`process.rs`), the ACP connection over its pipes (`connection.rs`), the folding of a
@@ -74,7 +74,7 @@ pub struct AcpSettings {
     /// Longest result of one of the agent's project tools, in characters
     /// (`GEMINI_MCP_EXPLORE_RESULT_CHARS`).
     pub result_chars: usize,
-    /// Where the CLI's working directories are kept (see `cli::workspace`); empty: the
+    /// Where the CLI's working directories are kept (see `gemini_cli::workspace`); empty: the
     /// process's private directory.
     pub state_dir: PathBuf,
     /// The CLI's home, where it records each session (removed after each prompt); `None`:

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::gemini::cli::{LOGIN, login_refused, login_refused_error};
+use crate::gemini::gemini_cli::{LOGIN, login_refused, login_refused_error};
 use crate::gemini::vocabulary::{GeminiError, GenerateResponse, Usage};
 
 /// Longest excerpt of CLI output quoted in an error message.

@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use super::{Decision, lock, policy};
-use crate::gemini::cli::{ProcessGroup, login_refused, login_refused_error};
+use crate::gemini::gemini_cli::{ProcessGroup, login_refused, login_refused_error};
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// Updates routed from the connection to the prompt waiting on a session.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use crate::gemini::cli::ProcessGroup;
+use crate::gemini::gemini_cli::ProcessGroup;
 
 /// The process groups and private directories of the calls in flight, for [`super::CliBackend::abort_all`].
 #[derive(Debug, Default)]

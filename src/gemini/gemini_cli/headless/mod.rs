@@ -42,7 +42,7 @@
 //!   request and the files sent) included, 0644 and for 30 days; no setting stops it. Each call
 //!   names its session (`--session-id`) and the CLI's home (`GEMINI_CLI_HOME`, as the CLI would
 //!   pick it), and removes that session's record when it ends, however it ends
-//!   (`cli::records`).
+//!   (`gemini_cli::records`).
 //! - **MCP servers and extensions off** (`--allowed-mcp-server-names <none>`, `-e none`): starting
 //!   the user's MCP servers on every call is slow, and this very server may be one of them.
 //! - **Outside the project.** The CLI runs in its private directory, not in PROJECT_ROOT: it

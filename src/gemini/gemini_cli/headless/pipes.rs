@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::in_flight::{Live, live};
 use super::outcome::{RetryNotice, retry_notice};
-use crate::gemini::cli::ProcessGroup;
+use crate::gemini::gemini_cli::ProcessGroup;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Child;
 use tokio::sync::mpsc;

@@ -20,8 +20,8 @@ use super::{
 };
 use crate::collector::Collector;
 use crate::gemini::agent_mode::AgentMode;
-use crate::gemini::cli::Cleanup;
-use crate::gemini::cli::{render_prompt, system_prompt};
+use crate::gemini::gemini_cli::Cleanup;
+use crate::gemini::gemini_cli::{render_prompt, system_prompt};
 use crate::gemini::vocabulary::{
     CallContext, GeminiError, GenerateRequest, GenerateResponse, cli_error,
 };

@@ -11,7 +11,7 @@
 //! for the next call's copy while it lives.
 //!
 //! `<project>` is the short name the CLI gave its working directory (ours, never the project:
-//! `cli::workspace`), found by the `.project_root` marker the CLI writes into it
+//! `gemini_cli::workspace`), found by the `.project_root` marker the CLI writes into it
 //! (`packages/core/src/config/projectRegistry.ts`).
 
 use std::path::{Path, PathBuf};

@@ -15,7 +15,7 @@ use super::policy::Judge;
 use super::rpc::{Routes, connect};
 use super::{Key, Kind, Pool, project_tools};
 use crate::gemini::agent_mode::AgentMode;
-use crate::gemini::cli::{
+use crate::gemini::gemini_cli::{
     LOGIN, NO_MCP_SERVER, ProcessGroup, SETTINGS, confine, login_refused, login_refused_error,
     policy, system_settings, workspace_or,
 };
@@ -39,7 +39,7 @@ pub(super) struct Process {
     /// prompt), removed when the process goes: held, never read.
     pub(super) _files: Option<tempfile::TempDir>,
     /// Where the process and its sessions work: a stable private directory under our settings
-    /// (`cli::workspace`), never the project.
+    /// (`gemini_cli::workspace`), never the project.
     pub(super) cwd: PathBuf,
 }
 
