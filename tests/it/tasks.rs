@@ -421,7 +421,8 @@ struct Stdio2025 {
 }
 
 impl Stdio2025 {
-    async fn start(env: &Env) -> Stdio2025 {
+    /// The process, before any request.
+    fn spawn(env: &Env) -> Stdio2025 {
         let url = env.fake.base_url();
         let mut cmd = command(env.dir.path(), &env.vars(&url, &[]));
         cmd.stdin(Stdio::piped())
@@ -431,12 +432,16 @@ impl Stdio2025 {
         let mut child = cmd.spawn().expect("spawn gemini-mcp");
         let stdin = child.stdin.take().unwrap();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut client = Stdio2025 {
+        Stdio2025 {
             child,
             stdin,
             lines,
             next: 1,
-        };
+        }
+    }
+
+    async fn start(env: &Env) -> Stdio2025 {
+        let mut client = Stdio2025::spawn(env);
         let init = client
             .request(
                 "initialize",
@@ -818,5 +823,49 @@ async fn bench_task_overhead() {
         median(created_t),
         median(done_t),
         (after.saturating_sub(before)) as f64 / held as f64
+    );
+}
+
+#[tokio::test]
+async fn the_2026_07_28_extension_over_stdio() {
+    let env = Env::new();
+    let mut client = Stdio2025::spawn(&env);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    });
+    let discovered = client
+        .request("server/discover", json!({"_meta": meta}))
+        .await;
+    assert!(
+        discovered["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+            .is_object(),
+        "{discovered}"
+    );
+    let created = client
+        .request(
+            "tools/call",
+            json!({"name": "chat", "arguments": {"prompt": "over stdio"}, "_meta": meta}),
+        )
+        .await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].as_str().unwrap().to_string();
+    let mut last = Value::Null;
+    for _ in 0..400 {
+        last = client
+            .request("tasks/get", json!({"taskId": id, "_meta": meta}))
+            .await;
+        if last["result"]["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(last["result"]["status"], "completed", "{last}");
+    assert!(
+        last["result"]["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("over stdio"),
+        "{last}"
     );
 }
