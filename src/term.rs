@@ -19,7 +19,7 @@
 //! has it on already, the classic console of `cmd.exe` and PowerShell not until a program asks),
 //! and a console that refuses gets no escapes at all.
 //!
-//! `tests/structure.rs` holds the rest of the source to it: no print macro and no
+//! `tests/structure/` holds the rest of the source to it: no print macro and no
 //! `std::io::stdout`/`stderr` outside this module.
 
 use std::borrow::Cow;

@@ -818,7 +818,10 @@ mod tests {
         let id = ThreadId::new();
         {
             let conn = Connection::open(tmp.path().join(FILE_NAME)).unwrap();
-            let old_schema = SCHEMA.replace("    owner      TEXT NOT NULL DEFAULT 'local',\n", "");
+            // Before owners there were no tasks either: the schema up to the tasks' table.
+            let before_tasks = SCHEMA.split("CREATE TABLE IF NOT EXISTS tasks").next().unwrap();
+            let old_schema =
+                before_tasks.replace("    owner      TEXT NOT NULL DEFAULT 'local',\n", "");
             assert!(!old_schema.contains("owner"));
             conn.execute_batch(&old_schema).unwrap();
             let body = serde_json::to_string(&turn()).unwrap();

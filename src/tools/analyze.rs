@@ -106,3 +106,18 @@ pub fn plan(p: AnalyzeParams) -> Result<Plan, ToolError> {
     super::investigate::explore_flag(&mut plan, p.explore)?;
     Ok(plan)
 }
+
+/// The names `--analysis-type` offers (`params::Choice`).
+impl super::params::Choice for AnalysisType {
+    const NAMES: &'static [&'static str] = &[
+        "architecture",
+        "performance",
+        "security",
+        "quality",
+        "general",
+    ];
+}
+
+impl super::params::Choice for OutputFormat {
+    const NAMES: &'static [&'static str] = &["summary", "detailed", "actionable"];
+}

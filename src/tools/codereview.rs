@@ -118,3 +118,8 @@ pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {
     super::investigate::explore_flag(&mut plan, p.explore)?;
     Ok(plan)
 }
+
+/// The names `--review-type` offers (`params::Choice`).
+impl super::params::Choice for ReviewType {
+    const NAMES: &'static [&'static str] = &["full", "security", "performance", "quick"];
+}

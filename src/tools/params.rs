@@ -11,8 +11,6 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use super::analyze::{AnalysisType, OutputFormat};
-use super::codereview::ReviewType;
 use crate::reply::review::SeverityFilter;
 use super::{Plan, Tool, ToolError};
 use crate::gemini::ThinkingMode;
@@ -44,26 +42,8 @@ impl Choice for ThinkingMode {
     const NAMES: &'static [&'static str] = &["minimal", "low", "medium", "high", "max"];
 }
 
-impl Choice for ReviewType {
-    const NAMES: &'static [&'static str] = &["full", "security", "performance", "quick"];
-}
-
 impl Choice for SeverityFilter {
     const NAMES: &'static [&'static str] = &["critical", "high", "medium", "all"];
-}
-
-impl Choice for AnalysisType {
-    const NAMES: &'static [&'static str] = &[
-        "architecture",
-        "performance",
-        "security",
-        "quality",
-        "general",
-    ];
-}
-
-impl Choice for OutputFormat {
-    const NAMES: &'static [&'static str] = &["summary", "detailed", "actionable"];
 }
 
 /// `--explore`'s help (codereview, analyze, debug).
@@ -87,6 +67,8 @@ pub fn temperature(s: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::analyze::{AnalysisType, OutputFormat};
+    use crate::tools::codereview::ReviewType;
 
     /// The values a tool parameter's enum takes, read from its schema.
     fn values_of<T: schemars::JsonSchema>() -> Vec<String> {

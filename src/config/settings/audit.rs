@@ -1,7 +1,7 @@
 //! The audit log: where, and the size past which it rotates (`audit::Settings`).
 
-use super::Read::Audit;
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::Audit;
+use super::row::{Category, Group, ROW, Setting};
 
 pub(super) const GROUP: Group = Group {
     category: Category::Audit,

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use super::Read::{Calls, Gemini};
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::{Calls, Gemini};
+use super::row::{Category, Group, ROW, Setting};
 
 pub(super) const GROUP: Group = Group {
     category: Category::Calls,

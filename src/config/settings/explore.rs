@@ -1,8 +1,8 @@
 //! The limits of an investigation (`investigate`, `explore: true`): steps, tokens, the length of
 //! one result and the time (`ExploreSettings`).
 
-use super::Read::Explore;
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::Explore;
+use super::row::{Category, Group, ROW, Setting};
 
 pub(super) const GROUP: Group = Group {
     category: Category::Investigations,

@@ -1,7 +1,7 @@
 //! Which files are read: the sandbox's roots and the walks' globs (`collector::Settings`).
 
-use super::Read::Collector;
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::Collector;
+use super::row::{Category, Group, ROW, Setting};
 use crate::config::canonical_root;
 
 pub(super) const GROUP: Group = Group {

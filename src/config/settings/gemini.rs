@@ -1,8 +1,8 @@
 //! Which Gemini answers: the backend, and the Gemini API's key, address and service tier
 //! (`gemini::Settings`).
 
-use super::Read::Gemini;
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::Gemini;
+use super::row::{Category, Group, ROW, Setting};
 use crate::config::Secret;
 use crate::gemini::BackendChoice;
 

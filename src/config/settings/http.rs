@@ -1,8 +1,8 @@
 //! The Streamable HTTP transport: the clients' and `/metrics`' tokens, the hosts and origins
 //! accepted, and the limits per request, client and shutdown (`HttpSettings`).
 
-use super::Read::Http;
-use super::{Category, Group, ROW, Setting, Var};
+use super::row::Read::Http;
+use super::row::{Category, Group, ROW, Setting, Var};
 use crate::config::{ConfigError, Secret, tokens};
 
 pub(super) const GROUP: Group = Group {

@@ -1,8 +1,8 @@
 //! What calls may cost: the daily and per-call caps (`spend::Caps`), and the prices and the day
 //! estimates are made at (`gemini::Settings::prices`).
 
-use super::Read::{Caps, Gemini};
-use super::{Category, Group, ROW, Setting, Var};
+use super::row::Read::{Caps, Gemini};
+use super::row::{Category, Group, ROW, Setting, Var};
 use crate::clock::Clock;
 use crate::config::ConfigError;
 use crate::gemini::prices::PriceList;

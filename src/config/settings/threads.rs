@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use super::Read::{Calls, Threads};
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::{Calls, Threads};
+use super::row::{Category, Group, ROW, Setting};
 use crate::config::{Secret, StoreChoice};
 
 pub(super) const GROUP: Group = Group {

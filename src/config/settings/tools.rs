@@ -1,8 +1,8 @@
 //! What the server offers: the tools hidden, the compatibility profiles, the longest reply and
 //! the tools' rate limits (`ToolSettings`).
 
-use super::Read::Tools;
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::Tools;
+use super::row::{Category, Group, ROW, Setting};
 use crate::config::Compat;
 use crate::limits::RateLimits;
 

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use super::Read::Gemini;
-use super::{Category, Group, ROW, Setting};
+use super::row::Read::Gemini;
+use super::row::{Category, Group, ROW, Setting};
 
 pub(super) const GROUP: Group = Group {
     category: Category::VertexAi,

@@ -15,6 +15,7 @@
 //!
 //! `wire` holds the two revisions' shapes; this file the life cycle.
 
+mod state;
 mod wire;
 
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ use super::Server;
 use crate::store::tasks::{TaskEntry, TaskId};
 use crate::store::{Owner, now_ms};
 
+use state::State;
 pub use wire::Form;
 
 /// A task's lifetime when the client names none: longer than any call's deadline, so a task
@@ -73,26 +75,6 @@ impl StatusLine {
     fn get(&self) -> Option<String> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
-}
-
-/// A task's state as stored (the record's `state`), written only by the instance running it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct State {
-    v: u32,
-    tool: String,
-    status: TaskStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-    created_ms: u64,
-    updated_ms: u64,
-    ttl_ms: u64,
-    poll_ms: u64,
-    /// The reply (a `CallToolResult`) of a completed task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    result: Option<JsonObject>,
-    /// The JSON-RPC error of a failed task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<JsonObject>,
 }
 
 impl State {

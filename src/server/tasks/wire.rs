@@ -12,7 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
 
-use super::State;
+use super::state::State;
 use crate::store::tasks::TaskId;
 
 /// Which revision's tasks a request speaks.
