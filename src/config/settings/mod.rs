@@ -9,13 +9,6 @@
 //! unset; a default in words (`working directory`) is worked out by the row (`derived`). A test
 //! reads every row's default through the row.
 
-use std::fmt;
-use std::time::Duration;
-
-use super::{
-    CallSettings, Config, ConfigError, ExploreSettings, HttpSettings, Source, ToolSettings,
-};
-
 mod audit;
 mod calls;
 mod cli;
@@ -29,7 +22,7 @@ mod tools;
 mod vertex;
 
 mod row;
-pub(crate) use row::{Read, Reader, Var};
+pub(crate) use row::{Read, Var};
 pub use row::{Category, Group, Setting};
 use row::ROW;
 
