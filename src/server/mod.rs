@@ -2,6 +2,7 @@
 //! where tool errors become MCP results or JSON-RPC errors. Protocol types stay here and in the
 //! tools' one-line adapters; the pipeline knows nothing of MCP.
 
+mod clarify;
 mod compat;
 mod host;
 pub mod tasks;

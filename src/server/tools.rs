@@ -11,7 +11,7 @@ use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject, To
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
-use super::Server;
+use super::{Server, clarify};
 use crate::tools::spec::{LISTMODELS, SPECS, Spec};
 use crate::tools::{
     Plan, Tool, ToolError, analyze, chat, codereview, debug, investigate, listmodels, precommit,
@@ -46,6 +46,23 @@ fn route(spec: &'static Spec) -> ToolRoute<Server> {
     }
 }
 
+/// Runs the call; a reply asking for files becomes a question to the client when it can answer
+/// one inside the call (`clarify`).
+async fn ask<P: DeserializeOwned>(
+    server: &Server,
+    spec: &'static Spec,
+    args: JsonObject,
+    plan: fn(P) -> Result<Plan, ToolError>,
+    ctx: rmcp::service::RequestContext<rmcp::RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let may_ask = clarify::may_ask(&ctx);
+    let result = server.call_tool_with(args, plan, ctx).await?;
+    Ok(match may_ask.then(|| clarify::question(spec.name, &result)).flatten() {
+        Some(question) => question,
+        None => result.into(),
+    })
+}
+
 /// The route of a tool that plans params `P` and runs the pipeline.
 fn planned<P>(
     spec: &'static Spec,
@@ -71,10 +88,18 @@ where
                 if let Some(hook) = hook {
                     hook(server, &mut args)?;
                 }
-                server
-                    .call_tool_with(args, plan, ctx.request_context)
-                    .await
-                    .map(Into::into)
+                // A later round of a question asked inside the call (`clarify`).
+                match clarify::answer(
+                    spec.name,
+                    args,
+                    ctx.request_state.as_deref(),
+                    ctx.input_responses.as_ref(),
+                )? {
+                    clarify::Answer::Reply(reply) => Ok(reply.into()),
+                    clarify::Answer::Continue(args) => {
+                        ask(server, spec, args, plan, ctx.request_context).await
+                    }
+                }
             })
         },
     )
