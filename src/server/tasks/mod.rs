@@ -11,7 +11,7 @@
 //! the record and reads its cancel flag there, so a cancel sent to another instance reaches it.
 //! A task whose lease lapsed (its instance died) reads as failed, with the reason: it is not
 //! resumed, since its plan is not stored and running it again would spend the Gemini call twice
-//! (ARCHITECTURE.md, Decisions, "Tasks").
+//! (docs/decisions/0037-tasks-in-the-thread-store.md).
 //!
 //! `wire` holds the two revisions' shapes; this file the life cycle.
 

@@ -9,7 +9,8 @@
 //! Everything is offline: each client is pointed at a local stand-in, with telemetry, updates
 //! and plugins off, and gets a private home.
 //!
-//! One file a subject: `results` (what each client's model receives), `prompts` (our prompts
+//! One file a subject: `results` (what each client's model receives), `clarify` (a question
+//! asked inside the call, answered by Claude Code's elicitation hook), `prompts` (our prompts
 //! and resources in the Inspector and the Gemini CLI), `packages` (the extension, the plugin and
 //! the npm package, installed as users install them), `lifecycle` (the server stopped by its
 //! client). The clients, their stand-in model APIs and the runner they share are here; the ACP
@@ -29,6 +30,7 @@ use crate::support::responses_api::ResponsesApi;
 use crate::support::scripted_model::{Brain, FINAL_TEXT, Received, ToolCall};
 use crate::support::{Hermetic as _, mcp};
 
+mod clarify;
 mod lifecycle;
 mod packages;
 mod prompts;
@@ -185,6 +187,25 @@ impl Project {
         Some((received, log))
     }
 
+    /// Claude Code in this project with `settings` (its `--settings`: hooks, say) and the
+    /// tool results its model received, with its debug log; `None` when it is not installed.
+    fn drive_claude_with(&self, brain: Brain, settings: Value) -> Option<(Vec<Received>, String)> {
+        let (bin, path) = locate(Client::ClaudeCode)?;
+        let home = tempfile::tempdir().unwrap();
+        let file = home.path().join("settings.json");
+        std::fs::write(&file, settings.to_string()).unwrap();
+        let received = self.drive_claude_args(
+            &bin,
+            &path,
+            home.path(),
+            brain,
+            "mcp__gemini__*",
+            &["--settings".as_ref(), file.as_os_str()],
+        );
+        let log = std::fs::read_to_string(home.path().join("claude-debug.log")).unwrap_or_default();
+        Some((received, log))
+    }
+
     /// Claude Code in this project, with `allowed` the tools it may use unasked.
     fn drive_claude(
         &self,
@@ -193,6 +214,19 @@ impl Project {
         home: &Path,
         brain: Brain,
         allowed: &str,
+    ) -> Vec<Received> {
+        self.drive_claude_args(bin, path, home, brain, allowed, &[])
+    }
+
+    /// [`Project::drive_claude`] with `extra` arguments.
+    fn drive_claude_args(
+        &self,
+        bin: &Path,
+        path: &str,
+        home: &Path,
+        brain: Brain,
+        allowed: &str,
+        extra: &[&std::ffi::OsStr],
     ) -> Vec<Received> {
         let api = AnthropicApi::start(brain);
         let config = home.join("mcp.json");
@@ -213,6 +247,7 @@ impl Project {
             ])
             .arg("--debug-file")
             .arg(home.join("claude-debug.log"))
+            .args(extra)
             .envs(private_home(home))
             .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
             .env("ANTHROPIC_BASE_URL", api.base_url())

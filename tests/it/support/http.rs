@@ -279,8 +279,14 @@ impl Raw {
 
     /// The 2025-06-18 handshake; returns the `Mcp-Session-Id`.
     pub async fn initialize(&self) -> String {
+        self.initialize_with(json!({})).await
+    }
+
+    /// The 2025-06-18 handshake of a client declaring `capabilities`; returns the
+    /// `Mcp-Session-Id`.
+    pub async fn initialize_with(&self, capabilities: Value) -> String {
         let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
+            "protocolVersion": "2025-06-18", "capabilities": capabilities,
             "clientInfo": {"name": "raw-test", "version": "0"}}});
         let a = self.post(init, &[]).await;
         assert_eq!(a.status, 200, "initialize: {}", a.text);
