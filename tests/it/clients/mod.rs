@@ -30,6 +30,7 @@ use crate::support::responses_api::ResponsesApi;
 use crate::support::scripted_model::{Brain, FINAL_TEXT, Received, ToolCall};
 use crate::support::{Hermetic as _, mcp};
 
+mod background;
 mod clarify;
 mod lifecycle;
 mod packages;
@@ -263,6 +264,18 @@ impl Project {
     }
 
     fn drive_codex(&self, bin: &Path, path: &str, home: &Path, brain: Brain) -> Vec<Received> {
+        self.drive_codex_timeout(bin, path, home, brain, 100)
+    }
+
+    /// [`Project::drive_codex`] with our server's `tool_timeout_sec` set to `timeout_secs`.
+    fn drive_codex_timeout(
+        &self,
+        bin: &Path,
+        path: &str,
+        home: &Path,
+        brain: Brain,
+        timeout_secs: u64,
+    ) -> Vec<Received> {
         let api = ResponsesApi::start(brain);
         let codex_home = home.join(".codex");
         std::fs::create_dir_all(&codex_home).unwrap();
@@ -294,7 +307,7 @@ enabled = false
 
 [mcp_servers.gemini]
 command = {server}
-tool_timeout_sec = 100
+tool_timeout_sec = {timeout_secs}
 
 [mcp_servers.gemini.env]
 {env}"#,
