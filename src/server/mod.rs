@@ -60,13 +60,15 @@ fn instructions() -> String {
 pub struct Server {
     app: Arc<App>,
     tool_router: ToolRouter<Server>,
+    /// Each table tool's arguments check (`tools::Check`), for calls started as tasks.
+    checks: Arc<std::collections::HashMap<&'static str, tools::Check>>,
     /// The MCP tasks (`tasks`), shared by every clone (one per HTTP session).
     tasks: Arc<tasks::Tasks>,
 }
 
 impl Server {
     pub fn new(app: Arc<App>) -> Server {
-        let mut tool_router = Self::tools_router();
+        let (mut tool_router, checks) = Self::tools_router();
         for name in &app.config().tools.disabled {
             tool_router.remove_route(name);
         }
@@ -89,6 +91,7 @@ impl Server {
         Server {
             app,
             tool_router,
+            checks: Arc::new(checks),
             tasks: Arc::default(),
         }
     }
@@ -110,11 +113,8 @@ impl Server {
         plan: fn(P) -> Result<Plan, ToolError>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        // The common parameters are flattened into each tool's struct, where serde loses the
-        // field's name in errors: check them on their own first.
-        let common = parse_args::<crate::tools::Common>(args.clone());
         let cap = result_cap(&self.app);
-        let outcome = match common.and_then(|_| parse_args::<P>(args)).and_then(plan) {
+        let outcome = match plan_args(args, plan) {
             Ok(mut plan) => match self.admit(&plan, &ctx) {
                 Ok(_admission) => {
                     plan.owner = owner_of(&ctx);
@@ -262,6 +262,17 @@ fn owner_of(ctx: &RequestContext<RoleServer>) -> Owner {
         .and_then(|p| p.extensions.get::<Owner>())
         .cloned()
         .unwrap_or_default()
+}
+
+/// A tool's arguments parsed (naming the bad field) and planned.
+pub(crate) fn plan_args<P: DeserializeOwned>(
+    args: JsonObject,
+    plan: fn(P) -> Result<Plan, ToolError>,
+) -> Result<Plan, ToolError> {
+    // The common parameters are flattened into each tool's struct, where serde loses the
+    // field's name in errors: check them on their own first.
+    parse_args::<crate::tools::Common>(args.clone())?;
+    plan(parse_args::<P>(args)?)
 }
 
 /// Deserialises tool arguments, naming the offending field in the error.

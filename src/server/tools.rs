@@ -3,6 +3,9 @@
 //! the shared pipeline (`Server::call_tool_with`) with the tool's `plan()` — and `listmodels`.
 //! The tool's params and `plan()` are named in one match ([`route`]).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
@@ -21,20 +24,28 @@ use crate::tools::{
 /// What a route does to the arguments before they are parsed (`chat`'s compatibility names).
 type ArgsHook = fn(&Server, &mut JsonObject) -> Result<(), ErrorData>;
 
+/// A row's arguments checked as its route checks them (parsed and planned), without running the
+/// call: what a call started as a task is refused for at once (`Err`, a JSON-RPC error), as the
+/// plain call would be.
+pub(crate) type Check = Arc<dyn Fn(&Server, JsonObject) -> Result<(), ErrorData> + Send + Sync>;
+
 impl Server {
-    /// Every tool of this server, the table's and `listmodels`.
-    pub(crate) fn tools_router() -> ToolRouter<Server> {
+    /// Every tool of this server, the table's and `listmodels`, and the table's tools' checks.
+    pub(crate) fn tools_router() -> (ToolRouter<Server>, HashMap<&'static str, Check>) {
         let mut router = ToolRouter::new();
+        let mut checks = HashMap::new();
         for spec in &SPECS {
-            router.add_route(route(spec));
+            let (route, check) = route(spec);
+            router.add_route(route);
+            checks.insert(spec.name, check);
         }
         router.add_route(listmodels_route());
-        router
+        (router, checks)
     }
 }
 
-/// A row's route: its tool's params and `plan()`.
-fn route(spec: &'static Spec) -> ToolRoute<Server> {
+/// A row's route and check: its tool's params and `plan()`.
+fn route(spec: &'static Spec) -> (ToolRoute<Server>, Check) {
     match spec.tool {
         Tool::CodeReview => planned(spec, codereview::plan, None),
         Tool::Precommit => planned(spec, precommit::plan, None),
@@ -63,15 +74,26 @@ async fn ask<P: DeserializeOwned>(
     })
 }
 
-/// The route of a tool that plans params `P` and runs the pipeline.
+/// The route of a tool that plans params `P` and runs the pipeline, and its check.
 fn planned<P>(
     spec: &'static Spec,
     plan: fn(P) -> Result<Plan, ToolError>,
     hook: Option<ArgsHook>,
-) -> ToolRoute<Server>
+) -> (ToolRoute<Server>, Check)
 where
     P: DeserializeOwned + JsonSchema + Send + 'static,
 {
+    let check: Check = Arc::new(move |server: &Server, mut args: JsonObject| {
+        if let Some(hook) = hook {
+            hook(server, &mut args)?;
+        }
+        match super::plan_args(args, plan) {
+            Ok(_) => Ok(()),
+            // What a plain call answers with a result (a tool error the model reads) is the
+            // task's to answer with; only what it refuses as a JSON-RPC error is refused here.
+            Err(e) => super::to_mcp(e).map(|_| ()),
+        }
+    });
     let attr = rmcp::model::Tool::new_with_raw(
         spec.name,
         Some(spec.description.into()),
@@ -79,7 +101,7 @@ where
     )
     .with_raw_output_schema(spec.reply.output_schema())
     .with_annotations(annotations(spec.title, true));
-    ToolRoute::new_dyn(
+    let route = ToolRoute::new_dyn(
         attr,
         move |ctx: ToolCallContext<'_, Server>| -> BoxFuture<'_, Result<CallToolResponse, ErrorData>> {
             Box::pin(async move {
@@ -102,7 +124,8 @@ where
                 }
             })
         },
-    )
+    );
+    (route, check)
 }
 
 /// Every tool is read-only; those that ask Gemini reach out of the machine. `openWorldHint` is

@@ -490,6 +490,15 @@ impl Server {
         self.tool_router.call(tcc).await
     }
 
+    /// Refuses at once a call whose arguments its plain call would refuse as a JSON-RPC error
+    /// (a bad argument, a path outside the sandbox): no task is made for it.
+    fn check(&self, request: &CallToolRequestParams) -> Result<(), ErrorData> {
+        match self.checks.get(request.name.as_ref()) {
+            Some(check) => check(self, request.arguments.clone().unwrap_or_default()),
+            None => Ok(()),
+        }
+    }
+
     /// Whether a call of `tool` may run as a task.
     fn runs_as_task(&self, tool: &str) -> bool {
         self.tool_router.map.contains_key(tool) && asks_a_model(tool)
@@ -508,6 +517,7 @@ impl Server {
         if !as_task {
             return self.plain_call(request, ctx).await;
         }
+        self.check(&request)?;
         let (id, state) = self
             .tasks
             .start(self.clone(), DEFAULT_TTL, request, ctx)
@@ -593,6 +603,7 @@ impl Server {
                         None,
                     ));
                 }
+                self.check(&call)?;
                 let (id, state) = self.tasks.start(self.clone(), ttl, call, ctx).await?;
                 wire::created_sep1686(id, &state)
             }

@@ -4,6 +4,7 @@
 //! saved once; cancel (the stand-in Gemini sees its request end), the time to live, an unknown
 //! id, another client's task, two instances on one Redis, an instance killed with a task in
 //! flight, and fifty tasks at once. A client that asks for no task is served as before.
+//! `guards`: a task passes the same checks and caps as a call.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,6 +16,8 @@ use crate::support::fake_gemini::{FakeGemini, Script};
 use crate::support::http::{HttpServer, Raw, result_text};
 use crate::support::mcp::{KEY, command};
 use crate::support::redis::RedisServer;
+
+mod guards;
 
 const TOKEN_A: &str = "tasks-token-a-0123456789abcdef";
 const TOKEN_B: &str = "tasks-token-b-0123456789abcdef";
