@@ -220,6 +220,7 @@ impl Tasks {
         write(store, id, &owner, &state).await.map_err(|e| {
             ErrorData::internal_error(format!("the task could not be stored: {e}"), None)
         })?;
+        tracing::debug!(task = %id, tool = %tool, "the call runs as a task");
         let cancel = CancellationToken::new();
         let stopped = Arc::new(Mutex::new(None));
         self.running().insert(

@@ -32,6 +32,7 @@ use crate::support::{Hermetic as _, mcp};
 
 mod background;
 mod clarify;
+mod inspector_tasks;
 mod lifecycle;
 mod packages;
 mod prompts;

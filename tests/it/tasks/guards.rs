@@ -2,7 +2,8 @@
 //! itself (no task is made, Gemini is not asked), in both revisions; a daily cap refuses the task's
 //! call before Gemini is asked; a secret file fails the task with the sandbox's error and its
 //! value reaches no answer; an answer carrying terminal controls is the task's result exactly as
-//! it is the plain call's.
+//! it is the plain call's; a shutdown finishes the task that fits in its grace and fails the
+//! other, saying so.
 
 use serde_json::{Value, json};
 
@@ -164,4 +165,51 @@ fn comparable(result: &Value) -> Value {
         .join("\n");
     r["content"][0]["text"] = json!(text);
     r
+}
+
+#[tokio::test]
+async fn shutdown_finishes_what_fits_in_its_grace_and_fails_the_rest_saying_so() {
+    if crate::support::redis_missing() {
+        return;
+    }
+    let env = Env::new();
+    let redis = crate::support::redis::RedisServer::start();
+    let url = redis.url();
+    let shared = [
+        ("REDIS_URL", url.as_str()),
+        ("GEMINI_MCP_STORE", "redis"),
+        ("GEMINI_MCP_HTTP_SHUTDOWN_SECS", "3"),
+    ];
+    let mut first = env.http(&shared).await;
+    let second = env.http(&shared).await;
+    let on_first = Modern::new(&first, None, true);
+    let on_second = Modern::new(&second, None, true);
+    // One task ends within the grace, one does not.
+    env.fake
+        .push(Script::text("finished in time").delay_headers(std::time::Duration::from_secs(1)));
+    let quick = task_id(&on_first.call("chat", json!({"prompt": "quick"})).await);
+    // The stand-in answers requests in the order they come: the quick one first.
+    assert!(super::until(20, async || env.fake.in_flight() == 1).await);
+    env.fake
+        .push(Script::echo().delay_headers(std::time::Duration::from_secs(600)));
+    let slow = task_id(&on_first.call("chat", json!({"prompt": "slow"})).await);
+    assert!(super::until(20, async || env.fake.in_flight() == 2).await);
+    first.terminate();
+    let exited = first.wait().await;
+    assert!(exited.success(), "{exited:?}");
+
+    let quick = on_second.finished(&quick).await;
+    assert_eq!(quick["result"]["status"], "completed", "{quick}");
+    assert!(
+        text(&quick["result"]["result"]).contains("finished in time"),
+        "{quick}"
+    );
+    let slow = on_second.get(&slow).await;
+    assert_eq!(slow["result"]["status"], "failed", "{slow}");
+    let why = slow["result"]["statusMessage"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("server shut down before the task finished"),
+        "{why}"
+    );
+    assert!(super::until(10, async || env.fake.in_flight() == 0).await);
 }
