@@ -40,6 +40,8 @@ pub struct HttpServer {
     /// `http://127.0.0.1:<port>`
     pub base: String,
     stderr: Arc<Mutex<String>>,
+    /// Copies the rest of stderr into `stderr` until the server closes it.
+    reader: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl HttpServer {
@@ -84,7 +86,7 @@ impl HttpServer {
             return Err((status, text));
         };
         let sink = stderr.clone();
-        tokio::spawn(async move {
+        let reader = tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 sink.lock().unwrap().push_str(&format!("{line}\n"));
             }
@@ -93,6 +95,7 @@ impl HttpServer {
             child,
             base,
             stderr,
+            reader: Some(reader),
         })
     }
 
@@ -122,12 +125,17 @@ impl HttpServer {
         .expect("send SIGTERM");
     }
 
-    /// Waits for the process to exit (at most a minute).
+    /// Waits for the process to exit (at most a minute), and for its last words on stderr to be
+    /// read (a few seconds at most: a child it left behind may hold the pipe open).
     pub async fn wait(&mut self) -> ExitStatus {
-        tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
             .await
             .expect("gemini-mcp exits within a minute")
-            .expect("wait for gemini-mcp")
+            .expect("wait for gemini-mcp");
+        if let Some(reader) = self.reader.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+        }
+        status
     }
 
     /// An rmcp client of the given style, sending `token` as a bearer token if any.
