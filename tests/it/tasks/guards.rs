@@ -167,6 +167,7 @@ fn comparable(result: &Value) -> Value {
     r
 }
 
+#[cfg(unix)] // SIGTERM
 #[tokio::test]
 async fn shutdown_finishes_what_fits_in_its_grace_and_fails_the_rest_saying_so() {
     if crate::support::redis_missing() {
