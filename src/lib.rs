@@ -26,8 +26,10 @@ macro_rules! modules {
 }
 
 modules!(
+    admission,
     app,
     audit,
+    caps,
     cli,
     clock,
     collector,
@@ -38,7 +40,6 @@ modules!(
     git,
     http,
     jsonrpc,
-    limits,
     metrics,
     pipeline,
     redact,
@@ -48,7 +49,6 @@ modules!(
     server,
     setting_file,
     shutdown,
-    spend,
     stdio,
     store,
     term,

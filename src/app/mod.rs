@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::collector::Collector;
 use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
-use crate::limits::{Admission, ClientId, Gate, RateLimits, Refusal};
+use crate::admission::{Admission, ClientId, Gate, RateLimits, Refusal};
 use crate::metrics::Metrics;
 use crate::pipeline::Services;
 use crate::store::ThreadStore;

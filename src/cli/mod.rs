@@ -267,7 +267,7 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
             }
         };
     }
-    let client = crate::limits::ClientId("cli".into());
+    let client = crate::admission::ClientId("cli".into());
     // Kept to run again when the per-call ceiling refuses and the user, asked, goes on.
     let again = config.caps.call_usd.is_some().then(|| plan.clone());
     let outcome = tokio::select! {

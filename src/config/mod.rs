@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::gemini::BackendChoice;
-use crate::limits::RateLimits;
+use crate::admission::RateLimits;
 pub use crate::secret::Secret;
 pub use crate::store::StoreChoice;
 
@@ -35,7 +35,7 @@ pub struct Config {
     /// The thread store.
     pub threads: crate::store::Settings,
     /// The daily and per-call caps.
-    pub caps: crate::spend::Caps,
+    pub caps: crate::caps::Caps,
     /// The audit log, when `GEMINI_MCP_AUDIT_LOG` names one.
     pub audit: Option<crate::audit::Settings>,
     /// The limits of an investigation (`investigate`, `explore: true`).

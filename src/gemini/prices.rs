@@ -4,7 +4,7 @@
 //! served it (flex and priority are priced off the standard price here, in one place:
 //! [`tier_factor`]). Prices move and some change on a date: a [`PriceList`] reads them at the
 //! day of the [`Clock`] it is handed, never at the wall clock. A model without a price gets no
-//! estimate, never a guess; under a USD cap such a model is refused ([`crate::spend`]), not
+//! estimate, never a guess; under a USD cap such a model is refused ([`crate::caps`]), not
 //! counted as free.
 
 use serde::Serialize;

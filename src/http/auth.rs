@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::Secret;
-use crate::limits::ClientId;
+use crate::admission::ClientId;
 use crate::store::Owner;
 
 /// The accepted tokens, kept as digests.

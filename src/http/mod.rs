@@ -4,7 +4,7 @@
 //! Any instance answers any request: 2026-07-28 requests are stateless, and legacy sessions
 //! (`Mcp-Session-Id`) are restored from Redis on an instance that did not create them
 //! ([`sessions`]); conversations live in the shared thread store. What is per instance: the rate
-//! and concurrency limits ([`crate::limits`]) and live SSE streams.
+//! and concurrency limits ([`crate::admission`]) and live SSE streams.
 //!
 //! Defences: a token is required whenever the bound address is not loopback (startup refuses
 //! otherwise) and, once configured, on every `/mcp` request; `Host` and `Origin` are checked
@@ -52,7 +52,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::App;
 use crate::config::Config;
 use crate::jsonrpc::Screened;
-use crate::limits::RateLimits;
+use crate::admission::RateLimits;
 use crate::server::Server;
 use crate::shutdown::Shutdown;
 use auth::Tokens;

@@ -12,7 +12,7 @@ use crate::gemini::models::ModelInfo;
 use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part, ServiceTier};
 use crate::reply::investigation_report::Investigation;
 use crate::reply::review;
-use crate::spend::{Estimate, Hold};
+use crate::caps::{Estimate, Hold};
 use crate::tools::{Output, Plan, ToolError};
 
 /// What Gemini did besides answering: an investigation with our tools, or the Gemini CLI's

@@ -3,7 +3,7 @@
 //! handed — the very value the backend sends, so the estimate cannot drift from what goes out —,
 //! refuses it before Gemini when what was spent today plus the estimate would pass a cap, or
 //! what the call has cost plus the estimate would pass the per-call ceiling
-//! ([`crate::spend`]), and counts the answer's usage at once (each request of an investigation is
+//! ([`crate::caps`]), and counts the answer's usage at once (each request of an investigation is
 //! checked and counted on its own). The Gemini CLI's agent, whose requests are its own, is
 //! checked with its prompt before it starts ([`Meter::admit`]) and counted after
 //! ([`Meter::record`]). The meter also keeps what the call's requests were and used
@@ -20,7 +20,7 @@ use crate::gemini::{
     CallContext, Gemini, GenerateRequest, GenerateResponse, ModelInfo, ServiceTier, Usage,
 };
 use crate::metrics::Metrics;
-use crate::spend::{
+use crate::caps::{
     Caps, Day, Estimate, Hold, Holds, INLINE_BYTES, SpendKey, Spent, approximate_bytes,
 };
 use crate::store::{Owner, ThreadStore};

@@ -13,7 +13,7 @@
 
 mod answer;
 mod ask;
-mod budget;
+mod window;
 pub mod earlier_turns;
 mod gather;
 pub mod investigation;
@@ -34,12 +34,12 @@ use crate::config::Config;
 use crate::gemini::{CallContext, Gemini};
 use crate::metrics::Metrics;
 use crate::reply::investigation_report::steps_note;
-use crate::spend::Holds;
+use crate::caps::Holds;
 use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadStore};
 use crate::tools::{Continuation, Plan, Reply, ToolError};
 use answer::{finish_reply, read_answer};
 use ask::{Explored, agent_note, ask, build_request};
-use budget::{budget, model_for};
+use window::{budget, model_for};
 use gather::{Gathered, Material, gather};
 use meter::Meter;
 use record::Trail;

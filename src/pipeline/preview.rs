@@ -14,7 +14,7 @@ use super::verify::Sent;
 use crate::collector::classify::{Class, classify};
 use crate::gemini::{GenerateRequest, Usage};
 use crate::reply::{LeftOut, Reply};
-use crate::spend::Estimate;
+use crate::caps::Estimate;
 use crate::tools::ToolError;
 
 /// What a call would send.

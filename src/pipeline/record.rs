@@ -147,7 +147,7 @@ impl Trail {
                 kind: FileKind::Image,
                 sha256: hex::encode(sha2::Sha256::digest(i.data.as_slice())),
                 bytes: i.data.len() as u64,
-                tokens: crate::spend::IMAGE_TOKENS,
+                tokens: crate::caps::IMAGE_TOKENS,
             }
         }));
     }

@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::gemini::{CallContext, Progress};
-use crate::limits::{Admission, ClientId, Refusal};
+use crate::admission::{Admission, ClientId, Refusal};
 use crate::store::Owner;
 use crate::tools::{Plan, Reply, ToolError};
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::tasks::{TaskEntry, TaskId};
 use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::metrics::Metrics;
-use crate::spend::{Day, SpendKey, Spent};
+use crate::caps::{Day, SpendKey, Spent};
 
 /// `inner`, its failures counted in `metrics`.
 pub struct Counted {

@@ -27,7 +27,7 @@ use super::{
     LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
     title_of,
 };
-use crate::spend::{Day, SpendKey, Spent};
+use crate::caps::{Day, SpendKey, Spent};
 
 /// The database file inside the state directory.
 pub const FILE_NAME: &str = "threads.sqlite3";

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::tasks::{MemoryTasks, TaskEntry, TaskId};
 use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
-use crate::spend::{Day, SpendKey, Spent};
+use crate::caps::{Day, SpendKey, Spent};
 
 struct Entry {
     thread: Thread,

@@ -30,7 +30,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
-use crate::spend::{Day, SpendKey, Spent};
+use crate::caps::{Day, SpendKey, Spent};
 
 /// A thread's id: a UUID, parsed once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

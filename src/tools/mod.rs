@@ -281,11 +281,11 @@ impl ToolError {
     }
 }
 
-impl From<crate::spend::SpendError> for ToolError {
-    fn from(e: crate::spend::SpendError) -> Self {
+impl From<crate::caps::SpendError> for ToolError {
+    fn from(e: crate::caps::SpendError) -> Self {
         match e {
-            crate::spend::SpendError::Cap(message) => ToolError::SpendingCap(message),
-            crate::spend::SpendError::OverCall {
+            crate::caps::SpendError::Cap(message) => ToolError::SpendingCap(message),
+            crate::caps::SpendError::OverCall {
                 message,
                 estimate_usd,
             } => ToolError::OverCallCeiling {

@@ -3,14 +3,14 @@
 //! gate's default rate limits and the pipeline (system prompt, temperature) read them here, so a
 //! tool's name is matched in one place ([`Tool::spec`]); mini-redis's `cmd/mod.rs` is the model.
 //!
-//! The parts below `tools` (`config`, `limits`) do not know the tools: the configuration keeps the
+//! The parts below `tools` (`config`, `admission`) do not know the tools: the configuration keeps the
 //! tool names it is given as written, and [`check_settings`] checks them against this table.
 
 use std::num::NonZeroU32;
 
 use crate::config::{Config, ConfigError};
 use crate::gemini::ThinkingMode;
-use crate::limits::{Per, Rate, RateLimits};
+use crate::admission::{Per, Rate, RateLimits};
 
 /// The tools that ask Gemini, as a closed type, in the order of [`SPECS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use gemini_mcp_server::caps::{Day, SpendKey, Spent};
 use gemini_mcp_server::config::{Config, Secret, StoreChoice};
-use gemini_mcp_server::spend::{Day, SpendKey, Spent};
 use gemini_mcp_server::store::{self, Owner, ThreadId, ThreadStore, Turn, Usage};
 use serde_json::json;
 

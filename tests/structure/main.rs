@@ -3,7 +3,7 @@
 //!
 //! The flow runs one way, in layers: the edge (`cli`, then the transports and `server`) holds the
 //! `app`, the `app` runs the `pipeline`, the `pipeline` runs the `tools`' plans, and all of them
-//! call the parts (`collector`, `git`, `gemini`, `store`, `spend`, `explore`, and the leaf
+//! call the parts (`collector`, `git`, `gemini`, `store`, `caps`, `explore`, and the leaf
 //! modules). A module imports only the layers below it, and no two modules import each other,
 //! directly or around a loop.
 

@@ -16,7 +16,7 @@ mod explore;
 mod files;
 mod gemini;
 mod http;
-mod spend;
+mod caps;
 mod threads;
 mod tools;
 mod vertex;
@@ -34,7 +34,7 @@ pub const GROUPS: &[Group] = &[
     calls::GROUP,
     cli::GROUP,
     explore::GROUP,
-    spend::GROUP,
+    caps::GROUP,
     audit::GROUP,
     threads::GROUP,
     tools::GROUP,

@@ -51,8 +51,8 @@ pub(crate) enum Read {
     Gemini(Reader<crate::gemini::Settings>),
     /// The thread store (`store`).
     Threads(Reader<crate::store::Settings>),
-    /// The daily and per-call caps (`spend`).
-    Caps(Reader<crate::spend::Caps>),
+    /// The daily and per-call caps (`caps`).
+    Caps(Reader<crate::caps::Caps>),
     /// The audit log (`audit`), when there is one.
     Audit(Reader<Option<crate::audit::Settings>>),
     /// The limits of an investigation.

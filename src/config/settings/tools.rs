@@ -4,7 +4,7 @@
 use super::row::Read::Tools;
 use super::row::{Category, Group, ROW, Setting};
 use crate::config::Compat;
-use crate::limits::RateLimits;
+use crate::admission::RateLimits;
 
 pub(super) const GROUP: Group = Group {
     category: Category::Tools,

@@ -65,7 +65,7 @@ use self::connection::{Connection, Target, Topology, scrub};
 use super::tasks::{TaskEntry, TaskId};
 use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms};
 use crate::secret::Secret;
-use crate::spend::{Day, SpendKey, Spent};
+use crate::caps::{Day, SpendKey, Spent};
 
 /// Format version of the thread header; a header with another version is reported as corrupt.
 const FORMAT: &str = "1";

@@ -1,11 +1,11 @@
-//! The budget step: the model the call uses, and what of its input window is left for history
-//! and material once the system prompt, the request and the reserves are counted; the thread's
-//! history rebuilt within its share.
+//! The context window's shares: the model the call uses, and what of its input window is left
+//! for history and material once the system prompt, the request and the reserves are counted;
+//! the thread's history rebuilt within its share.
 
 use super::{Services, blocking, earlier_turns};
 use crate::collector::tokens;
 use crate::gemini::models::ModelInfo;
-use crate::spend::IMAGE_TOKENS;
+use crate::caps::IMAGE_TOKENS;
 use crate::store::Thread;
 use crate::tools::{Plan, ToolError};
 

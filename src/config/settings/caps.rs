@@ -1,4 +1,4 @@
-//! What calls may cost: the daily and per-call caps (`spend::Caps`), and the prices and the day
+//! What calls may cost: the daily and per-call caps (`caps::Caps`), and the prices and the day
 //! estimates are made at (`gemini::Settings::prices`).
 
 use super::row::Read::{Caps, Gemini};
