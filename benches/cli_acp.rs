@@ -70,6 +70,7 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
         temperature: None,
         response_schema: None,
         web_search: false,
+        cache: None,
         functions: None,
     };
     let ctx = CallContext::default();

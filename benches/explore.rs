@@ -188,6 +188,7 @@ fn request(runs: usize) -> Result<(), Error> {
         temperature: None,
         response_schema: None,
         web_search: false,
+        cache: None,
         functions: Some(Functions {
             declarations: Explorer::declarations(),
             allow: true,

@@ -96,6 +96,7 @@ fn main() {
             temperature: None,
             response_schema: None,
             web_search: false,
+            cache: None,
             functions: None,
         };
         let mut direct = Vec::with_capacity(runs);

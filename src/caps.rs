@@ -490,6 +490,7 @@ mod tests {
             temperature: None,
             response_schema: None,
             web_search: false,
+            cache: None,
             functions: None,
         }
     }

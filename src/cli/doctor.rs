@@ -349,6 +349,7 @@ async fn probe(gemini: &Gemini, limit: Duration) -> Result<String, String> {
         temperature: None,
         response_schema: None,
         web_search: false,
+        cache: None,
         functions: None,
     };
     match tokio::time::timeout(limit, gemini.generate(request, &CallContext::default())).await {

@@ -34,7 +34,7 @@ pub use models::{Catalogue, ModelInfo, ThinkingStyle};
 pub use settings::{BackendChoice, BaseUrl, CliTransport, Settings, VertexSettings};
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
-    CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
+    CacheUse, CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
     GenerateResponse, Message, Part, Progress, ProgressFn, Role, ServiceTier, Source, ThinkingMode,
     Usage,
 };
@@ -341,6 +341,36 @@ impl Gemini {
     /// errors the configured fallback model answers; after a 404 NOT_FOUND for a model with an
     /// announced replacement, the replacement does (the API, not a date compiled into the
     /// table, says a model is gone). `GEMINI_FALLBACK_MODEL=none` turns both off.
+    /// Whether the backend keeps explicit context caches (the REST API; not Vertex AI's express
+    /// mode, nor the Gemini CLI).
+    pub fn keeps_caches(&self) -> bool {
+        matches!(&self.backend, Backend::Api(api) if api.keeps_caches())
+    }
+
+    /// Makes a cache of `req`'s system instruction and first `covers` messages for `ttl`;
+    /// `Ok(None)` when the backend keeps none.
+    pub async fn create_cache(
+        &self,
+        req: &GenerateRequest,
+        covers: usize,
+        ttl: std::time::Duration,
+        display_name: &str,
+        ctx: &CallContext,
+    ) -> Result<Option<api::cache::Made>, GeminiError> {
+        match &self.backend {
+            Backend::Api(api) => api.create_cache(req, covers, ttl, display_name, ctx).await,
+            _ => Ok(None),
+        }
+    }
+
+    /// Deletes the cache `name` (one already gone is no error).
+    pub async fn delete_cache(&self, name: &str) -> Result<(), GeminiError> {
+        match &self.backend {
+            Backend::Api(api) => api.delete_cache(name).await,
+            _ => Ok(()),
+        }
+    }
+
     pub async fn generate(
         &self,
         req: GenerateRequest,
@@ -391,6 +421,8 @@ impl Gemini {
         }
         let mut req = req;
         req.model = fallback;
+        // A cache belongs to its model: the fallback is sent the whole request.
+        req.cache = None;
         let mut resp = self.generate_once(&req, ctx).await?;
         resp.fallback = Some(Fallback {
             cause,

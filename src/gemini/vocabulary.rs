@@ -101,6 +101,21 @@ pub struct GenerateRequest {
     pub web_search: bool,
     /// Functions Gemini may call (API backend only); `None`: none.
     pub functions: Option<Functions>,
+    /// An explicit context cache holding the front of this request (API backend only); `None`:
+    /// the request is sent whole.
+    pub cache: Option<CacheUse>,
+}
+
+/// An explicit context cache (`cachedContents`) a request is answered from: it holds the
+/// request's system instruction and its first `covers` messages, which the request then does
+/// not send again. Never set with `functions` or `web_search`: their tools would have to be in
+/// the cache too (the API refuses `tools` beside `cachedContent`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheUse {
+    /// The cache's resource name (`cachedContents/…`, or Vertex AI's full name).
+    pub name: String,
+    /// How many of the request's first messages it holds.
+    pub covers: usize,
 }
 
 /// Token usage as the API reports it.
@@ -214,6 +229,9 @@ pub struct GenerateResponse {
     /// Hex SHA-256 of the request body exactly as sent (the REST backends; `None` for the
     /// Gemini CLI's, whose requests are the CLI's own).
     pub request_sha256: Option<String>,
+    /// The request named a cache that was gone (expired or deleted at Google), and was sent
+    /// whole instead: its record should be forgotten.
+    pub cache_lost: bool,
 }
 
 /// A progress update while waiting on Gemini.

@@ -65,6 +65,7 @@ pub(super) fn build_request(
         temperature,
         response_schema,
         web_search: plan.web_search,
+        cache: None,
         functions: None,
     };
     (request, tail)

@@ -25,6 +25,7 @@ use tokio::sync::OnceCell;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+pub mod cache;
 mod retry;
 mod sse;
 mod stream_answer;
@@ -213,8 +214,30 @@ impl ApiClient {
         })
     }
 
-    /// One answer, streamed, with retries; bounded by the call deadline and `ctx.cancel`.
+    /// One answer, streamed, with retries; bounded by the call deadline and `ctx.cancel`. A
+    /// request naming a cache that is gone is sent again whole (`cache_lost` says so): a lost
+    /// cache costs the price of the whole request, never the call.
     pub async fn generate(
+        &self,
+        req: &GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        match self.generate_as_sent(req, ctx).await {
+            Err(e) if req.cache.is_some() && cache::is_gone(&e) => {
+                tracing::info!(model = %req.model.id, "the context cache is gone: sending the request whole");
+                let whole = GenerateRequest {
+                    cache: None,
+                    ..req.clone()
+                };
+                let mut answer = self.generate_as_sent(&whole, ctx).await?;
+                answer.cache_lost = true;
+                Ok(answer)
+            }
+            other => other,
+        }
+    }
+
+    async fn generate_as_sent(
         &self,
         req: &GenerateRequest,
         ctx: &CallContext,

@@ -147,6 +147,7 @@ impl Answer {
             calls: self.calls,
             turn: self.turn,
             request_sha256: None,
+            cache_lost: false,
         })
     }
 }

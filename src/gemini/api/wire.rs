@@ -124,6 +124,10 @@ pub struct GenerateContentRequest {
     /// `priority` (`GEMINI_SERVICE_TIER`); unset: the API's default.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<ServiceTier>,
+    /// The explicit cache holding the system instruction and the first messages, which are then
+    /// not sent (`GenerateRequest::cache`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_content: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -163,12 +167,17 @@ pub enum ThinkingAmount {
 /// Translates our request into the REST body: system instruction, contents (text, images as
 /// `inlineData`), the model's thinking configuration, temperature only when set, JSON mode,
 /// the model's output limit, and Google Search grounding when asked.
+///
+/// With a cache, the system instruction and the messages it holds are left out and the cache is
+/// named instead.
 pub fn build_request(req: &GenerateRequest) -> GenerateContentRequest {
-    let contents = req.contents.iter().map(content_of).collect();
-    let system_instruction = (!req.system_instruction.is_empty()).then(|| Content {
-        role: None,
-        parts: Some(vec![WirePart::text(req.system_instruction.clone())]),
-    });
+    let covered = req
+        .cache
+        .as_ref()
+        .map_or(0, |c| c.covers.min(req.contents.len()));
+    let contents = req.contents[covered..].iter().map(content_of).collect();
+    let system_instruction = (req.cache.is_none() && !req.system_instruction.is_empty())
+        .then(|| system_content(&req.system_instruction));
     let thinking_config = match req.model.thinking_config(req.thinking) {
         ThinkingConfig::Budget(b) => Some(ThinkingAmount::Budget(b)),
         ThinkingConfig::Level(l) => Some(ThinkingAmount::Level(l)),
@@ -204,7 +213,57 @@ pub fn build_request(req: &GenerateRequest) -> GenerateContentRequest {
         tool_config,
         labels: Default::default(),
         service_tier: None,
+        cached_content: req.cache.as_ref().map(|c| c.name.clone()),
     }
+}
+
+/// A system instruction as the API takes it.
+fn system_content(text: &str) -> Content {
+    Content {
+        role: None,
+        parts: Some(vec![WirePart::text(text.to_string())]),
+    }
+}
+
+/// The body of `cachedContents.create`: the model (`models/…`, or Vertex AI's full name), the
+/// system instruction and the first `covers` messages of `req`, kept for `ttl_secs`.
+pub fn create_cache_request(
+    req: &GenerateRequest,
+    model: &str,
+    covers: usize,
+    ttl_secs: u64,
+    display_name: &str,
+) -> Value {
+    let contents: Vec<Content> = req.contents[..covers.min(req.contents.len())]
+        .iter()
+        .map(content_of)
+        .collect();
+    let mut body = serde_json::json!({
+        "model": model,
+        "contents": contents,
+        "ttl": format!("{ttl_secs}s"),
+        "displayName": display_name,
+    });
+    if !req.system_instruction.is_empty() {
+        body["systemInstruction"] =
+            serde_json::to_value(system_content(&req.system_instruction)).unwrap_or_default();
+    }
+    body
+}
+
+/// What `cachedContents.create` answers (the fields we read).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedContent {
+    pub name: Option<String>,
+    pub expire_time: Option<String>,
+    pub usage_metadata: Option<CacheUsage>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheUsage {
+    pub total_token_count: Option<u64>,
 }
 
 fn content_of(m: &Message) -> Content {

@@ -79,6 +79,7 @@ fn request(model: &str) -> GenerateRequest {
         temperature: None,
         response_schema: None,
         web_search: false,
+        cache: None,
         functions: None,
     }
 }

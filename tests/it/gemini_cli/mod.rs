@@ -152,6 +152,7 @@ fn request(prompt: &str) -> GenerateRequest {
         temperature: None,
         response_schema: None,
         web_search: false,
+        cache: None,
         functions: None,
     }
 }

@@ -22,6 +22,7 @@ fn request(model: &str, thinking: ThinkingMode) -> GenerateRequest {
         temperature: None,
         response_schema: None,
         web_search: false,
+        cache: None,
         functions: None,
     }
 }
@@ -407,4 +408,45 @@ fn listed_models_become_model_infos() {
     assert!(infos[0].is_level_family());
     assert_eq!(infos[2].thinking, ThinkingStyle::None);
     assert!(!infos[0].builtin);
+}
+
+#[test]
+fn a_request_from_a_cache_names_it_and_sends_only_what_it_does_not_hold() {
+    let mut req = request("gemini-3.1-pro-preview", ThinkingMode::Medium);
+    let whole = body(&req);
+    assert!(whole.get("cachedContent").is_none());
+    req.cache = Some(crate::gemini::CacheUse {
+        name: "cachedContents/abc123".into(),
+        covers: 2,
+    });
+    let b = body(&req);
+    assert_eq!(b["cachedContent"], "cachedContents/abc123");
+    // The cache holds the system instruction and the first two messages.
+    assert!(b.get("systemInstruction").is_none(), "{b}");
+    assert_eq!(b["contents"], json!([{"role": "user", "parts": [{"text": "follow-up"}]}]));
+    assert_eq!(b["generationConfig"], whole["generationConfig"]);
+    // A cache said to hold more than there is holds all but nothing is lost.
+    req.cache.as_mut().unwrap().covers = 9;
+    assert_eq!(body(&req)["contents"], json!([]));
+}
+
+#[test]
+fn a_cache_is_made_of_the_system_instruction_and_the_first_messages() {
+    let req = request("gemini-3.1-pro-preview", ThinkingMode::Medium);
+    let b = create_cache_request(&req, "models/gemini-3.1-pro-preview", 2, 3600, "thread 7d1c");
+    assert_eq!(b["model"], "models/gemini-3.1-pro-preview");
+    assert_eq!(b["ttl"], "3600s");
+    assert_eq!(b["displayName"], "thread 7d1c");
+    assert_eq!(
+        b["systemInstruction"],
+        json!({"parts": [{"text": "You review code."}]})
+    );
+    assert_eq!(
+        b["contents"],
+        json!([
+            {"role": "user", "parts": [{"text": "first"}]},
+            {"role": "model", "parts": [{"text": "an answer"}]}
+        ])
+    );
+    assert!(b.get("expireTime").is_none(), "ttl and expireTime are exclusive");
 }
