@@ -240,6 +240,7 @@ fn make_project(root: &Path, recount: bool) -> Vec<Turn> {
                 usage: Usage::default(),
                 at_ms: 0,
                 frames: Vec::new(),
+                context_cache: None,
             }
         })
         .collect()

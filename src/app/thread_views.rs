@@ -42,6 +42,12 @@ pub async fn delete(app: &App, owner: &Owner, raw: &str) -> Result<ThreadId, Too
     if let Some(agents) = app.agents() {
         agents.forget_thread(&thread.id.to_string());
     }
+    // Its context cache at Google goes with it (it would expire by itself; a failure is said).
+    if let Some(cache) = thread.turns.last().and_then(|t| t.context_cache.as_ref())
+        && let Err(e) = app.gemini().delete_cache(&cache.name).await
+    {
+        tracing::warn!("the thread's context cache could not be deleted (it expires by itself): {e}");
+    }
     Ok(thread.id)
 }
 

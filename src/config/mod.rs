@@ -62,12 +62,27 @@ pub struct ExploreSettings {
 }
 
 /// What one call may send and which threads it may continue (the pipeline's).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CallSettings {
     /// Optional cap on the tokens of context sent per call.
     pub max_context_tokens: Option<u64>,
     /// A thread started under other roots may be continued here.
     pub share_threads_across_projects: bool,
+    /// Explicit context caching of continued threads (`pipeline::cache`).
+    pub context_cache: bool,
+    /// The longest a context cache is kept at Google (bounded by the thread's life).
+    pub context_cache_ttl: std::time::Duration,
+}
+
+impl Default for CallSettings {
+    fn default() -> Self {
+        CallSettings {
+            max_context_tokens: None,
+            share_threads_across_projects: false,
+            context_cache: true,
+            context_cache_ttl: std::time::Duration::from_secs(600),
+        }
+    }
 }
 
 /// The tools the server offers, under which names, how long a reply and how often (the

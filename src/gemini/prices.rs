@@ -161,6 +161,22 @@ impl PriceList {
     }
 }
 
+/// What keeping an explicit context cache costs, USD per million tokens per hour: Google's list
+/// prices (ai.google.dev/gemini-api/docs/pricing, context caching storage: $4.50 for the Pro
+/// models, $1.00 for Flash and Flash-Lite). A model whose input costs a dollar or more per
+/// million tokens is priced as a Pro.
+fn storage_per_million_hour(input_per_million: f64) -> f64 {
+    if input_per_million >= 1.0 { 4.5 } else { 1.0 }
+}
+
+impl PriceList {
+    /// The cost in USD of keeping `tokens` in an explicit cache of `model` for `hours`.
+    pub fn storage(&self, model: &str, tokens: u64, hours: f64) -> Option<f64> {
+        let (p, _) = self.price(model)?;
+        Some(storage_per_million_hour(p.input) * tokens as f64 / 1_000_000.0 * hours.max(0.0))
+    }
+}
+
 /// Reads `GEMINI_MCP_PRICES`: `model=input/output` entries separated by commas, USD per million
 /// tokens (optionally `model=input/output/input_long/output_long` for the prices over
 /// [`LONG_PROMPT`] tokens), e.g. `gemini-3.6-flash=1.5/9`. The error names the entry and the form.

@@ -106,6 +106,51 @@ pub struct GenerateRequest {
     pub cache: Option<CacheUse>,
 }
 
+impl GenerateRequest {
+    /// Hex SHA-256 of what a cache of this request's front holds: the system instruction and the
+    /// first `covers` messages, part by part, each length-prefixed. Two requests with the same
+    /// digest send those bytes alike, so a cache made from one serves the other.
+    pub fn front_digest(&self, covers: usize) -> String {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes);
+        };
+        field(self.system_instruction.as_bytes());
+        for m in &self.contents[..covers.min(self.contents.len())] {
+            field(match m.role {
+                Role::User => b"user",
+                Role::Model => b"model",
+            });
+            for p in &m.parts {
+                match p {
+                    Part::Text(t) => {
+                        field(b"text");
+                        field(t.as_bytes());
+                    }
+                    Part::Image { mime, data } => {
+                        field(b"image");
+                        field(mime.as_bytes());
+                        field(data);
+                    }
+                    Part::Recorded(v) => {
+                        field(b"recorded");
+                        field(v.to_string().as_bytes());
+                    }
+                    Part::FunctionResponse { id, name, response } => {
+                        field(b"function");
+                        field(id.as_deref().unwrap_or_default().as_bytes());
+                        field(name.as_bytes());
+                        field(response.to_string().as_bytes());
+                    }
+                }
+            }
+        }
+        hex::encode(h.finalize())
+    }
+}
+
 /// An explicit context cache (`cachedContents`) a request is answered from: it holds the
 /// request's system instruction and its first `covers` messages, which the request then does
 /// not send again. Never set with `functions` or `web_search`: their tools would have to be in

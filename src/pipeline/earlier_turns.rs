@@ -400,6 +400,7 @@ mod tests {
                 usage: Default::default(),
                 at_ms: 0,
                 frames: Vec::new(),
+                context_cache: None,
             });
             self.prompts.push(prompt_text);
             self.histories.push(h);

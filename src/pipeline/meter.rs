@@ -158,6 +158,81 @@ impl Meter {
         Ok(answer)
     }
 
+    /// Makes an explicit context cache of `req`'s system instruction and first `covers`
+    /// messages (`tokens`, as estimated), kept for `ttl`, if it fits under the caps: made, its
+    /// tokens are counted as input at the standard tier and its storage for the whole `ttl` at
+    /// the storage price. `Ok(None)` when the backend keeps no caches.
+    pub async fn make_cache(
+        &self,
+        gemini: &Gemini,
+        req: &GenerateRequest,
+        covers: usize,
+        tokens: u64,
+        ttl: std::time::Duration,
+        ctx: &CallContext,
+    ) -> Result<Option<crate::gemini::api::cache::Made>, ToolError> {
+        let model = &req.model;
+        let hold = if self.is_on() {
+            let estimate = Estimate {
+                history: tokens,
+                ..Estimate::default()
+            };
+            self.admit(&estimate, model, ServiceTier::Standard).await?
+        } else {
+            Hold::none()
+        };
+        let made = self
+            .timed(
+                &model.id,
+                gemini.create_cache(req, covers, ttl, "gemini-mcp thread", ctx),
+            )
+            .await?;
+        let Some(made) = made else {
+            return Ok(None);
+        };
+        let usage = Usage {
+            input: made.tokens,
+            ..Usage::default()
+        };
+        self.record(hold, &model.id, &usage, ServiceTier::Standard)
+            .await;
+        let hours = ttl.as_secs_f64() / 3600.0;
+        self.record_usd(&model.id, self.prices.storage(&model.id, made.tokens, hours))
+            .await;
+        Ok(Some(made))
+    }
+
+    /// Counts a cost that is not a request's tokens (a cache's storage) against the call, the
+    /// metrics and the daily caps; `None` (no price known) makes the call's cost unknown.
+    async fn record_usd(&self, model: &str, usd: Option<f64>) {
+        self.metrics
+            .tokens(model, crate::metrics::Tokens::default(), usd);
+        let micro = usd.map_or(0, |c| (c * 1e6).round() as u64);
+        self.call_micro_usd
+            .fetch_add(micro, std::sync::atomic::Ordering::Relaxed);
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.cost_usd = match (seen.cost_usd, usd) {
+                (Some(sum), Some(c)) => Some(sum + c),
+                _ => None,
+            };
+        }
+        if self.keys.is_empty() || micro == 0 {
+            return;
+        }
+        let _turn = self.holds.turn().await;
+        let add = Spent {
+            tokens: 0,
+            micro_usd: micro,
+        };
+        let day = Day::today();
+        for key in &self.keys {
+            if let Err(e) = self.store.add_spend(key, day, add).await {
+                tracing::warn!("could not count this call against the daily cap: {e}");
+            }
+        }
+    }
+
     /// Refuses a request estimated at `estimate` (priced at `tier`, the tier asked for) when
     /// what was spent today, what calls in flight hold and it together pass a cap, saying the
     /// estimate, the cap, what was spent, what to narrow and when the count resets; else holds

@@ -13,6 +13,7 @@
 
 mod answer;
 mod ask;
+mod cache;
 mod window;
 pub mod earlier_turns;
 mod gather;
@@ -160,6 +161,8 @@ struct Prepared {
     tail: String,
     /// Values redacted from the call's own text, per rule.
     text_redactions: crate::redact::Counts,
+    /// The context cache the thread's last turn left (`cache`).
+    kept_cache: Option<crate::store::ContextCache>,
 }
 
 /// What preparing a call comes to.
@@ -200,6 +203,10 @@ async fn prepare(
     let system = prompt::system_instruction(&tool_prompt(&plan), plan.system_extra.as_deref());
     ctx.report("reading files");
     let earlier_cost = thread_cost(services.gemini.catalogue().prices(), thread.as_ref());
+    let kept_cache = thread
+        .as_ref()
+        .and_then(|t| t.turns.last())
+        .and_then(|t| t.context_cache.clone());
     let (total, history) = budget(services, &plan, &model, &system, thread).await?;
     let material = match gather(
         services,
@@ -253,6 +260,7 @@ async fn prepare(
         request,
         tail,
         text_redactions,
+        kept_cache,
     }))
 }
 
@@ -324,6 +332,7 @@ async fn steps(
         request,
         tail,
         text_redactions,
+        kept_cache,
     } = match prepare(services, plan, ctx, false).await? {
         Prepare::Ready(p) => p,
         Prepare::Answered(reply) => return Ok(reply),
@@ -341,9 +350,16 @@ async fn steps(
         .model
         .schedule_notice(services.gemini.catalogue().prices().clock().today());
     let thread_key = id.to_string();
+    let (request, context_cache) = if plan.agent.is_none() && plan.explore.is_none() {
+        cache::attach(services, request, kept_cache, history_tokens, meter, ctx).await
+    } else {
+        (request, None)
+    };
     let (answer, explored) = ask(services, &plan, request, room, &thread_key, meter, ctx)
         .await
         .map_err(|e| what_to_narrow(e, &material, history_tokens))?;
+    // A cache found gone at Google is forgotten.
+    let context_cache = context_cache.filter(|_| !answer.cache_lost);
     let model_used = answer.model_version.clone().unwrap_or(model_id.clone());
     trail.model(&model_used);
     let mut sent = sent;
@@ -368,6 +384,7 @@ async fn steps(
         &material,
         &answer,
         &model_used,
+        context_cache,
         &mut reply,
     )
     .await?;

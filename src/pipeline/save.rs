@@ -8,7 +8,7 @@ use super::{INLINE_COUNT_BYTES, Services, blocking};
 use crate::collector::tokens;
 use crate::gemini::GenerateResponse;
 use crate::reply::SavedTurn;
-use crate::store::{FileRef, ThreadId, Turn, now_ms};
+use crate::store::{ContextCache, FileRef, ThreadId, Turn, now_ms};
 use crate::tools::{Plan, Reply, ToolError};
 
 /// Stores the turn and tells the reply how to continue; a turn that cannot be stored is
@@ -22,6 +22,7 @@ pub(super) async fn save_turn(
     material: &Material,
     answer: &GenerateResponse,
     model_used: &str,
+    context_cache: Option<ContextCache>,
     reply: &mut Reply,
 ) -> Result<(), ToolError> {
     // A diff makes the tail large: count it off the runtime's threads.
@@ -65,6 +66,7 @@ pub(super) async fn save_turn(
             .as_ref()
             .map(|d| d.frames.clone())
             .unwrap_or_default(),
+        context_cache,
     };
     let span = crate::traces::store_save(services.store.kind());
     let appended = services

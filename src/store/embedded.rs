@@ -873,6 +873,7 @@ mod tests {
             request_tokens: 1,
             response_tokens: 1,
             frames: Vec::new(),
+            context_cache: None,
         }
     }
 }

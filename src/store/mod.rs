@@ -194,6 +194,30 @@ pub struct Turn {
     /// findings are checked against. Turns stored without it offer no diff to check against.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frames: Vec<crate::collector::render::Frame>,
+    /// The explicit context cache at Google that holds the front of the thread's next request,
+    /// as this turn left it (`pipeline::cache`); the latest turn's is the thread's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_cache: Option<ContextCache>,
+}
+
+/// An explicit context cache serving a thread: which cache at Google, for which model, holding
+/// what (the system instruction and the first `covers` messages of the thread's requests, whose
+/// digest it keeps), until when. A request uses it only when its own front has the same digest:
+/// a file changed since is never answered from the cache.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextCache {
+    /// The cache's resource name at Google.
+    pub name: String,
+    /// The model it was made for (a cache serves that model only).
+    pub model: String,
+    /// How many of the request's first messages it holds.
+    pub covers: usize,
+    /// Hex SHA-256 of what it holds ([`crate::gemini::GenerateRequest::front_digest`]).
+    pub digest: String,
+    /// The tokens it holds, as Gemini counted them.
+    pub tokens: u64,
+    /// When Google drops it (ms since the epoch).
+    pub expires_ms: u64,
 }
 
 /// One thread in a listing: what it is about and how far it went, without its turns.

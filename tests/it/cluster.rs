@@ -48,6 +48,7 @@ fn turn(label: &str) -> Turn {
         request_tokens: 3,
         response_tokens: 2,
         frames: Vec::new(),
+        context_cache: None,
     }
 }
 

@@ -132,5 +132,25 @@ pub(super) const GROUP: Group = Group {
             }),
             ..ROW
         },
+        Setting {
+            name: "GEMINI_MCP_CONTEXT_CACHE",
+            default: "1",
+            doc: "Explicit context caching (Gemini API, and Vertex AI with a project): a continued thread's system instruction and earlier turns are kept in a cache at Google and later turns send only what is new, at the cached-token price plus storage; `0` turns it off.",
+            read: Calls(|var, c| {
+                c.context_cache = var.flag()?;
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_CONTEXT_CACHE_TTL_SECS",
+            default: "600",
+            doc: "Longest a context cache is kept at Google (storage is billed per hour); never past the thread's own expiry.",
+            read: Calls(|var, c| {
+                c.context_cache_ttl = var.at_least(60.0, "seconds").map(std::time::Duration::from_secs_f64)?;
+                Ok(())
+            }),
+            ..ROW
+        },
     ],
 };

@@ -43,6 +43,7 @@ fn sent_turn(
         request_tokens: 0,
         response_tokens: 0,
         frames: Vec::new(),
+        context_cache: None,
     };
     (turn, text)
 }

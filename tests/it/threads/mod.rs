@@ -42,6 +42,7 @@ fn turn(n: usize) -> Turn {
         request_tokens: 12,
         response_tokens: 3,
         frames: Vec::new(),
+        context_cache: None,
     }
 }
 

@@ -1,0 +1,152 @@
+//! The cache step (explicit context caching, `GEMINI_MCP_CONTEXT_CACHE`): a continued thread's
+//! request is answered from a cache at Google holding its stable front — the system instruction
+//! and the thread's earlier turns — and sends only the new turn, whose tokens are then billed at
+//! the cached price (a tenth) plus the cache's storage.
+//!
+//! When: a thread's second turn on, when the front reaches the model's least cacheable size; a
+//! first call makes none (nothing says it will be continued), nor a call whose request carries
+//! tools (an investigation's functions, web search: the API takes no `tools` beside a cache),
+//! nor the Gemini CLI. What the thread's last turn left (`store::ContextCache`) is used while its
+//! model is the request's, it has not expired, and the request's own first messages have the
+//! digest it holds — so a changed file (its earlier turn re-rendered with the new content), a
+//! changed system prompt or another model never reads a stale cache; when the part sent past
+//! the cache has grown larger than the cache, a new one over the whole front replaces it. A
+//! cache is kept for `GEMINI_MCP_CONTEXT_CACHE_TTL_SECS`, never past the thread's own expiry;
+//! one left behind (a call that failed, a server that stopped) expires by its TTL at Google.
+//!
+//! Money: making one goes through the call's meter (the caps, the metrics, the audit's usage):
+//! its tokens as input, its storage for the whole TTL. A cache that cannot be made (a quota, an
+//! error) costs the call nothing but the whole request, which is sent as before.
+
+use std::time::Duration;
+
+use super::Services;
+use super::meter::Meter;
+use crate::collector::tokens;
+use crate::gemini::{CacheUse, CallContext, GenerateRequest, Part};
+use crate::store::{ContextCache, now_ms};
+
+/// A cache that expires sooner than this is not used (the request could arrive after it).
+const MARGIN: Duration = Duration::from_secs(60);
+
+/// The least number of tokens `model` caches (Google's minimums, docs of 2026-07: 2,048 for
+/// the 2.5 models, 4,096 for the 3.x ones).
+pub(super) fn min_tokens(model: &str) -> u64 {
+    if model.starts_with("gemini-2.") {
+        2048
+    } else {
+        4096
+    }
+}
+
+/// `request` answered from a cache when that pays, and the cache the thread keeps after this
+/// call (`None`: none). `kept` is what the thread's last turn left; `history_tokens` what the
+/// earlier turns count (the window step's count).
+pub(super) async fn attach(
+    services: &Services,
+    mut request: GenerateRequest,
+    kept: Option<ContextCache>,
+    history_tokens: u64,
+    meter: &Meter,
+    ctx: &CallContext,
+) -> (GenerateRequest, Option<ContextCache>) {
+    let calls = &services.config.calls;
+    let covers = request.contents.len().saturating_sub(1);
+    let eligible = calls.context_cache
+        && services.gemini.keeps_caches()
+        && request.functions.is_none()
+        && !request.web_search
+        && covers >= 2;
+    if !eligible {
+        return (request, None);
+    }
+    let now = now_ms();
+    let usable = kept.filter(|k| {
+        k.model == request.model.id
+            && k.covers <= covers
+            && k.expires_ms > now + MARGIN.as_millis() as u64
+            && request.front_digest(k.covers) == k.digest
+    });
+    if let Some(k) = &usable {
+        let past = front_tokens(&request, k.covers, covers);
+        if past <= k.tokens {
+            request.cache = Some(CacheUse {
+                name: k.name.clone(),
+                covers: k.covers,
+            });
+            return (request, usable);
+        }
+    }
+    let front = tokens::count(&request.system_instruction) + history_tokens;
+    if front < min_tokens(&request.model.id) {
+        return with_kept(request, usable);
+    }
+    let ttl = calls.context_cache_ttl.min(services.config.threads.ttl);
+    match meter
+        .make_cache(&services.gemini, &request, covers, front, ttl, ctx)
+        .await
+    {
+        Ok(Some(made)) => {
+            if let Some(old) = usable {
+                forget(services, old.name);
+            }
+            let record = ContextCache {
+                name: made.name.clone(),
+                model: request.model.id.clone(),
+                covers,
+                digest: request.front_digest(covers),
+                tokens: made.tokens.max(front),
+                expires_ms: now + ttl.as_millis() as u64,
+            };
+            request.cache = Some(CacheUse {
+                name: made.name,
+                covers,
+            });
+            (request, Some(record))
+        }
+        Ok(None) => with_kept(request, usable),
+        Err(e) => {
+            // A refused or failed cache costs the call nothing but the whole request.
+            tracing::info!(model = %request.model.id, "no context cache made: {e}");
+            with_kept(request, usable)
+        }
+    }
+}
+
+/// `request` answered from the cache the thread already has, if it has a usable one.
+fn with_kept(
+    mut request: GenerateRequest,
+    usable: Option<ContextCache>,
+) -> (GenerateRequest, Option<ContextCache>) {
+    if let Some(k) = &usable {
+        request.cache = Some(CacheUse {
+            name: k.name.clone(),
+            covers: k.covers,
+        });
+    }
+    (request, usable)
+}
+
+/// Tokens of the text of messages `from..to` (images at their flat rate).
+fn front_tokens(request: &GenerateRequest, from: usize, to: usize) -> u64 {
+    request.contents[from.min(to)..to.min(request.contents.len())]
+        .iter()
+        .flat_map(|m| &m.parts)
+        .map(|p| match p {
+            Part::Text(t) => tokens::count(t),
+            Part::Image { .. } => crate::caps::IMAGE_TOKENS,
+            Part::Recorded(v) => tokens::count(&v.to_string()),
+            Part::FunctionResponse { response, .. } => tokens::count(&response.to_string()),
+        })
+        .sum()
+}
+
+/// Deletes a cache the thread no longer uses, in the background (it expires by itself anyway).
+pub(super) fn forget(services: &Services, name: String) {
+    let gemini = services.gemini.clone();
+    tokio::spawn(async move {
+        if let Err(e) = gemini.delete_cache(&name).await {
+            tracing::info!("could not delete a context cache (it expires by itself): {e}");
+        }
+    });
+}
