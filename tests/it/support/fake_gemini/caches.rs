@@ -720,14 +720,20 @@ fn micros(t: SystemTime) -> SystemTime {
 
 // --- generate calls that name a cache -------------------------------------------------------------
 
-/// A generate call naming `cachedContent`: `Ok(None)` when it names none, else the body the
-/// model reads and the cache's token count, or Google's refusal.
-pub(super) fn cached_content_use(
-    shared: &Shared,
-    req: &Recorded,
-) -> Result<Option<(Value, u64)>, Response> {
+/// What a generate call does with `cachedContent`.
+pub(super) enum CacheUse {
+    /// It names none.
+    None,
+    /// The body the model reads, and the cache's token count.
+    Read(Value, u64),
+    /// Google's refusal.
+    Refused(Response),
+}
+
+/// What the `cachedContent` of a generate call comes to.
+pub(super) fn cached_content_use(shared: &Shared, req: &Recorded) -> CacheUse {
     let Some(name) = cached_content_field(&req.body) else {
-        return Ok(None);
+        return CacheUse::None;
     };
     let scope = Scope::of_path(&req.path);
     let body = &req.body;
@@ -747,7 +753,7 @@ pub(super) fn cached_content_use(
                 "Tool config, tools and system instruction should not be set in the request when using cached content."
             }
         };
-        return Err(json_response(
+        return CacheUse::Refused(json_response(
             400,
             &json!({"error": google_error(400, "INVALID_ARGUMENT", message, Vec::new())}),
         ));
@@ -756,7 +762,7 @@ pub(super) fn cached_content_use(
     let mut inner = shared.lock();
     let id = name.rsplit('/').next().unwrap_or(name).to_string();
     let Some(cache) = inner.caches.find(name, key.as_deref()) else {
-        return Err(missing(&scope, &id));
+        return CacheUse::Refused(missing(&scope, &id));
     };
     let model = req.model.clone().unwrap_or_default();
     if cache.model_id() != model {
@@ -765,7 +771,7 @@ pub(super) fn cached_content_use(
             scope.model_name(&model),
             cache.model
         );
-        return Err(json_response(
+        return CacheUse::Refused(json_response(
             400,
             &json!({"error": google_error(400, "INVALID_ARGUMENT", &message, Vec::new())}),
         ));
@@ -783,5 +789,5 @@ pub(super) fn cached_content_use(
             effective[field] = held.clone();
         }
     }
-    Ok(Some((effective, cache.token_count)))
+    CacheUse::Read(effective, cache.token_count)
 }

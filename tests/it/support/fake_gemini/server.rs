@@ -589,9 +589,9 @@ async fn answer(
             // A named cache: refused, or its contents go first (the recorded request learns
             // what the model read).
             let req = match cached_content_use(&shared, &req) {
-                Err(refused) => return refused,
-                Ok(None) => req,
-                Ok(Some((effective, tokens))) => {
+                CacheUse::Refused(refused) => return refused,
+                CacheUse::None => req,
+                CacheUse::Read(effective, tokens) => {
                     let mut inner = shared.lock();
                     let mut req = req;
                     req.effective = Some(effective);
