@@ -480,6 +480,28 @@ async fn a_generate_call_reads_the_cache_first() {
     assert_eq!(sent.messages()[0].1, files);
     assert_eq!(sent.last_user_text(), "What changed?");
 
+    // countTokens counts a named cache too.
+    let count = format!("/v1beta/models/{MODEL}:countTokens");
+    let ask = json!({"generateContentRequest": {"model": format!("models/{MODEL}"),
+        "cachedContent": name, "contents": [user("What changed?")]}});
+    let (_, counted) = c.call(Method::POST, &count, Some(ask)).await;
+    assert_eq!(
+        counted["totalTokens"],
+        "What changed?".len().div_ceil(4) as u64 + cached
+    );
+    assert_eq!(counted["cachedContentTokenCount"], cached);
+    let (_, plain) = c
+        .call(
+            Method::POST,
+            &count,
+            Some(json!({"contents": [user("What changed?")]})),
+        )
+        .await;
+    assert_eq!(
+        plain,
+        json!({"totalTokens": 4, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 4}]})
+    );
+
     // Streamed, the same; a responder sees the effective conversation too.
     fake.respond_with(|r| {
         Some(Script::text(format!(

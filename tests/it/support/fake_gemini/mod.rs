@@ -53,7 +53,8 @@
 //!   (asked in the `X-Vertex-AI-LLM-Shared-Request-Type` header, on the global location only);
 //!   never in a body field Google does not have.
 //! - `POST …:countTokens`: `{"totalTokens": ⌈chars / 4⌉}` over every text part of `contents` (or
-//!   `generateContentRequest.contents` and its `systemInstruction`).
+//!   `generateContentRequest.contents` and its `systemInstruction`, plus the count of the cache
+//!   its `cachedContent` names, which `cachedContentTokenCount` repeats).
 //! - `GET /v1beta/models?pageSize=&pageToken=`: [`FakeGemini::default_models`] (or
 //!   [`FakeGemini::set_models`]), at most [`MODELS_PAGE_CAP`] per page so that clients have to
 //!   follow `nextPageToken`; `GET /v1beta/models/{model}`: one of them, or 404.

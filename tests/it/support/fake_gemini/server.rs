@@ -646,11 +646,21 @@ async fn answer(
             for m in inner["contents"].as_array().into_iter().flatten() {
                 chars += parts_text(m).chars().count();
             }
-            let n = chars.div_ceil(4);
-            json_response(
-                200,
-                &json!({"totalTokens": n, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n}]}),
-            )
+            // A `generateContentRequest` naming a cache counts it too, under the same rules
+            // as a generate call.
+            let mut named = req.clone();
+            named.body = inner.clone();
+            let cached = match cached_content_use(&shared, &named) {
+                CacheUse::Refused(refused) => return refused,
+                CacheUse::None => 0,
+                CacheUse::Read(_, tokens) => tokens as usize,
+            };
+            let n = chars.div_ceil(4) + cached;
+            let mut out = json!({"totalTokens": n, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n}]});
+            if cached > 0 {
+                out["cachedContentTokenCount"] = json!(cached);
+            }
+            json_response(200, &out)
         }
         (_, a) => json_response(
             404,
