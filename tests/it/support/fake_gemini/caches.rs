@@ -3,24 +3,29 @@
 //! (`/v1/projects/{p}/locations/{l}/cachedContents[/{id}]`), its rules, and a generate call that
 //! names a cache.
 //!
-//! - Create (`POST`): `model` (`models/<id>`; Vertex AI `projects/{p}/locations/{l}/publishers/google/models/<id>`),
-//!   `contents`, `systemInstruction`, `tools`, `toolConfig`, `displayName`, and `ttl` (`"600s"`)
-//!   or `expireTime` (RFC 3339), not both; one hour without either. The answer holds `name`,
-//!   `model`, `displayName`, `createTime`, `updateTime`, `expireTime` and
+//! - Create (`POST`): `model` (`models/<id>`; on Vertex AI
+//!   `projects/{p}/locations/{l}/publishers/google/models/<id>`), `contents`, `systemInstruction`,
+//!   `tools`, `toolConfig`, `displayName`, and `ttl` (`"600s"`) or `expireTime` (RFC 3339), not
+//!   both; one hour without either. A model without `createCachedContent` is a 404. The answer
+//!   holds `name`, `model`, `displayName`, `createTime`, `updateTime`, `expireTime` and
 //!   `usageMetadata.totalTokenCount`, never the cached members. The count is ⌈chars / 4⌉ of the
 //!   text of `systemInstruction` and `contents` plus the JSON of `tools` and `toolConfig` (the
 //!   fake's `countTokens` counts text the same way). Under the model's minimum
-//!   ([`CACHE_MINIMUMS`], [`FakeGemini::set_cache_minimum`]) it is a 400.
+//!   ([`CACHE_MINIMUMS`], [`FakeGemini::set_cache_minimum`]) it is a 400, and only then does
+//!   [`FakeGemini::fail_next_cache_create`]'s 429 come (a free-tier key is told "too small"
+//!   first too); a script queued for [`Endpoint::CreateCache`] answers before any check.
 //! - Get, list (`cachedContents` + `nextPageToken`, at most [`CACHES_PAGE_CAP`] a page; `{}` when
 //!   none is held), patch (only `ttl` or `expireTime` is applied, whatever `updateMask` says) and
 //!   delete (`{}`).
-//! - A cache that is unknown, deleted, expired or made with another key: the Gemini API answers
-//!   403 `PERMISSION_DENIED` "CachedContent not found (or permission denied)", for generate and
-//!   `GET` alike; Vertex AI 404 `NOT_FOUND` "Not found: cached content metadata for <id>.".
+//! - A cache that is unknown, deleted, expired, or made with another key (Gemini API) or under
+//!   another project or location (Vertex AI): the Gemini API answers 403 `PERMISSION_DENIED`
+//!   "CachedContent not found (or permission denied)", for generate, get, patch and delete alike;
+//!   Vertex AI 404 `NOT_FOUND` "Not found: cached content metadata for <id>.".
 //! - Generate with `cachedContent`: 400 beside `systemInstruction`, `tools` or `toolConfig`; 400
 //!   for another model than the cache's; else the answer is made for the cache's contents
 //!   followed by the request's ([`Recorded::effective_body`]), and its usage has
-//!   `cachedContentTokenCount` (the cache's count) inside `promptTokenCount`.
+//!   `cachedContentTokenCount` (the cache's count) inside `promptTokenCount`. `countTokens` with a
+//!   `generateContentRequest` naming a cache counts it the same way.
 //!
 //! Time is the fake's clock: real time plus what [`FakeGemini::advance_clock`] added.
 
@@ -409,7 +414,7 @@ fn create(shared: &Shared, scope: &Scope, req: &Recorded, key: Option<String>) -
     if id.is_empty() {
         return json_response(
             400,
-            &json!({"error": google_error(400, "INVALID_ARGUMENT", "* CreateCachedContentRequest.cached_content.model: Model is required.\n", Vec::new())}),
+            &json!({"error": google_error(400, "INVALID_ARGUMENT", "Request contains an invalid argument.", Vec::new())}),
         );
     }
     let mut inner = shared.lock();
@@ -465,7 +470,10 @@ fn create(shared: &Shared, scope: &Scope, req: &Recorded, key: Option<String>) -
     let cache = HeldCache {
         name: format!("{}cachedContents/{}", scope.parent(), cache_id(scope, n)),
         model: scope.model_name(id),
-        display_name: body["displayName"].as_str().unwrap_or_default().to_string(),
+        display_name: member(body, "displayName", "display_name")
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         token_count: tokens,
         create_time: now,
         update_time: now,
