@@ -187,6 +187,21 @@ async fn a_cache_is_created_read_listed_patched_and_deleted() {
         7200
     );
     assert_eq!(fake.caches()[0].contents, body["contents"]);
+    // The path names the cache; the body may not.
+    let (status, e) = c
+        .call(
+            Method::PATCH,
+            &format!("/v1beta/{name}"),
+            Some(json!({"name": name, "ttl": "60s"})),
+        )
+        .await;
+    assert_eq!(
+        (status, error_of(&e).1),
+        (
+            400,
+            "Invalid value at 'cached_content' (oneof), oneof field '_name' is already set. Cannot set 'name'"
+        )
+    );
     let at = "2030-01-02T03:04:05Z";
     let (_, patched) = c
         .call(
@@ -247,7 +262,7 @@ async fn a_cache_is_created_read_listed_patched_and_deleted() {
     assert_eq!(fake.cache_calls(CacheOp::Create), 2 + CACHES_PAGE_CAP);
     assert_eq!(fake.cache_calls(CacheOp::Get), 3);
     assert_eq!(fake.cache_calls(CacheOp::List), 3);
-    assert_eq!(fake.cache_calls(CacheOp::Patch), 2);
+    assert_eq!(fake.cache_calls(CacheOp::Patch), 3);
     assert_eq!(fake.cache_calls(CacheOp::Delete), 2);
     assert_eq!(fake.cache_requests(CacheOp::Create)[0].body, body);
     assert_eq!(

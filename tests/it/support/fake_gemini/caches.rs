@@ -15,8 +15,8 @@
 //!   [`FakeGemini::fail_next_cache_create`]'s 429 come (a free-tier key is told "too small"
 //!   first too); a script queued for [`Endpoint::CreateCache`] answers before any check.
 //! - Get, list (`cachedContents` + `nextPageToken`, at most [`CACHES_PAGE_CAP`] a page; `{}` when
-//!   none is held), patch (only `ttl` or `expireTime` is applied, whatever `updateMask` says) and
-//!   delete (`{}`).
+//!   none is held), patch (only `ttl` or `expireTime` is applied, whatever `updateMask` says; a
+//!   body with `name` is a 400) and delete (`{}`).
 //! - A cache that is unknown, deleted, expired, or made with another key (Gemini API) or under
 //!   another project or location (Vertex AI): the Gemini API answers 403 `PERMISSION_DENIED`
 //!   "CachedContent not found (or permission denied)", for generate, get, patch and delete alike;
@@ -359,6 +359,15 @@ async fn cache_call(
             if method == Method::PATCH {
                 if req.body.is_null() && !req.raw_body.trim().is_empty() {
                     return json_response(400, &json!({ "error": invalid_json() }));
+                }
+                // The path sets the name; a body naming it too is refused (a real answer, in a
+                // public "Gemini API documentation vs reality" note of June 2025).
+                if req.body.get("name").is_some() {
+                    let message = "Invalid value at 'cached_content' (oneof), oneof field '_name' is already set. Cannot set 'name'";
+                    return json_response(
+                        400,
+                        &json!({"error": google_error(400, "INVALID_ARGUMENT", message, Vec::new())}),
+                    );
                 }
                 return match expiry(&req.body, &req.raw_body, now) {
                     Err(e) => json_response(400, &json!({ "error": e })),
