@@ -596,12 +596,9 @@ async fn answer(
                     let mut req = req;
                     req.effective = Some(effective);
                     req.cached_tokens = Some(tokens);
-                    if let Some(stored) = inner
-                        .requests
-                        .iter_mut()
-                        .rev()
-                        .find(|r| r.at == req.at && r.path == req.path)
-                    {
+                    if let Some(stored) = inner.requests.iter_mut().rev().find(|r| {
+                        r.at == req.at && r.path == req.path && r.raw_body == req.raw_body
+                    }) {
                         *stored = req.clone();
                     }
                     req
