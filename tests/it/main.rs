@@ -16,6 +16,7 @@ mod cluster;
 mod compat;
 mod docs;
 mod dry_run;
+mod fake_cache;
 mod gemini_api;
 // The stand-in `gemini` is a POSIX shell script (on Windows it would be a `gemini.cmd`).
 #[cfg(unix)]

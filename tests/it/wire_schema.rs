@@ -6,7 +6,8 @@
 //! google-genai's pydantic types (unknown fields refused) and checks that google-genai's own
 //! converter writes them back the same: a field Google does not know, or one in the wrong place,
 //! fails here and not in a user's call. The stand-in's own answers are checked against
-//! `GenerateContentResponse` too, with the recorded fixtures.
+//! `GenerateContentResponse` too, with the recorded fixtures, and its context caching to
+//! `CreateCachedContentConfig` and `CachedContent`.
 //!
 //! google-genai comes from the virtual environment `.ci/run` installs (`target/genai`, a pinned
 //! version; `GEMINI_MCP_GENAI_DIR` elsewhere). Without it the test says so and is skipped,
@@ -494,6 +495,104 @@ fn every_request_body_we_send_is_one_google_genai_knows() {
             "{name}: {report}"
         );
     }
+}
+
+/// Context caching on both backends, held to google-genai: the create bodies a client sends
+/// the stand-in (`CreateCachedContentConfig`), the caches it answers and lists
+/// (`CachedContent`), a generate body naming a cache and the stand-in's answer to it.
+#[test]
+fn the_stand_ins_caches_are_google_genais() {
+    let python = match genai_python() {
+        Ok(p) => p,
+        Err(why) => {
+            if crate::support::skip_when(Some(why), "GEMINI_MCP_REQUIRE_GENAI") {
+                return;
+            }
+            unreachable!("skip_when panics when the environment is required");
+        }
+    };
+    let fake = FakeGemini::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let http = reqwest::Client::new();
+    let send = |method: reqwest::Method, path: &str, body: Option<&Value>| {
+        let mut r = http
+            .request(method, format!("{}{path}", fake.base_url()))
+            .header("x-goog-api-key", "k")
+            .bearer_auth("t");
+        if let Some(b) = body {
+            r = r.json(b);
+        }
+        rt.block_on(async { r.send().await.unwrap().text().await.unwrap() })
+    };
+    let text = "fn add(a: u32, b: u32) -> u32 { a - b }\n".repeat(500);
+    let mut records = Vec::new();
+    for (backend, prefix, models) in [
+        ("api", "/v1beta", "models/"),
+        (
+            "vertex",
+            "/v1/projects/p/locations/global",
+            "projects/p/locations/global/publishers/google/models/",
+        ),
+    ] {
+        let model = format!("{models}gemini-3.8-flash");
+        let create = json!({
+            "model": model,
+            "displayName": "repo@abc123",
+            "systemInstruction": {"parts": [{"text": "You review code."}]},
+            "contents": [{"role": "user", "parts": [{"text": text}]}],
+            "tools": [{"functionDeclarations": [{"name": "read_file", "description": "Reads a file.",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]}],
+            "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+            "ttl": "600s",
+        });
+        let made: Value = serde_json::from_str(&send(
+            reqwest::Method::POST,
+            &format!("{prefix}/cachedContents"),
+            Some(&create),
+        ))
+        .unwrap();
+        let name = made["name"].as_str().expect("a cache").to_string();
+        let listed: Value = serde_json::from_str(&send(
+            reqwest::Method::GET,
+            &format!("{prefix}/cachedContents"),
+            None,
+        ))
+        .unwrap();
+        let generate = json!({"cachedContent": name,
+            "contents": [{"role": "user", "parts": [{"text": "What changed?"}]}],
+            "generationConfig": {"maxOutputTokens": 1024}});
+        let path = match backend {
+            "api" => format!("{prefix}/{model}:generateContent"),
+            _ => format!("/v1/{model}:generateContent"),
+        };
+        let answer: Value =
+            serde_json::from_str(&send(reqwest::Method::POST, &path, Some(&generate))).unwrap();
+        assert!(
+            answer["usageMetadata"]["cachedContentTokenCount"].is_u64(),
+            "{answer}"
+        );
+        records.extend([
+            json!({"name": format!("{backend}: create"), "backend": backend, "cache_create": create}),
+            json!({"name": format!("{backend}: the cache made"), "cached_content": made}),
+            json!({"name": format!("{backend}: the cache listed"), "cached_content": listed["cachedContents"][0]}),
+            json!({"name": format!("{backend}: generate with it"), "backend": backend,
+                "model": "gemini-3.8-flash", "body": generate}),
+            json!({"name": format!("{backend}: the answer"), "response": answer}),
+        ]);
+    }
+    let (ok, report) = validate(&python, &records);
+    assert!(ok, "{report}");
+    assert!(
+        report.contains(&format!("google-genai: {} passed, 0 failed", records.len())),
+        "{report}"
+    );
+    // It can fail: a field the API does not have, in a create body and in a cache.
+    let mut create = records[0].clone();
+    create["cache_create"]["ttlSeconds"] = json!(600);
+    let mut cache = records[1].clone();
+    cache["cached_content"]["contents"] = json!([]);
+    let (ok, report) = validate(&python, &[create, cache]);
+    assert!(!ok && report.contains("0 passed, 2 failed"), "{report}");
 }
 
 /// Runs the validator on `records`: whether all passed, and what it said.

@@ -6,7 +6,12 @@ of `.ci/run`'s environment (target/genai, a pinned version). Each record is
 the binary sent it to the stand-in Gemini, or `{"name": …, "response": {…}}`, one chunk of an
 answer as the stand-in (or a recorded fixture) sends it, which must be a
 `GenerateContentResponse` with no field google-genai does not know (the stand-in answers as
-Google does, or the tests prove nothing). A body passes when:
+Google does, or the tests prove nothing). Two more kinds hold context caching to Google's types:
+`{"name": …, "backend": …, "cache_create": {…}}`, a `POST …/cachedContents` body, passes as a
+generate body does (its fields known to `CreateCachedContentConfig`, and
+`_CreateCachedContentParameters_to_mldev`/`_to_vertex` writing it back the same), and
+`{"name": …, "cached_content": {…}}`, a cache as the stand-in answers it, must be a
+`CachedContent`. A body passes when:
 
 1. its top-level fields are ones the REST API has, and every field, at any depth, is known to
    google-genai's pydantic types (`Content`, `GenerateContentConfig` and all they hold; they are
@@ -28,7 +33,7 @@ import re
 import sys
 import warnings
 
-from google.genai import _common, _transformers, models, types  # noqa: F401
+from google.genai import _common, _transformers, caches, models, types  # noqa: F401
 from google.genai._api_client import BaseApiClient
 
 # The REST body's top-level fields, and the `GenerateContentConfig` field each is parsed into.
@@ -145,7 +150,39 @@ def check(record):
     return problems
 
 
+def check_cache_create(record):
+    """A `cachedContents` create body against `CreateCachedContentConfig` and the SDK's writer."""
+    body = record["cache_create"]
+    backend = record.get("backend", "api")
+    config = {k: v for k, v in body.items() if k != "model"}
+    try:
+        parsed = types.CreateCachedContentConfig.model_validate_json(json.dumps(config))
+    except Exception as e:  # pydantic.ValidationError
+        return pydantic_errors(e, "$(config)") if hasattr(e, "errors") else [f"$(config): {e}"]
+    params = types._CreateCachedContentParameters(model=body.get("model"), config=parsed)
+    convert = (
+        caches._CreateCachedContentParameters_to_vertex
+        if backend == "vertex"
+        else caches._CreateCachedContentParameters_to_mldev
+    )
+    try:
+        sdk = convert(client(backend), params)
+    except ValueError as e:
+        return [f"google-genai refuses it for the {backend} backend: {e}"]
+    sdk.pop("config", None)
+    sdk = _common.encode_unserializable_types(_common.convert_to_dict(sdk))
+    return differences(normal(body), normal(json.loads(json.dumps(sdk, default=str))))
+
+
 def check_fields(record):
+    if "cache_create" in record:
+        return check_cache_create(record)
+    if "cached_content" in record:
+        try:
+            types.CachedContent.model_validate_json(json.dumps(record["cached_content"]))
+        except Exception as e:  # pydantic.ValidationError
+            return pydantic_errors(e, "$") if hasattr(e, "errors") else [f"$: {e}"]
+        return []
     if "response" in record:
         try:
             types.GenerateContentResponse.model_validate_json(json.dumps(record["response"]))

@@ -203,7 +203,7 @@ pub(super) fn resolve_chunks(spec: &AnswerSpec, req: &Recorded) -> Vec<String> {
     match &spec.chunks {
         Some(c) => c.clone(),
         None => split_text(&default_answer(
-            &req.body,
+            req.effective_body(),
             req.model.as_deref().unwrap_or(""),
         )),
     }
@@ -217,15 +217,18 @@ pub(super) fn answer_chunks(spec: &AnswerSpec, script: &Script, req: &Recorded) 
         .or_else(|| req.model.clone())
         .unwrap_or_default();
     let response_id = format!("fake-{}", req.raw_body.len());
-    let prompt_tokens = spec
-        .usage
-        .map_or(req.raw_body.chars().count().div_ceil(4) as u64, |u| u[0]);
+    // A cache's tokens are part of the prompt, as Google counts them.
+    let from_cache = req.cached_tokens.filter(|_| spec.usage.is_none());
+    let prompt_tokens = spec.usage.map_or(
+        req.raw_body.chars().count().div_ceil(4) as u64 + from_cache.unwrap_or(0),
+        |u| u[0],
+    );
     let thinking = if !spec.thoughts.is_empty() || req.thinking_config().is_object() {
         spec.usage.map_or(42, |u| u[2])
     } else {
         spec.usage.map_or(0, |u| u[2])
     };
-    let cached = spec.usage.map_or(0, |u| u[3]);
+    let cached = spec.usage.map_or(from_cache.unwrap_or(0), |u| u[3]);
     let traffic = req
         .is_vertex()
         .then(|| match served_tier(script, req).as_str() {
@@ -249,6 +252,10 @@ pub(super) fn answer_chunks(spec: &AnswerSpec, script: &Script, req: &Recorded) 
         }
         if cached > 0 {
             u["cachedContentTokenCount"] = json!(cached);
+        }
+        if let Some(n) = from_cache {
+            u["promptTokensDetails"] = json!([{ "modality": "TEXT", "tokenCount": prompt_tokens }]);
+            u["cacheTokensDetails"] = json!([{ "modality": "TEXT", "tokenCount": n }]);
         }
         u["totalTokenCount"] = json!(total);
         u

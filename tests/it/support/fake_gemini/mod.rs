@@ -39,7 +39,8 @@
 //!   Streams are framed like Google's: `data: <json>\r\n\r\n`, no `[DONE]`, `usageMetadata`,
 //!   `modelVersion` and `responseId` on every chunk, text split over a few chunks, and a last
 //!   chunk with `finishReason: "STOP"` and a `{"text":"","thoughtSignature":…}` part. Usage:
-//!   `promptTokenCount` = ⌈request body chars / 4⌉, `candidatesTokenCount` = ⌈answer chars / 4⌉
+//!   `promptTokenCount` = ⌈request body chars / 4⌉ (plus, with a `cachedContent`, the cache's
+//!   count, which `cachedContentTokenCount` repeats), `candidatesTokenCount` = ⌈answer chars / 4⌉
 //!   (cumulative), `thoughtsTokenCount` = 42 when the request had a `thinkingConfig` or the script
 //!   has thoughts; [`Script::usage`] overrides the final figures.
 //!   Like Google, a request with both `thinkingBudget` and `thinkingLevel` gets a 400, and so
@@ -52,22 +53,29 @@
 //!   (asked in the `X-Vertex-AI-LLM-Shared-Request-Type` header, on the global location only);
 //!   never in a body field Google does not have.
 //! - `POST …:countTokens`: `{"totalTokens": ⌈chars / 4⌉}` over every text part of `contents` (or
-//!   `generateContentRequest.contents` and its `systemInstruction`).
+//!   `generateContentRequest.contents` and its `systemInstruction`, plus the count of the cache
+//!   its `cachedContent` names, which `cachedContentTokenCount` repeats).
 //! - `GET /v1beta/models?pageSize=&pageToken=`: [`FakeGemini::default_models`] (or
 //!   [`FakeGemini::set_models`]), at most [`MODELS_PAGE_CAP`] per page so that clients have to
 //!   follow `nextPageToken`; `GET /v1beta/models/{model}`: one of them, or 404.
 //! - With [`FakeGemini::require_key`]: no `x-goog-api-key` (nor `?key=`) → 403
 //!   `PERMISSION_DENIED`; a different key → 400 `API_KEY_INVALID`, as Google answers.
 //!
-//! Scripts for `countTokens` and the model list can be queued too ([`FakeGemini::push_to`]).
+//! - `cachedContents` (Gemini API and Vertex AI): create, get, list, patch, delete, their rules,
+//!   and generate calls that name a cache; see the `caches` module.
+//!
+//! Scripts for `countTokens`, the model list and cache creation can be queued too
+//! ([`FakeGemini::push_to`]).
 
 #![allow(dead_code)] // Shared by every test file; no test uses every helper.
 
+mod caches;
 mod framing;
 mod recorded;
 mod script;
 mod server;
 
+pub use caches::*;
 pub use framing::*;
 pub use recorded::*;
 pub use script::*;

@@ -19,6 +19,9 @@ pub enum Endpoint {
     CountTokens,
     /// `GET /v1beta/models` (each page is one request).
     ListModels,
+    /// `POST …/cachedContents`: a script here answers the next create instead of the fake's
+    /// cache store (see also [`FakeGemini::fail_next_cache_create`]).
+    CreateCache,
 }
 
 /// One request as the fake received it.
@@ -30,13 +33,20 @@ pub struct Recorded {
     pub query: Option<String>,
     /// The model id from the path, without `models/`.
     pub model: Option<String>,
-    /// `streamGenerateContent`, `generateContent`, `countTokens`; `None` for GETs.
+    /// `streamGenerateContent`, `generateContent`, `countTokens`; `None` for GETs and for
+    /// `cachedContents` (see [`Recorded::cache_op`]).
     pub action: Option<String>,
     /// Header names in lower case, in arrival order.
     pub headers: Vec<(String, String)>,
-    /// The body parsed as JSON (`Null` when empty or not JSON).
+    /// The body parsed as JSON (`Null` when empty or not JSON), as sent.
     pub body: Value,
     pub raw_body: String,
+    /// A generate call naming a live `cachedContent`: the body the fake answered, the cache's
+    /// `contents` first, its `systemInstruction`, `tools` and `toolConfig` in place. See
+    /// [`Recorded::effective_body`].
+    pub effective: Option<Value>,
+    /// That cache's `usageMetadata.totalTokenCount`.
+    pub cached_tokens: Option<u64>,
     /// When the request arrived (its headers and body read).
     pub at: std::time::Instant,
 }
@@ -62,6 +72,31 @@ impl Recorded {
         self.action.as_deref() == Some("streamGenerateContent")
     }
 
+    /// The body as the model reads it: [`Recorded::effective`] for a call that used a cache,
+    /// else the body as sent. `system_text`, `messages` and `last_user_text` read this one.
+    pub fn effective_body(&self) -> &Value {
+        self.effective.as_ref().unwrap_or(&self.body)
+    }
+
+    /// The `cachedContent` the body names (`cachedContents/…`, or Vertex AI's full name).
+    pub fn cached_content(&self) -> Option<&str> {
+        cached_content_field(&self.body)
+    }
+
+    /// Which `cachedContents` call this is, if one.
+    pub fn cache_op(&self) -> Option<CacheOp> {
+        let (_, rest) = self.path.split_once("/cachedContents")?;
+        let item = rest.strip_prefix('/').is_some_and(|id| !id.is_empty());
+        match (self.method.as_str(), item) {
+            ("POST", false) => Some(CacheOp::Create),
+            ("GET", false) => Some(CacheOp::List),
+            ("GET", true) => Some(CacheOp::Get),
+            ("PATCH", true) => Some(CacheOp::Patch),
+            ("DELETE", true) => Some(CacheOp::Delete),
+            _ => None,
+        }
+    }
+
     pub fn generation_config(&self) -> &Value {
         &self.body["generationConfig"]
     }
@@ -75,10 +110,10 @@ impl Recorded {
         is_json_mode(&self.body)
     }
 
-    /// Function declarations sent together with a JSON response (`application/json`), which
-    /// Gemini 2.x refuses.
+    /// Function declarations (sent, or held by the cache used) together with a JSON response
+    /// (`application/json`), which Gemini 2.x refuses.
     pub fn calls_functions_in_json_mode(&self) -> bool {
-        let declares = self.body["tools"]
+        let declares = self.effective_body()["tools"]
             .as_array()
             .is_some_and(|t| t.iter().any(|t| t.get("functionDeclarations").is_some()));
         declares && self.generation_config()["responseMimeType"] == "application/json"
@@ -89,14 +124,14 @@ impl Recorded {
         self.path.starts_with("/v1/")
     }
 
-    /// The text of `systemInstruction`.
+    /// The text of `systemInstruction` (the cache's, for a call that used one).
     pub fn system_text(&self) -> String {
-        parts_text(&self.body["systemInstruction"])
+        parts_text(&self.effective_body()["systemInstruction"])
     }
 
-    /// `(role, text)` of every message in `contents`, oldest first.
+    /// `(role, text)` of every message in `contents`, oldest first (a cache's first).
     pub fn messages(&self) -> Vec<(String, String)> {
-        self.body["contents"]
+        self.effective_body()["contents"]
             .as_array()
             .map(|c| {
                 c.iter()
@@ -109,8 +144,8 @@ impl Recorded {
             .unwrap_or_default()
     }
 
-    /// The text of the last user message.
+    /// The text of the last user message (of the effective conversation).
     pub fn last_user_text(&self) -> String {
-        last_user_text(&self.body)
+        last_user_text(self.effective_body())
     }
 }

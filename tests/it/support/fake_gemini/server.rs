@@ -66,6 +66,7 @@ pub(super) struct Inner {
     pub(super) denied_project: Option<String>,
     pub(super) models: Vec<Value>,
     pub(super) responder: Option<Responder>,
+    pub(super) caches: CacheStore,
 }
 
 /// Builds the answer to a generate call when no script is queued (see [`FakeGemini::respond_with`]).
@@ -97,6 +98,7 @@ impl FakeGemini {
                 denied_project: None,
                 models: FakeGemini::default_models(),
                 responder: None,
+                caches: CacheStore::default(),
             }),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         });
@@ -120,6 +122,16 @@ impl FakeGemini {
                             any(vertex_action),
                         )
                         .route("/v1/publishers/google/models/{model_action}", any(express_action))
+                        .route("/v1beta/cachedContents", any(api_collection))
+                        .route("/v1beta/cachedContents/{id}", any(api_item))
+                        .route(
+                            "/v1/projects/{project}/locations/{location}/cachedContents",
+                            any(vertex_collection),
+                        )
+                        .route(
+                            "/v1/projects/{project}/locations/{location}/cachedContents/{id}",
+                            any(vertex_item),
+                        )
                         .with_state(state);
                     tokio::select! {
                         r = axum::serve(listener, app) => { r.expect("fake Gemini server") }
@@ -154,6 +166,7 @@ impl FakeGemini {
             Endpoint::Generate => inner.generate.push_back(script),
             Endpoint::CountTokens => inner.count_tokens.push_back(script),
             Endpoint::ListModels => inner.list_models.push_back(script),
+            Endpoint::CreateCache => inner.caches.scripts.push_back(script),
         }
         self
     }
@@ -167,7 +180,10 @@ impl FakeGemini {
     /// Scripts not used yet, over all endpoints.
     pub fn pending(&self) -> usize {
         let inner = self.shared.lock();
-        inner.generate.len() + inner.count_tokens.len() + inner.list_models.len()
+        inner.generate.len()
+            + inner.count_tokens.len()
+            + inner.list_models.len()
+            + inner.caches.scripts.len()
     }
 
     /// From now on, answer like Google to a missing (403) or different (400) key.
@@ -319,6 +335,8 @@ pub(super) fn record(
             .collect(),
         body: serde_json::from_str(&raw_body).unwrap_or(Value::Null),
         raw_body,
+        effective: None,
+        cached_tokens: None,
         at: std::time::Instant::now(),
     };
     shared.lock().requests.push(r.clone());
@@ -568,6 +586,24 @@ async fn answer(
                     &json!({"error": google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", Vec::new())}),
                 );
             }
+            // A named cache: refused, or its contents go first (the recorded request learns
+            // what the model read).
+            let req = match cached_content_use(&shared, &req) {
+                CacheUse::Refused(refused) => return refused,
+                CacheUse::None => req,
+                CacheUse::Read(effective, tokens) => {
+                    let mut inner = shared.lock();
+                    let mut req = req;
+                    req.effective = Some(effective);
+                    req.cached_tokens = Some(tokens);
+                    if let Some(stored) = inner.requests.iter_mut().rev().find(|r| {
+                        r.at == req.at && r.path == req.path && r.raw_body == req.raw_body
+                    }) {
+                        *stored = req.clone();
+                    }
+                    req
+                }
+            };
             let tc = req.thinking_config();
             if tc.get("thinkingBudget").is_some() && tc.get("thinkingLevel").is_some() {
                 return json_response(400, &json!({ "error": both_thinking_error() }));
@@ -607,11 +643,21 @@ async fn answer(
             for m in inner["contents"].as_array().into_iter().flatten() {
                 chars += parts_text(m).chars().count();
             }
-            let n = chars.div_ceil(4);
-            json_response(
-                200,
-                &json!({"totalTokens": n, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n}]}),
-            )
+            // A `generateContentRequest` naming a cache counts it too, under the same rules
+            // as a generate call.
+            let mut named = req.clone();
+            named.body = inner.clone();
+            let cached = match cached_content_use(&shared, &named) {
+                CacheUse::Refused(refused) => return refused,
+                CacheUse::None => 0,
+                CacheUse::Read(_, tokens) => tokens as usize,
+            };
+            let n = chars.div_ceil(4) + cached;
+            let mut out = json!({"totalTokens": n, "promptTokensDetails": [{"modality": "TEXT", "tokenCount": n}]});
+            if cached > 0 {
+                out["cachedContentTokenCount"] = json!(cached);
+            }
+            json_response(200, &out)
         }
         (_, a) => json_response(
             404,
