@@ -61,12 +61,18 @@ pub(super) async fn attach(
         return (request, None);
     }
     let now = now_ms();
+    let stale = kept.as_ref().map(|k| k.name.clone());
     let usable = kept.filter(|k| {
         k.model == request.model.id
             && k.covers <= covers
             && k.expires_ms > now + MARGIN.as_millis() as u64
             && request.front_digest(k.covers) == k.digest
     });
+    // A cache whose front no longer matches (a file changed, another model) serves no later
+    // request either: it is deleted now rather than kept until it expires.
+    if let (Some(name), None) = (stale, &usable) {
+        forget(services, name);
+    }
     if let Some(k) = &usable {
         let past = front_tokens(&request, k.covers, covers);
         if past <= k.tokens {

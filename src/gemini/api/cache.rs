@@ -16,6 +16,9 @@ use super::retry::{self, Failure};
 use super::{ApiClient, model_segment, wire};
 use crate::gemini::{CallContext, GeminiError, GenerateRequest};
 
+/// How long a cache's creation may take before the request is sent whole instead.
+const CREATE_DEADLINE: Duration = Duration::from_secs(30);
+
 /// A cache Gemini made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Made {
@@ -66,28 +69,27 @@ impl ApiClient {
             return Ok(None);
         };
         let body = wire::create_cache_request(req, &model, covers, ttl.as_secs().max(1), display_name);
-        let body = Bytes::from(body.to_string());
-        let deadline = Instant::now() + self.call_timeout;
-        let http = self.http()?;
-        let work = retry::run(&self.policy, ctx, deadline, |_| {
-            let request = http
-                .post(url.as_str())
-                .header(CONTENT_TYPE, "application/json")
-                .body(body.clone());
-            async move {
-                let made: wire::CachedContent = self.json(request).await?;
-                let name = made.name.filter(|n| !n.trim().is_empty()).ok_or_else(|| {
-                    Failure::fatal(GeminiError::Malformed {
-                        message: "cachedContents.create answered without a name".into(),
-                    })
-                })?;
-                let tokens = made
-                    .usage_metadata
-                    .and_then(|u| u.total_token_count)
-                    .unwrap_or(0);
-                Ok(Made { name, tokens })
-            }
-        });
+        // One attempt, soon given up: a cache is optional, and the request it would have served
+        // is sent whole instead (a storage quota, say, is not over in seconds).
+        let deadline = Instant::now() + self.call_timeout.min(CREATE_DEADLINE);
+        let request = self
+            .http()?
+            .post(url.as_str())
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.to_string());
+        let work = async {
+            let made: wire::CachedContent = self.json(request).await.map_err(|f| f.error)?;
+            let name = made.name.filter(|n| !n.trim().is_empty()).ok_or_else(|| {
+                GeminiError::Malformed {
+                    message: "cachedContents.create answered without a name".into(),
+                }
+            })?;
+            let tokens = made
+                .usage_metadata
+                .and_then(|u| u.total_token_count)
+                .unwrap_or(0);
+            Ok(Made { name, tokens })
+        };
         self.bounded(ctx, deadline, work).await.map(Some)
     }
 

@@ -1,0 +1,289 @@
+//! Explicit context caching of threads, through the real binary against the stand-in Gemini,
+//! which holds `cachedContents` and refuses what the real API refuses: a first call makes no
+//! cache; the second turn of a thread makes one of the system instruction and the first turn
+//! and sends only the new turn beside it; the third uses it again; a file changed since is never
+//! answered from the old cache, which is deleted; a cache gone at Google costs the call nothing but the whole
+//! request; a refused creation the same; two instances on one Redis continuing one thread share
+//! one cache; `threads delete` deletes it; the setting turns it off; and the tokens read from the
+//! cache are billed at the cached price.
+
+use serde_json::{Value, json};
+
+use crate::support::fake_gemini::{CacheOp, FakeGemini};
+use crate::support::http::{HttpServer, Raw, result_text};
+use crate::support::mcp::KEY;
+
+/// A file large enough to pass every model's least cacheable size (about 12k tokens).
+fn big_file(marker: &str) -> String {
+    let mut s = String::new();
+    for i in 0..600 {
+        s.push_str(&format!(
+            "pub fn step_{i}(input: &[u8]) -> usize {{ input.iter().filter(|b| **b == {}).count() }} // {marker}\n",
+            i % 251
+        ));
+    }
+    s
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    fake: FakeGemini,
+}
+
+impl Env {
+    fn new() -> Env {
+        Env {
+            dir: crate::support::project::with(&[("src/big.rs", &big_file("first-version"))]),
+            fake: FakeGemini::start(),
+        }
+    }
+
+    async fn http(&self, extra: &[(&str, &str)]) -> HttpServer {
+        let url = self.fake.base_url();
+        let mut vars = vec![("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())];
+        vars.extend_from_slice(extra);
+        HttpServer::start(self.dir.path(), &vars).await
+    }
+
+    /// The generate requests, oldest first.
+    fn generates(&self) -> Vec<crate::support::fake_gemini::Recorded> {
+        self.fake.generate_requests()
+    }
+}
+
+async fn chat(raw: &Raw, id: u64, prompt: &str, thread: Option<&str>) -> Value {
+    let mut args = json!({"prompt": prompt});
+    match thread {
+        Some(t) => args["continuation_id"] = json!(t),
+        None => args["files"] = json!(["src/big.rs"]),
+    }
+    let answer = raw.call(id, "chat", args).await.message;
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    answer
+}
+
+fn thread_of(answer: &Value) -> String {
+    answer["result"]["structuredContent"]["continuation_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no thread: {answer}"))
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_thread_pays_once_for_its_front() {
+    let env = Env::new();
+    let server = env.http(&[("GEMINI_MCP_STORE", "embedded")]).await;
+    let raw = Raw::new(&server.url());
+
+    let first = chat(&raw, 1, "what does big.rs do?", None).await;
+    let thread = thread_of(&first);
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        0,
+        "a first call makes no cache"
+    );
+    assert!(env.generates()[0].body.get("cachedContent").is_none());
+
+    let second = chat(&raw, 2, "and step_7?", Some(&thread)).await;
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        1,
+        "the second turn makes one"
+    );
+    let made = &env.fake.cache_requests(CacheOp::Create)[0].body;
+    let held = env.fake.caches();
+    assert_eq!(held.len(), 1);
+    // It holds the system instruction and the first exchange, the big file in it.
+    assert!(made["systemInstruction"].is_object(), "{made}");
+    assert_eq!(made["contents"].as_array().unwrap().len(), 2, "{made}");
+    assert!(made["contents"].to_string().contains("first-version"));
+    let ttl: u64 = made["ttl"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches('s')
+        .parse()
+        .unwrap();
+    assert!((60..=600).contains(&ttl), "ttl {ttl}");
+    let sent = &env.generates()[1].body;
+    assert_eq!(sent["cachedContent"], held[0].name.as_str(), "{sent}");
+    assert!(sent.get("systemInstruction").is_none(), "{sent}");
+    let contents = sent["contents"].as_array().unwrap();
+    assert_eq!(contents.len(), 1, "only the new turn is sent: {sent}");
+    assert!(
+        !sent.to_string().contains("first-version"),
+        "the cached file is not sent again"
+    );
+    // What Gemini read is the whole conversation: it answers the second turn of two.
+    assert!(
+        result_text(&second).contains("turns=2"),
+        "{}",
+        result_text(&second)
+    );
+    let usage = &second["result"]["structuredContent"]["usage"];
+    assert!(usage["cached"].as_u64().unwrap() > 10_000, "{usage}");
+
+    let third = chat(&raw, 3, "and step_9?", Some(&thread)).await;
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        1,
+        "the third turn uses the same cache"
+    );
+    let sent = &env.generates()[2].body;
+    assert_eq!(sent["cachedContent"], held[0].name.as_str());
+    assert_eq!(
+        sent["contents"].as_array().unwrap().len(),
+        3,
+        "the turns past the cache: {sent}"
+    );
+    assert!(
+        result_text(&third).contains("turns=3"),
+        "{}",
+        result_text(&third)
+    );
+
+    // Deleting the thread deletes its cache at Google.
+    let url = env.fake.base_url();
+    let out = crate::support::mcp::std_command(
+        env.dir.path(),
+        &[
+            ("GEMINI_API_KEY", KEY),
+            ("GEMINI_BASE_URL", url.as_str()),
+            ("GEMINI_MCP_STORE", "embedded"),
+        ],
+    )
+    .args(["threads", "delete", &thread])
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.fake.cache_calls(CacheOp::Delete), 1);
+    assert!(
+        env.fake.caches().is_empty(),
+        "the cache outlived its thread"
+    );
+}
+
+#[tokio::test]
+async fn a_changed_file_is_never_answered_from_the_old_cache() {
+    let env = Env::new();
+    let server = env.http(&[]).await;
+    let raw = Raw::new(&server.url());
+    let thread = thread_of(&chat(&raw, 1, "read it", None).await);
+    chat(&raw, 2, "again", Some(&thread)).await;
+    assert_eq!(env.fake.cache_calls(CacheOp::Create), 1);
+    let old = env.fake.caches()[0].name.clone();
+
+    crate::support::project::write(env.dir.path(), "src/big.rs", &big_file("second-version"));
+    chat(&raw, 3, "and now?", Some(&thread)).await;
+    let last = env.generates().last().unwrap().clone();
+    assert_ne!(
+        last.body["cachedContent"],
+        old.as_str(),
+        "the old cache was used"
+    );
+    let read = last.effective_body().to_string();
+    assert!(
+        read.contains("second-version"),
+        "Gemini did not read the new content"
+    );
+    assert!(
+        !read.contains("first-version"),
+        "Gemini read the old content"
+    );
+    // The history now says the file changed and the new turn carries its new content: the
+    // old cache serves nothing and is deleted (in the background).
+    let mut deleted = false;
+    for _ in 0..100 {
+        deleted = env.fake.cache_calls(CacheOp::Delete) == 1;
+        if deleted {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(deleted, "the replaced cache was not deleted");
+}
+
+#[tokio::test]
+async fn a_cache_gone_at_google_costs_only_the_whole_request() {
+    let env = Env::new();
+    let server = env.http(&[]).await;
+    let raw = Raw::new(&server.url());
+    let thread = thread_of(&chat(&raw, 1, "read it", None).await);
+    chat(&raw, 2, "again", Some(&thread)).await;
+    let name = env.fake.caches()[0].name.clone();
+    assert!(env.fake.vanish_cache(&name));
+
+    let third = chat(&raw, 3, "still there?", Some(&thread)).await;
+    assert!(
+        result_text(&third).contains("turns=3"),
+        "{}",
+        result_text(&third)
+    );
+    let tail: Vec<_> = env.generates().into_iter().rev().take(2).collect();
+    assert_eq!(
+        tail[1].body["cachedContent"],
+        name.as_str(),
+        "it tried the cache"
+    );
+    assert!(
+        tail[0].body.get("cachedContent").is_none(),
+        "then sent it whole"
+    );
+    assert!(tail[0].body.to_string().contains("first-version"));
+    // The lost cache is forgotten: the next turn makes a new one.
+    chat(&raw, 4, "once more", Some(&thread)).await;
+    assert_eq!(env.fake.cache_calls(CacheOp::Create), 2);
+    assert_ne!(
+        env.generates().last().unwrap().body["cachedContent"],
+        name.as_str()
+    );
+}
+
+#[tokio::test]
+async fn a_refused_cache_costs_only_the_whole_request_and_the_setting_turns_it_off() {
+    let env = Env::new();
+    let server = env.http(&[]).await;
+    let raw = Raw::new(&server.url());
+    let thread = thread_of(&chat(&raw, 1, "read it", None).await);
+    env.fake.fail_next_cache_create();
+    let second = chat(&raw, 2, "again", Some(&thread)).await;
+    assert!(result_text(&second).contains("turns=2"));
+    assert!(env.generates()[1].body.get("cachedContent").is_none());
+    assert!(env.fake.caches().is_empty());
+
+    let off = Env::new();
+    let server = off.http(&[("GEMINI_MCP_CONTEXT_CACHE", "0")]).await;
+    let raw = Raw::new(&server.url());
+    let thread = thread_of(&chat(&raw, 1, "read it", None).await);
+    chat(&raw, 2, "again", Some(&thread)).await;
+    chat(&raw, 3, "again", Some(&thread)).await;
+    assert_eq!(off.fake.cache_calls(CacheOp::Create), 0);
+}
+
+#[tokio::test]
+async fn two_instances_on_one_redis_share_a_threads_cache() {
+    if crate::support::redis_missing() {
+        return;
+    }
+    let env = Env::new();
+    let redis = crate::support::redis::RedisServer::start();
+    let url = redis.url();
+    let shared = [("REDIS_URL", url.as_str()), ("GEMINI_MCP_STORE", "redis")];
+    let a = env.http(&shared).await;
+    let b = env.http(&shared).await;
+    let (on_a, on_b) = (Raw::new(&a.url()), Raw::new(&b.url()));
+    let thread = thread_of(&chat(&on_a, 1, "read it", None).await);
+    chat(&on_a, 2, "again", Some(&thread)).await;
+    let third = chat(&on_b, 3, "on the other instance", Some(&thread)).await;
+    assert!(result_text(&third).contains("turns=3"));
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        1,
+        "one cache for the thread"
+    );
+    let name = env.fake.caches()[0].name.clone();
+    assert_eq!(env.generates()[2].body["cachedContent"], name.as_str());
+}
