@@ -414,6 +414,22 @@ impl GeminiError {
         matches!(self, GeminiError::Api { status: 404, .. })
     }
 
+    /// A refusal naming a context cache that is gone or unusable (expired, deleted, another
+    /// project's, another model's): the request is then sent whole. Only a refusal that names
+    /// the cache is one: a bad key or an exhausted quota would fail the whole request too.
+    pub fn is_cache_gone(&self) -> bool {
+        match self {
+            GeminiError::Api {
+                status, message, ..
+            } => {
+                let m = message.to_ascii_lowercase();
+                matches!(status, 400 | 403 | 404)
+                    && (m.contains("cachedcontent") || m.contains("cached content"))
+            }
+            _ => false,
+        }
+    }
+
     /// The error with `hint` in place of its own (an API error's; other errors unchanged).
     pub fn with_hint(self, hint: String) -> GeminiError {
         match self {

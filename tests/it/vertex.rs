@@ -19,8 +19,8 @@ use crate::support::fake_gemini::{FakeGemini, Script};
 use crate::support::mcp;
 
 /// A metadata server: tokens `mds-token-<n>`, each valid `expires_in` seconds; counts fetches.
-struct Metadata {
-    addr: SocketAddr,
+pub(crate) struct Metadata {
+    pub(crate) addr: SocketAddr,
     fetches: Arc<AtomicUsize>,
     _shutdown: tokio::sync::oneshot::Sender<()>,
 }
@@ -53,7 +53,7 @@ async fn mds_universe() -> &'static str {
 }
 
 impl Metadata {
-    async fn start(expires_in: u64) -> Metadata {
+    pub(crate) async fn start(expires_in: u64) -> Metadata {
         let fetches = Arc::new(AtomicUsize::new(0));
         let state = MetaState {
             fetches: fetches.clone(),

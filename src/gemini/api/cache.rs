@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use bytes::Bytes;
 use reqwest::header::CONTENT_TYPE;
 
-use super::retry::{self, Failure};
+use super::retry;
 use super::{ApiClient, model_segment, wire};
 use crate::gemini::{CallContext, GeminiError, GenerateRequest};
 
@@ -106,7 +105,7 @@ impl ApiClient {
             async move {
                 match self.send(request, Some(self.idle_timeout)).await {
                     Ok(_) => Ok(()),
-                    Err(f) if is_gone(&f.error) => Ok(()),
+                    Err(f) if f.error.is_cache_gone() => Ok(()),
                     Err(f) => Err(f),
                 }
             }
@@ -131,22 +130,6 @@ impl ApiClient {
     }
 }
 
-/// Whether `e` says a named cache is gone or unusable (expired, deleted, another project's,
-/// another model's): the request is then sent whole. Only a refusal that names the cache is
-/// one: a bad key or an exhausted quota would fail the whole request too.
-pub fn is_gone(e: &GeminiError) -> bool {
-    match e {
-        GeminiError::Api {
-            status, message, ..
-        } => {
-            let m = message.to_ascii_lowercase();
-            matches!(status, 400 | 403 | 404)
-                && (m.contains("cachedcontent") || m.contains("cached content"))
-        }
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,7 +150,7 @@ mod tests {
             api(403, "PERMISSION_DENIED", "Permission denied on resource cachedContents/x"),
             api(400, "INVALID_ARGUMENT", "Cached content is expired"),
         ] {
-            assert!(is_gone(&gone), "{gone}");
+            assert!(gone.is_cache_gone(), "{gone}");
         }
         for other in [
             api(400, "INVALID_ARGUMENT", "The input token count exceeds the maximum"),
@@ -175,7 +158,7 @@ mod tests {
             api(429, "RESOURCE_EXHAUSTED", "Quota exceeded"),
             GeminiError::Cancelled,
         ] {
-            assert!(!is_gone(&other), "{other}");
+            assert!(!other.is_cache_gone(), "{other}");
         }
     }
 }

@@ -223,7 +223,7 @@ impl ApiClient {
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
         match self.generate_as_sent(req, ctx).await {
-            Err(e) if req.cache.is_some() && cache::is_gone(&e) => {
+            Err(e) if req.cache.is_some() && e.is_cache_gone() => {
                 tracing::info!(model = %req.model.id, "the context cache is gone: sending the request whole");
                 let whole = GenerateRequest {
                     cache: None,
