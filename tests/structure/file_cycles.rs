@@ -437,7 +437,6 @@ fn loops(graph: &FileGraph) -> Vec<(String, String)> {
 /// defines and its children import (`super::…`) moved down into a file of their own. The list
 /// may only shrink: a loop elsewhere fails, and so does a listed directory that no longer has one.
 const KNOWN_FILE_CYCLES: &[&str] = &[
-    "src/audit",
     "src/collector",
     "src/gemini/gemini_cli/acp",
     "src/git",
