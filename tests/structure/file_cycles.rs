@@ -441,7 +441,6 @@ const KNOWN_FILE_CYCLES: &[&str] = &[
     "src/gemini/gemini_cli/acp",
     "src/git",
     "src/pipeline",
-    "src/reply",
     "src/server",
     "src/store",
 ];
