@@ -439,7 +439,6 @@ fn loops(graph: &FileGraph) -> Vec<(String, String)> {
 const KNOWN_FILE_CYCLES: &[&str] = &[
     "src/collector",
     "src/gemini/gemini_cli/acp",
-    "src/git",
     "src/pipeline",
     "src/server",
     "src/store",
