@@ -441,7 +441,6 @@ const KNOWN_FILE_CYCLES: &[&str] = &[
     "src/gemini/gemini_cli/acp",
     "src/pipeline",
     "src/server",
-    "src/store",
 ];
 
 #[test]
