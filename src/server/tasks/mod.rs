@@ -13,7 +13,8 @@
 //! resumed, since its plan is not stored and running it again would spend the Gemini call twice
 //! (docs/decisions/0037-tasks-in-the-thread-store.md).
 //!
-//! `wire` holds the two revisions' shapes; this file the life cycle.
+//! `wire` holds the two revisions' shapes; this file the life cycle, and the server as the tasks
+//! see it ([`Host`]).
 
 mod state;
 mod wire;
