@@ -16,7 +16,7 @@ impl Exclusive {
     pub(super) fn take(path: &Path) -> std::io::Result<Exclusive> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
-        let file = super::open_owned(&mut options, path)?;
+        let file = super::owned::open_owned(&mut options, path)?;
         lock(&file)?;
         Ok(Exclusive { file })
     }

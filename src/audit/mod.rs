@@ -18,6 +18,7 @@
 //! `fstat`: [`crate::setting_file`]), the error naming `GEMINI_MCP_AUDIT_LOG`.
 
 mod lock;
+mod owned;
 pub mod summary;
 
 use std::fs::{File, OpenOptions};
@@ -29,6 +30,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::redact::Counts;
+use owned::open_owned;
 
 /// Rotated files kept beside the log: `<log>.1` (the newest) to `<log>.3`.
 pub const KEEP: u32 = 3;
@@ -217,14 +219,6 @@ fn open(path: &Path) -> std::io::Result<File> {
         OpenOptions::new().read(true).append(true).create(true),
         path,
     )
-}
-
-/// Opens the log or its lock with `options`: created for the owner only (`0600`), and only when
-/// it is a regular file, not through a symbolic link.
-fn open_owned(options: &mut OpenOptions, path: &Path) -> std::io::Result<File> {
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
-    crate::setting_file::open_checked(options, path, crate::setting_file::Link::Refuse)
 }
 
 /// `<log>.2` → `<log>.3`, `<log>.1` → `<log>.2`, `<log>` → `<log>.1` (the oldest dropped).

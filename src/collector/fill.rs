@@ -25,7 +25,9 @@ use std::sync::{Condvar, Mutex};
 
 use super::read::{self, Unread};
 use super::walk::Candidate;
-use super::{FileEntry, SkipReason, Skipped, render, tokens};
+use super::entry::FileEntry;
+use super::skip::{SkipReason, Skipped};
+use super::{render, tokens};
 
 /// The fewest tokens any rendered file takes (an empty file with a one-letter name); checked
 /// by a test against the counter.

@@ -21,7 +21,7 @@ use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::sandbox::{self, Sandbox};
-use super::{SkipReason, Skipped};
+use super::skip::{SkipReason, Skipped};
 
 /// Largest ignore file read (larger ones are reported and hold no rules).
 const MAX_IGNORE_BYTES: u64 = 4 * 1024 * 1024;

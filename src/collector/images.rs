@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use super::read::{self, Unread};
 use super::sandbox::SandboxedPath;
-use super::{CollectError, Collector, ImageEntry, secrets};
+use super::entry::ImageEntry;
+use super::{CollectError, Collector, secrets};
 
 /// Most bytes of images one call sends inline: as base64 (×4/3) that is about 18.7 MB, under
 /// the API's 20 MB request limit with room left for the text.
@@ -34,7 +35,14 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-pub fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
+impl Collector {
+    /// Reads the images named by `paths` to send inline, refusing the whole call over the caps.
+    pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
+        read_images(self, paths)
+    }
+}
+
+fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
     // Everything that can be known without reading comes first, the total size included.
     let mut checked: Vec<(&String, SandboxedPath)> = Vec::with_capacity(paths.len());
     let mut total = 0u64;

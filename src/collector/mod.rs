@@ -19,6 +19,7 @@
 pub mod bpe;
 pub mod classify;
 pub mod edits;
+mod entry;
 mod fill;
 #[cfg(windows)]
 pub mod handle;
@@ -30,6 +31,7 @@ mod read;
 pub mod render;
 pub mod sandbox;
 pub mod secrets;
+mod skip;
 #[cfg(test)]
 mod tests;
 pub mod tokens;
@@ -43,102 +45,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use serde::{Deserialize, Serialize};
-
+pub use entry::{FileEntry, ImageEntry};
 pub use read::{MAX_FILE_BYTES, Unread, line_count};
 pub use sandbox::{Sandbox, SandboxError, SandboxedPath};
-
-/// Why a file was left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SkipReason {
-    /// The token budget was full.
-    OverBudget,
-    /// Not text (a NUL byte in the first 8 KiB).
-    Binary,
-    /// Over the per-file size cap.
-    TooLarge,
-    /// A secret by its name (`.env`, keys, credentials).
-    Secret,
-    /// Excluded by .gitignore, .geminiignore or configured patterns.
-    Ignored,
-    /// Resolves outside the project roots (e.g. a symlink met while walking).
-    OutsideRoot,
-    /// A FIFO, socket or device.
-    NotRegular,
-    /// Missing, vanished while reading, or unreadable.
-    Unreadable,
-    /// Sent earlier in this thread and unchanged since.
-    AlreadySent,
-    /// Not a supported image type, or over the image size cap.
-    UnsupportedImage,
-    /// Changed while being read (size, time or inode moved, or a symlink appeared in its path).
-    Changed,
-    /// A nested repository in a vendored folder, which is not searched.
-    NotSearched,
-}
-
-impl SkipReason {
-    pub fn describe(self) -> &'static str {
-        match self {
-            SkipReason::OverBudget => "over the token budget",
-            SkipReason::Binary => "binary",
-            SkipReason::TooLarge => "too large",
-            SkipReason::Secret => "looks like a secret",
-            SkipReason::Ignored => "ignored",
-            SkipReason::OutsideRoot => "outside the project root",
-            SkipReason::NotRegular => "not a regular file",
-            SkipReason::Unreadable => "unreadable",
-            SkipReason::AlreadySent => "already sent in this thread, unchanged",
-            SkipReason::UnsupportedImage => "unsupported image",
-            SkipReason::Changed => "changed while being read",
-            SkipReason::NotSearched => {
-                "in a vendored folder, not searched; pass its path to review it"
-            }
-        }
-    }
-}
-
-/// A file left out, with why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    /// The path as shown to the user.
-    pub path: String,
-    /// Why it was left out.
-    pub reason: SkipReason,
-}
-
-/// A file that will be sent.
-#[derive(Debug, Clone)]
-pub struct FileEntry {
-    /// Canonical absolute path (the identity used for de-duplication across a thread).
-    pub path: PathBuf,
-    /// The path as shown to Gemini and the user.
-    pub display: String,
-    /// Hex SHA-256 of the file's bytes as read.
-    pub hash: String,
-    /// The file's size in bytes as read.
-    pub bytes: u64,
-    /// Calibrated token count of `text`.
-    pub tokens: u64,
-    /// The block sent to Gemini: a path header and numbered lines.
-    pub text: String,
-    /// Where the numbered lines are in `text`: what the verify step reads them from.
-    pub frame: render::Frame,
-    /// Invalid UTF-8 was replaced.
-    pub lossy: bool,
-    /// Secret-looking values replaced in this file, per rule.
-    pub redactions: crate::redact::Counts,
-}
-
-/// An image to send inline.
-#[derive(Debug, Clone)]
-pub struct ImageEntry {
-    pub path: PathBuf,
-    pub display: String,
-    pub mime: String,
-    pub data: Arc<Vec<u8>>,
-}
+pub use skip::{SkipReason, Skipped};
 
 /// What to collect.
 #[derive(Debug, Clone, Default)]
@@ -581,10 +491,6 @@ impl Collector {
             }),
             None => Ok(()),
         }
-    }
-
-    pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
-        images::read_images(self, paths)
     }
 }
 

@@ -26,7 +26,7 @@ use super::classify::{Class, classify};
 use super::ignores::Ignores;
 use super::sandbox::{Sandbox, SandboxedPath};
 use super::secrets::SecretNames;
-use super::{SkipReason, Skipped};
+use super::skip::{SkipReason, Skipped};
 
 /// Directories pruned from every walk (never project source, often huge).
 pub const PRUNED_DIRS: &[&str] = &[

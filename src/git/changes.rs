@@ -25,7 +25,8 @@ use git2::{
 };
 
 use super::discover::Found;
-use super::{DiffRequest, GitError};
+use super::error::GitError;
+use super::request::DiffRequest;
 use crate::collector::Collector;
 
 /// Files over this size are named, never diffed (the collector's cap).

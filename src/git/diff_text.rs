@@ -27,7 +27,8 @@ use std::path::Path;
 
 use super::changes::{Body, Content, FileChange, MAX_FILE_BYTES, Section};
 use super::discover::Found;
-use super::{ChangedFile, DiffContext, GitError, SentBlock};
+use super::context::{ChangedFile, DiffContext, SentBlock};
+use super::error::GitError;
 use crate::collector::classify::{Class, classify};
 use crate::collector::render::{Frame, FrameKind, newlines};
 use crate::collector::{Sandbox, SkipReason, Skipped, secrets, tokens};

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use git2::{ErrorCode, Repository, RepositoryOpenFlags};
 
-use super::GitError;
+use super::error::GitError;
 use super::guard::{self, Area, Refusal};
 use crate::collector::ignores::Ignores;
 use crate::collector::{Sandbox, SkipReason};

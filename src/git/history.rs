@@ -6,7 +6,7 @@ use std::path::Path;
 
 use git2::{DiffOptions, Sort};
 
-use super::GitError;
+use super::error::GitError;
 use super::discover;
 use crate::collector::Collector;
 

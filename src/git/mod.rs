@@ -20,132 +20,22 @@
 //! the text, since committing one is a finding in itself.
 
 mod changes;
+mod context;
 mod diff_text;
 mod discover;
+mod error;
 mod guard;
 mod history;
+mod request;
 
+pub use context::{ChangedFile, DiffContext, SentBlock};
+pub use error::GitError;
 pub use history::{blame, date, diff, log};
+pub use request::DiffRequest;
 #[cfg(test)]
 mod tests;
 
-use std::path::PathBuf;
-
-use serde::{Deserialize, Serialize};
-
 use crate::collector::{Collector, SkipReason, Skipped};
-
-/// What to read.
-#[derive(Debug, Clone, Default)]
-pub struct DiffRequest {
-    /// The directory to review (a user-given path; resolved through the sandbox).
-    pub path: String,
-    pub include_staged: bool,
-    pub include_unstaged: bool,
-    pub include_untracked: bool,
-    /// Review everything since this ref (branch, tag or commit; merge-base against HEAD).
-    pub compare_to: Option<String>,
-    /// How deep to look for nested repositories below `path`.
-    pub max_depth: usize,
-    /// Token budget for the rendered diff.
-    pub budget: u64,
-    /// The index to read instead of `.git/index` for the repository whose git directory holds
-    /// it: a pre-commit hook passes `$GIT_INDEX_FILE`, which `git commit -a` and
-    /// `git commit <paths>` point at a temporary index holding what is about to be committed.
-    pub index_file: Option<PathBuf>,
-}
-
-/// One file's block of the diff text as sent: its path as shown, the SHA-256 (hex), size and
-/// tokens of the block after redaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SentBlock {
-    pub path: String,
-    pub sha256: String,
-    pub bytes: u64,
-    pub tokens: u64,
-}
-
-impl SentBlock {
-    fn of(path: String, text: &str, tokens: u64) -> SentBlock {
-        use sha2::Digest;
-        SentBlock {
-            path,
-            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
-            bytes: text.len() as u64,
-            tokens,
-        }
-    }
-}
-
-/// A changed file, as listed in the reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChangedFile {
-    /// Repository (as shown) the file belongs to.
-    pub repo: String,
-    /// Path relative to its repository.
-    pub path: String,
-    /// added, modified, deleted, renamed, copied, untracked, mode_changed, submodule,
-    /// type_changed, conflicted.
-    pub status: String,
-    /// The path before a rename or copy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub old_path: Option<String>,
-}
-
-/// The rendered changes, ready for the prompt.
-#[derive(Debug, Clone, Default)]
-pub struct DiffContext {
-    /// The diff text for Gemini: per repository, per file, redacted and budgeted.
-    pub text: String,
-    pub tokens: u64,
-    pub changed: Vec<ChangedFile>,
-    /// Diffs left out, with why.
-    pub skipped: Vec<Skipped>,
-    /// Secret-looking values replaced, per rule.
-    pub redactions: crate::redact::Counts,
-    /// Each file's diff (and full content, for context) as sent, in the order sent.
-    pub sent: Vec<SentBlock>,
-    /// Where each diff's lines (and each full content's numbered lines) are in `text`: what the
-    /// findings are checked against, never the markers in the text.
-    pub frames: Vec<crate::collector::render::Frame>,
-    /// Changed files that look like secrets by name (a finding in itself).
-    pub secret_files: Vec<String>,
-    /// Repositories found.
-    pub repos: Vec<String>,
-    /// Changed files whose full content was added as context (paths as shown), with tokens.
-    pub context_files: Vec<(String, u64)>,
-}
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum GitError {
-    #[error(transparent)]
-    Sandbox(#[from] crate::collector::SandboxError),
-    #[error(
-        "{path} is not inside a git repository and has none below it (max_depth {max_depth}). Point `path` at a repository."
-    )]
-    NotARepository { path: String, max_depth: usize },
-    #[error("compare_to `{reference}` is not a branch, tag or commit in {repo}: {message}")]
-    BadRef {
-        reference: String,
-        repo: String,
-        message: String,
-    },
-    #[error("git error in {repo}: {message}")]
-    Git { repo: String, message: String },
-    /// The repository's metadata leads outside the roots, or a file git would read is not a
-    /// regular file.
-    #[error("the repository at {repo} is not reviewed: {message}")]
-    Unsafe { repo: String, message: String },
-}
-
-impl GitError {
-    fn git(repo: &str, e: &git2::Error) -> GitError {
-        GitError::Git {
-            repo: repo.to_string(),
-            message: e.message().to_string(),
-        }
-    }
-}
 
 /// Finds the repositories and renders their changes for review.
 pub fn read_changes(collector: &Collector, req: &DiffRequest) -> Result<DiffContext, GitError> {

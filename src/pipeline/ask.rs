@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use super::gather::Material;
 use super::meter::Meter;
-use super::{Services, blocking, earlier_turns, investigation, prompt};
+use super::blocking::blocking;
+use super::services::Services;
+use super::{earlier_turns, investigation, prompt};
 use crate::gemini::models::ModelInfo;
 use crate::gemini::{CallContext, GenerateRequest, GenerateResponse, Message, Part, ServiceTier};
 use crate::reply::investigation_report::Investigation;

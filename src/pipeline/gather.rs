@@ -4,7 +4,9 @@
 
 use tracing::Instrument;
 
-use super::{Services, blocking, earlier_turns};
+use super::blocking::blocking;
+use super::earlier_turns;
+use super::services::Services;
 use crate::collector::{CollectRequest, Collected, ImageEntry, Skipped};
 use crate::git::{DiffContext, DiffRequest};
 use crate::reply::Reply;

@@ -13,6 +13,7 @@
 
 mod answer;
 mod ask;
+mod blocking;
 mod cache;
 mod window;
 pub mod earlier_turns;
@@ -23,22 +24,19 @@ pub mod preview;
 pub mod prompt;
 mod record;
 mod save;
+mod services;
 mod verify;
 
 use std::sync::Arc;
 
 use tracing::Instrument;
 
-use crate::audit::AuditLog;
-use crate::collector::Collector;
-use crate::config::Config;
-use crate::gemini::{CallContext, Gemini};
-use crate::metrics::Metrics;
+use crate::gemini::CallContext;
 use crate::reply::investigation_report::steps_note;
-use crate::caps::Holds;
-use crate::store::{Owner, Thread, ThreadError, ThreadId, ThreadStore};
+use crate::store::{Owner, Thread, ThreadError, ThreadId};
 use crate::tools::{Continuation, Plan, Reply, ToolError};
 use answer::{finish_reply, read_answer};
+use blocking::{INLINE_COUNT_BYTES, blocking};
 use ask::{Explored, agent_note, ask, build_request};
 use window::{budget, model_for};
 use gather::{Gathered, Material, gather};
@@ -46,103 +44,7 @@ use meter::Meter;
 use record::Trail;
 use save::save_turn;
 
-/// Texts up to this size are counted or redacted where they are (well under a millisecond);
-/// larger ones in `spawn_blocking`.
-const INLINE_COUNT_BYTES: usize = 16 * 1024;
-
-/// What every call runs on: the configuration, the collector, Gemini, the thread store, the
-/// audit log, the daily caps' holds and the metrics. Built once by the application
-/// (`app::App::start`) and shared by its calls.
-pub struct Services {
-    pub config: Arc<Config>,
-    pub collector: Arc<Collector>,
-    pub gemini: Arc<Gemini>,
-    pub store: Arc<dyn ThreadStore>,
-    /// `GEMINI_MCP_AUDIT_LOG`, when set.
-    pub audit: Option<Arc<AuditLog>>,
-    pub metrics: Arc<Metrics>,
-    /// The daily caps' holds of the calls in flight.
-    holds: Arc<Holds>,
-    /// Set once the model list has been asked for (on the first call, never at startup).
-    refresh: tokio::sync::OnceCell<()>,
-}
-
-impl Services {
-    pub fn new(
-        config: Arc<Config>,
-        collector: Arc<Collector>,
-        gemini: Arc<Gemini>,
-        store: Arc<dyn ThreadStore>,
-        audit: Option<Arc<AuditLog>>,
-        metrics: Arc<Metrics>,
-    ) -> Services {
-        Services {
-            config,
-            collector,
-            gemini,
-            store,
-            audit,
-            metrics,
-            holds: Arc::default(),
-            refresh: tokio::sync::OnceCell::new(),
-        }
-    }
-
-    /// The project a thread belongs to: the canonical roots, one per line (with one root, its
-    /// path, as stored before several roots were told apart).
-    pub fn project(&self) -> String {
-        let roots: Vec<String> = self
-            .config
-            .roots()
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect();
-        roots.join("\n")
-    }
-
-    /// Refreshes the model catalogue from the models endpoint, once per process. Not done at
-    /// startup (it would cost the handshake a TLS setup); the first call starts it in the
-    /// background, `listmodels` waits for it. A failure keeps the built-in catalogue.
-    pub async fn refresh_models(&self, wait: bool) {
-        let gemini = self.gemini.clone();
-        let metrics = self.metrics.clone();
-        let refresh = async move {
-            match gemini.refresh_models().await {
-                Ok(n) => {
-                    tracing::debug!(models = n, "model catalogue refreshed");
-                    metrics.know_models(gemini.catalogue().list().into_iter().map(|m| m.id));
-                }
-                Err(e) => {
-                    tracing::warn!("could not refresh the model list (using the built-in one): {e}")
-                }
-            }
-        };
-        if wait {
-            // The list is fetched once and cached by the client; a refresh in flight is joined.
-            refresh.await;
-        } else if self.refresh.set(()).is_ok() {
-            tokio::spawn(refresh);
-        }
-    }
-
-    /// The Gemini CLI agent pool, if it was started.
-    pub fn agents(&self) -> Option<&Arc<crate::gemini::AgentPool>> {
-        self.gemini.started_agents()
-    }
-
-    /// The daily caps' meter for a call of `owner` in this project.
-    fn meter(&self, owner: &Owner) -> Meter {
-        Meter::new(
-            self.config.caps,
-            self.gemini.catalogue().prices().clone(),
-            self.store.clone(),
-            self.holds.clone(),
-            &self.project(),
-            owner,
-            self.metrics.clone(),
-        )
-    }
-}
+pub use services::Services;
 
 /// A call prepared up to the Gemini step: the request as it will leave, and what it was made of.
 struct Prepared {
@@ -555,14 +457,6 @@ async fn check_edits(services: &Services, reply: &mut Reply) -> Result<(), ToolE
     })
     .await?;
     Ok(())
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ToolError::Internal(format!("a background task failed: {e}")))
 }
 
 /// The estimated cost of a thread's stored turns, at today's prices and the tier each was

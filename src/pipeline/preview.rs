@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::Services;
+use super::services::Services;
 use super::gather::Material;
 use super::verify::Sent;
 use crate::collector::classify::{Class, classify};
@@ -138,7 +138,7 @@ impl Preview {
         show_request: bool,
     ) -> Result<Preview, ToolError> {
         let req = request.clone();
-        let estimate = super::blocking(move || Estimate::of(&req)).await?;
+        let estimate = super::blocking::blocking(move || Estimate::of(&req)).await?;
         let model = &request.model;
         let input = estimate.total();
         let prices = services.gemini.catalogue().prices();

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use super::Services;
+use super::services::Services;
 use super::gather::Material;
 use super::meter::Meter;
 use crate::audit::{AuditLog, FileKind, FileRecord, Record, Usage, rfc3339};

@@ -4,7 +4,8 @@
 use tracing::Instrument;
 
 use super::gather::Material;
-use super::{INLINE_COUNT_BYTES, Services, blocking};
+use super::blocking::{INLINE_COUNT_BYTES, blocking};
+use super::services::Services;
 use crate::collector::tokens;
 use crate::gemini::GenerateResponse;
 use crate::reply::SavedTurn;

@@ -2,7 +2,9 @@
 //! for history and material once the system prompt, the request and the reserves are counted;
 //! the thread's history rebuilt within its share.
 
-use super::{Services, blocking, earlier_turns};
+use super::blocking::blocking;
+use super::earlier_turns;
+use super::services::Services;
 use crate::collector::tokens;
 use crate::gemini::models::ModelInfo;
 use crate::caps::IMAGE_TOKENS;

@@ -42,6 +42,15 @@ pub struct Finished {
     skipped_note: Option<String>,
 }
 
+impl Reply {
+    /// The reply rendered: its Markdown text and structured content, with the notices gathered
+    /// and, under `cap` (characters of the whole result), fitted once. `None`: whole (the
+    /// command line prints it all), its long lists still bounded.
+    pub fn finish(self, cap: Option<usize>) -> Finished {
+        Finished::new(self, cap)
+    }
+}
+
 impl Serialize for Finished {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.wire().serialize(s)
@@ -49,7 +58,7 @@ impl Serialize for Finished {
 }
 
 impl Finished {
-    pub(super) fn new(reply: Reply, cap: Option<usize>) -> Finished {
+    fn new(reply: Reply, cap: Option<usize>) -> Finished {
         let mut f = Finished {
             text: String::new(),
             cut: reply.incomplete.as_ref().map(|(cut, _)| cut.clone()),

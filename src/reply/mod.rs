@@ -389,11 +389,4 @@ impl Reply {
             agent: AgentView::new(run, mode),
         });
     }
-
-    /// The reply rendered: its Markdown text and structured content, with the notices gathered
-    /// and, under `cap` (characters of the whole result), fitted once. `None`: whole (the
-    /// command line prints it all), its long lists still bounded.
-    pub fn finish(self, cap: Option<usize>) -> Finished {
-        Finished::new(self, cap)
-    }
 }

@@ -19,7 +19,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use serde_json::{Value, json};
 
-use super::{Server, owner_of, to_mcp};
+use super::caller::owner_of;
+use super::{Server, to_mcp};
 use crate::app::thread_views;
 use crate::config::Compat;
 use crate::store::Owner;

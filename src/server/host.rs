@@ -3,6 +3,7 @@
 //! and `app::thread_views`; this file only speaks MCP.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -11,9 +12,8 @@ use rmcp::model::{
     ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role,
 };
 
-use super::Server;
 use super::workflows;
-use crate::app::thread_views;
+use crate::app::{App, thread_views};
 use crate::store::Owner;
 use crate::tools::ToolError;
 
@@ -70,7 +70,7 @@ fn invalid(e: ToolError) -> ErrorData {
 }
 
 /// The threads listing and the model catalogue; one thread per resource through the template.
-pub async fn list_resources(server: &Server, owner: &Owner) -> ListResourcesResult {
+pub async fn list_resources(app: &Arc<App>, owner: &Owner) -> ListResourcesResult {
     let mut resources = vec![
         Resource::new(THREADS, "threads")
             .with_title("This project's conversation threads")
@@ -83,7 +83,7 @@ pub async fn list_resources(server: &Server, owner: &Owner) -> ListResourcesResu
             .with_mime_type("application/json")
             ,
     ];
-    if let Ok(list) = thread_views::list(&server.app, owner, 20).await {
+    if let Ok(list) = thread_views::list(app, owner, 20).await {
         for t in list {
             resources.push(
                 Resource::new(
@@ -115,7 +115,7 @@ pub fn list_resource_templates() -> ListResourceTemplatesResult {
 }
 
 pub async fn read_resource(
-    server: &Server,
+    app: &Arc<App>,
     owner: &Owner,
     uri: &str,
 ) -> Result<ReadResourceResult, ErrorData> {
@@ -129,17 +129,17 @@ pub async fn read_resource(
         ])
     };
     if uri == THREADS {
-        let list = thread_views::list(&server.app, owner, thread_views::LIST_LIMIT)
+        let list = thread_views::list(app, owner, thread_views::LIST_LIMIT)
             .await
             .map_err(to_error)?;
         return Ok(json(thread_views::list_json(&list)));
     }
     if uri == MODELS {
-        let report = crate::tools::listmodels::report(server.app.gemini(), server.app.store_kind());
+        let report = crate::tools::listmodels::report(app.gemini(), app.store_kind());
         return Ok(json(serde_json::to_value(report).unwrap_or_default()));
     }
     if let Some(id) = uri.strip_prefix(&format!("{THREADS}/")) {
-        let thread = thread_views::load(&server.app, owner, id)
+        let thread = thread_views::load(app, owner, id)
             .await
             .map_err(to_error)?;
         return Ok(ReadResourceResult::new(vec![
@@ -165,7 +165,7 @@ fn to_error(e: ToolError) -> ErrorData {
 /// Completions: thread ids for the thread template, model names (aliases first) for `model`
 /// arguments, and the arguments of our prompts that have a closed set of values.
 pub async fn complete(
-    server: &Server,
+    app: &Arc<App>,
     owner: &Owner,
     reference: &Reference,
     argument: &ArgumentInfo,
@@ -174,7 +174,7 @@ pub async fn complete(
     let candidates: Vec<String> = match reference {
         Reference::Resource(r) if r.uri == THREAD_TEMPLATE && argument.name == "id" => {
             let mut ids = vec!["latest".to_string()];
-            if let Ok(list) = thread_views::list(&server.app, owner, thread_views::LIST_LIMIT).await
+            if let Ok(list) = thread_views::list(app, owner, thread_views::LIST_LIMIT).await
             {
                 ids.extend(list.into_iter().map(|t| t.id));
             }
@@ -182,7 +182,7 @@ pub async fn complete(
         }
         _ if argument.name == "model" => {
             let report =
-                crate::tools::listmodels::report(server.app.gemini(), server.app.store_kind());
+                crate::tools::listmodels::report(app.gemini(), app.store_kind());
             let mut names: Vec<String> = Vec::new();
             for m in &report.models {
                 names.extend(m.aliases.iter().cloned());

@@ -2,6 +2,7 @@
 //! where tool errors become MCP results or JSON-RPC errors. Protocol types stay here and in the
 //! tools' one-line adapters; the pipeline knows nothing of MCP.
 
+mod caller;
 mod clarify;
 mod compat;
 mod host;
@@ -24,9 +25,9 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::app::App;
+use caller::{client_of, owner_of, trace_parent_of};
 use crate::gemini::{CallContext, Progress};
-use crate::admission::{Admission, ClientId, Refusal};
-use crate::store::Owner;
+use crate::admission::{Admission, Refusal};
 use crate::tools::{Plan, Reply, ToolError};
 
 /// JSON-RPC code for a path refused by the sandbox (ARCHITECTURE.md, Errors).
@@ -56,46 +57,22 @@ fn instructions() -> String {
     )
 }
 
+/// A row's arguments checked as its route checks them (parsed and planned), without running the
+/// call: what a call started as a task is refused for at once (`Err`, a JSON-RPC error), as the
+/// plain call would be.
+pub(crate) type Check = Arc<dyn Fn(&Server, JsonObject) -> Result<(), ErrorData> + Send + Sync>;
+
 #[derive(Clone)]
 pub struct Server {
     app: Arc<App>,
     tool_router: ToolRouter<Server>,
-    /// Each table tool's arguments check (`tools::Check`), for calls started as tasks.
-    checks: Arc<std::collections::HashMap<&'static str, tools::Check>>,
+    /// Each table tool's arguments check ([`Check`]), for calls started as tasks.
+    checks: Arc<std::collections::HashMap<&'static str, Check>>,
     /// The MCP tasks (`tasks`), shared by every clone (one per HTTP session).
     tasks: Arc<tasks::Tasks>,
 }
 
 impl Server {
-    pub fn new(app: Arc<App>) -> Server {
-        let (mut tool_router, checks) = Self::tools_router();
-        for name in &app.config().tools.disabled {
-            tool_router.remove_route(name);
-        }
-        for &profile in &app.config().tools.compat {
-            if profile == crate::config::Compat::CliWrapper
-                && let Some(route) = tool_router.map.get_mut("chat")
-            {
-                route.attr.input_schema = compat::cli_chat_schema(&route.attr.input_schema);
-            }
-            tool_router.merge(compat::router(profile));
-        }
-        // Claude Code saves a result over 50,000 characters to a file its model never reads,
-        // unless the tool declares a larger size; results are fitted to this cap.
-        let cap = result_cap(&app);
-        for route in tool_router.map.values_mut() {
-            let mut meta = route.attr.meta.take().unwrap_or_default();
-            meta.insert("anthropic/maxResultSizeChars".into(), json!(cap));
-            route.attr.meta = Some(meta);
-        }
-        Server {
-            app,
-            tool_router,
-            checks: Arc::new(checks),
-            tasks: Arc::default(),
-        }
-    }
-
     pub fn app(&self) -> &App {
         &self.app
     }
@@ -214,54 +191,42 @@ impl Server {
     }
 }
 
+impl tasks::Host for Server {
+    fn store(&self) -> &dyn crate::store::ThreadStore {
+        self.app.store()
+    }
+
+    fn tasks(&self) -> &Arc<tasks::Tasks> {
+        &self.tasks
+    }
+
+    fn has_tool(&self, tool: &str) -> bool {
+        self.tool_router.map.contains_key(tool)
+    }
+
+    fn check(&self, request: &CallToolRequestParams) -> Result<(), ErrorData> {
+        match self.checks.get(request.name.as_ref()) {
+            Some(check) => check(self, request.arguments.clone().unwrap_or_default()),
+            None => Ok(()),
+        }
+    }
+
+    async fn plain_call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, ctx);
+        self.tool_router.call(tcc).await
+    }
+}
+
 /// The cap on a whole tool result (`MAX_REPLY_CHARS`, at most what Claude Code accepts).
 fn result_cap(app: &App) -> usize {
     app.config()
         .tools
         .max_reply_chars
         .min(MAX_RESULT_SIZE_CHARS)
-}
-
-/// The caller, as the HTTP transport identified it (`ClientId` in the request's extensions);
-/// `stdio` otherwise.
-fn client_of(ctx: &RequestContext<RoleServer>) -> ClientId {
-    ctx.extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.extensions.get::<ClientId>())
-        .cloned()
-        .unwrap_or_else(|| ClientId("stdio".into()))
-}
-
-/// The caller's trace a call continues (W3C Trace Context): the `traceparent` header (with its
-/// `tracestate`) of the HTTP request carrying the call, else `_meta.traceparent` (and
-/// `_meta.tracestate`, SEP-414) of the call itself. An invalid or repeated header is ignored,
-/// as is an invalid `_meta` value: the call then starts a trace of its own.
-fn trace_parent_of(ctx: &RequestContext<RoleServer>) -> Option<crate::traces::Parent> {
-    use crate::traces::Parent;
-    let from_header = ctx
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| {
-            let one = |name: &str| {
-                let mut values = p.headers.get_all(name).iter();
-                match (values.next(), values.next()) {
-                    (Some(v), None) => v.to_str().ok(),
-                    _ => None,
-                }
-            };
-            Parent::parse(one("traceparent")?, one("tracestate"))
-        });
-    from_header.or_else(|| Parent::parse(ctx.meta.get_traceparent()?, ctx.meta.get_tracestate()))
-}
-
-/// Whose threads the caller may continue: the owner the HTTP transport put in the request's
-/// extensions; `local` otherwise.
-fn owner_of(ctx: &RequestContext<RoleServer>) -> Owner {
-    ctx.extensions
-        .get::<axum::http::request::Parts>()
-        .and_then(|p| p.extensions.get::<Owner>())
-        .cloned()
-        .unwrap_or_default()
 }
 
 /// A tool's arguments parsed (naming the bad field) and planned.
@@ -417,7 +382,7 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
-        self.call_or_start(request, context).await
+        tasks::call_or_start(self, request, context).await
     }
 
     async fn get_task(
@@ -425,7 +390,7 @@ impl ServerHandler for Server {
         request: rmcp::model::GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
-        self.get_task_state(&request.task_id, &context).await
+        tasks::get_task_state(self, &request.task_id, &context).await
     }
 
     async fn cancel_task(
@@ -433,7 +398,7 @@ impl ServerHandler for Server {
         request: rmcp::model::CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.cancel_task_of(&request.task_id, &context).await
+        tasks::cancel_task_of(self, &request.task_id, &context).await
     }
 
     async fn update_task(
@@ -441,7 +406,7 @@ impl ServerHandler for Server {
         request: rmcp::model::UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.update_task_of(&request.task_id, &context).await
+        tasks::update_task_of(self, &request.task_id, &context).await
     }
 
     async fn list_prompts(
@@ -465,7 +430,7 @@ impl ServerHandler for Server {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        Ok(host::list_resources(self, &owner_of(&context)).await)
+        Ok(host::list_resources(&self.app, &owner_of(&context)).await)
     }
 
     async fn list_resource_templates(
@@ -481,7 +446,7 @@ impl ServerHandler for Server {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        host::read_resource(self, &owner_of(&context), &request.uri)
+        host::read_resource(&self.app, &owner_of(&context), &request.uri)
             .await
             .map(Into::into)
     }
@@ -491,7 +456,7 @@ impl ServerHandler for Server {
         request: rmcp::model::CompleteRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CompleteResult, ErrorData> {
-        Ok(host::complete(self, &owner_of(&context), &request.r#ref, &request.argument).await)
+        Ok(host::complete(&self.app, &owner_of(&context), &request.r#ref, &request.argument).await)
     }
 
     /// rmcp hands us a request for a standard method whose params do not parse (e.g. a
@@ -504,7 +469,7 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         if tasks::SEP1686_METHODS.contains(&request.method.as_str()) {
-            return self.sep1686(request, context).await;
+            return tasks::sep1686(self, request, context).await;
         }
         let method = request.method.as_str();
         if !STANDARD_METHODS.contains(&method) {

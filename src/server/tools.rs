@@ -1,7 +1,8 @@
 //! The tools' routes, built from the tools' table (`tools::spec`): one per row — the row's
 //! description, title and reply schema, the input schema of the tool's params, and one call into
 //! the shared pipeline (`Server::call_tool_with`) with the tool's `plan()` — and `listmodels`.
-//! The tool's params and `plan()` are named in one match ([`route`]).
+//! The tool's params and `plan()` are named in one match ([`route`]). [`Server::new`] routes
+//! them, with the compatibility profiles' tools and each route's result cap.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,8 +14,10 @@ use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde_json::json;
 
-use super::{Server, clarify};
+use super::{Check, Server, clarify, compat, result_cap};
+use crate::app::App;
 use crate::tools::spec::{LISTMODELS, SPECS, Spec};
 use crate::tools::{
     Plan, Tool, ToolError, analyze, chat, codereview, debug, investigate, listmodels, precommit,
@@ -24,12 +27,36 @@ use crate::tools::{
 /// What a route does to the arguments before they are parsed (`chat`'s compatibility names).
 type ArgsHook = fn(&Server, &mut JsonObject) -> Result<(), ErrorData>;
 
-/// A row's arguments checked as its route checks them (parsed and planned), without running the
-/// call: what a call started as a task is refused for at once (`Err`, a JSON-RPC error), as the
-/// plain call would be.
-pub(crate) type Check = Arc<dyn Fn(&Server, JsonObject) -> Result<(), ErrorData> + Send + Sync>;
-
 impl Server {
+    pub fn new(app: Arc<App>) -> Server {
+        let (mut tool_router, checks) = Self::tools_router();
+        for name in &app.config().tools.disabled {
+            tool_router.remove_route(name);
+        }
+        for &profile in &app.config().tools.compat {
+            if profile == crate::config::Compat::CliWrapper
+                && let Some(route) = tool_router.map.get_mut("chat")
+            {
+                route.attr.input_schema = compat::cli_chat_schema(&route.attr.input_schema);
+            }
+            tool_router.merge(compat::router(profile));
+        }
+        // Claude Code saves a result over 50,000 characters to a file its model never reads,
+        // unless the tool declares a larger size; results are fitted to this cap.
+        let cap = result_cap(&app);
+        for route in tool_router.map.values_mut() {
+            let mut meta = route.attr.meta.take().unwrap_or_default();
+            meta.insert("anthropic/maxResultSizeChars".into(), json!(cap));
+            route.attr.meta = Some(meta);
+        }
+        Server {
+            app,
+            tool_router,
+            checks: Arc::new(checks),
+            tasks: Arc::default(),
+        }
+    }
+
     /// Every tool of this server, the table's and `listmodels`, and the table's tools' checks.
     pub(crate) fn tools_router() -> (ToolRouter<Server>, HashMap<&'static str, Check>) {
         let mut router = ToolRouter::new();

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use super::tasks::{TaskEntry, TaskId};
-use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
+use super::owner::Owner;
+use super::{Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::metrics::Metrics;
 use crate::caps::{Day, SpendKey, Spent};
 

@@ -23,10 +23,9 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::tasks::{TaskEntry, TaskId};
-use super::{
-    LOCAL_OWNER, Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms,
-    title_of,
-};
+use super::now::now_ms;
+use super::owner::{LOCAL_OWNER, Owner};
+use super::{Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, title_of};
 use crate::caps::{Day, SpendKey, Spent};
 
 /// The database file inside the state directory.

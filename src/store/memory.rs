@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::tasks::{MemoryTasks, TaskEntry, TaskId};
-use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
+use super::owner::Owner;
+use super::{Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::caps::{Day, SpendKey, Spent};
 
 struct Entry {

@@ -11,7 +11,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{Owner, now_ms};
+use super::now::now_ms;
+use super::owner::Owner;
 
 /// A task's id: a UUID, parsed once at the edge (an id that is not one names no task).
 pub type TaskId = uuid::Uuid;

@@ -13,7 +13,8 @@
 //! resumed, since its plan is not stored and running it again would spend the Gemini call twice
 //! (docs/decisions/0037-tasks-in-the-thread-store.md).
 //!
-//! `wire` holds the two revisions' shapes; this file the life cycle.
+//! `wire` holds the two revisions' shapes; this file the life cycle, and the server as the tasks
+//! see it ([`Host`]).
 
 mod state;
 mod wire;
@@ -31,9 +32,9 @@ use rmcp::{ErrorData, RoleServer};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::Server;
+use super::caller::owner_of;
 use crate::store::tasks::{TaskEntry, TaskId};
-use crate::store::{Owner, now_ms};
+use crate::store::{Owner, ThreadStore, now_ms};
 
 use state::State;
 pub use wire::Form;
@@ -139,6 +140,26 @@ struct Running {
     stopped: Arc<Mutex<Option<String>>>,
 }
 
+/// The server as its tasks see it: where their records are kept, the tasks it runs, its tools
+/// and their checks, and the plain call a task runs (`Server` is the one there is).
+pub(super) trait Host: Clone + Send + Sync + 'static {
+    /// The thread store, which keeps the tasks' records.
+    fn store(&self) -> &dyn ThreadStore;
+    /// The tasks this instance runs.
+    fn tasks(&self) -> &Arc<Tasks>;
+    /// Whether `tool` is one of this server's tools.
+    fn has_tool(&self, tool: &str) -> bool;
+    /// Refuses at once a call whose arguments its plain call would refuse as a JSON-RPC error
+    /// (a bad argument, a path outside the sandbox): no task is made for it.
+    fn check(&self, request: &CallToolRequestParams) -> Result<(), ErrorData>;
+    /// A plain `tools/call`: the tool's route.
+    fn plain_call(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + Send;
+}
+
 /// The tasks of one server process: where records are kept (the app's store) and the tasks this
 /// instance runs.
 pub struct Tasks {
@@ -193,15 +214,15 @@ impl Tasks {
 
     /// Starts `request` as a task of `owner` and returns its first state at once (after its
     /// record is stored, so a `tasks/get` on any instance finds it).
-    async fn start(
+    async fn start<H: Host>(
         self: &Arc<Self>,
-        server: Server,
+        server: H,
         ttl: Duration,
         request: CallToolRequestParams,
         mut ctx: RequestContext<RoleServer>,
     ) -> Result<(TaskId, State), ErrorData> {
         let tool = request.name.to_string();
-        let owner = super::owner_of(&ctx);
+        let owner = owner_of(&ctx);
         let id = TaskId::new_v4();
         let now = now_ms();
         let state = State {
@@ -216,7 +237,7 @@ impl Tasks {
             result: None,
             error: None,
         };
-        let store = server.app().store();
+        let store = server.store();
         write(store, id, &owner, &state).await.map_err(|e| {
             ErrorData::internal_error(format!("the task could not be stored: {e}"), None)
         })?;
@@ -254,12 +275,11 @@ impl Tasks {
     }
 
     /// The task `id` of `owner` as it stands; another owner's task is unknown.
-    async fn read(&self, server: &Server, id: &str, owner: &Owner) -> Result<State, ErrorData> {
+    async fn read(&self, server: &impl Host, id: &str, owner: &Owner) -> Result<State, ErrorData> {
         let Ok(task) = id.trim().parse::<TaskId>() else {
             return Err(unknown(id));
         };
         let entry = server
-            .app()
             .store()
             .get_task(task)
             .await
@@ -271,7 +291,7 @@ impl Tasks {
     }
 
     /// Asks the task to stop (wherever it runs); the answer is its state after the request.
-    async fn cancel(&self, server: &Server, id: &str, owner: &Owner) -> Result<State, ErrorData> {
+    async fn cancel(&self, server: &impl Host, id: &str, owner: &Owner) -> Result<State, ErrorData> {
         let state = self.read(server, id, owner).await?;
         if state.status.is_terminal() {
             return Err(ErrorData::invalid_params(
@@ -288,7 +308,6 @@ impl Tasks {
             r.cancel.cancel();
         }
         server
-            .app()
             .store()
             .cancel_task(task)
             .await
@@ -299,11 +318,10 @@ impl Tasks {
     /// `owner`'s tasks, newest first.
     async fn list(
         &self,
-        server: &Server,
+        server: &impl Host,
         owner: &Owner,
     ) -> Result<Vec<(TaskId, State)>, ErrorData> {
         let entries = server
-            .app()
             .store()
             .list_tasks(owner, LIST_LIMIT)
             .await
@@ -318,7 +336,7 @@ impl Tasks {
     /// Waits until the task is finished (`tasks/result`), reading the record at the poll interval.
     async fn finished(
         &self,
-        server: &Server,
+        server: &impl Host,
         id: &str,
         owner: &Owner,
         ct: &CancellationToken,
@@ -379,11 +397,11 @@ impl Run {
     /// then writes the outcome.
     async fn drive(
         mut self,
-        server: &Server,
+        server: &impl Host,
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) {
-        let store = server.app().store();
+        let store = server.store();
         let started = tokio::time::Instant::now();
         let work = server.plain_call(request, ctx);
         tokio::pin!(work);
@@ -480,148 +498,129 @@ pub const SEP1686_METHODS: &[&str] = &[
     "tasks/list",
 ];
 
-impl Server {
-    /// A plain `tools/call`: the tool's route.
-    pub(super) async fn plain_call(
-        &self,
-        request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, ctx);
-        self.tool_router.call(tcc).await
-    }
+/// Whether a call of `tool` may run as a task.
+fn runs_as_task(server: &impl Host, tool: &str) -> bool {
+    server.has_tool(tool) && asks_a_model(tool)
+}
 
-    /// Refuses at once a call whose arguments its plain call would refuse as a JSON-RPC error
-    /// (a bad argument, a path outside the sandbox): no task is made for it.
-    fn check(&self, request: &CallToolRequestParams) -> Result<(), ErrorData> {
-        match self.checks.get(request.name.as_ref()) {
-            Some(check) => check(self, request.arguments.clone().unwrap_or_default()),
-            None => Ok(()),
-        }
+/// `tools/call`: a task when the request declares the 2026-07-28 tasks extension and the
+/// tool asks a model; the plain call otherwise.
+pub(super) async fn call_or_start<H: Host>(
+    server: &H,
+    request: CallToolRequestParams,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let as_task = wire::form_of(&ctx) == Form::Extension
+        && wire::declares_extension(&ctx)
+        && runs_as_task(server, &request.name);
+    if !as_task {
+        return server.plain_call(request, ctx).await;
     }
+    server.check(&request)?;
+    let (id, state) = server
+        .tasks()
+        .start(server.clone(), DEFAULT_TTL, request, ctx)
+        .await?;
+    Ok(CallToolResponse::Task(CreateTaskResult::new(wire::task(
+        id, &state,
+    ))))
+}
 
-    /// Whether a call of `tool` may run as a task.
-    fn runs_as_task(&self, tool: &str) -> bool {
-        self.tool_router.map.contains_key(tool) && asks_a_model(tool)
-    }
+/// `tasks/get` (2026-07-28).
+pub(super) async fn get_task_state<H: Host>(
+    server: &H,
+    id: &str,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<GetTaskResult, ErrorData> {
+    let state = server.tasks().read(server, id, &owner_of(ctx)).await?;
+    Ok(wire::detailed(id, &state))
+}
 
-    /// `tools/call`: a task when the request declares the 2026-07-28 tasks extension and the
-    /// tool asks a model; the plain call otherwise.
-    pub(super) async fn call_or_start(
-        &self,
-        request: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let as_task = wire::form_of(&ctx) == Form::Extension
-            && wire::declares_extension(&ctx)
-            && self.runs_as_task(&request.name);
-        if !as_task {
-            return self.plain_call(request, ctx).await;
-        }
-        self.check(&request)?;
-        let (id, state) = self
-            .tasks
-            .start(self.clone(), DEFAULT_TTL, request, ctx)
-            .await?;
-        Ok(CallToolResponse::Task(CreateTaskResult::new(wire::task(
-            id, &state,
-        ))))
-    }
+/// `tasks/cancel` (2026-07-28).
+pub(super) async fn cancel_task_of<H: Host>(
+    server: &H,
+    id: &str,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<(), ErrorData> {
+    server
+        .tasks()
+        .cancel(server, id, &owner_of(ctx))
+        .await
+        .map(|_| ())
+}
 
-    /// `tasks/get` (2026-07-28).
-    pub(super) async fn get_task_state(
-        &self,
-        id: &str,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        let state = self.tasks.read(self, id, &super::owner_of(ctx)).await?;
-        Ok(wire::detailed(id, &state))
-    }
+/// `tasks/update` (2026-07-28): no task of ours asks for input yet, so responses to requests
+/// it did not make are ignored, as the extension says, once the task is known to be the
+/// caller's.
+pub(super) async fn update_task_of<H: Host>(
+    server: &H,
+    id: &str,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<(), ErrorData> {
+    server
+        .tasks()
+        .read(server, id, &owner_of(ctx))
+        .await
+        .map(|_| ())
+}
 
-    /// `tasks/cancel` (2026-07-28).
-    pub(super) async fn cancel_task_of(
-        &self,
-        id: &str,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.tasks
-            .cancel(self, id, &super::owner_of(ctx))
-            .await
-            .map(|_| ())
-    }
-
-    /// `tasks/update` (2026-07-28): no task of ours asks for input yet, so responses to requests
-    /// it did not make are ignored, as the extension says, once the task is known to be the
-    /// caller's.
-    pub(super) async fn update_task_of(
-        &self,
-        id: &str,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.tasks
-            .read(self, id, &super::owner_of(ctx))
-            .await
-            .map(|_| ())
-    }
-
-    /// The 2025-11-25 task methods ([`SEP1686_METHODS`]).
-    pub(super) async fn sep1686(
-        &self,
-        request: CustomRequest,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CustomResult, ErrorData> {
-        let owner = super::owner_of(&ctx);
-        let params = request.params.unwrap_or(Value::Null);
-        let id = || wire::task_id_param(&params);
-        let answer = match request.method.as_str() {
-            crate::jsonrpc::SEP1686_CALL => {
-                let ttl = params
-                    .get("task")
-                    .and_then(|t| t.get("ttl"))
-                    .and_then(Value::as_u64)
-                    .map_or(DEFAULT_TTL, Duration::from_millis)
-                    .clamp(MIN_TTL, MAX_TTL);
-                let call: CallToolRequestParams =
-                    serde_json::from_value(params.clone()).map_err(|e| {
-                        ErrorData::invalid_params(
-                            format!("invalid params for `tools/call`: {e}"),
-                            None,
-                        )
-                    })?;
-                if !self.tool_router.map.contains_key(call.name.as_ref()) {
-                    return Err(ErrorData::invalid_params(
-                        format!("tool not found: {}", crate::echo::echo(&call.name)),
+/// The 2025-11-25 task methods ([`SEP1686_METHODS`]).
+pub(super) async fn sep1686<H: Host>(
+    server: &H,
+    request: CustomRequest,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CustomResult, ErrorData> {
+    let owner = owner_of(&ctx);
+    let params = request.params.unwrap_or(Value::Null);
+    let id = || wire::task_id_param(&params);
+    let answer = match request.method.as_str() {
+        crate::jsonrpc::SEP1686_CALL => {
+            let ttl = params
+                .get("task")
+                .and_then(|t| t.get("ttl"))
+                .and_then(Value::as_u64)
+                .map_or(DEFAULT_TTL, Duration::from_millis)
+                .clamp(MIN_TTL, MAX_TTL);
+            let call: CallToolRequestParams =
+                serde_json::from_value(params.clone()).map_err(|e| {
+                    ErrorData::invalid_params(
+                        format!("invalid params for `tools/call`: {e}"),
                         None,
-                    ));
-                }
-                if !asks_a_model(&call.name) {
-                    return Err(ErrorData::new(
-                        ErrorCode::METHOD_NOT_FOUND,
-                        format!(
-                            "`{}` answers at once and cannot run as a task (its `execution.taskSupport` is `forbidden`): call it without `task`",
-                            crate::echo::echo(&call.name)
-                        ),
-                        None,
-                    ));
-                }
-                self.check(&call)?;
-                let (id, state) = self.tasks.start(self.clone(), ttl, call, ctx).await?;
-                wire::created_sep1686(id, &state)
+                    )
+                })?;
+            if !server.has_tool(call.name.as_ref()) {
+                return Err(ErrorData::invalid_params(
+                    format!("tool not found: {}", crate::echo::echo(&call.name)),
+                    None,
+                ));
             }
-            crate::jsonrpc::SEP1686_GET => {
-                let id = id()?;
-                wire::sep1686_task(&id, &self.tasks.read(self, &id, &owner).await?)
+            if !asks_a_model(&call.name) {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!(
+                        "`{}` answers at once and cannot run as a task (its `execution.taskSupport` is `forbidden`): call it without `task`",
+                        crate::echo::echo(&call.name)
+                    ),
+                    None,
+                ));
             }
-            crate::jsonrpc::SEP1686_CANCEL => {
-                let id = id()?;
-                wire::cancelled_sep1686(&id, &self.tasks.cancel(self, &id, &owner).await?)
-            }
-            "tasks/result" => {
-                let id = id()?;
-                wire::result(&id, &self.tasks.finished(self, &id, &owner, &ctx.ct).await?)?
-            }
-            _ => wire::list(&self.tasks.list(self, &owner).await?),
-        };
-        Ok(CustomResult(answer))
-    }
+            server.check(&call)?;
+            let (id, state) = server.tasks().start(server.clone(), ttl, call, ctx).await?;
+            wire::created_sep1686(id, &state)
+        }
+        crate::jsonrpc::SEP1686_GET => {
+            let id = id()?;
+            wire::sep1686_task(&id, &server.tasks().read(server, &id, &owner).await?)
+        }
+        crate::jsonrpc::SEP1686_CANCEL => {
+            let id = id()?;
+            wire::cancelled_sep1686(&id, &server.tasks().cancel(server, &id, &owner).await?)
+        }
+        "tasks/result" => {
+            let id = id()?;
+            wire::result(&id, &server.tasks().finished(server, &id, &owner, &ctx.ct).await?)?
+        }
+        _ => wire::list(&server.tasks().list(server, &owner).await?),
+    };
+    Ok(CustomResult(answer))
 }

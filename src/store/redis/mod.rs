@@ -63,7 +63,9 @@ use sha2::{Digest, Sha256};
 
 use self::connection::{Connection, Target, Topology, scrub};
 use super::tasks::{TaskEntry, TaskId};
-use super::{Owner, Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, now_ms};
+use super::now::now_ms;
+use super::owner::Owner;
+use super::{Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::secret::Secret;
 use crate::caps::{Day, SpendKey, Spent};
 

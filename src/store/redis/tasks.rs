@@ -17,7 +17,8 @@ use sha2::{Digest, Sha256};
 
 use super::RedisStore;
 use crate::store::tasks::{TaskEntry, TaskId};
-use crate::store::{Owner, ThreadError};
+use crate::store::ThreadError;
+use crate::store::owner::Owner;
 
 /// How long an owner's listing outlives its last write.
 const INDEX_TTL_MS: u64 = 86_400_000;

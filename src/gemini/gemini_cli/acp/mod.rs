@@ -28,8 +28,8 @@
 //!   sent, every answer and tool result, under its home) is removed when the prompt is over
 //!   (`gemini_cli::records`).
 //!
-//! The parts: the [`Pool`] of processes (`pool.rs`), one process and how it starts
-//! (`process.rs`), the ACP connection over its pipes (`connection.rs`), the folding of a
+//! The parts: the [`Pool`] of processes (`pool.rs`), one process (`process.rs`) and how the pool
+//! starts it (`start.rs`), the ACP connection over its pipes (`connection.rs`), the folding of a
 //! prompt's session updates into an [`AgentRun`] (`run.rs`), and how a tool call's target is
 //! shown (`target.rs`).
 
@@ -40,6 +40,7 @@ pub mod project_tools;
 mod restart;
 mod rpc;
 mod run;
+mod start;
 mod target;
 mod workspaces;
 
@@ -51,8 +52,6 @@ use crate::gemini::agent_mode::AgentMode;
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 pub use policy::Decision;
 pub use pool::Pool;
-use process::Process;
-use process::private_dir;
 pub use run::{AgentRun, AgentToolCall, PlanItem};
 pub use target::Location;
 pub use workspaces::Workspaces;

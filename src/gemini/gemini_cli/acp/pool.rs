@@ -14,9 +14,11 @@ use tokio::sync::mpsc;
 
 use super::rpc::acp_error;
 use super::run::{Waited, Waiting, usage_of};
+use super::process::Process;
+use super::run::AgentRun;
+use super::workspaces::Workspaces;
 use super::{
-    AcpSettings, AgentRun, Failure, Key, Kind, PLAIN_SESSIONS, Process, Prompt, Workspaces,
-    check_mode, lock, project_tools,
+    AcpSettings, Failure, Key, Kind, PLAIN_SESSIONS, Prompt, check_mode, lock, project_tools,
 };
 use crate::collector::Collector;
 use crate::gemini::agent_mode::AgentMode;
@@ -493,5 +495,21 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+impl Pool {
+    /// The bridge's conversations.
+    pub fn workspaces(&self) -> &Workspaces {
+        &self.workspaces
+    }
+
+    /// The model of the agent (not the plain backend) used last, while its process runs.
+    pub fn current_model(&self) -> Option<String> {
+        lock(&self.processes)
+            .iter()
+            .filter(|(key, p)| matches!(key.kind, Kind::Agent(_)) && p.alive())
+            .max_by_key(|(_, p)| *lock(&p.last_used))
+            .map(|(key, _)| key.model.clone())
     }
 }

@@ -79,7 +79,7 @@ pub fn settings(mode: AgentMode) -> String {
 
 /// The agent process's private directory under `mode`: its policy and its system settings.
 pub async fn agent_files(mode: AgentMode) -> Result<tempfile::TempDir, GeminiError> {
-    super::private_dir(vec![
+    super::process::private_dir(vec![
         ("policy.toml", policy(mode)),
         (crate::gemini::gemini_cli::SETTINGS, settings(mode)),
     ])

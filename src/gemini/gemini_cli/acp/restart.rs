@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::{Key, Kind, Pool, Process, lock};
+use super::pool::Pool;
+use super::process::Process;
+use super::{Key, Kind, lock};
 use crate::gemini::vocabulary::{GeminiError, cli_error};
 
 /// How long a failed request may take to show that the process behind it is gone.

@@ -13,7 +13,9 @@ use tokio::sync::mpsc;
 
 use super::rpc::Event;
 use super::target::{self, Location, Shown, reported_input};
-use super::{Decision, Process, lock};
+use super::policy::Decision;
+use super::process::Process;
+use super::lock;
 use crate::collector::Collector;
 use crate::gemini::vocabulary::{CallContext, Usage};
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{Kind, Pool, lock};
+use super::lock;
 
 /// (caller, workspace) → thread. The caller is the thread owner's id, so one client never
 /// continues another's conversation.
@@ -60,22 +60,6 @@ impl Workspaces {
             map.remove(&(owner.to_string(), w.clone()));
         }
         chosen
-    }
-}
-
-impl Pool {
-    /// The bridge's conversations.
-    pub fn workspaces(&self) -> &Workspaces {
-        &self.workspaces
-    }
-
-    /// The model of the agent (not the plain backend) used last, while its process runs.
-    pub fn current_model(&self) -> Option<String> {
-        lock(&self.processes)
-            .iter()
-            .filter(|(key, p)| matches!(key.kind, Kind::Agent(_)) && p.alive())
-            .max_by_key(|(_, p)| *lock(&p.last_used))
-            .map(|(key, _)| key.model.clone())
     }
 }
 
