@@ -241,6 +241,7 @@ fn make_project(root: &Path, recount: bool) -> Vec<Turn> {
                 at_ms: 0,
                 frames: Vec::new(),
                 context_cache: None,
+                cache_usd: 0.0,
             }
         })
         .collect()

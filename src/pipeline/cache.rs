@@ -3,8 +3,10 @@
 //! and the thread's earlier turns — and sends only the new turn, whose tokens are then billed at
 //! the cached price (a tenth) plus the cache's storage.
 //!
-//! When: a thread's second turn on, when the front reaches the model's least cacheable size; a
-//! first call makes none (nothing says it will be continued), nor a call whose request carries
+//! When: a thread's second turn on, when the front reaches the model's least cacheable size and
+//! the thread's last turn was the same tool's (a cache holds its tool's system instruction, and
+//! pays only from its second use: its creation costs the front at the input price); a first
+//! call makes none (nothing says it will be continued), nor a call whose request carries
 //! tools (an investigation's functions, web search: the API takes no `tools` beside a cache),
 //! nor the Gemini CLI. What the thread's last turn left (`store::ContextCache`) is used while its
 //! model is the request's, it has not expired, and the request's own first messages have the
@@ -26,6 +28,17 @@ use crate::collector::tokens;
 use crate::gemini::{CacheUse, CallContext, GenerateRequest, Part};
 use crate::store::{ContextCache, now_ms};
 
+/// What the window step found of the thread's front, and whether its last turn was the same
+/// tool's.
+pub(super) struct Front {
+    /// What the earlier turns count.
+    pub history_tokens: u64,
+    /// How many of the oldest turns no longer fit (the front then changes every turn).
+    pub omitted_turns: usize,
+    /// The thread's last turn was a call of the same tool.
+    pub same_tool: bool,
+}
+
 /// A cache that expires sooner than this is not used (the request could arrive after it).
 const MARGIN: Duration = Duration::from_secs(60);
 
@@ -40,19 +53,21 @@ pub(super) fn min_tokens(model: &str) -> u64 {
 }
 
 /// `request` answered from a cache when that pays, and the cache the thread keeps after this
-/// call (`None`: none). `kept` is what the thread's last turn left; `history_tokens` what the
-/// earlier turns count (the window step's count).
+/// call (`None`: none). `kept` is what the thread's last turn left.
 pub(super) async fn attach(
     services: &Services,
     mut request: GenerateRequest,
     kept: Option<ContextCache>,
-    history_tokens: u64,
+    front: Front,
     meter: &Meter,
     ctx: &CallContext,
 ) -> (GenerateRequest, Option<ContextCache>) {
     let calls = &services.config.calls;
     let covers = request.contents.len().saturating_sub(1);
-    let eligible = calls.context_cache
+    // A thread whose oldest turns no longer fit changes its front every turn: a cache of it
+    // would be made each turn and serve none.
+    let eligible = front.omitted_turns == 0
+        && calls.context_cache
         && services.gemini.keeps_caches()
         && request.functions.is_none()
         && !request.web_search
@@ -83,6 +98,13 @@ pub(super) async fn attach(
             return (request, usable);
         }
     }
+    // A cache pays from its second use (its creation costs the front at the input price, and
+    // its storage): one is made only when the thread's last turn was the same tool's, so the
+    // tool is likely to be asked again — a cache holds its tool's system instruction.
+    if !front.same_tool {
+        return with_kept(request, usable);
+    }
+    let history_tokens = front.history_tokens;
     let front = tokens::count(&request.system_instruction) + history_tokens;
     if front < min_tokens(&request.model.id) {
         return with_kept(request, usable);

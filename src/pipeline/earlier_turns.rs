@@ -401,6 +401,7 @@ mod tests {
                 at_ms: 0,
                 frames: Vec::new(),
                 context_cache: None,
+                cache_usd: 0.0,
             });
             self.prompts.push(prompt_text);
             self.histories.push(h);

@@ -41,6 +41,9 @@ pub struct Meter {
     metrics: Arc<Metrics>,
     /// Time spent waiting on Gemini so far, in nanoseconds.
     waited_nanos: std::sync::atomic::AtomicU64,
+    /// What this call spent on context caches (their creation and storage), in millionths of a
+    /// dollar: kept on the turn, since the turn's usage is the answer's.
+    cache_micro_usd: std::sync::atomic::AtomicU64,
 }
 
 /// What a call's requests were and used, so far.
@@ -86,6 +89,7 @@ impl Meter {
             }),
             metrics,
             waited_nanos: std::sync::atomic::AtomicU64::new(0),
+            cache_micro_usd: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -197,9 +201,24 @@ impl Meter {
         self.record(hold, &model.id, &usage, ServiceTier::Standard)
             .await;
         let hours = ttl.as_secs_f64() / 3600.0;
-        self.record_usd(&model.id, self.prices.storage(&model.id, made.tokens, hours))
-            .await;
+        let storage = self.prices.storage(&model.id, made.tokens, hours);
+        self.record_usd(&model.id, storage).await;
+        let creation = self
+            .prices
+            .estimate(&model.id, &usage, ServiceTier::Standard);
+        let spent = creation.unwrap_or(0.0) + storage.unwrap_or(0.0);
+        self.cache_micro_usd.fetch_add(
+            (spent * 1e6).round() as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(Some(made))
+    }
+
+    /// What this call spent on context caches, in USD (creation and storage).
+    pub fn cache_usd(&self) -> f64 {
+        self.cache_micro_usd
+            .load(std::sync::atomic::Ordering::Relaxed) as f64
+            / 1e6
     }
 
     /// Counts a cost that is not a request's tokens (a cache's storage) against the call, the

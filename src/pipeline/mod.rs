@@ -65,6 +65,8 @@ struct Prepared {
     text_redactions: crate::redact::Counts,
     /// The context cache the thread's last turn left (`cache`).
     kept_cache: Option<crate::store::ContextCache>,
+    /// Whether the thread's last turn was a call of the same tool (`cache`).
+    same_tool: bool,
 }
 
 /// What preparing a call comes to.
@@ -105,10 +107,9 @@ async fn prepare(
     let system = prompt::system_instruction(&tool_prompt(&plan), plan.system_extra.as_deref());
     ctx.report("reading files");
     let earlier_cost = thread_cost(services.gemini.catalogue().prices(), thread.as_ref());
-    let kept_cache = thread
-        .as_ref()
-        .and_then(|t| t.turns.last())
-        .and_then(|t| t.context_cache.clone());
+    let last_turn = thread.as_ref().and_then(|t| t.turns.last());
+    let kept_cache = last_turn.and_then(|t| t.context_cache.clone());
+    let same_tool = last_turn.is_some_and(|t| t.tool == plan.tool.name());
     let (total, history) = budget(services, &plan, &model, &system, thread).await?;
     let material = match gather(
         services,
@@ -163,6 +164,7 @@ async fn prepare(
         tail,
         text_redactions,
         kept_cache,
+        same_tool,
     }))
 }
 
@@ -235,6 +237,7 @@ async fn steps(
         tail,
         text_redactions,
         kept_cache,
+        same_tool,
     } = match prepare(services, plan, ctx, false).await? {
         Prepare::Ready(p) => p,
         Prepare::Answered(reply) => return Ok(reply),
@@ -253,7 +256,19 @@ async fn steps(
         .schedule_notice(services.gemini.catalogue().prices().clock().today());
     let thread_key = id.to_string();
     let (request, context_cache) = if plan.agent.is_none() && plan.explore.is_none() {
-        cache::attach(services, request, kept_cache, history_tokens, meter, ctx).await
+        cache::attach(
+            services,
+            request,
+            kept_cache,
+            cache::Front {
+                history_tokens,
+                omitted_turns,
+                same_tool,
+            },
+            meter,
+            ctx,
+        )
+        .await
     } else {
         (request, None)
     };
@@ -287,6 +302,7 @@ async fn steps(
         &answer,
         &model_used,
         context_cache,
+        meter.cache_usd(),
         &mut reply,
     )
     .await?;
@@ -465,7 +481,11 @@ fn thread_cost(prices: &crate::gemini::prices::PriceList, thread: Option<&Thread
     thread.map_or(0.0, |t| {
         t.turns
             .iter()
-            .filter_map(|turn| prices.estimate(&turn.model, &turn.usage.into(), turn.usage.tier))
+            .filter_map(|turn| {
+                prices
+                    .estimate(&turn.model, &turn.usage.into(), turn.usage.tier)
+                    .map(|answer| answer + turn.cache_usd)
+            })
             .sum()
     })
 }

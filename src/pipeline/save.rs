@@ -24,6 +24,7 @@ pub(super) async fn save_turn(
     answer: &GenerateResponse,
     model_used: &str,
     context_cache: Option<ContextCache>,
+    cache_usd: f64,
     reply: &mut Reply,
 ) -> Result<(), ToolError> {
     // A diff makes the tail large: count it off the runtime's threads.
@@ -68,6 +69,7 @@ pub(super) async fn save_turn(
             .map(|d| d.frames.clone())
             .unwrap_or_default(),
         context_cache,
+        cache_usd,
     };
     let span = crate::traces::store_save(services.store.kind());
     let appended = services

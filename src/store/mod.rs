@@ -154,6 +154,14 @@ pub struct Turn {
     /// as this turn left it (`pipeline::cache`); the latest turn's is the thread's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_cache: Option<ContextCache>,
+    /// What the call spent on context caches besides `usage` (their creation and storage), in
+    /// USD: part of the thread's cost.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_usd: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// An explicit context cache serving a thread: which cache at Google, for which model, holding

@@ -123,6 +123,21 @@ async fn a_thread_pays_once_for_its_front() {
     assert!(usage["cached"].as_u64().unwrap() > 10_000, "{usage}");
 
     let third = chat(&raw, 3, "and step_9?", Some(&thread)).await;
+    // The thread's cost is the sum of its calls' costs, the cache's creation and storage
+    // (counted in the second call's) included.
+    let cost = |a: &Value, k: &str| {
+        a["result"]["structuredContent"]["usage"][k]
+            .as_f64()
+            .unwrap()
+    };
+    let calls = cost(&first, "cost_usd") + cost(&second, "cost_usd") + cost(&third, "cost_usd");
+    let thread_cost = cost(&third, "thread_cost_usd");
+    assert!(
+        (thread_cost - calls).abs() < 1e-6,
+        "thread {thread_cost} against calls {calls}"
+    );
+    // The second call paid for the cache: more than the first, whose input was larger.
+    assert!(cost(&second, "cost_usd") > cost(&third, "cost_usd"));
     assert_eq!(
         env.fake.cache_calls(CacheOp::Create),
         1,
@@ -288,128 +303,86 @@ async fn two_instances_on_one_redis_share_a_threads_cache() {
     assert_eq!(env.generates()[2].body["cachedContent"], name.as_str());
 }
 
-/// BENCHMARKS.md, Context caching: a five-turn thread (chat, codereview, analyze, chat, chat)
-/// over about 150k tokens of files, at list prices, caching off and on, the stand-in's usage
-/// accounting. Run with `GEMINI_MCP_BENCH_CACHE=1 cargo test --test it -- --nocapture
-/// context_cache::bench`.
+/// BENCHMARKS.md, Context caching: a five-turn thread over about 150k tokens of files, at list
+/// prices, caching off and on, the stand-in's usage accounting: the mix of tools (chat,
+/// codereview, analyze, chat, chat) and five chats. Run with `GEMINI_MCP_BENCH_CACHE=1 cargo
+/// test --test it -- --nocapture context_cache::bench`.
 #[tokio::test]
 async fn bench_a_five_turn_thread() {
     if std::env::var("GEMINI_MCP_BENCH_CACHE").as_deref() != Ok("1") {
         return;
     }
-    let mut costs = Vec::new();
-    for on in ["0", "1"] {
-        let env = Env::new();
-        // About 150k tokens (by the stand-in's count, 4 characters a token) in 12 files.
-        let mut files = Vec::new();
-        for n in 0..12 {
-            let name = format!("src/part{n}.rs");
-            crate::support::project::write(env.dir.path(), &name, &big_file(&format!("p{n}")));
-            files.push(name);
+    println!("| tools | caching | thread cost (USD) | request bytes sent | caches made |");
+    println!("|---|---|---|---|---|");
+    for mixed in [true, false] {
+        let mut costs = Vec::new();
+        for on in ["0", "1"] {
+            let env = Env::new();
+            let mut files = Vec::new();
+            for n in 0..12 {
+                let name = format!("src/part{n}.rs");
+                crate::support::project::write(env.dir.path(), &name, &big_file(&format!("p{n}")));
+                files.push(name);
+            }
+            let server = env.http(&[("GEMINI_MCP_CONTEXT_CACHE", on)]).await;
+            let raw = Raw::new(&server.url());
+            let first = raw
+                .call(
+                    1,
+                    "chat",
+                    json!({"prompt": "what do these do?", "files": files}),
+                )
+                .await
+                .message;
+            let thread = thread_of(&first);
+            let chat = |q: &str| ("chat", json!({"prompt": q, "continuation_id": thread}));
+            let calls = if mixed {
+                vec![
+                    (
+                        "codereview",
+                        json!({"files": files, "context": "review them", "continuation_id": thread}),
+                    ),
+                    (
+                        "analyze",
+                        json!({"files": files, "question": "how do they fit?", "continuation_id": thread}),
+                    ),
+                    chat("and step_3?"),
+                    chat("and step_5?"),
+                ]
+            } else {
+                vec![
+                    chat("and step_1?"),
+                    chat("and step_2?"),
+                    chat("and step_3?"),
+                    chat("and step_5?"),
+                ]
+            };
+            let mut last = first;
+            for (i, (tool, args)) in calls.into_iter().enumerate() {
+                last = raw.call(i as u64 + 2, tool, args).await.message;
+                assert_ne!(last["result"]["isError"], true, "{last}");
+            }
+            let usage = &last["result"]["structuredContent"]["usage"];
+            let sent: u64 = env
+                .generates()
+                .iter()
+                .map(|r| r.body.to_string().len() as u64)
+                .sum();
+            let cost = usage["thread_cost_usd"].as_f64().unwrap();
+            let made = env.fake.cache_calls(CacheOp::Create);
+            let tools = if mixed {
+                "chat, codereview, analyze, chat, chat"
+            } else {
+                "five chats"
+            };
+            let caching = if on == "1" { "on" } else { "off" };
+            println!("| {tools} | {caching} | {cost:.4} | {sent} | {made} |");
+            costs.push(cost);
         }
-        let server = env.http(&[("GEMINI_MCP_CONTEXT_CACHE", on)]).await;
-        let raw = Raw::new(&server.url());
-        let first = raw
-            .call(
-                1,
-                "chat",
-                json!({"prompt": "what do these do?", "files": files}),
-            )
-            .await
-            .message;
-        let thread = thread_of(&first);
-        let calls = [
-            (
-                "codereview",
-                json!({"files": files, "context": "review them", "continuation_id": thread}),
-            ),
-            (
-                "analyze",
-                json!({"files": files, "question": "how do they fit?", "continuation_id": thread}),
-            ),
-            (
-                "chat",
-                json!({"prompt": "and step_3?", "continuation_id": thread}),
-            ),
-            (
-                "chat",
-                json!({"prompt": "and step_5?", "continuation_id": thread}),
-            ),
-        ];
-        let mut last = first;
-        for (i, (tool, args)) in calls.into_iter().enumerate() {
-            last = raw.call(i as u64 + 2, tool, args).await.message;
-            assert_ne!(last["result"]["isError"], true, "{last}");
-        }
-        let usage = &last["result"]["structuredContent"]["usage"];
-        let sent: u64 = env
-            .generates()
-            .iter()
-            .map(|r| r.body.to_string().len() as u64)
-            .sum();
-        costs.push((
-            on,
-            usage["thread_cost_usd"].as_f64().unwrap(),
-            sent,
-            env.fake.cache_calls(CacheOp::Create),
-        ));
-    }
-    println!("| caching | thread cost (USD) | request bytes sent | caches made |");
-    println!("|---|---|---|---|");
-    for (on, cost, sent, made) in &costs {
         println!(
-            "| {} | {cost:.4} | {sent} | {made} |",
-            if *on == "1" { "on" } else { "off" }
+            "on ÷ off ({}): {:.2}",
+            if mixed { "mixed" } else { "chats" },
+            costs[1] / costs[0]
         );
     }
-    println!("on ÷ off: {:.2}", costs[1].1 / costs[0].1);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn vertex_ai_keeps_the_cache_under_the_project_and_location() {
-    let env = Env::new();
-    env.fake.require_bearer(|t| t.starts_with("mds-token-"));
-    let mds = crate::vertex::Metadata::start(3600).await;
-    let host = mds.addr.to_string();
-    let url = env.fake.base_url();
-    let vars = [
-        ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
-        ("GOOGLE_CLOUD_PROJECT", "my-proj"),
-        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
-        ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
-        ("GCE_METADATA_HOST", host.as_str()),
-    ];
-    let client = crate::support::mcp::start(env.dir.path(), &vars).await;
-    let call = async |args: Value| {
-        let r = crate::support::mcp::call(&client, "chat", args)
-            .await
-            .unwrap();
-        assert_ne!(r.is_error, Some(true), "{}", crate::support::mcp::text(&r));
-        r.structured_content.unwrap()
-    };
-    let first = call(json!({"prompt": "read it", "files": ["src/big.rs"]})).await;
-    let thread = first["continuation_id"].as_str().unwrap().to_string();
-    call(json!({"prompt": "again", "continuation_id": thread})).await;
-    let made = env.fake.cache_requests(CacheOp::Create);
-    assert_eq!(made.len(), 1);
-    assert_eq!(
-        made[0].path,
-        "/v1/projects/my-proj/locations/us-central1/cachedContents"
-    );
-    assert!(
-        made[0].body["model"]
-            .as_str()
-            .unwrap()
-            .starts_with("projects/my-proj/locations/us-central1/publishers/google/models/"),
-        "{}",
-        made[0].body
-    );
-    let sent = &env.generates()[1].body;
-    let name = sent["cachedContent"].as_str().unwrap();
-    assert!(
-        name.starts_with("projects/my-proj/locations/us-central1/cachedContents/"),
-        "{name}"
-    );
-    assert!(sent.get("systemInstruction").is_none());
-    drop(client);
 }
