@@ -152,9 +152,10 @@ impl GenerateRequest {
 }
 
 /// An explicit context cache (`cachedContents`) a request is answered from: it holds the
-/// request's system instruction and its first `covers` messages, which the request then does
-/// not send again. Never set with `functions` or `web_search`: their tools would have to be in
-/// the cache too (the API refuses `tools` beside `cachedContent`).
+/// request's system instruction, its tools (function declarations, web search) and its first
+/// `covers` messages, which the request then does not send again (the API refuses
+/// `systemInstruction`, `tools` and `toolConfig` beside `cachedContent`, so a request that must
+/// change its `toolConfig` — an investigation's forced answer — is sent whole).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CacheUse {
     /// The cache's resource name (`cachedContents/…`, or Vertex AI's full name).

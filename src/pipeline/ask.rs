@@ -98,6 +98,8 @@ pub(super) async fn ask(
         max_steps: steps.min(settings.max_steps),
         token_budget: settings.token_budget.min(room),
         deadline: settings.deadline,
+        cache: (services.config.calls.context_cache && services.gemini.keeps_caches())
+            .then(|| services.config.calls.context_cache_ttl.min(settings.deadline)),
     };
     let explorer = Arc::new(
         crate::explore::Explorer::new(services.collector.clone())

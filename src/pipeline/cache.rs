@@ -6,9 +6,8 @@
 //! When: a thread's second turn on, when the front reaches the model's least cacheable size and
 //! the thread's last turn was the same tool's (a cache holds its tool's system instruction, and
 //! pays only from its second use: its creation costs the front at the input price); a first
-//! call makes none (nothing says it will be continued), nor a call whose request carries
-//! tools (an investigation's functions, web search: the API takes no `tools` beside a cache),
-//! nor the Gemini CLI. What the thread's last turn left (`store::ContextCache`) is used while its
+//! call makes none (nothing says it will be continued), nor a call with web search, nor the
+//! Gemini CLI; an investigation caches its own growing front instead ([`StepCache`]). What the thread's last turn left (`store::ContextCache`) is used while its
 //! model is the request's, it has not expired, and the request's own first messages have the
 //! digest it holds — so a changed file (its earlier turn re-rendered with the new content), a
 //! changed system prompt or another model never reads a stale cache; when the part sent past
@@ -177,4 +176,100 @@ pub(super) fn forget(services: &Services, name: String) {
             tracing::info!("could not delete a context cache (it expires by itself): {e}");
         }
     });
+}
+
+/// The context cache of an investigation's front: its requests grow by a model turn and the
+/// function results each step, so from its third request the front (system instruction, the
+/// function declarations, every message but the last) is cached, and later steps send only
+/// what follows; renewed when the part past it outgrows it; deleted when the investigation
+/// ends. It is the call's own: no thread keeps it.
+pub(super) struct StepCache {
+    gemini: std::sync::Arc<crate::gemini::Gemini>,
+    held: Option<ContextCache>,
+}
+
+impl StepCache {
+    pub(super) fn new(gemini: std::sync::Arc<crate::gemini::Gemini>) -> StepCache {
+        StepCache { gemini, held: None }
+    }
+
+    /// Names the cache in `request` (the investigation's `n`th), making or renewing it when
+    /// that pays.
+    pub(super) async fn attach(
+        &mut self,
+        meter: &Meter,
+        request: &mut GenerateRequest,
+        n: u32,
+        ttl: Duration,
+        ctx: &CallContext,
+    ) {
+        request.cache = None;
+        let covers = request.contents.len().saturating_sub(1);
+        if n < 3 || covers < 2 || request.web_search {
+            return;
+        }
+        if let Some(h) = &self.held {
+            let past = front_tokens(request, h.covers, covers);
+            if h.covers <= covers && past <= h.tokens && request.front_digest(h.covers) == h.digest {
+                request.cache = Some(CacheUse {
+                    name: h.name.clone(),
+                    covers: h.covers,
+                });
+                return;
+            }
+        }
+        let declarations = request
+            .functions
+            .as_ref()
+            .map_or(0, |f| tokens::count(&f.declarations.to_string()));
+        let front = tokens::count(&request.system_instruction)
+            + declarations
+            + front_tokens(request, 0, covers);
+        if front < min_tokens(&request.model.id) {
+            return;
+        }
+        match meter
+            .make_cache(&self.gemini, request, covers, front, ttl, ctx)
+            .await
+        {
+            Ok(Some(made)) => {
+                if let Some(old) = self.held.take() {
+                    self.forget(old.name);
+                }
+                request.cache = Some(CacheUse {
+                    name: made.name.clone(),
+                    covers,
+                });
+                self.held = Some(ContextCache {
+                    name: made.name,
+                    model: request.model.id.clone(),
+                    covers,
+                    digest: request.front_digest(covers),
+                    tokens: made.tokens.max(front),
+                    expires_ms: now_ms() + ttl.as_millis() as u64,
+                });
+            }
+            Ok(None) => {}
+            Err(e) => tracing::info!(model = %request.model.id, "no context cache made: {e}"),
+        }
+    }
+
+    fn forget(&self, name: String) {
+        let gemini = self.gemini.clone();
+        tokio::spawn(async move {
+            if let Err(e) = gemini.delete_cache(&name).await {
+                tracing::info!("could not delete a context cache (it expires by itself): {e}");
+            }
+        });
+    }
+}
+
+impl Drop for StepCache {
+    fn drop(&mut self) {
+        if let Some(h) = self.held.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            self.forget(h.name);
+        }
+    }
 }

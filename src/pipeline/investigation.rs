@@ -45,6 +45,9 @@ pub struct Limits {
     pub token_budget: u64,
     /// Time after which no new step starts.
     pub deadline: Duration,
+    /// The time to live of the context caches of the investigation's growing front
+    /// (`cache::for_step`); `None`: none is made.
+    pub cache: Option<Duration>,
 }
 
 /// What Gemini is told when `stop`, a limit, ends the investigation.
@@ -67,7 +70,7 @@ fn instruction(stop: StopReason, limits: &Limits) -> String {
 /// Runs the loop from `req` (the call's first request) to Gemini's answer. Each request passes
 /// `meter` (the daily caps) on its own.
 pub async fn run(
-    gemini: &Gemini,
+    gemini: &Arc<Gemini>,
     meter: &Meter,
     explorer: Arc<Explorer>,
     mut req: GenerateRequest,
@@ -94,12 +97,19 @@ pub async fn run(
     };
     let mut result_tokens = 0u64;
     let mut forced = false;
+    // The cache of the front, deleted when the investigation ends, however it ends.
+    let mut held = super::cache::StepCache::new(gemini.clone());
     loop {
         if ctx.cancel.is_cancelled() {
             return Err(GeminiError::Cancelled.into());
         }
         let remaining = limits.deadline.saturating_sub(started.elapsed());
         inv.requests += 1;
+        match limits.cache {
+            Some(ttl) if !forced => held.attach(meter, &mut req, inv.requests, ttl, ctx).await,
+            // The forced answer changes `toolConfig`, which no request beside a cache may send.
+            _ => req.cache = None,
+        }
         let answer = if forced {
             meter.generate(gemini, req.clone(), ctx).await?
         } else {
@@ -119,7 +129,8 @@ pub async fn run(
                 return Ok((answer, inv));
             };
             ctx.report("asking for the structured answer");
-            let req = structure(req, &answer, schema);
+            let mut req = structure(req, &answer, schema);
+            req.cache = None;
             inv.requests += 1;
             let answer = meter.generate(gemini, req, ctx).await?;
             add(&mut inv.usage, answer.usage);

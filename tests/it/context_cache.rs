@@ -386,3 +386,92 @@ async fn bench_a_five_turn_thread() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_investigation_caches_its_growing_front_and_deletes_it_at_the_end() {
+    use crate::support::fake_gemini::Script;
+    let env = Env::new();
+    let server = env.http(&[]).await;
+    let raw = Raw::new(&server.url());
+    env.fake
+        .push(Script::calls(
+            &[("list_files", json!({"path": "src"}))],
+            "c2lnLTE=",
+            [1000, 20, 50],
+        ))
+        .push(Script::calls(
+            &[(
+                "read_file",
+                json!({"path": "src/big.rs", "start_line": 1, "end_line": 600}),
+            )],
+            "c2lnLTI=",
+            [1200, 20, 40],
+        ))
+        .push(Script::calls(
+            &[("search_text", json!({"pattern": "step_7"}))],
+            "c2lnLTM=",
+            [16000, 20, 40],
+        ))
+        .push(Script::calls(
+            &[("search_text", json!({"pattern": "step_9"}))],
+            "c2lnLTQ=",
+            [16500, 20, 40],
+        ))
+        .push(
+            Script::text("step_7 counts bytes equal to 7 (src/big.rs:8).").usage(17000, 40, 60, 0),
+        );
+    let answer = raw
+        .call(1, "investigate", json!({"task": "What does step_7 count?"}))
+        .await
+        .message;
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        result_text(&answer).contains("step_7 counts bytes"),
+        "{}",
+        result_text(&answer)
+    );
+
+    let sent = env.generates();
+    assert_eq!(sent.len(), 5, "one request per step and the answer");
+    // The front is cached once it holds the file read: from the fourth request (each request
+    // adds the latest step's results, which the next one's cache holds).
+    assert!(
+        sent[..3]
+            .iter()
+            .all(|r| r.body.get("cachedContent").is_none())
+    );
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        1,
+        "one cache, from the fourth request"
+    );
+    let made = &env.fake.cache_requests(CacheOp::Create)[0].body;
+    assert!(
+        made["tools"].to_string().contains("read_file"),
+        "the declarations are cached: {made}"
+    );
+    assert!(
+        made["contents"].to_string().contains("first-version"),
+        "the file read is cached"
+    );
+    for later in &sent[3..] {
+        assert!(later.body.get("cachedContent").is_some(), "{}", later.body);
+        assert!(later.body.get("tools").is_none() && later.body.get("systemInstruction").is_none());
+        assert!(
+            !later.body.to_string().contains("step_200"),
+            "the read file sent again"
+        );
+    }
+    // What Gemini read is the whole investigation each time.
+    assert!(sent[4].effective_body().to_string().contains("step_200"));
+    // The call's own cache is deleted when it ends.
+    let mut deleted = false;
+    for _ in 0..100 {
+        deleted = env.fake.cache_calls(CacheOp::Delete) == 1;
+        if deleted {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(deleted, "the investigation's cache outlived it");
+}

@@ -199,6 +199,11 @@ pub fn build_request(req: &GenerateRequest) -> GenerateContentRequest {
             tool_config = Some(serde_json::json!({ "functionCallingConfig": { "mode": "NONE" } }));
         }
     }
+    if req.cache.is_some() {
+        // The cache holds the tools; the API refuses `tools` and `toolConfig` beside it.
+        tools.clear();
+        tool_config = None;
+    }
     GenerateContentRequest {
         contents,
         system_instruction,
@@ -247,6 +252,14 @@ pub fn create_cache_request(
     if !req.system_instruction.is_empty() {
         body["systemInstruction"] =
             serde_json::to_value(system_content(&req.system_instruction)).unwrap_or_default();
+    }
+    // The request's tools (function declarations, web search) go in the cache with it.
+    let whole = build_request(&GenerateRequest {
+        cache: None,
+        ..req.clone()
+    });
+    if !whole.tools.is_empty() {
+        body["tools"] = Value::Array(whole.tools);
     }
     body
 }

@@ -607,13 +607,22 @@ pub(super) fn cached_content_field(body: &Value) -> Option<&str> {
     member(body, "cachedContent", "cached_content").as_str()
 }
 
-/// ⌈chars / 4⌉ of what a create body caches.
+/// ⌈chars / 4⌉ of what a create body caches: text parts, function calls and results (their
+/// JSON), the tools.
 fn cache_tokens(body: &Value) -> u64 {
     let mut chars = parts_text(member(body, "systemInstruction", "system_instruction"))
         .chars()
         .count();
     for m in body["contents"].as_array().into_iter().flatten() {
         chars += parts_text(m).chars().count();
+        // Function calls and their results count as the API counts them: their JSON.
+        for p in m["parts"].as_array().into_iter().flatten() {
+            for key in ["functionCall", "functionResponse"] {
+                if let Some(v) = p.get(key) {
+                    chars += v.to_string().chars().count();
+                }
+            }
+        }
     }
     for v in [
         member(body, "tools", "tools"),
