@@ -475,3 +475,61 @@ async fn an_investigation_caches_its_growing_front_and_deletes_it_at_the_end() {
     }
     assert!(deleted, "the investigation's cache outlived it");
 }
+
+/// BENCHMARKS.md, Context caching: a 20-step investigation (one read of a 14k-token file, then
+/// searches), caching off and on: the request bytes sent and the cache calls (the stand-in's
+/// usage figures for function-call turns are scripted, so cost is not compared here). Run with
+/// `GEMINI_MCP_BENCH_CACHE=1 cargo test --test it -- --nocapture context_cache::bench_an`.
+#[tokio::test]
+async fn bench_an_investigation_of_twenty_steps() {
+    use crate::support::fake_gemini::Script;
+    if std::env::var("GEMINI_MCP_BENCH_CACHE").as_deref() != Ok("1") {
+        return;
+    }
+    println!("| caching | requests | request bytes sent | caches made |");
+    println!("|---|---|---|---|");
+    let mut bytes = Vec::new();
+    for on in ["0", "1"] {
+        let env = Env::new();
+        let server = env.http(&[("GEMINI_MCP_CONTEXT_CACHE", on)]).await;
+        let raw = Raw::new(&server.url());
+        env.fake.push(Script::calls(
+            &[(
+                "read_file",
+                json!({"path": "src/big.rs", "start_line": 1, "end_line": 600}),
+            )],
+            "c2lnLTE=",
+            [1000, 20, 40],
+        ));
+        for i in 0..19 {
+            env.fake.push(Script::calls(
+                &[(
+                    "search_text",
+                    json!({"pattern": format!("step_{}(", i * 13)}),
+                )],
+                "c2lnLTI=",
+                [1000, 20, 40],
+            ));
+        }
+        env.fake.push(Script::text("done (src/big.rs:1)."));
+        let answer = raw
+            .call(
+                1,
+                "investigate",
+                json!({"task": "Map the steps.", "max_steps": 25}),
+            )
+            .await
+            .message;
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+        let sent = env.generates();
+        let total: u64 = sent.iter().map(|r| r.body.to_string().len() as u64).sum();
+        let made = env.fake.cache_calls(CacheOp::Create);
+        println!(
+            "| {} | {} | {total} | {made} |",
+            if on == "1" { "on" } else { "off" },
+            sent.len()
+        );
+        bytes.push(total);
+    }
+    println!("bytes on ÷ off: {:.2}", bytes[1] as f64 / bytes[0] as f64);
+}
