@@ -85,6 +85,11 @@ struct RefusalLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabels {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StoreLabels {
     store: &'static str,
     op: &'static str,
@@ -127,6 +132,7 @@ pub struct Metrics {
     fallbacks: Family<FallbackLabels, Counter>,
     refusals: Family<RefusalLabels, Counter>,
     store_errors: Family<StoreLabels, Counter>,
+    context_caches: Family<CacheLabels, Counter>,
     in_flight: Gauge,
     sessions: Gauge,
     acp_processes: Gauge,
@@ -167,6 +173,7 @@ impl Metrics {
             fallbacks: Family::default(),
             refusals: Family::default(),
             store_errors: Family::default(),
+            context_caches: Family::default(),
             in_flight: Gauge::default(),
             sessions: Gauge::default(),
             acp_processes: Gauge::default(),
@@ -228,6 +235,11 @@ impl Metrics {
             "store_errors",
             "Thread store operations that failed, by store, operation and error (unavailable, corrupt)",
             self.store_errors.clone(),
+        );
+        r.register(
+            "context_caches",
+            "Context caches at Google, by outcome: made, used (a request answered from one), lost (gone at Google: the request sent whole), failed (not made: the request sent whole)",
+            self.context_caches.clone(),
         );
         r.register(
             "tool_calls_in_flight",
@@ -353,6 +365,13 @@ impl Metrics {
                 from: self.model(from),
                 to: self.model(to),
             })
+            .inc();
+    }
+
+    /// A context cache was made, used, found lost or could not be made (`outcome`).
+    pub fn context_cache(&self, outcome: &'static str) {
+        self.context_caches
+            .get_or_create(&CacheLabels { outcome })
             .inc();
     }
 

@@ -134,6 +134,7 @@ pub(super) async fn attach(
         Ok(None) => with_kept(request, usable),
         Err(e) => {
             // A refused or failed cache costs the call nothing but the whole request.
+            meter.cache_event("failed");
             tracing::info!(model = %request.model.id, "no context cache made: {e}");
             with_kept(request, usable)
         }
@@ -250,7 +251,10 @@ impl StepCache {
                 });
             }
             Ok(None) => {}
-            Err(e) => tracing::info!(model = %request.model.id, "no context cache made: {e}"),
+            Err(e) => {
+                meter.cache_event("failed");
+                tracing::info!(model = %request.model.id, "no context cache made: {e}");
+            }
         }
     }
 

@@ -194,6 +194,7 @@ impl Meter {
         let Some(made) = made else {
             return Ok(None);
         };
+        self.cache_event("made");
         let usage = Usage {
             input: made.tokens,
             ..Usage::default()
@@ -212,6 +213,11 @@ impl Meter {
             std::sync::atomic::Ordering::Relaxed,
         );
         Ok(Some(made))
+    }
+
+    /// Counts a context cache's `outcome` (made, used, lost, failed) in the metrics.
+    pub fn cache_event(&self, outcome: &'static str) {
+        self.metrics.context_cache(outcome);
     }
 
     /// What this call spent on context caches, in USD (creation and storage).

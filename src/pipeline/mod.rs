@@ -276,6 +276,11 @@ async fn steps(
         .await
         .map_err(|e| what_to_narrow(e, &material, history_tokens))?;
     // A cache found gone at Google is forgotten.
+    if answer.cache_lost {
+        meter.cache_event("lost");
+    } else if context_cache.is_some() {
+        meter.cache_event("used");
+    }
     let context_cache = context_cache.filter(|_| !answer.cache_lost);
     let model_used = answer.model_version.clone().unwrap_or(model_id.clone());
     trail.model(&model_used);

@@ -156,6 +156,21 @@ async fn a_thread_pays_once_for_its_front() {
         result_text(&third)
     );
 
+    // The metrics count the cache made once and used by the second and third turns.
+    let base = server.url().trim_end_matches("/mcp").to_string();
+    let scraped = reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "gemini_mcp_context_caches_total{outcome=\"made\"} 1",
+        "gemini_mcp_context_caches_total{outcome=\"used\"} 2",
+    ] {
+        assert!(scraped.contains(line), "{line} not in:\n{scraped}");
+    }
+
     // Deleting the thread deletes its cache at Google.
     let url = env.fake.base_url();
     let out = crate::support::mcp::std_command(
