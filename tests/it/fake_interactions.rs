@@ -293,6 +293,12 @@ async fn previous_interaction_id_chains_the_history_and_store_false_keeps_nothin
     let own = sent[2].raw_body.chars().count().div_ceil(4) as u64;
     assert!(third["usage"]["total_input_tokens"].as_u64().unwrap() > own);
     assert_eq!(fake.interactions().len(), 3);
+    // Create answers the model's steps; the stored resource leads with the user's.
+    assert_eq!(third["steps"][0]["type"], "model_output");
+    let tid = third["id"].as_str().unwrap();
+    let (_, got) = client.call(Method::GET, &format!("/{tid}"), None).await;
+    assert_eq!(got["steps"][0]["type"], "user_input");
+    assert_eq!(got["steps"][1]["type"], "model_output");
 
     // An unknown id, and a deleted one: 404 NOT_FOUND.
     let (status, err) = client

@@ -15,7 +15,9 @@
 //!   - `background: true`: the `Interaction` at once with `status: "in_progress"` and no steps;
 //!     it completes when the script's [`Script::delay_headers`] has passed on the fake's clock
 //!     (real time plus [`FakeGemini::advance_clock`]), which `GET` then shows.
-//! - `GET /v1beta/interactions/{id}` (`?include_input=true` adds `input`): the interaction.
+//! - `GET /v1beta/interactions/{id}` (`?include_input=true` adds `input`): the interaction, its
+//!   `steps` led by this turn's `user_input` steps (the create answer has only the model's, as
+//!   Google's overview says: ai.google.dev/gemini-api/docs/interactions).
 //! - `POST /v1beta/interactions/{id}/cancel`: a background interaction still in progress
 //!   becomes `cancelled` (and never completes); any other answers 400 `FAILED_PRECONDITION`.
 //! - `DELETE /v1beta/interactions/{id}`: `{}`; the id is unknown from then on.
@@ -51,7 +53,7 @@ pub enum InteractionOp {
 #[derive(Debug, Clone)]
 pub struct HeldInteraction {
     pub id: String,
-    /// The `Interaction` as `GET` answers it (without `input`).
+    /// The `Interaction` as the create answered it (`GET` adds the input steps).
     pub resource: Value,
     /// This turn's input, as steps (`user_input`, `function_result`…).
     pub input: Vec<Value>,
@@ -409,7 +411,11 @@ async fn item(
     match (method, cancel) {
         (Method::GET, false) => {
             let h = &inner.interactions.held[pos];
+            // The stored resource holds the `user_input` steps too; the create answer only
+            // the model's (ai.google.dev/gemini-api/docs/interactions, "How it works").
             let mut out = h.resource.clone();
+            let steps: Vec<Value> = h.input.iter().chain(&h.outputs).cloned().collect();
+            out["steps"] = json!(steps);
             let include_input = query
                 .as_deref()
                 .is_some_and(|q| q.split('&').any(|kv| kv == "include_input=true"));
