@@ -799,3 +799,52 @@ fn the_stand_ins_interactions_are_google_genais() {
     let (ok, report) = validate(&python, &[camel, step, status, event]);
     assert!(!ok && report.contains("0 passed, 4 failed"), "{report}");
 }
+
+/// google-genai's own Interactions client (`client.interactions`) against the stand-in:
+/// create, a chain, get, a stream, a background run cancelled and deleted, a 404, a function
+/// call round; the SDK
+/// parses every answer into its types.
+#[test]
+fn google_genais_interactions_client_talks_to_the_stand_in() {
+    let python = match genai_python() {
+        Ok(p) => p,
+        Err(why) => {
+            if crate::support::skip_when(Some(why), "GEMINI_MCP_REQUIRE_GENAI") {
+                return;
+            }
+            unreachable!("skip_when panics when the environment is required");
+        }
+    };
+    let fake = FakeGemini::start();
+    fake.push(Script::echo());
+    fake.push(Script::echo());
+    fake.push(Script::echo());
+    fake.push(Script::echo().delay_headers(std::time::Duration::from_secs(3600)));
+    fake.push(Script::calls(
+        &[("read_file", json!({"path": "src/lib.rs"}))],
+        "c2ln",
+        [100, 10, 5],
+    ));
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/genai_interactions_client.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(fake.base_url())
+        .output()
+        .expect("run the SDK client");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paths: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        out.status.success(),
+        "{report}\nthe stand-in saw: {paths:?}"
+    );
+    assert!(report.contains("ok deleted: NotFoundError"), "{report}");
+}

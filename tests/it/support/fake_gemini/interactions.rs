@@ -1,5 +1,7 @@
-//! The Interactions API (`/v1beta/interactions`), as google-genai 3.3.0 defines it
-//! (`google/genai/_gaos/interactions.py` for the paths, `types/interactions/` for the shapes).
+//! The Interactions API, as google-genai 3.3.0 defines it (`google/genai/_gaos/interactions.py`
+//! for the paths, `types/interactions/` for the shapes), at `/v1beta/interactions` (Google's
+//! REST examples) and `/v1/interactions` (the version google-genai 3.3.0 calls, GA since June
+//! 2026); one store for both. Below, `/v1beta` stands for either.
 //!
 //! - `POST /v1beta/interactions`: a `CreateModelInteraction` body (`createmodelinteraction.py`:
 //!   `model`, `input` — a string, a `Content`, a list of `Content` or of `Step` —,
@@ -32,7 +34,7 @@ use std::time::SystemTime;
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, Method};
+use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -125,7 +127,10 @@ impl FakeGemini {
 impl Recorded {
     /// Which Interactions API call this is, if one.
     pub fn interaction_op(&self) -> Option<InteractionOp> {
-        let rest = self.path.strip_prefix("/v1beta/interactions")?;
+        let rest = self
+            .path
+            .strip_prefix("/v1beta/interactions")
+            .or_else(|| self.path.strip_prefix("/v1/interactions"))?;
         match (self.method.as_str(), rest) {
             ("POST", "") => Some(InteractionOp::Create),
             ("POST", r) if r.ends_with("/cancel") => Some(InteractionOp::Cancel),
@@ -209,6 +214,7 @@ fn unknown(id: &str) -> Response {
 pub(super) async fn create_interaction(
     State(shared): State<Arc<Shared>>,
     method: Method,
+    uri: Uri,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
@@ -219,7 +225,7 @@ pub(super) async fn create_interaction(
     let mut req = record(
         &shared,
         &method,
-        "/v1beta/interactions".into(),
+        uri.path().to_string(),
         query,
         model_in_body.as_deref().map(|m| (m, None)),
         &headers,
@@ -364,41 +370,48 @@ pub(super) async fn create_interaction(
 pub(super) async fn interaction_item(
     State(shared): State<Arc<Shared>>,
     method: Method,
+    uri: Uri,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    item(shared, method, id, query, headers, body, false).await
+    item(shared, method, uri, id, query, headers, body, false).await
 }
 
 /// `POST /v1beta/interactions/{id}/cancel`.
 pub(super) async fn cancel_interaction(
     State(shared): State<Arc<Shared>>,
     method: Method,
+    uri: Uri,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    item(shared, method, id, query, headers, body, true).await
+    item(shared, method, uri, id, query, headers, body, true).await
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn item(
     shared: Arc<Shared>,
     method: Method,
+    uri: Uri,
     id: String,
     query: Option<String>,
     headers: HeaderMap,
     body: Bytes,
     cancel: bool,
 ) -> Response {
-    let path = if cancel {
-        format!("/v1beta/interactions/{id}/cancel")
-    } else {
-        format!("/v1beta/interactions/{id}")
-    };
-    let req = record(&shared, &method, path, query.clone(), None, &headers, &body);
+    let req = record(
+        &shared,
+        &method,
+        uri.path().to_string(),
+        query.clone(),
+        None,
+        &headers,
+        &body,
+    );
     if let Some(r) = key_check(&shared, &req) {
         return r;
     }

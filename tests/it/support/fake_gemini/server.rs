@@ -137,6 +137,9 @@ impl FakeGemini {
                         .route("/v1beta/interactions", any(create_interaction))
                         .route("/v1beta/interactions/{id}", any(interaction_item))
                         .route("/v1beta/interactions/{id}/cancel", any(cancel_interaction))
+                        .route("/v1/interactions", any(create_interaction))
+                        .route("/v1/interactions/{id}", any(interaction_item))
+                        .route("/v1/interactions/{id}/cancel", any(cancel_interaction))
                         .with_state(state);
                     tokio::select! {
                         r = axum::serve(listener, app) => { r.expect("fake Gemini server") }
