@@ -342,6 +342,19 @@ async fn previous_interaction_id_chains_the_history_and_store_false_keeps_nothin
         .create(json!({"model": MODEL, "input": "x", "store": false, "background": true}))
         .await;
     assert_eq!(status, 400);
+    let (status, err) = client
+        .create(json!({"model": MODEL, "input": "x", "previousInteractionId": "v1_x"}))
+        .await;
+    assert_eq!(
+        (status, err["error"]["status"].as_str()),
+        (400, Some("INVALID_ARGUMENT"))
+    );
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("previousInteractionId")
+    );
     let (status, err) = client.create(json!({"model": MODEL, "input": 7})).await;
     assert_eq!(
         (status, err["error"]["status"].as_str()),

@@ -7,7 +7,9 @@
 //! converter writes them back the same: a field Google does not know, or one in the wrong place,
 //! fails here and not in a user's call. The stand-in's own answers are checked against
 //! `GenerateContentResponse` too, with the recorded fixtures, and its context caching to
-//! `CreateCachedContentConfig` and `CachedContent`.
+//! `CreateCachedContentConfig` and `CachedContent`, and its Interactions API to the `_gaos`
+//! types (`CreateModelInteraction`, `Interaction`, `InteractionSSEEvent`), held strictly, and to
+//! google-genai's own interactions client driving it (`support/genai_interactions_client.py`).
 //!
 //! google-genai comes from the virtual environment `.ci/run` installs (`target/genai`, a pinned
 //! version; `GEMINI_MCP_GENAI_DIR` elsewhere). Without it the test says so and is skipped,

@@ -28,7 +28,9 @@
 //! `previous_interaction_id` reads the chain's steps (inputs and outputs, oldest first) as
 //! history, counted as input tokens. With `store: false` nothing is kept, so a later
 //! `previous_interaction_id` to it fails; `background` needs `store` (400 `INVALID_ARGUMENT`).
-//! An unknown or deleted id answers 404 `NOT_FOUND` in Google's error envelope.
+//! An unknown or deleted id answers 404 `NOT_FOUND` in Google's error envelope (which
+//! google-genai's client reads as its `NotFoundError`); a top-level field the create body does
+//! not have (`previousInteractionId`, camelCase) 400 `INVALID_ARGUMENT`.
 
 use std::time::SystemTime;
 
@@ -172,6 +174,32 @@ impl Recorded {
     }
 }
 
+/// The fields of a create body: `CreateModelInteraction` and `CreateAgentInteraction`'s
+/// (`createmodelinteraction.py`, `createagentinteraction.py`).
+pub const CREATE_FIELDS: [&str; 21] = [
+    "agent",
+    "agent_config",
+    "background",
+    "cached_content",
+    "continuation_token",
+    "environment",
+    "generation_config",
+    "input",
+    "labels",
+    "model",
+    "previous_interaction_id",
+    "response_format",
+    "response_mime_type",
+    "response_modalities",
+    "safety_settings",
+    "service_tier",
+    "store",
+    "stream",
+    "system_instruction",
+    "tools",
+    "webhook_config",
+];
+
 const CONTENT_TYPES: [&str; 5] = ["text", "image", "audio", "document", "video"];
 
 /// `input` (`interactionsinput.py`: `Content | list[Step] | list[Content] | str`) as steps.
@@ -243,6 +271,16 @@ pub(super) async fn create_interaction(
     let b = req.body.clone();
     if !b.is_object() {
         return invalid("Invalid JSON payload received.");
+    }
+    // A field the API does not have (`previousInteractionId`): refused at the top level, as
+    // Google's JSON parser refuses unknown names.
+    if let Some(k) = b
+        .as_object()
+        .and_then(|o| o.keys().find(|k| !CREATE_FIELDS.contains(&k.as_str())))
+    {
+        return invalid(&format!(
+            "Invalid JSON payload received. Unknown name \"{k}\": Cannot find field."
+        ));
     }
     if !b["model"].is_string() && !b["agent"].is_string() {
         return invalid("One of 'model' or 'agent' must be set.");
