@@ -243,6 +243,26 @@ async fn a_streamed_create_sends_googles_events_in_order() {
     let (_, got) = client.call(Method::GET, &format!("/{id}"), None).await;
     assert_eq!(output_text(&got), "Hello");
 
+    // The held interaction's stream replays by `GET ?stream=true`, resumable after an event.
+    let url = format!("{}/v1beta/interactions/{id}?stream=true", fake.base_url());
+    let replay = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    let again = parse_events(&replay);
+    assert_eq!(again.len(), events.len());
+    assert_eq!(
+        again.last().unwrap().1["interaction"]["status"],
+        "completed"
+    );
+    let after = events[6].1["event_id"].as_str().unwrap();
+    let resumed = reqwest::get(format!("{url}&last_event_id={after}"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let resumed = parse_events(&resumed);
+    assert_eq!(resumed.len(), events.len() - 7);
+    assert_eq!(resumed[0].0, "step.delta");
+
     // A function call streams its arguments as one `arguments_delta`.
     fake.push(Script::calls(
         &[("grep", json!({"q": "todo"}))],

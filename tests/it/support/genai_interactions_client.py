@@ -37,6 +37,10 @@ def main(base):
     assert "turns=1" in text, text
     print("ok stream")
 
+    replayed = [e.event_type for e in client.interactions.get(nxt.id, stream=True)]
+    assert replayed[-1] == "interaction.completed", replayed
+    print("ok get stream")
+
     run = client.interactions.create(model=MODEL, input="Long.", background=True)
     assert run.status == "in_progress", run
     cancelled = client.interactions.cancel(run.id)

@@ -17,6 +17,7 @@
 //!   - `background: true`: the `Interaction` at once with `status: "in_progress"` and no steps;
 //!     it completes when the script's [`Script::delay_headers`] has passed on the fake's clock
 //!     (real time plus [`FakeGemini::advance_clock`]), which `GET` then shows.
+//! - `GET /v1beta/interactions/{id}?stream=true` (and `last_event_id`): its events replayed.
 //! - `GET /v1beta/interactions/{id}` (`?include_input=true` adds `input`): the interaction, its
 //!   `steps` led by this turn's `user_input` steps (the create answer has only the model's, as
 //!   Google's overview says: ai.google.dev/gemini-api/docs/interactions).
@@ -32,7 +33,7 @@
 //! google-genai's client reads as its `NotFoundError`); a top-level field the create body does
 //! not have (`previousInteractionId`, camelCase) 400 `INVALID_ARGUMENT`.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
@@ -68,6 +69,8 @@ pub struct HeldInteraction {
     pub previous: Option<String>,
     /// A background run: when it completes, and the resource and outputs it completes with.
     pub(super) pending: Option<(SystemTime, Value, Vec<Value>)>,
+    /// What the model produced, for a `GET ?stream=true` replay.
+    pub(super) outcome: Outcome,
 }
 
 impl HeldInteraction {
@@ -361,6 +364,7 @@ pub(super) async fn create_interaction(
         history: history.clone(),
         previous: previous.clone(),
         pending,
+        outcome: outcome.clone(),
     };
     if background {
         let at = now + script.head_delay;
@@ -453,6 +457,16 @@ async fn item(
     if let Some(r) = key_check(&shared, &req) {
         return r;
     }
+    let param = |name: &str| {
+        query.as_deref().and_then(|q| {
+            q.split('&')
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                .map(String::from)
+        })
+    };
+    if method == Method::GET && !cancel && param("stream").as_deref() == Some("true") {
+        return replay(&shared, &id, param("last_event_id")).await;
+    }
     let mut inner = shared.lock();
     let now = inner.caches.now();
     let Some(pos) = inner.interactions.held.iter().position(|h| h.id == id) else {
@@ -498,4 +512,67 @@ async fn item(
             &json!({"error": google_error(404, "NOT_FOUND", "Method not found.", Vec::new())}),
         ),
     }
+}
+
+/// `GET …/{id}?stream=true` (`last_event_id` to resume after an event): the interaction's
+/// events as its create would have streamed them; a background run still in progress is
+/// waited for (in real time) first. A cancelled run's stream ends at its status.
+async fn replay(shared: &Arc<Shared>, id: &str, last_event_id: Option<String>) -> Response {
+    let wait = {
+        let mut inner = shared.lock();
+        let now = inner.caches.now();
+        let Some(h) = inner.interactions.held.iter_mut().find(|h| h.id == id) else {
+            return unknown(id);
+        };
+        h.settle(now);
+        h.pending
+            .as_ref()
+            .and_then(|(at, _, _)| at.duration_since(now).ok())
+    };
+    if let Some(d) = wait {
+        tokio::time::sleep(d).await;
+    }
+    let (head, outcome, status) = {
+        let mut inner = shared.lock();
+        let now = inner.caches.now();
+        let Some(h) = inner.interactions.held.iter_mut().find(|h| h.id == id) else {
+            return unknown(id);
+        };
+        h.settle(now);
+        let mut head = json!({ "id": h.id, "status": "in_progress", "model": h.resource["model"],
+            "object": "interaction" });
+        if let Some(t) = h.resource.get("service_tier") {
+            head["service_tier"] = t.clone();
+        }
+        (head, h.outcome.clone(), h.status().to_string())
+    };
+    let mut events = if status == "cancelled" {
+        let mut n = 0;
+        let mut done = head.clone();
+        done["status"] = json!("cancelled");
+        vec![
+            event(
+                "interaction.created",
+                json!({ "interaction": head }),
+                &mut n,
+            ),
+            event(
+                "interaction.completed",
+                json!({ "interaction": done }),
+                &mut n,
+            ),
+        ]
+    } else {
+        stream_events(&head, &outcome)
+    };
+    if let Some(last) = last_event_id {
+        let marker = format!("\"event_id\":\"{last}\"");
+        if let Some(pos) = events.iter().position(|e| e.contains(&marker)) {
+            events.drain(..=pos);
+        }
+    }
+    sse_response(
+        events.into_iter().map(Frame::Bytes).collect(),
+        Duration::ZERO,
+    )
 }
