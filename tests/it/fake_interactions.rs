@@ -1,6 +1,7 @@
 //! The stand-in Gemini's Interactions API, driven over HTTP as a client would: create (plain,
 //! JSON mode, a function call round), a streamed create, `previous_interaction_id` chains and
-//! their errors, `store: false`, and a background run polled, cancelled and deleted.
+//! their errors, `store: false`, a background run polled, cancelled and deleted, and the bytes a
+//! chained turn sends against a stateless one.
 
 use std::time::Duration;
 
@@ -432,4 +433,37 @@ async fn a_background_run_is_polled_cancelled_and_deleted() {
     assert_eq!(fake.interaction_requests(InteractionOp::Delete).len(), 1);
     assert_eq!(fake.interaction_requests(InteractionOp::Get).len(), 2);
     assert!(fake.generate_requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chained_turn_sends_fewer_bytes_than_a_stateless_one_and_is_billed_the_history() {
+    let fake = FakeGemini::start();
+    let client = Client::of(&fake);
+    let text = "fn add(a: u32, b: u32) -> u32 { a - b }\n".repeat(50);
+    let (_, first) = client
+        .create(json!({"model": MODEL, "input": text.clone()}))
+        .await;
+    let (_, chained) = client
+        .create(
+            json!({"model": MODEL, "input": "And now?", "previous_interaction_id": first["id"]}),
+        )
+        .await;
+    let (_, stateless) = client
+        .create(json!({"model": MODEL, "store": false, "input": [
+            {"type": "user_input", "content": [{"type": "text", "text": text}]},
+            {"type": "model_output", "content": [{"type": "text", "text": output_text(&first)}]},
+            {"type": "user_input", "content": [{"type": "text", "text": "And now?"}]}]}))
+        .await;
+    let bytes = fake.interaction_bytes_received();
+    assert_eq!(bytes.len(), 3);
+    assert!(bytes[1] * 10 < bytes[2], "{bytes:?}");
+    // Both turns read the same conversation, and are billed about the same input.
+    assert_eq!(output_text(&chained), output_text(&stateless));
+    let billed = |v: &Value| v["usage"]["total_input_tokens"].as_u64().unwrap() as i64;
+    assert!(
+        (billed(&chained) - billed(&stateless)).abs() * 10 < billed(&stateless),
+        "{} vs {}",
+        billed(&chained),
+        billed(&stateless)
+    );
 }
