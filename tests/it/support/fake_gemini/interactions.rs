@@ -408,7 +408,8 @@ pub(super) async fn create_interaction(
     Response::from_parts(parts, axum::body::Body::from_stream(body))
 }
 
-/// `GET`, `DELETE /v1beta/interactions/{id}` and `POST /v1beta/interactions/{id}/cancel`.
+/// `GET` and `DELETE /v1beta/interactions/{id}` (a create or a stream holds the in-flight count,
+/// as a generate call does).
 pub(super) async fn interaction_item(
     State(shared): State<Arc<Shared>>,
     method: Method,
