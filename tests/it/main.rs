@@ -18,6 +18,7 @@ mod context_cache;
 mod docs;
 mod dry_run;
 mod fake_cache;
+mod fake_interactions;
 mod gemini_api;
 // The stand-in `gemini` is a POSIX shell script (on Windows it would be a `gemini.cmd`).
 #[cfg(unix)]

@@ -7,7 +7,9 @@
 //! converter writes them back the same: a field Google does not know, or one in the wrong place,
 //! fails here and not in a user's call. The stand-in's own answers are checked against
 //! `GenerateContentResponse` too, with the recorded fixtures, and its context caching to
-//! `CreateCachedContentConfig` and `CachedContent`.
+//! `CreateCachedContentConfig` and `CachedContent`, and its Interactions API to the `_gaos`
+//! types (`CreateModelInteraction`, `Interaction`, `InteractionSSEEvent`), held strictly, and to
+//! google-genai's own interactions client driving it (`support/genai_interactions_client.py`).
 //!
 //! google-genai comes from the virtual environment `.ci/run` installs (`target/genai`, a pinned
 //! version; `GEMINI_MCP_GENAI_DIR` elsewhere). Without it the test says so and is skipped,
@@ -649,4 +651,202 @@ fn mutants(record: &Value) -> Vec<Value> {
         "candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}, "finishReason": "STOP"}],
         "usageMetadata": {"promptTokenCount": 1, "serviceTier": "standard"}}}));
     out
+}
+
+/// The Interactions API, held to google-genai's `_gaos` types: the create bodies a client
+/// sends the stand-in (`CreateModelInteraction`), the interactions it answers and a background
+/// run polled (`Interaction`), and every event of its streams (`InteractionSSEEvent`).
+#[test]
+fn the_stand_ins_interactions_are_google_genais() {
+    let python = match genai_python() {
+        Ok(p) => p,
+        Err(why) => {
+            if crate::support::skip_when(Some(why), "GEMINI_MCP_REQUIRE_GENAI") {
+                return;
+            }
+            unreachable!("skip_when panics when the environment is required");
+        }
+    };
+    let fake = FakeGemini::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let http = reqwest::Client::new();
+    let send = |method: reqwest::Method, path: &str, body: Option<&Value>| {
+        let mut r = http
+            .request(
+                method,
+                format!("{}/v1beta/interactions{path}", fake.base_url()),
+            )
+            .header("x-goog-api-key", "k");
+        if let Some(b) = body {
+            r = r.json(b);
+        }
+        rt.block_on(async { r.send().await.unwrap().text().await.unwrap() })
+    };
+    let model = "gemini-3.8-flash";
+    let tools = json!([{"type": "function", "name": "read_file", "description": "Reads a file.",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]);
+    let mut records = Vec::new();
+    let create = |name: &str, body: Value, records: &mut Vec<Value>| -> Value {
+        let answer: Value =
+            serde_json::from_str(&send(reqwest::Method::POST, "", Some(&body))).unwrap();
+        records.push(json!({"name": format!("{name}: create"), "interaction_create": body}));
+        records.push(json!({"name": format!("{name}: the interaction"), "interaction": answer}));
+        answer
+    };
+    let first = create(
+        "plain",
+        json!({"model": model, "input": "Review this.", "system_instruction": "You review code.",
+            "generation_config": {"thinking_level": "high", "max_output_tokens": 1024,
+                "temperature": 1.0}, "service_tier": "flex"}),
+        &mut records,
+    );
+    fake.push(Script::text("Fine.").thoughts(["Reading."]));
+    create(
+        "chained",
+        json!({"model": model, "input": [{"type": "text", "text": "And now?"}],
+            "previous_interaction_id": first["id"], "store": true}),
+        &mut records,
+    );
+    create(
+        "json mode",
+        json!({"model": model, "input": "Summarise.", "response_format": {"type": "text",
+            "mime_type": "application/json", "schema": {"type": "object",
+                "properties": {"summary": {"type": "string"}}, "required": ["summary"]}}}),
+        &mut records,
+    );
+    fake.push(Script::calls(
+        &[("read_file", json!({"path": "src/lib.rs"}))],
+        "c2ln",
+        [100, 10, 5],
+    ));
+    let called = create(
+        "function call",
+        json!({"model": model, "input": "Investigate.", "tools": tools}),
+        &mut records,
+    );
+    let call = called["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["type"] == "function_call")
+        .unwrap()
+        .clone();
+    create(
+        "function result",
+        json!({"model": model, "previous_interaction_id": called["id"], "tools": tools,
+            "input": [{"type": "function_result", "call_id": call["id"], "name": "read_file",
+                "result": "fn main() {}"}]}),
+        &mut records,
+    );
+    create(
+        "stateless",
+        json!({"model": model, "store": false, "input": [
+            {"type": "user_input", "content": [{"type": "text", "text": "One."}]},
+            {"type": "model_output", "content": [{"type": "text", "text": "Ok."}]},
+            {"type": "user_input", "content": [{"type": "text", "text": "Two."}]}]}),
+        &mut records,
+    );
+    fake.push(Script::echo().delay_headers(std::time::Duration::from_secs(60)));
+    let run = create(
+        "background",
+        json!({"model": model, "input": "Think.", "background": true}),
+        &mut records,
+    );
+    fake.advance_clock(std::time::Duration::from_secs(61));
+    let id = run["id"].as_str().unwrap();
+    let polled: Value = serde_json::from_str(&send(
+        reqwest::Method::GET,
+        &format!("/{id}?include_input=true"),
+        None,
+    ))
+    .unwrap();
+    assert_eq!(polled["status"], "completed", "{polled}");
+    records.push(json!({"name": "background: polled", "interaction": polled}));
+    for (name, script) in [
+        ("text", Script::chunks(["Hel", "lo"]).thoughts(["Hmm."])),
+        (
+            "call",
+            Script::calls(&[("read_file", json!({"path": "a"}))], "c2ln", [9, 9, 1]),
+        ),
+    ] {
+        fake.push(script);
+        let body = json!({"model": model, "input": "Hi", "stream": true, "tools": tools});
+        let text = send(reqwest::Method::POST, "", Some(&body));
+        records.push(json!({"name": format!("stream {name}: create"), "interaction_create": body}));
+        for (i, (event, data)) in crate::fake_interactions::parse_events(&text)
+            .into_iter()
+            .enumerate()
+        {
+            records.push(
+                json!({"name": format!("stream {name}: event {i} ({event})"),
+                "interaction_event": data}),
+            );
+        }
+    }
+    let (ok, report) = validate(&python, &records);
+    assert!(ok, "{report}");
+    assert!(
+        report.contains(&format!("google-genai: {} passed, 0 failed", records.len())),
+        "{report}"
+    );
+    // It can fail: a camelCase field, an unknown step, a status and an event Google lacks.
+    let mut camel = records[0].clone();
+    camel["interaction_create"]["generation_config"]["thinkingLevel"] = json!("high");
+    let mut step = records[0].clone();
+    step["interaction_create"]["input"] = json!([{"type": "user_turn", "text": "x"}]);
+    let mut status = records[1].clone();
+    status["interaction"]["status"] = json!("done");
+    let event = json!({"name": "mutant event", "interaction_event":
+        {"event_type": "content.delta", "index": 0}});
+    let (ok, report) = validate(&python, &[camel, step, status, event]);
+    assert!(!ok && report.contains("0 passed, 4 failed"), "{report}");
+}
+
+/// google-genai's own Interactions client (`client.interactions`) against the stand-in:
+/// create, a chain, get, a stream, a background run cancelled and deleted, a 404, a function
+/// call round; the SDK
+/// parses every answer into its types.
+#[test]
+fn google_genais_interactions_client_talks_to_the_stand_in() {
+    let python = match genai_python() {
+        Ok(p) => p,
+        Err(why) => {
+            if crate::support::skip_when(Some(why), "GEMINI_MCP_REQUIRE_GENAI") {
+                return;
+            }
+            unreachable!("skip_when panics when the environment is required");
+        }
+    };
+    let fake = FakeGemini::start();
+    fake.push(Script::echo());
+    fake.push(Script::echo());
+    fake.push(Script::echo());
+    fake.push(Script::echo().delay_headers(std::time::Duration::from_secs(3600)));
+    fake.push(Script::calls(
+        &[("read_file", json!({"path": "src/lib.rs"}))],
+        "c2ln",
+        [100, 10, 5],
+    ));
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/genai_interactions_client.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(fake.base_url())
+        .output()
+        .expect("run the SDK client");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let paths: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert!(
+        out.status.success(),
+        "{report}\nthe stand-in saw: {paths:?}"
+    );
+    assert!(report.contains("ok deleted: NotFoundError"), "{report}");
 }

@@ -11,7 +11,14 @@ Google does, or the tests prove nothing). Two more kinds hold context caching to
 generate body does (its fields known to `CreateCachedContentConfig`, and
 `_CreateCachedContentParameters_to_mldev`/`_to_vertex` writing it back the same), and
 `{"name": …, "cached_content": {…}}`, a cache as the stand-in answers it, must be a
-`CachedContent`. A body passes when:
+`CachedContent`. Three kinds hold the Interactions API to google-genai's own types (its
+`_gaos` package, generated): `{"name": …, "interaction_create": {…}}`, a `POST /v1beta/interactions`
+body, must be a `CreateModelInteraction`; `{"name": …, "interaction": {…}}`, an interaction as
+the stand-in answers it, an `Interaction`; `{"name": …, "interaction_event": {…}}`, one event of
+its stream, an `InteractionSSEEvent`. Those types are pydantic models declared `extra='allow'`
+and their unions and enums are open (an unknown `type` parses into an `Unknown…` variant, an
+unknown enum value into `UnrecognizedStr`), so the check walks the parsed value and fails on
+any extra field, unknown variant or unrecognised enum value, at any depth. A body passes when:
 
 1. its top-level fields are ones the REST API has, and every field, at any depth, is known to
    google-genai's pydantic types (`Content`, `GenerateContentConfig` and all they hold; they are
@@ -174,7 +181,49 @@ def check_cache_create(record):
     return differences(normal(body), normal(json.loads(json.dumps(sdk, default=str))))
 
 
+def interaction_problems(kind, value):
+    """An Interactions API value against its google-genai type, held strictly (see above)."""
+    import pydantic
+    from google.genai._gaos.types import interactions as gaos
+    from google.genai._gaos.types.basemodel import UnrecognizedStr
+
+    def strict(v, where):
+        out = []
+        if isinstance(v, UnrecognizedStr):
+            out.append(f"{where}: a value google-genai does not know: {v!r}")
+        elif isinstance(v, pydantic.BaseModel):
+            if type(v).__name__.startswith("Unknown"):
+                out.append(f"{where}: a variant google-genai does not know: {getattr(v, 'raw', None)}")
+            for k in v.model_extra or {}:
+                out.append(f"{where}.{k}: not a field of {type(v).__name__}")
+            for k in type(v).model_fields:
+                out.extend(strict(getattr(v, k), f"{where}.{k}"))
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                out.extend(strict(x, f"{where}[{i}]"))
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                out.extend(strict(x, f"{where}.{k}"))
+        return out
+
+    target = {
+        "interaction_create": gaos.CreateModelInteraction,
+        "interaction": gaos.Interaction,
+        "interaction_event": gaos.InteractionSSEEvent,
+    }[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            parsed = pydantic.TypeAdapter(target).validate_python(value)
+        except Exception as e:  # pydantic.ValidationError
+            return pydantic_errors(e, "$") if hasattr(e, "errors") else [f"$: {e}"]
+        return strict(parsed, "$")
+
+
 def check_fields(record):
+    for kind in ("interaction_create", "interaction", "interaction_event"):
+        if kind in record:
+            return interaction_problems(kind, record[kind])
     if "cache_create" in record:
         return check_cache_create(record)
     if "cached_content" in record:

@@ -64,6 +64,10 @@
 //! - `cachedContents` (Gemini API and Vertex AI): create, get, list, patch, delete, their rules,
 //!   and generate calls that name a cache; see the `caches` module.
 //!
+//! - `interactions` (the Interactions API): create — plain, streamed, in the background —, get,
+//!   cancel, delete, server-side state by `previous_interaction_id`; answered from the generate
+//!   queue; see the `interactions` module.
+//!
 //! Scripts for `countTokens`, the model list and cache creation can be queued too
 //! ([`FakeGemini::push_to`]).
 
@@ -71,12 +75,16 @@
 
 mod caches;
 mod framing;
+mod interaction_answer;
+mod interactions;
 mod recorded;
 mod script;
 mod server;
 
 pub use caches::*;
 pub use framing::*;
+pub use interaction_answer::*;
+pub use interactions::*;
 pub use recorded::*;
 pub use script::*;
 pub use server::*;

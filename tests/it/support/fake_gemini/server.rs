@@ -67,6 +67,7 @@ pub(super) struct Inner {
     pub(super) models: Vec<Value>,
     pub(super) responder: Option<Responder>,
     pub(super) caches: CacheStore,
+    pub(super) interactions: InteractionStore,
 }
 
 /// Builds the answer to a generate call when no script is queued (see [`FakeGemini::respond_with`]).
@@ -99,6 +100,7 @@ impl FakeGemini {
                 models: FakeGemini::default_models(),
                 responder: None,
                 caches: CacheStore::default(),
+                interactions: InteractionStore::default(),
             }),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         });
@@ -132,6 +134,12 @@ impl FakeGemini {
                             "/v1/projects/{project}/locations/{location}/cachedContents/{id}",
                             any(vertex_item),
                         )
+                        .route("/v1beta/interactions", any(create_interaction))
+                        .route("/v1beta/interactions/{id}", any(interaction_item))
+                        .route("/v1beta/interactions/{id}/cancel", any(cancel_interaction))
+                        .route("/v1/interactions", any(create_interaction))
+                        .route("/v1/interactions/{id}", any(interaction_item))
+                        .route("/v1/interactions/{id}/cancel", any(cancel_interaction))
                         .with_state(state);
                     tokio::select! {
                         r = axum::serve(listener, app) => { r.expect("fake Gemini server") }
