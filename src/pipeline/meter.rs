@@ -163,7 +163,8 @@ impl Meter {
     }
 
     /// Makes an explicit context cache of `req`'s system instruction and first `covers`
-    /// messages (`tokens`, as estimated), kept for `ttl`, if it fits under the caps: made, its
+    /// messages (`tokens`, as estimated), kept for `ttl`, if it and `req` together fit under the
+    /// caps: made, its
     /// tokens are counted as input at the standard tier and its storage for the whole `ttl` at
     /// the storage price. `Ok(None)` when the backend keeps no caches.
     pub async fn make_cache(
@@ -177,10 +178,10 @@ impl Meter {
     ) -> Result<Option<crate::gemini::api::cache::Made>, ToolError> {
         let model = &req.model;
         let hold = if self.is_on() {
-            let estimate = Estimate {
-                history: tokens,
-                ..Estimate::default()
-            };
+            // The cache is made for the request that follows: it is made only if both fit, so
+            // a cap never refuses the request after its cache was paid for.
+            let mut estimate = estimate(req).await?;
+            estimate.history += tokens;
             self.admit(&estimate, model, ServiceTier::Standard).await?
         } else {
             Hold::none()

@@ -548,3 +548,72 @@ async fn bench_an_investigation_of_twenty_steps() {
     }
     println!("bytes on ÷ off: {:.2}", bytes[1] as f64 / bytes[0] as f64);
 }
+
+/// The figures of a daily-token-cap refusal: tokens spent today, and the request's estimate.
+fn refused_figures(text: &str) -> (u64, u64) {
+    let number_before = |marker: &str| -> u64 {
+        let head = &text[..text
+            .find(marker)
+            .unwrap_or_else(|| panic!("{marker} not in {text}"))];
+        head.trim_end().rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let spent = number_before(" tokens spent today");
+    let after = &text[text.find("needs about ").unwrap() + "needs about ".len()..];
+    let need = after.split(' ').next().unwrap().parse().unwrap();
+    (spent, need)
+}
+
+#[tokio::test]
+async fn a_cap_that_fits_the_request_but_not_its_cache_sends_the_request_whole() {
+    let env = Env::new();
+    let store = [("GEMINI_MCP_STORE", "embedded")];
+    let thread = {
+        let server = env.http(&store).await;
+        let raw = Raw::new(&server.url());
+        thread_of(&chat(&raw, 1, "read it", None).await)
+    };
+    // What the second turn needs, and what the first spent, as the cap counts them.
+    let (spent, need) = {
+        let server = env
+            .http(&[store[0], ("GEMINI_MCP_DAILY_TOKENS", "1")])
+            .await;
+        let raw = Raw::new(&server.url());
+        let refused = raw
+            .call(
+                2,
+                "chat",
+                json!({"prompt": "again", "continuation_id": thread}),
+            )
+            .await
+            .message;
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        refused_figures(&result_text(&refused))
+    };
+    assert!(need > 10_000, "{need}");
+    assert_eq!(env.fake.cache_calls(CacheOp::Create), 0);
+    // Room for the request, not for the request and a cache of its front.
+    let cap = (spent + need + need / 2).to_string();
+    let server = env
+        .http(&[store[0], ("GEMINI_MCP_DAILY_TOKENS", cap.as_str())])
+        .await;
+    let raw = Raw::new(&server.url());
+    let second = chat(&raw, 3, "again", Some(&thread)).await;
+    assert!(
+        result_text(&second).contains("turns=2"),
+        "{}",
+        result_text(&second)
+    );
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        0,
+        "a cache the cap leaves no room for"
+    );
+    assert!(
+        env.generates()
+            .last()
+            .unwrap()
+            .body
+            .get("cachedContent")
+            .is_none()
+    );
+}
