@@ -361,8 +361,12 @@ fn is_plain(p: &Part) -> bool {
 
 /// The request's size in bytes, roughly (images left out), to choose where to count it.
 pub fn approximate_bytes(req: &GenerateRequest) -> usize {
-    let parts: usize = req
-        .contents
+    messages_bytes(&req.contents) + req.system_instruction.len()
+}
+
+/// The size in bytes of `messages`, roughly (images left out).
+pub fn messages_bytes(messages: &[crate::gemini::Message]) -> usize {
+    messages
         .iter()
         .flat_map(|m| &m.parts)
         .map(|p| match p {
@@ -371,8 +375,7 @@ pub fn approximate_bytes(req: &GenerateRequest) -> usize {
             // Function calls and results: their JSON is about as long as their strings.
             Part::Recorded(v) | Part::FunctionResponse { response: v, .. } => json_len(v),
         })
-        .sum();
-    parts + req.system_instruction.len()
+        .sum()
 }
 
 fn json_len(v: &serde_json::Value) -> usize {

@@ -22,6 +22,7 @@
 use std::time::Duration;
 
 use super::Services;
+use super::blocking::{INLINE_COUNT_BYTES, blocking};
 use super::meter::Meter;
 use crate::collector::tokens;
 use crate::gemini::{CacheUse, CallContext, GenerateRequest, Part};
@@ -88,7 +89,7 @@ pub(super) async fn attach(
         forget(services, name);
     }
     if let Some(k) = &usable {
-        let past = front_tokens(&request, k.covers, covers);
+        let past = front_tokens(&request, k.covers, covers).await;
         if past <= k.tokens {
             request.cache = Some(CacheUse {
                 name: k.name.clone(),
@@ -155,18 +156,27 @@ fn with_kept(
     (request, usable)
 }
 
-/// Tokens of the text of messages `from..to` (images at their flat rate).
-fn front_tokens(request: &GenerateRequest, from: usize, to: usize) -> u64 {
-    request.contents[from.min(to)..to.min(request.contents.len())]
-        .iter()
-        .flat_map(|m| &m.parts)
-        .map(|p| match p {
-            Part::Text(t) => tokens::count(t),
-            Part::Image { .. } => crate::caps::IMAGE_TOKENS,
-            Part::Recorded(v) => tokens::count(&v.to_string()),
-            Part::FunctionResponse { response, .. } => tokens::count(&response.to_string()),
-        })
-        .sum()
+/// Tokens of the text of messages `from..to` (images at their flat rate); a large span is
+/// counted off the runtime's threads.
+async fn front_tokens(request: &GenerateRequest, from: usize, to: usize) -> u64 {
+    let span = &request.contents[from.min(to)..to.min(request.contents.len())];
+    let count = |span: &[crate::gemini::Message]| -> u64 {
+        span.iter()
+            .flat_map(|m| &m.parts)
+            .map(|p| match p {
+                Part::Text(t) => tokens::count(t),
+                Part::Image { .. } => crate::caps::IMAGE_TOKENS,
+                Part::Recorded(v) => tokens::count(&v.to_string()),
+                Part::FunctionResponse { response, .. } => tokens::count(&response.to_string()),
+            })
+            .sum()
+    };
+    if crate::caps::messages_bytes(span) <= INLINE_COUNT_BYTES {
+        return count(span);
+    }
+    let span = span.to_vec();
+    // A count that could not be made is taken as too large to cache: nothing is made of it.
+    blocking(move || count(&span)).await.unwrap_or(u64::MAX)
 }
 
 /// Deletes a cache the thread no longer uses, in the background (it expires by itself anyway).
@@ -210,7 +220,7 @@ impl StepCache {
             return;
         }
         if let Some(h) = &self.held {
-            let past = front_tokens(request, h.covers, covers);
+            let past = front_tokens(request, h.covers, covers).await;
             if h.covers <= covers && past <= h.tokens && request.front_digest(h.covers) == h.digest {
                 request.cache = Some(CacheUse {
                     name: h.name.clone(),
@@ -222,10 +232,18 @@ impl StepCache {
         let declarations = request
             .functions
             .as_ref()
-            .map_or(0, |f| tokens::count(&f.declarations.to_string()));
+            .map_or(String::new(), |f| f.declarations.to_string());
+        // A text has no more tokens than bytes: a front too short by its bytes (roughly) is
+        // not counted, so the first small steps cost no count.
+        let bytes = request.system_instruction.len()
+            + declarations.len()
+            + crate::caps::messages_bytes(&request.contents[..covers]);
+        if (bytes as u64) < min_tokens(&request.model.id) {
+            return;
+        }
         let front = tokens::count(&request.system_instruction)
-            + declarations
-            + front_tokens(request, 0, covers);
+            + tokens::count(&declarations)
+            + front_tokens(request, 0, covers).await;
         if front < min_tokens(&request.model.id) {
             return;
         }
