@@ -617,3 +617,133 @@ async fn a_cap_that_fits_the_request_but_not_its_cache_sends_the_request_whole()
             .is_none()
     );
 }
+
+/// The caches' create bodies and the requests naming a cache, as this binary sends them (a
+/// thread, an investigation, Vertex AI), held to google-genai's own types: the create body to
+/// `CreateCachedContentConfig` (and its converter), the request to `GenerateContentConfig`.
+fn hold_to_google_genai(env: &Env, backend: &str) {
+    let python = match crate::wire_schema::genai_python() {
+        Ok(p) => p,
+        Err(why) => {
+            if crate::support::skip_when(Some(why), "GEMINI_MCP_REQUIRE_GENAI") {
+                return;
+            }
+            unreachable!("skip_when panics when the environment is required");
+        }
+    };
+    let mut records = Vec::new();
+    for (i, made) in env.fake.cache_requests(CacheOp::Create).iter().enumerate() {
+        records.push(
+            json!({"name": format!("{backend}: cache {i}"), "backend": backend,
+                            "cache_create": made.body}),
+        );
+    }
+    for (i, sent) in env.generates().iter().enumerate() {
+        if sent.body.get("cachedContent").is_some() {
+            records.push(
+                json!({"name": format!("{backend}: request {i} from a cache"),
+                "backend": backend, "model": sent.model.clone().unwrap_or_default(),
+                "body": sent.body}),
+            );
+        }
+    }
+    assert!(records.len() >= 2, "nothing to hold: {records:?}");
+    let (ok, report) = crate::wire_schema::validate(&python, &records);
+    assert!(ok, "{report}");
+    assert!(
+        report.contains(&format!("google-genai: {} passed, 0 failed", records.len())),
+        "{report}"
+    );
+}
+
+#[tokio::test]
+async fn what_we_send_for_caches_is_google_genais() {
+    use crate::support::fake_gemini::Script;
+    let env = Env::new();
+    let server = env.http(&[]).await;
+    let raw = Raw::new(&server.url());
+    let thread = thread_of(&chat(&raw, 1, "read it", None).await);
+    chat(&raw, 2, "again", Some(&thread)).await;
+    chat(&raw, 3, "and again", Some(&thread)).await;
+    env.fake
+        .push(Script::calls(
+            &[(
+                "read_file",
+                json!({"path": "src/big.rs", "start_line": 1, "end_line": 600}),
+            )],
+            "c2lnLTE=",
+            [1000, 20, 40],
+        ))
+        .push(Script::calls(
+            &[("search_text", json!({"pattern": "step_7"}))],
+            "c2lnLTI=",
+            [9000, 20, 40],
+        ))
+        .push(Script::calls(
+            &[("search_text", json!({"pattern": "step_9"}))],
+            "c2lnLTM=",
+            [9500, 20, 40],
+        ))
+        .push(Script::text("done (src/big.rs:8)."));
+    let answer = raw
+        .call(4, "investigate", json!({"task": "What does step_7 count?"}))
+        .await
+        .message;
+    assert_ne!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        2,
+        "a thread's cache and an investigation's"
+    );
+    hold_to_google_genai(&env, "api");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vertex_ai_keeps_the_cache_under_the_project_and_location() {
+    let env = Env::new();
+    env.fake.require_bearer(|t| t.starts_with("mds-token-"));
+    let mds = crate::vertex::Metadata::start(3600).await;
+    let host = mds.addr.to_string();
+    let url = env.fake.base_url();
+    let vars = [
+        ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+        ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+        ("GCE_METADATA_HOST", host.as_str()),
+    ];
+    let client = crate::support::mcp::start(env.dir.path(), &vars).await;
+    let call = async |args: Value| {
+        let r = crate::support::mcp::call(&client, "chat", args)
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", crate::support::mcp::text(&r));
+        r.structured_content.unwrap()
+    };
+    let first = call(json!({"prompt": "read it", "files": ["src/big.rs"]})).await;
+    let thread = first["continuation_id"].as_str().unwrap().to_string();
+    call(json!({"prompt": "again", "continuation_id": thread})).await;
+    let made = env.fake.cache_requests(CacheOp::Create);
+    assert_eq!(made.len(), 1);
+    assert_eq!(
+        made[0].path,
+        "/v1/projects/my-proj/locations/us-central1/cachedContents"
+    );
+    assert!(
+        made[0].body["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("projects/my-proj/locations/us-central1/publishers/google/models/"),
+        "{}",
+        made[0].body
+    );
+    let sent = &env.generates()[1].body;
+    let name = sent["cachedContent"].as_str().unwrap();
+    assert!(
+        name.starts_with("projects/my-proj/locations/us-central1/cachedContents/"),
+        "{name}"
+    );
+    assert!(sent.get("systemInstruction").is_none());
+    drop(client);
+    hold_to_google_genai(&env, "vertex");
+}

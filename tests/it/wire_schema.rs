@@ -24,7 +24,7 @@ use crate::support::Hermetic as _;
 use crate::support::fake_gemini::{FakeGemini, Script};
 
 /// The environment's Python, if google-genai is installed in it.
-fn genai_python() -> Result<PathBuf, String> {
+pub(crate) fn genai_python() -> Result<PathBuf, String> {
     let dir = std::env::var_os("GEMINI_MCP_GENAI_DIR").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/genai"),
         PathBuf::from,
@@ -598,7 +598,7 @@ fn the_stand_ins_caches_are_google_genais() {
 }
 
 /// Runs the validator on `records`: whether all passed, and what it said.
-fn validate(python: &Path, records: &[Value]) -> (bool, String) {
+pub(crate) fn validate(python: &Path, records: &[Value]) -> (bool, String) {
     let file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(file.path(), serde_json::to_vec(records).unwrap()).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/validate_genai.py");
