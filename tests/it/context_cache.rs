@@ -747,3 +747,43 @@ async fn vertex_ai_keeps_the_cache_under_the_project_and_location() {
     drop(client);
     hold_to_google_genai(&env, "vertex");
 }
+
+#[tokio::test]
+async fn a_cache_holds_what_the_request_holds_redacted_and_never_a_secret_file() {
+    const TOKEN: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyzAB";
+    let env = Env::new();
+    crate::support::project::write(
+        env.dir.path(),
+        "src/big.rs",
+        &format!(
+            "{}const GITHUB: &str = \"{TOKEN}\";\n",
+            big_file("first-version")
+        ),
+    );
+    crate::support::project::write(env.dir.path(), ".env", &format!("GITHUB_TOKEN={TOKEN}\n"));
+    let server = env.http(&[]).await;
+    let raw = Raw::new(&server.url());
+    // The secret file is refused as in any call; the token in the source is redacted.
+    let refused = raw
+        .call(1, "chat", json!({"prompt": "read", "files": [".env"]}))
+        .await
+        .message;
+    assert_eq!(refused["error"]["code"], -32001, "{refused}");
+    let thread = thread_of(&chat(&raw, 2, "read it", None).await);
+    chat(&raw, 3, "again", Some(&thread)).await;
+    assert_eq!(env.fake.cache_calls(CacheOp::Create), 1);
+    let made = env.fake.cache_requests(CacheOp::Create)[0].body.to_string();
+    assert!(made.contains("first-version"), "the file is in the cache");
+    assert!(!made.contains(TOKEN), "the token reached the cache");
+    assert!(
+        made.contains("[REDACTED"),
+        "no redaction marker in the cache"
+    );
+    assert!(
+        env.fake
+            .requests()
+            .iter()
+            .all(|r| !r.body.to_string().contains(TOKEN)),
+        "the token reached Gemini"
+    );
+}
