@@ -31,7 +31,7 @@ pub use gemini_cli::acp::{AgentRun, Pool as AgentPool, Prompt as AgentPrompt, us
 pub use gemini_cli::render_prompt;
 pub use gemini_cli::{acp, headless};
 pub use models::{Catalogue, ModelInfo, ThinkingStyle};
-pub use settings::{BackendChoice, BaseUrl, CliTransport, Settings, VertexSettings};
+pub use settings::{ApiSurface, BackendChoice, BaseUrl, CliTransport, Settings, VertexSettings};
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
     CacheUse, CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,

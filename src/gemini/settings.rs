@@ -16,6 +16,20 @@ pub enum BackendChoice {
     Cli,
 }
 
+/// Which of the REST API's two interfaces carries a call (`GEMINI_API_SURFACE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ApiSurface {
+    /// `generateContent` for what it has and the Interactions API lacks (explicit context
+    /// caching, thinking budgets, Vertex AI), the Interactions API for what only it has.
+    #[default]
+    Auto,
+    /// `models/{model}:streamGenerateContent` always.
+    GenerateContent,
+    /// `interactions` for every call it can carry (not Vertex AI, not a request naming a
+    /// context cache).
+    Interactions,
+}
+
 /// What the executor is configured with: the backend and its key or executable, the models,
 /// and the deadlines and retries of a call. Read by `config`'s rows; `Default` is the neutral
 /// value they start from.
@@ -65,6 +79,8 @@ pub struct Settings {
     pub gcloud_adc_file: Option<std::path::PathBuf>,
     /// The service tier asked for (`GEMINI_SERVICE_TIER`): `standard`, `flex` or `priority`.
     pub service_tier: Option<super::ServiceTier>,
+    /// Which REST interface carries the calls (`GEMINI_API_SURFACE`).
+    pub api_surface: ApiSurface,
     /// A warm CLI process with no call for this long exits.
     pub acp_idle: Duration,
     /// Most warm CLI processes alive at once.

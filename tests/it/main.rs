@@ -26,6 +26,7 @@ mod gemini_cli;
 mod hardening;
 mod host;
 mod http;
+mod interactions_api;
 mod investigate;
 mod kubernetes;
 mod metrics;

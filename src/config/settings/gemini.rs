@@ -4,7 +4,7 @@
 use super::row::Read::Gemini;
 use super::row::{Category, Group, ROW, Setting};
 use crate::config::Secret;
-use crate::gemini::BackendChoice;
+use crate::gemini::{ApiSurface, BackendChoice};
 
 pub(super) const GROUP: Group = Group {
     category: Category::Gemini,
@@ -51,6 +51,25 @@ pub(super) const GROUP: Group = Group {
                     .map_err(|why| var.invalid(why))?;
                 (g.base_url, g.base_authorization) = (base.url, base.authorization);
                 g.api_key = g.api_key.take().or(base.key);
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_API_SURFACE",
+            default: "auto",
+            doc: "Which interface of the REST API carries the calls: `generate-content` (`models/…:streamGenerateContent`), `interactions` (the Interactions API, `/v1/interactions`, stateless: each call sends its whole history with `store: false`) or `auto` (`generate-content` for everything this server uses today: explicit context caching, thinking budgets and Vertex AI are `generate-content`'s). With `interactions`, context caching is off and Vertex AI is refused at start. See docs/interactions.md.",
+            read: Gemini(|var, g| {
+                g.api_surface = match var.value().as_deref().map(str::trim) {
+                    None | Some("auto") => ApiSurface::Auto,
+                    Some("generate-content") => ApiSurface::GenerateContent,
+                    Some("interactions") => ApiSurface::Interactions,
+                    Some(other) => {
+                        return Err(var.invalid(format!(
+                            "`{other}` is not one of auto, generate-content, interactions"
+                        )));
+                    }
+                };
                 Ok(())
             }),
             ..ROW

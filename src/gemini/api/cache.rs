@@ -49,7 +49,9 @@ impl ApiClient {
 
     /// Whether this backend can keep caches at all.
     pub fn keeps_caches(&self) -> bool {
-        self.vertex
+        self.surface != crate::gemini::settings::ApiSurface::Interactions
+            && self
+                .vertex
             .as_ref()
             .is_none_or(|v| v.project.is_some() && v.api_key.is_none())
     }

@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 pub mod cache;
+pub mod interactions;
 mod retry;
 mod sse;
 mod stream_answer;
@@ -38,7 +39,7 @@ use stream_answer::{Answer, strip_hint};
 use wire::{ErrorBody, GenerateContentResponse};
 
 use crate::gemini::models::ModelInfo;
-use crate::gemini::settings::{Settings, VertexSettings};
+use crate::gemini::settings::{ApiSurface, Settings, VertexSettings};
 use crate::gemini::vocabulary::{
     CallContext, GeminiError, GenerateRequest, GenerateResponse, ServiceTier,
 };
@@ -65,6 +66,13 @@ fn served_tier(raw: &str) -> Option<ServiceTier> {
     ServiceTier::parse(bare)
 }
 
+/// Which interface an attempt speaks, and so how its stream is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    GenerateContent,
+    Interactions,
+}
+
 pub struct ApiClient {
     /// Built on the first request, not at start: loading the system's root certificates was
     /// about a sixth of the server's start-up (BENCHMARKS.md § Start-up).
@@ -80,6 +88,10 @@ pub struct ApiClient {
     vertex: Option<VertexSettings>,
     /// The service tier asked for (`GEMINI_SERVICE_TIER`).
     tier: Option<ServiceTier>,
+    /// Which interface carries the calls (`GEMINI_API_SURFACE`).
+    surface: ApiSurface,
+    /// `<GEMINI_BASE_URL>/v1/interactions` (the Gemini API only).
+    interactions_url: String,
     policy: RetryPolicy,
     call_timeout: Duration,
     idle_timeout: Duration,
@@ -143,6 +155,7 @@ impl ApiClient {
             header.set_sensitive(true);
             headers.insert("x-goog-api-key", header);
         }
+        let interactions_url = format!("{}/v1/interactions", config.base_url);
         Ok(ApiClient {
             http: std::sync::OnceLock::new(),
             headers,
@@ -151,6 +164,8 @@ impl ApiClient {
             base,
             vertex,
             tier: config.service_tier,
+            surface: config.api_surface,
+            interactions_url,
             policy: RetryPolicy {
                 max_attempts: config.max_attempts.max(1),
                 initial_delay: config.retry_initial_delay,
@@ -201,8 +216,20 @@ impl ApiClient {
         }
     }
 
+    /// Whether `req` goes to the Interactions API: when `GEMINI_API_SURFACE=interactions`, on the
+    /// Gemini API, and not naming a context cache (`generateContent`'s feature).
+    pub fn uses_interactions(&self, req: &GenerateRequest) -> bool {
+        self.surface == ApiSurface::Interactions && self.vertex.is_none() && req.cache.is_none()
+    }
+
     /// The body of `req` exactly as [`ApiClient::generate`] sends it.
     pub fn body(&self, req: &GenerateRequest) -> Result<Vec<u8>, GeminiError> {
+        if self.uses_interactions(req) {
+            let body = interactions::build_request(req, self.tier);
+            return serde_json::to_vec(&body).map_err(|e| GeminiError::Malformed {
+                message: format!("the request could not be encoded: {e}"),
+            });
+        }
         let mut wire_request = wire::build_request(req);
         if let Some(v) = &self.vertex {
             wire_request.labels = v.labels.iter().cloned().collect();
@@ -242,11 +269,22 @@ impl ApiClient {
         req: &GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
-        let url = format!(
-            "{}/models/{}:streamGenerateContent?alt=sse",
-            self.base,
-            model_segment(&req.model.id)?
-        );
+        let dialect = if self.uses_interactions(req) {
+            Dialect::Interactions
+        } else {
+            Dialect::GenerateContent
+        };
+        let url = match dialect {
+            Dialect::Interactions => {
+                model_segment(&req.model.id)?;
+                self.interactions_url.clone()
+            }
+            Dialect::GenerateContent => format!(
+                "{}/models/{}:streamGenerateContent?alt=sse",
+                self.base,
+                model_segment(&req.model.id)?
+            ),
+        };
         let body = self.body(req)?;
         let sent = {
             use sha2::Digest;
@@ -264,7 +302,7 @@ impl ApiClient {
                 m.retry(&req.model.id);
             }
             let span = crate::traces::gemini_request(backend, &req.model.id, attempt);
-            let once = self.stream_once(&url, body.clone(), ctx);
+            let once = self.stream_once(&url, body.clone(), ctx, dialect);
             async move {
                 let answer = once.instrument(span.clone()).await;
                 let used = match &answer {
@@ -451,6 +489,7 @@ impl ApiClient {
         url: &str,
         body: Bytes,
         ctx: &CallContext,
+        dialect: Dialect,
     ) -> Result<GenerateResponse, Failure> {
         let mut request = self
             .http()
@@ -479,6 +518,7 @@ impl ApiClient {
                 .and_then(served_tier),
             ..Answer::default()
         };
+        let mut steps = interactions::Steps::default();
         let mut stream = response.bytes_stream();
         let mut splitter = SseSplitter::new();
         let mut reported: Option<Instant> = None;
@@ -501,7 +541,7 @@ impl ApiClient {
             };
             started = true;
             for data in splitter.feed(&bytes) {
-                self.event(&mut answer, &data)?;
+                self.event(&mut answer, &mut steps, dialect, &data)?;
             }
             if !answer.text.is_empty() && reported.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) {
                 reported = Some(Instant::now());
@@ -513,7 +553,7 @@ impl ApiClient {
         }
         let finished = splitter.finish();
         if let Some(data) = finished.data {
-            self.event(&mut answer, &data)?;
+            self.event(&mut answer, &mut steps, dialect, &data)?;
         }
         if !finished.trailing.trim().is_empty() {
             return Err(self.tail(&answer, &finished.trailing));
@@ -521,11 +561,29 @@ impl ApiClient {
         answer.finish()
     }
 
-    /// Takes in one SSE event: a response chunk, or an error object sent as an event.
-    fn event(&self, answer: &mut Answer, data: &str) -> Result<(), Failure> {
+    /// Takes in one SSE event: a response chunk (or an Interactions API event), or an error
+    /// object sent as an event.
+    fn event(
+        &self,
+        answer: &mut Answer,
+        steps: &mut interactions::Steps,
+        dialect: Dialect,
+        data: &str,
+    ) -> Result<(), Failure> {
         let data = data.trim();
         if data.is_empty() {
             return Ok(());
+        }
+        if dialect == Dialect::Interactions {
+            let event: serde_json::Value = serde_json::from_str(data).map_err(|e| {
+                answer.broken(GeminiError::Malformed {
+                    message: format!("a streamed event is not valid JSON ({e})"),
+                })
+            })?;
+            return steps.take(answer, &event).map_err(|f| Failure {
+                error: self.scrub(f.error),
+                retry: f.retry,
+            });
         }
         if data.contains("\"error\"")
             && let Some(e) = wire::parse_error(data)
