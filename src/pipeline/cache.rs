@@ -52,6 +52,98 @@ pub(super) fn min_tokens(model: &str) -> u64 {
     }
 }
 
+/// What the cache step would do for a request: nothing, read the thread's cache, or make one.
+/// [`decide`] says it without side effects, so `--dry-run` shows what the call would do.
+#[derive(Debug)]
+pub(super) struct Decision {
+    /// The thread's cache, when it still serves this request.
+    pub usable: Option<ContextCache>,
+    /// The thread's cache, when it no longer matches (to be deleted).
+    pub stale: Option<String>,
+    pub action: Action,
+}
+
+#[derive(Debug, PartialEq)]
+pub(super) enum Action {
+    /// The request is sent whole (or from `usable`, when there is one).
+    None,
+    /// `usable` serves the request as it is.
+    UseKept,
+    /// A cache of the front (`tokens`, the first `covers` messages) is made for `ttl` and
+    /// serves the request.
+    Make {
+        tokens: u64,
+        covers: usize,
+        ttl: Duration,
+    },
+}
+
+/// What the cache step does for `request`, given what the thread's last turn left (`kept`).
+pub(super) async fn decide(
+    services: &Services,
+    request: &GenerateRequest,
+    kept: Option<ContextCache>,
+    front: &Front,
+) -> Decision {
+    let calls = &services.config.calls;
+    let covers = request.contents.len().saturating_sub(1);
+    let nothing = Decision {
+        usable: None,
+        stale: None,
+        action: Action::None,
+    };
+    // A thread whose oldest turns no longer fit changes its front every turn: a cache of it
+    // would be made each turn and serve none.
+    let eligible = front.omitted_turns == 0
+        && calls.context_cache
+        && services.gemini.keeps_caches()
+        && request.functions.is_none()
+        && !request.web_search
+        && covers >= 2;
+    if !eligible {
+        return nothing;
+    }
+    let now = now_ms();
+    let name = kept.as_ref().map(|k| k.name.clone());
+    let usable = kept.filter(|k| {
+        k.model == request.model.id
+            && k.covers <= covers
+            && k.expires_ms > now + MARGIN.as_millis() as u64
+            && request.front_digest(k.covers) == k.digest
+    });
+    // A cache whose front no longer matches (a file changed, another model) serves no later
+    // request either: it is deleted rather than kept until it expires.
+    let stale = name.filter(|_| usable.is_none());
+    if let Some(k) = &usable {
+        let past = front_tokens(request, k.covers, covers).await;
+        if past <= k.tokens {
+            return Decision {
+                usable,
+                stale,
+                action: Action::UseKept,
+            };
+        }
+    }
+    // A cache pays from its second use (its creation costs the front at the input price, and
+    // its storage): one is made only when the thread's last turn was the same tool's, so the
+    // tool is likely to be asked again — a cache holds its tool's system instruction.
+    let tokens = tokens::count(&request.system_instruction) + front.history_tokens;
+    let action = if front.same_tool && tokens >= min_tokens(&request.model.id) {
+        Action::Make {
+            tokens,
+            covers,
+            ttl: calls.context_cache_ttl.min(services.config.threads.ttl),
+        }
+    } else {
+        Action::None
+    };
+    Decision {
+        usable,
+        stale,
+        action,
+    }
+}
+
 /// `request` answered from a cache when that pays, and the cache the thread keeps after this
 /// call (`None`: none). `kept` is what the thread's last turn left.
 pub(super) async fn attach(
@@ -62,56 +154,25 @@ pub(super) async fn attach(
     meter: &Meter,
     ctx: &CallContext,
 ) -> (GenerateRequest, Option<ContextCache>) {
-    let calls = &services.config.calls;
-    let covers = request.contents.len().saturating_sub(1);
-    // A thread whose oldest turns no longer fit changes its front every turn: a cache of it
-    // would be made each turn and serve none.
-    let eligible = front.omitted_turns == 0
-        && calls.context_cache
-        && services.gemini.keeps_caches()
-        && request.functions.is_none()
-        && !request.web_search
-        && covers >= 2;
-    if !eligible {
-        return (request, None);
-    }
-    let now = now_ms();
-    let stale = kept.as_ref().map(|k| k.name.clone());
-    let usable = kept.filter(|k| {
-        k.model == request.model.id
-            && k.covers <= covers
-            && k.expires_ms > now + MARGIN.as_millis() as u64
-            && request.front_digest(k.covers) == k.digest
-    });
-    // A cache whose front no longer matches (a file changed, another model) serves no later
-    // request either: it is deleted now rather than kept until it expires.
-    if let (Some(name), None) = (stale, &usable) {
+    let Decision {
+        usable,
+        stale,
+        action,
+    } = decide(services, &request, kept, &front).await;
+    if let Some(name) = stale {
         forget(services, name);
     }
-    if let Some(k) = &usable {
-        let past = front_tokens(&request, k.covers, covers).await;
-        if past <= k.tokens {
-            request.cache = Some(CacheUse {
-                name: k.name.clone(),
-                covers: k.covers,
-            });
-            return (request, usable);
-        }
-    }
-    // A cache pays from its second use (its creation costs the front at the input price, and
-    // its storage): one is made only when the thread's last turn was the same tool's, so the
-    // tool is likely to be asked again — a cache holds its tool's system instruction.
-    if !front.same_tool {
-        return with_kept(request, usable);
-    }
-    let history_tokens = front.history_tokens;
-    let front = tokens::count(&request.system_instruction) + history_tokens;
-    if front < min_tokens(&request.model.id) {
-        return with_kept(request, usable);
-    }
-    let ttl = calls.context_cache_ttl.min(services.config.threads.ttl);
+    let (tokens, covers, ttl) = match action {
+        Action::None | Action::UseKept => return with_kept(request, usable),
+        Action::Make {
+            tokens,
+            covers,
+            ttl,
+        } => (tokens, covers, ttl),
+    };
+    let now = now_ms();
     match meter
-        .make_cache(&services.gemini, &request, covers, front, ttl, ctx)
+        .make_cache(&services.gemini, &request, covers, tokens, ttl, ctx)
         .await
     {
         Ok(Some(made)) => {
@@ -123,7 +184,7 @@ pub(super) async fn attach(
                 model: request.model.id.clone(),
                 covers,
                 digest: request.front_digest(covers),
-                tokens: made.tokens.max(front),
+                tokens: made.tokens.max(tokens),
                 expires_ms: now + ttl.as_millis() as u64,
             };
             request.cache = Some(CacheUse {

@@ -179,6 +179,17 @@ pub async fn preview(
     match prepare(services, plan, ctx, true).await? {
         Prepare::Answered(reply) => Ok(preview::Preview::answered(reply)),
         Prepare::Ready(p) => {
+            // What the cache step would do (one body of its rule with the call's).
+            let cache = if p.plan.agent.is_none() && p.plan.explore.is_none() {
+                let front = cache::Front {
+                    history_tokens: p.history_tokens,
+                    omitted_turns: p.omitted_turns,
+                    same_tool: p.same_tool,
+                };
+                Some(cache::decide(services, &p.request, p.kept_cache.clone(), &front).await)
+            } else {
+                None
+            };
             preview::Preview::of(
                 services,
                 &p.request,
@@ -187,6 +198,7 @@ pub async fn preview(
                 &p.plan.files,
                 p.text_redactions.total(),
                 show_request,
+                cache.as_ref(),
             )
             .await
         }

@@ -12,7 +12,7 @@ use super::services::Services;
 use super::gather::Material;
 use super::verify::Sent;
 use crate::collector::classify::{Class, classify};
-use crate::gemini::{GenerateRequest, Usage};
+use crate::gemini::{GenerateRequest, ServiceTier, Usage};
 use crate::reply::{LeftOut, Reply};
 use crate::caps::Estimate;
 use crate::tools::ToolError;
@@ -136,6 +136,7 @@ impl Preview {
         explicit: &[String],
         prompt_redactions: usize,
         show_request: bool,
+        cache: Option<&super::cache::Decision>,
     ) -> Result<Preview, ToolError> {
         let req = request.clone();
         let estimate = super::blocking::blocking(move || Estimate::of(&req)).await?;
@@ -144,16 +145,52 @@ impl Preview {
         let prices = services.gemini.catalogue().prices();
         // At the tier the call would ask for (what served it is known only after).
         let tier = services.gemini.tier_sent().unwrap_or_default();
+        let mut notes = Vec::new();
+        // The tokens a context cache would serve, and what making one would cost first.
+        let (cached, making) = match cache.map(|d| (&d.action, &d.usable)) {
+            Some((super::cache::Action::Make { tokens, ttl, .. }, _)) => {
+                let creation = prices.estimate(
+                    &model.id,
+                    &Usage {
+                        input: *tokens,
+                        ..Usage::default()
+                    },
+                    ServiceTier::Standard,
+                );
+                let storage = prices.storage(&model.id, *tokens, ttl.as_secs_f64() / 3600.0);
+                notes.push(format!(
+                    "A context cache of the system instruction and earlier turns ({tokens} tokens) would be made for {} s and read at the cached price; its creation and storage{} are in the cost.",
+                    ttl.as_secs(),
+                    creation
+                        .zip(storage)
+                        .map(|(c, s)| format!(" (${c:.4} and ${s:.4})"))
+                        .unwrap_or_default()
+                ));
+                (*tokens, creation.zip(storage).map(|(c, s)| c + s))
+            }
+            Some((_, Some(kept))) => {
+                notes.push(format!(
+                    "The thread's context cache would serve the earlier turns ({} tokens, at the cached price).",
+                    kept.tokens
+                ));
+                (kept.tokens, Some(0.0))
+            }
+            _ => (0, Some(0.0)),
+        };
         let band = |output: u64| {
-            prices.estimate(
-                &model.id,
-                &Usage {
-                    input,
-                    output,
-                    ..Usage::default()
-                },
-                tier,
-            )
+            prices
+                .estimate(
+                    &model.id,
+                    &Usage {
+                        input,
+                        output,
+                        cached: cached.min(input),
+                        ..Usage::default()
+                    },
+                    tier,
+                )
+                .zip(making)
+                .map(|(call, making)| call + making)
         };
         let cost_usd = band(0)
             .zip(band(model.output_limit))
@@ -162,7 +199,6 @@ impl Preview {
                 high,
                 output_limit: model.output_limit,
             });
-        let mut notes = Vec::new();
         if let Some(notice) = model.schedule_notice(prices.clock().today()) {
             notes.push(notice);
         }

@@ -787,3 +787,97 @@ async fn a_cache_holds_what_the_request_holds_redacted_and_never_a_secret_file()
         "the token reached Gemini"
     );
 }
+
+/// `--dry-run` says what the cache step would do, by the call's own rule: on a thread's second
+/// turn of one tool, that a cache would be made (its creation and storage in the cost); on the
+/// third, that the thread's cache would serve the earlier turns. Nothing is made or sent.
+#[test]
+fn a_dry_run_says_what_the_cache_would_do_and_prices_it() {
+    use crate::support::Hermetic as _;
+    let env = Env::new();
+    let state = tempfile::tempdir().unwrap();
+    let cli = |args: &[&str], extra: &[(&str, &str)]| -> Value {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gemini-mcp"));
+        cmd.hermetic_env()
+            .env("HOME", state.path().join("home"))
+            .env("PROJECT_ROOT", env.dir.path())
+            .env("GEMINI_MCP_STORE", "embedded")
+            .env("GEMINI_MCP_STATE_DIR", state.path().join("state"))
+            .env("GEMINI_API_KEY", KEY)
+            .env("GEMINI_BASE_URL", env.fake.base_url())
+            .env("GEMINI_CLI_PATH", state.path().join("no-gemini-cli"))
+            .current_dir(env.dir.path())
+            .args(args)
+            .args(["--format", "json"]);
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let first = cli(&["chat", "what does big.rs do?", "-f", "src/big.rs"], &[]);
+    let thread = first["continuation_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_string();
+    let sent_before = env.fake.requests().len();
+
+    let second = [
+        "chat",
+        "and step_7?",
+        "--continuation-id",
+        &thread,
+        "--dry-run",
+    ];
+    let on = cli(&second, &[]);
+    let off = cli(&second, &[("GEMINI_MCP_CONTEXT_CACHE", "0")]);
+    assert_eq!(
+        env.fake.requests().len(),
+        sent_before,
+        "a dry run sent something"
+    );
+    let notes = on["notes"].to_string();
+    assert!(notes.contains("would be made"), "{on}");
+    assert!(!off["notes"].to_string().contains("context cache"), "{off}");
+    // Made now, the cache costs its creation and storage on top of a cheaper request: the
+    // lowest cost (no answer) is higher with it than without, on the same input.
+    assert_eq!(on["input"]["total"], off["input"]["total"]);
+    let low = |p: &Value| p["cost_usd"]["low"].as_f64().unwrap();
+    assert!(low(&on) > low(&off), "on {} off {}", low(&on), low(&off));
+
+    // The second turn made for real makes the cache; a third turn's dry run reads from it.
+    cli(&["chat", "and step_7?", "--continuation-id", &thread], &[]);
+    assert_eq!(env.fake.cache_calls(CacheOp::Create), 1);
+    let third = [
+        "chat",
+        "and step_9?",
+        "--continuation-id",
+        &thread,
+        "--dry-run",
+    ];
+    let on = cli(&third, &[]);
+    let off = cli(&third, &[("GEMINI_MCP_CONTEXT_CACHE", "0")]);
+    assert!(
+        on["notes"]
+            .to_string()
+            .contains("context cache would serve"),
+        "{on}"
+    );
+    assert!(
+        low(&on) < low(&off) / 3.0,
+        "read from the cache, the front costs a tenth: on {} off {}",
+        low(&on),
+        low(&off)
+    );
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        1,
+        "a dry run made a cache"
+    );
+}
