@@ -190,17 +190,15 @@ pub async fn preview(
             } else {
                 None
             };
-            preview::Preview::of(
-                services,
-                &p.request,
-                &p.material,
-                &p.sent,
-                &p.plan.files,
-                p.text_redactions.total(),
-                show_request,
-                cache.as_ref(),
-            )
-            .await
+            let call = preview::Prepared {
+                request: &p.request,
+                material: &p.material,
+                sent: &p.sent,
+                explicit: &p.plan.files,
+                prompt_redactions: p.text_redactions.total(),
+                cache: cache.as_ref(),
+            };
+            preview::Preview::of(services, call, show_request).await
         }
     }
 }

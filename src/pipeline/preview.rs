@@ -106,6 +106,20 @@ fn priority(class: Class) -> &'static str {
     }
 }
 
+/// What a call prepared up to the Gemini step is made of, as the report reads it.
+pub(super) struct Prepared<'a> {
+    pub request: &'a GenerateRequest,
+    /// The material sent, indexed as `sent`.
+    pub material: &'a Material,
+    pub sent: &'a Sent,
+    /// The files the call named.
+    pub explicit: &'a [String],
+    /// Values redacted from the call's own text.
+    pub prompt_redactions: usize,
+    /// What the cache step would do (`None`: it does not run for this call).
+    pub cache: Option<&'a super::cache::Decision>,
+}
+
 impl Preview {
     /// A call answered without Gemini (precommit with nothing pending): nothing would be sent.
     pub fn answered(reply: Reply) -> Preview {
@@ -127,17 +141,20 @@ impl Preview {
         }
     }
 
-    /// The report of `request`, built from `material` (indexed as `sent`).
+    /// The report of a prepared call.
     pub(super) async fn of(
         services: &Services,
-        request: &GenerateRequest,
-        material: &Material,
-        sent: &Sent,
-        explicit: &[String],
-        prompt_redactions: usize,
+        call: Prepared<'_>,
         show_request: bool,
-        cache: Option<&super::cache::Decision>,
     ) -> Result<Preview, ToolError> {
+        let Prepared {
+            request,
+            material,
+            sent,
+            explicit,
+            prompt_redactions,
+            cache,
+        } = call;
         let req = request.clone();
         let estimate = super::blocking::blocking(move || Estimate::of(&req)).await?;
         let model = &request.model;
@@ -146,37 +163,7 @@ impl Preview {
         // At the tier the call would ask for (what served it is known only after).
         let tier = services.gemini.tier_sent().unwrap_or_default();
         let mut notes = Vec::new();
-        // The tokens a context cache would serve, and what making one would cost first.
-        let (cached, making) = match cache.map(|d| (&d.action, &d.usable)) {
-            Some((super::cache::Action::Make { tokens, ttl, .. }, _)) => {
-                let creation = prices.estimate(
-                    &model.id,
-                    &Usage {
-                        input: *tokens,
-                        ..Usage::default()
-                    },
-                    ServiceTier::Standard,
-                );
-                let storage = prices.storage(&model.id, *tokens, ttl.as_secs_f64() / 3600.0);
-                notes.push(format!(
-                    "A context cache of the system instruction and earlier turns ({tokens} tokens) would be made for {} s and read at the cached price; its creation and storage{} are in the cost.",
-                    ttl.as_secs(),
-                    creation
-                        .zip(storage)
-                        .map(|(c, s)| format!(" (${c:.4} and ${s:.4})"))
-                        .unwrap_or_default()
-                ));
-                (*tokens, creation.zip(storage).map(|(c, s)| c + s))
-            }
-            Some((_, Some(kept))) => {
-                notes.push(format!(
-                    "The thread's context cache would serve the earlier turns ({} tokens, at the cached price).",
-                    kept.tokens
-                ));
-                (kept.tokens, Some(0.0))
-            }
-            _ => (0, Some(0.0)),
-        };
+        let (cached, making) = cache_effect(prices, &model.id, cache, &mut notes);
         let band = |output: u64| {
             prices
                 .estimate(
@@ -209,23 +196,10 @@ impl Preview {
                 crate::gemini::prices::PRICES_SETTING
             ));
         }
-        let request_body = if show_request {
-            match services.gemini.request_body(request) {
-                Some(body) => Some(serde_json::from_slice(&body?).map_err(|e| {
-                    ToolError::Internal(format!("the request body is not JSON: {e}"))
-                })?),
-                None => {
-                    notes.push(
-                        "The Gemini CLI backend is sent a prompt of its own, not this request \
-                         body: --show-request shows the API's."
-                            .into(),
-                    );
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let request_body = show_request
+            .then(|| request_body(services, request, &mut notes))
+            .transpose()?
+            .flatten();
         if request.functions.is_some() {
             notes.push(
                 "An investigation sends more as Gemini reads files: the figures are its first \
@@ -356,4 +330,66 @@ impl Preview {
 fn same_file(given: &str, shown: &str) -> bool {
     let given = given.trim_start_matches("./");
     given == shown || given.ends_with(&format!("/{shown}"))
+}
+
+/// The tokens a context cache would serve the call, and what making one would cost first (its
+/// creation and storage; `None`: no price is known); a note saying which.
+fn cache_effect(
+    prices: &crate::gemini::prices::PriceList,
+    model: &str,
+    cache: Option<&super::cache::Decision>,
+    notes: &mut Vec<String>,
+) -> (u64, Option<f64>) {
+    match cache.map(|d| (&d.action, &d.usable)) {
+        Some((super::cache::Action::Make { tokens, ttl, .. }, _)) => {
+            let creation = prices.estimate(
+                model,
+                &Usage {
+                    input: *tokens,
+                    ..Usage::default()
+                },
+                ServiceTier::Standard,
+            );
+            let storage = prices.storage(model, *tokens, ttl.as_secs_f64() / 3600.0);
+            notes.push(format!(
+                "A context cache of the system instruction and earlier turns ({tokens} tokens) would be made for {} s and read at the cached price; its creation and storage{} are in the cost.",
+                ttl.as_secs(),
+                creation
+                    .zip(storage)
+                    .map(|(c, s)| format!(" (${c:.4} and ${s:.4})"))
+                    .unwrap_or_default()
+            ));
+            (*tokens, creation.zip(storage).map(|(c, s)| c + s))
+        }
+        Some((_, Some(kept))) => {
+            notes.push(format!(
+                "The thread's context cache would serve the earlier turns ({} tokens, at the cached price).",
+                kept.tokens
+            ));
+            (kept.tokens, Some(0.0))
+        }
+        _ => (0, Some(0.0)),
+    }
+}
+
+/// The request body exactly as it would leave (`--show-request`); `None`, with a note, for the
+/// Gemini CLI backend, which is sent a prompt of its own.
+fn request_body(
+    services: &Services,
+    request: &GenerateRequest,
+    notes: &mut Vec<String>,
+) -> Result<Option<Value>, ToolError> {
+    match services.gemini.request_body(request) {
+        Some(body) => Ok(Some(serde_json::from_slice(&body?).map_err(|e| {
+            ToolError::Internal(format!("the request body is not JSON: {e}"))
+        })?)),
+        None => {
+            notes.push(
+                "The Gemini CLI backend is sent a prompt of its own, not this request \
+                 body: --show-request shows the API's."
+                    .into(),
+            );
+            Ok(None)
+        }
+    }
 }
