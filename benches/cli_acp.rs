@@ -71,6 +71,7 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
         response_schema: None,
         web_search: false,
         cache: None,
+        previous: None,
         functions: None,
     };
     let ctx = CallContext::default();

@@ -189,6 +189,7 @@ fn request(runs: usize) -> Result<(), Error> {
         response_schema: None,
         web_search: false,
         cache: None,
+        previous: None,
         functions: Some(Functions {
             declarations: Explorer::declarations(),
             allow: true,

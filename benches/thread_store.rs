@@ -242,6 +242,7 @@ fn make_project(root: &Path, recount: bool) -> Vec<Turn> {
                 frames: Vec::new(),
                 context_cache: None,
                 cache_usd: 0.0,
+                interaction: None,
             }
         })
         .collect()

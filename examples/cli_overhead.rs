@@ -97,6 +97,7 @@ fn main() {
             response_schema: None,
             web_search: false,
             cache: None,
+            previous: None,
             functions: None,
         };
         let mut direct = Vec::with_capacity(runs);

@@ -494,6 +494,7 @@ mod tests {
             response_schema: None,
             web_search: false,
             cache: None,
+            previous: None,
             functions: None,
         }
     }

@@ -350,6 +350,7 @@ async fn probe(gemini: &Gemini, limit: Duration) -> Result<String, String> {
         response_schema: None,
         web_search: false,
         cache: None,
+        previous: None,
         functions: None,
     };
     match tokio::time::timeout(limit, gemini.generate(request, &CallContext::default())).await {

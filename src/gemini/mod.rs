@@ -35,6 +35,7 @@ pub use settings::{ApiSurface, BackendChoice, BaseUrl, CliTransport, Settings, V
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
     CacheUse, CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
+    PreviousInteraction, messages_digest,
     GenerateResponse, Message, Part, Progress, ProgressFn, Role, ServiceTier, Source, ThinkingMode,
     Usage,
 };
@@ -341,6 +342,12 @@ impl Gemini {
     /// errors the configured fallback model answers; after a 404 NOT_FOUND for a model with an
     /// announced replacement, the replacement does (the API, not a date compiled into the
     /// table, says a model is gone). `GEMINI_FALLBACK_MODEL=none` turns both off.
+    /// Whether calls over the Interactions API are stored at Google, so a thread may continue
+    /// its chain (`GEMINI_MCP_INTERACTIONS_STORE`).
+    pub fn stores_interactions(&self) -> bool {
+        matches!(&self.backend, Backend::Api(api) if api.stores_interactions())
+    }
+
     /// Whether the backend keeps explicit context caches (the REST API; not Vertex AI's express
     /// mode, nor the Gemini CLI).
     pub fn keeps_caches(&self) -> bool {

@@ -81,6 +81,9 @@ pub struct Settings {
     pub service_tier: Option<super::ServiceTier>,
     /// Which REST interface carries the calls (`GEMINI_API_SURFACE`).
     pub api_surface: ApiSurface,
+    /// Calls over the Interactions API are stored at Google and a thread continues its chain
+    /// (`GEMINI_MCP_INTERACTIONS_STORE`); off: `store: false`, the whole history each call.
+    pub interactions_store: bool,
     /// A warm CLI process with no call for this long exits.
     pub acp_idle: Duration,
     /// Most warm CLI processes alive at once.

@@ -104,6 +104,9 @@ pub struct GenerateRequest {
     /// An explicit context cache holding the front of this request (API backend only); `None`:
     /// the request is sent whole.
     pub cache: Option<CacheUse>,
+    /// The Interactions API keeps the request's first messages in a stored interaction's chain
+    /// (`GEMINI_MCP_INTERACTIONS_STORE`); `None`: the whole history is sent.
+    pub previous: Option<PreviousInteraction>,
 }
 
 impl GenerateRequest {
@@ -111,44 +114,53 @@ impl GenerateRequest {
     /// first `covers` messages, part by part, each length-prefixed. Two requests with the same
     /// digest send those bytes alike, so a cache made from one serves the other.
     pub fn front_digest(&self, covers: usize) -> String {
-        use sha2::Digest;
-        let mut h = sha2::Sha256::new();
-        let mut field = |bytes: &[u8]| {
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(bytes);
-        };
-        field(self.system_instruction.as_bytes());
-        for m in &self.contents[..covers.min(self.contents.len())] {
-            field(match m.role {
-                Role::User => b"user",
-                Role::Model => b"model",
-            });
-            for p in &m.parts {
-                match p {
-                    Part::Text(t) => {
-                        field(b"text");
-                        field(t.as_bytes());
-                    }
-                    Part::Image { mime, data } => {
-                        field(b"image");
-                        field(mime.as_bytes());
-                        field(data);
-                    }
-                    Part::Recorded(v) => {
-                        field(b"recorded");
-                        field(v.to_string().as_bytes());
-                    }
-                    Part::FunctionResponse { id, name, response } => {
-                        field(b"function");
-                        field(id.as_deref().unwrap_or_default().as_bytes());
-                        field(name.as_bytes());
-                        field(response.to_string().as_bytes());
-                    }
+        messages_digest(
+            &self.system_instruction,
+            &self.contents[..covers.min(self.contents.len())],
+        )
+    }
+}
+
+/// Hex SHA-256 of `system` and `messages`, part by part, each length-prefixed: equal digests,
+/// equal bytes sent.
+pub fn messages_digest(system: &str, messages: &[Message]) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(system.as_bytes());
+    for m in messages {
+        field(match m.role {
+            Role::User => b"user",
+            Role::Model => b"model",
+        });
+        for p in &m.parts {
+            match p {
+                Part::Text(t) => {
+                    field(b"text");
+                    field(t.as_bytes());
+                }
+                Part::Image { mime, data } => {
+                    field(b"image");
+                    field(mime.as_bytes());
+                    field(data);
+                }
+                Part::Recorded(v) => {
+                    field(b"recorded");
+                    field(v.to_string().as_bytes());
+                }
+                Part::FunctionResponse { id, name, response } => {
+                    field(b"function");
+                    field(id.as_deref().unwrap_or_default().as_bytes());
+                    field(name.as_bytes());
+                    field(response.to_string().as_bytes());
                 }
             }
         }
-        hex::encode(h.finalize())
     }
+    hex::encode(h.finalize())
 }
 
 /// An explicit context cache (`cachedContents`) a request is answered from: it holds the
@@ -161,6 +173,14 @@ pub struct CacheUse {
     /// The cache's resource name (`cachedContents/…`, or Vertex AI's full name).
     pub name: String,
     /// How many of the request's first messages it holds.
+    pub covers: usize,
+}
+
+/// A stored interaction whose chain holds a request's first `covers` messages: sent as
+/// `previous_interaction_id`, with only the messages that follow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviousInteraction {
+    pub id: String,
     pub covers: usize,
 }
 
@@ -278,6 +298,9 @@ pub struct GenerateResponse {
     /// The request named a cache that was gone (expired or deleted at Google), and was sent
     /// whole instead: its record should be forgotten.
     pub cache_lost: bool,
+    /// The interaction Google stored for this answer (the Interactions API with `store: true`),
+    /// which a later turn may continue.
+    pub interaction_id: Option<String>,
 }
 
 /// A progress update while waiting on Gemini.
@@ -410,7 +433,8 @@ impl GeminiError {
         GeminiError::Cli { exit_code, message }
     }
 
-    /// 404 NOT_FOUND: the model is unknown to the API or no longer served.
+    /// 404 NOT_FOUND: the model is unknown to the API or no longer served (or a stored
+    /// interaction a request continues is gone).
     pub fn is_not_found(&self) -> bool {
         matches!(self, GeminiError::Api { status: 404, .. })
     }

@@ -68,6 +68,7 @@ pub(super) fn build_request(
         response_schema,
         web_search: plan.web_search,
         cache: None,
+        previous: None,
         functions: None,
     };
     (request, tail)

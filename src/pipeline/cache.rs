@@ -203,6 +203,23 @@ pub(super) async fn attach(
     }
 }
 
+/// The cache the thread keeps once `answer` is in: the one the request used, unless Google
+/// had lost it (then forgotten); counted as used or lost.
+pub(super) fn settled(
+    meter: &Meter,
+    answer: &crate::gemini::GenerateResponse,
+    used: Option<ContextCache>,
+) -> Option<ContextCache> {
+    if answer.cache_lost {
+        meter.cache_event("lost");
+        return None;
+    }
+    if used.is_some() {
+        meter.cache_event("used");
+    }
+    used
+}
+
 /// `request` answered from the cache the thread already has, if it has a usable one.
 fn with_kept(
     mut request: GenerateRequest,

@@ -402,6 +402,7 @@ mod tests {
                 frames: Vec::new(),
                 context_cache: None,
                 cache_usd: 0.0,
+                interaction: None,
             });
             self.prompts.push(prompt_text);
             self.histories.push(h);

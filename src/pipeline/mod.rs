@@ -20,6 +20,7 @@ pub mod earlier_turns;
 mod gather;
 pub mod investigation;
 pub mod meter;
+mod chain;
 pub mod preview;
 pub mod prompt;
 mod record;
@@ -65,6 +66,8 @@ struct Prepared {
     text_redactions: crate::redact::Counts,
     /// The context cache the thread's last turn left (`cache`).
     kept_cache: Option<crate::store::ContextCache>,
+    /// The interaction the thread's last turn left stored at Google.
+    kept_interaction: Option<crate::store::StoredInteraction>,
     /// Whether the thread's last turn was a call of the same tool (`cache`).
     same_tool: bool,
 }
@@ -109,6 +112,7 @@ async fn prepare(
     let earlier_cost = thread_cost(services.gemini.catalogue().prices(), thread.as_ref());
     let last_turn = thread.as_ref().and_then(|t| t.turns.last());
     let kept_cache = last_turn.and_then(|t| t.context_cache.clone());
+    let kept_interaction = last_turn.and_then(|t| t.interaction.clone());
     let same_tool = last_turn.is_some_and(|t| t.tool == plan.tool.name());
     let (total, history) = budget(services, &plan, &model, &system, thread).await?;
     let material = match gather(
@@ -164,6 +168,7 @@ async fn prepare(
         tail,
         text_redactions,
         kept_cache,
+        kept_interaction,
         same_tool,
     }))
 }
@@ -247,6 +252,7 @@ async fn steps(
         tail,
         text_redactions,
         kept_cache,
+        kept_interaction,
         same_tool,
     } = match prepare(services, plan, ctx, false).await? {
         Prepare::Ready(p) => p,
@@ -282,16 +288,11 @@ async fn steps(
     } else {
         (request, None)
     };
+    let (request, chained) = chain::attach(services, &plan, request, kept_interaction);
     let (answer, explored) = ask(services, &plan, request, room, &thread_key, meter, ctx)
         .await
         .map_err(|e| what_to_narrow(e, &material, history_tokens))?;
-    // A cache found gone at Google is forgotten.
-    if answer.cache_lost {
-        meter.cache_event("lost");
-    } else if context_cache.is_some() {
-        meter.cache_event("used");
-    }
-    let context_cache = context_cache.filter(|_| !answer.cache_lost);
+    let context_cache = cache::settled(meter, &answer, context_cache);
     let model_used = answer.model_version.clone().unwrap_or(model_id.clone());
     trail.model(&model_used);
     let mut sent = sent;
@@ -318,6 +319,7 @@ async fn steps(
         &model_used,
         context_cache,
         meter.cache_usd(),
+        chain::record(chained, &answer, &model_used),
         &mut reply,
     )
     .await?;

@@ -25,6 +25,7 @@ pub(super) async fn save_turn(
     model_used: &str,
     context_cache: Option<ContextCache>,
     cache_usd: f64,
+    interaction: Option<crate::store::StoredInteraction>,
     reply: &mut Reply,
 ) -> Result<(), ToolError> {
     // A diff makes the tail large: count it off the runtime's threads.
@@ -70,6 +71,7 @@ pub(super) async fn save_turn(
             .unwrap_or_default(),
         context_cache,
         cache_usd,
+        interaction,
     };
     let span = crate::traces::store_save(services.store.kind());
     let appended = services

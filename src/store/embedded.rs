@@ -874,6 +874,7 @@ mod tests {
             frames: Vec::new(),
             context_cache: None,
             cache_usd: 0.0,
+            interaction: None,
         }
     }
 }

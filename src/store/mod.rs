@@ -158,6 +158,26 @@ pub struct Turn {
     /// USD: part of the thread's cost.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_usd: f64,
+    /// The interaction Google stored for this turn's answer (the Interactions API with
+    /// `GEMINI_MCP_INTERACTIONS_STORE=1`), which the thread's next turn may continue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interaction: Option<StoredInteraction>,
+}
+
+/// An interaction Google stored for a thread: its chain holds the first `covers` messages of the
+/// thread's next request, whose digest it keeps (system instruction left out: each request
+/// sends its own). The next request continues it only when its own first messages digest the
+/// same, so a file changed since, or an earlier turn left out, sends the whole history instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredInteraction {
+    /// The interaction's id at Google.
+    pub id: String,
+    /// The model that answered it.
+    pub model: String,
+    /// How many messages its chain holds.
+    pub covers: usize,
+    /// Hex SHA-256 of those messages ([`crate::gemini::messages_digest`] with no system text).
+    pub digest: String,
 }
 
 fn is_zero(v: &f64) -> bool {

@@ -50,6 +50,7 @@ fn turn(label: &str) -> Turn {
         frames: Vec::new(),
         context_cache: None,
         cache_usd: 0.0,
+        interaction: None,
     }
 }
 

@@ -32,19 +32,26 @@ impl Env {
     }
 
     async fn server(&self, surface: &str, store: &std::path::Path) -> HttpServer {
+        self.server_with(surface, store, &[]).await
+    }
+
+    async fn server_with(
+        &self,
+        surface: &str,
+        store: &std::path::Path,
+        extra: &[(&str, &str)],
+    ) -> HttpServer {
         let url = self.fake.base_url();
         let state = store.display().to_string();
-        HttpServer::start(
-            self.dir.path(),
-            &[
-                ("GEMINI_API_KEY", KEY),
-                ("GEMINI_BASE_URL", url.as_str()),
-                ("GEMINI_API_SURFACE", surface),
-                ("GEMINI_MCP_STORE", "embedded"),
-                ("GEMINI_MCP_STATE_DIR", state.as_str()),
-            ],
-        )
-        .await
+        let mut vars = vec![
+            ("GEMINI_API_KEY", KEY),
+            ("GEMINI_BASE_URL", url.as_str()),
+            ("GEMINI_API_SURFACE", surface),
+            ("GEMINI_MCP_STORE", "embedded"),
+            ("GEMINI_MCP_STATE_DIR", state.as_str()),
+        ];
+        vars.extend_from_slice(extra);
+        HttpServer::start(self.dir.path(), &vars).await
     }
 
     fn creates(&self) -> Vec<Recorded> {
@@ -134,6 +141,134 @@ async fn a_thread_over_the_interactions_api_sends_its_history_as_steps_and_keeps
         "{body}"
     );
     assert!(body.get("previous_interaction_id").is_none(), "{body}");
+}
+
+fn step_types(body: &Value) -> Vec<String> {
+    body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// With `GEMINI_MCP_INTERACTIONS_STORE=1` Google keeps each answer and a thread's next turn
+/// sends only what is new; a file changed since sends the whole history (Google's chain holds
+/// the old content), and an interaction gone at Google costs the call only the whole history.
+#[tokio::test]
+async fn a_stored_thread_sends_only_what_is_new_unless_its_chain_no_longer_holds_the_history() {
+    let env = Env::new();
+    let state = tempfile::tempdir().unwrap();
+    let server = env
+        .server_with(
+            "interactions",
+            state.path(),
+            &[("GEMINI_MCP_INTERACTIONS_STORE", "1")],
+        )
+        .await;
+    let raw = Raw::new(&server.url());
+    let first = call(
+        &raw,
+        1,
+        "chat",
+        json!({"prompt": "what does add do?", "files": ["src/lib.rs"]}),
+    )
+    .await;
+    let thread = thread_of(&first);
+    let held = env.fake.interactions();
+    assert_eq!(held.len(), 1, "store: true keeps the interaction");
+    assert_eq!(env.creates()[0].body["store"], true);
+
+    let next = |id: u64, prompt: &str| {
+        let raw = &raw;
+        let args = json!({"prompt": prompt, "continuation_id": thread});
+        async move { call(raw, id, "chat", args).await }
+    };
+    let second = next(2, "and in words?").await;
+    assert!(
+        result_text(&second).contains("turns=2"),
+        "{}",
+        result_text(&second)
+    );
+    let body = &env.creates()[1].body;
+    assert_eq!(
+        body["previous_interaction_id"],
+        held[0].id.as_str(),
+        "{body}"
+    );
+    assert_eq!(
+        step_types(body),
+        ["user_input"],
+        "only the new turn: {body}"
+    );
+    assert!(
+        !body.to_string().contains("marker-lib"),
+        "the file is not sent again"
+    );
+    let bytes = env.fake.interaction_bytes_received();
+    assert!(bytes[1] < bytes[0], "{bytes:?}");
+
+    // The file changes: Google's chain holds its old content, so the history goes whole.
+    crate::support::project::write(
+        env.dir.path(),
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 { a.wrapping_add(b) } // marker-new\n",
+    );
+    let third = next(3, "and now?").await;
+    assert!(
+        result_text(&third).contains("turns=3"),
+        "{}",
+        result_text(&third)
+    );
+    let body = &env.creates()[2].body;
+    assert!(body.get("previous_interaction_id").is_none(), "{body}");
+    assert!(body.to_string().contains("marker-new"), "{body}");
+    assert_eq!(
+        step_types(body),
+        [
+            "user_input",
+            "model_output",
+            "user_input",
+            "model_output",
+            "user_input"
+        ]
+    );
+
+    // Unchanged again: chained to the third turn's interaction. Then that one is deleted at
+    // Google: the call is sent again whole and answered.
+    next(4, "fourth").await;
+    let fourth = &env.creates()[3].body;
+    let third_id = env.fake.interactions()[2].id.clone();
+    assert_eq!(
+        fourth["previous_interaction_id"],
+        third_id.as_str(),
+        "{fourth}"
+    );
+    let fourth_id = env.fake.interactions().last().unwrap().id.clone();
+    let deleted = reqwest::Client::new()
+        .delete(format!(
+            "{}/v1/interactions/{fourth_id}",
+            env.fake.base_url()
+        ))
+        .header("x-goog-api-key", KEY)
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success());
+    let fifth = next(5, "fifth").await;
+    assert!(
+        result_text(&fifth).contains("turns=5"),
+        "{}",
+        result_text(&fifth)
+    );
+    let creates = env.creates();
+    assert_eq!(creates.len(), 6, "the lost chain costs one more request");
+    assert_eq!(
+        creates[4].body["previous_interaction_id"],
+        fourth_id.as_str()
+    );
+    assert!(creates[5].body.get("previous_interaction_id").is_none());
+    assert_eq!(step_types(&creates[5].body).len(), 9, "the whole history");
 }
 
 #[tokio::test]
@@ -363,13 +498,39 @@ async fn every_interactions_body_we_send_is_one_google_genai_knows() {
         json!({"task": "What does twice do?"}),
     )
     .await;
+    {
+        let stored = tempfile::tempdir().unwrap();
+        let server = env
+            .server_with(
+                "interactions",
+                stored.path(),
+                &[("GEMINI_MCP_INTERACTIONS_STORE", "1")],
+            )
+            .await;
+        let raw = Raw::new(&server.url());
+        let first = call(
+            &raw,
+            6,
+            "chat",
+            json!({"prompt": "stored", "files": ["src/lib.rs"]}),
+        )
+        .await;
+        call(
+            &raw,
+            7,
+            "chat",
+            json!({"prompt": "chained", "continuation_id": thread_of(&first)}),
+        )
+        .await;
+        assert!(env.creates().last().unwrap().body["previous_interaction_id"].is_string());
+    }
     let records: Vec<Value> = env
         .creates()
         .iter()
         .enumerate()
         .map(|(i, r)| json!({"name": format!("create {i}"), "interaction_create": r.body}))
         .collect();
-    assert!(records.len() >= 6, "{} bodies", records.len());
+    assert!(records.len() >= 8, "{} bodies", records.len());
     let (ok, report) = crate::wire_schema::validate(&python, &records);
     assert!(ok, "{report}");
     // The check can fail: a body with a generateContent field in it.

@@ -58,7 +58,7 @@ pub(super) const GROUP: Group = Group {
         Setting {
             name: "GEMINI_API_SURFACE",
             default: "auto",
-            doc: "Which interface of the REST API carries the calls: `generate-content` (`models/…:streamGenerateContent`), `interactions` (the Interactions API, `/v1/interactions`, stateless: each call sends its whole history with `store: false`) or `auto` (`generate-content` for everything this server uses today: explicit context caching, thinking budgets and Vertex AI are `generate-content`'s). With `interactions`, context caching is off and Vertex AI is refused at start. See docs/interactions.md.",
+            doc: "Which interface of the REST API carries the calls: `generate-content` (`models/…:streamGenerateContent`), `interactions` (the Interactions API, `/v1/interactions`; stateless unless `GEMINI_MCP_INTERACTIONS_STORE=1`) or `auto` (`generate-content` for everything this server uses today: explicit context caching, thinking budgets and Vertex AI are `generate-content`'s). With `interactions`, context caching is off and Vertex AI is refused at start. See docs/interactions.md.",
             read: Gemini(|var, g| {
                 g.api_surface = match var.value().as_deref().map(str::trim) {
                     None | Some("auto") => ApiSurface::Auto,
@@ -69,6 +69,20 @@ pub(super) const GROUP: Group = Group {
                             "`{other}` is not one of auto, generate-content, interactions"
                         )));
                     }
+                };
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_INTERACTIONS_STORE",
+            default: "0",
+            doc: "`1`: calls over the Interactions API (`GEMINI_API_SURFACE=interactions`) are sent with `store: true`, so Google keeps each interaction (its input and output), and a thread's next turn sends only what is new with `previous_interaction_id`. `0`: `store: false`, nothing kept at Google, the whole history sent each call. See SECURITY.md.",
+            read: Gemini(|var, g| {
+                g.interactions_store = match var.value().as_deref().map(str::trim) {
+                    None | Some("0") => false,
+                    Some("1") => true,
+                    Some(other) => return Err(var.invalid(format!("`{other}` is not 0 or 1"))),
                 };
                 Ok(())
             }),

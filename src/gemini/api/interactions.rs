@@ -47,13 +47,22 @@ pub struct CreateInteraction {
     pub tools: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_interaction_id: Option<String>,
     pub store: bool,
     pub stream: bool,
 }
 
 /// The body of `req` for the Interactions API. A request naming a context cache is never sent
 /// here (the client sends it to `generateContent`, whose feature explicit caching is).
-pub fn build_request(req: &GenerateRequest, tier: Option<ServiceTier>) -> CreateInteraction {
+///
+/// With `store`, the interaction is kept at Google, and a request continuing a stored one
+/// (`req.previous`) sends only the messages after those its chain holds.
+pub fn build_request(
+    req: &GenerateRequest,
+    tier: Option<ServiceTier>,
+    store: bool,
+) -> CreateInteraction {
     let mut generation_config = json!({ "max_output_tokens": req.model.output_limit });
     if let Some(t) = req.temperature {
         generation_config["temperature"] = json!(t);
@@ -61,6 +70,8 @@ pub fn build_request(req: &GenerateRequest, tier: Option<ServiceTier>) -> Create
     if let Some(level) = thinking_level(req.model.thinking_config(req.thinking)) {
         generation_config["thinking_level"] = json!(level);
     }
+    let previous = req.previous.as_ref().filter(|_| store);
+    let held = previous.map_or(0, |p| p.covers);
     let mut tools = Vec::new();
     if req.web_search {
         tools.push(json!({ "type": "google_search" }));
@@ -82,7 +93,11 @@ pub fn build_request(req: &GenerateRequest, tier: Option<ServiceTier>) -> Create
     }
     CreateInteraction {
         model: req.model.id.clone(),
-        input: req.contents.iter().flat_map(steps_of).collect(),
+        input: req.contents[held.min(req.contents.len())..]
+            .iter()
+            .flat_map(steps_of)
+            .collect(),
+        previous_interaction_id: previous.map(|p| p.id.clone()),
         system_instruction: (!req.system_instruction.is_empty())
             .then(|| req.system_instruction.clone()),
         generation_config,
@@ -91,7 +106,7 @@ pub fn build_request(req: &GenerateRequest, tier: Option<ServiceTier>) -> Create
         }),
         tools,
         service_tier: tier.map(ServiceTier::as_str),
-        store: false,
+        store,
         stream: true,
     }
 }

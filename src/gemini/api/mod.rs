@@ -92,6 +92,8 @@ pub struct ApiClient {
     surface: ApiSurface,
     /// `<GEMINI_BASE_URL>/v1/interactions` (the Gemini API only).
     interactions_url: String,
+    /// Interactions are stored at Google (`GEMINI_MCP_INTERACTIONS_STORE`).
+    store: bool,
     policy: RetryPolicy,
     call_timeout: Duration,
     idle_timeout: Duration,
@@ -166,6 +168,7 @@ impl ApiClient {
             tier: config.service_tier,
             surface: config.api_surface,
             interactions_url,
+            store: config.interactions_store,
             policy: RetryPolicy {
                 max_attempts: config.max_attempts.max(1),
                 initial_delay: config.retry_initial_delay,
@@ -218,6 +221,12 @@ impl ApiClient {
 
     /// Whether `req` goes to the Interactions API: when `GEMINI_API_SURFACE=interactions`, on the
     /// Gemini API, and not naming a context cache (`generateContent`'s feature).
+    /// Whether this client's calls over the Interactions API are stored at Google, so a thread
+    /// may continue a stored interaction.
+    pub fn stores_interactions(&self) -> bool {
+        self.surface == ApiSurface::Interactions && self.vertex.is_none() && self.store
+    }
+
     pub fn uses_interactions(&self, req: &GenerateRequest) -> bool {
         self.surface == ApiSurface::Interactions && self.vertex.is_none() && req.cache.is_none()
     }
@@ -225,7 +234,7 @@ impl ApiClient {
     /// The body of `req` exactly as [`ApiClient::generate`] sends it.
     pub fn body(&self, req: &GenerateRequest) -> Result<Vec<u8>, GeminiError> {
         if self.uses_interactions(req) {
-            let body = interactions::build_request(req, self.tier);
+            let body = interactions::build_request(req, self.tier, self.store);
             return serde_json::to_vec(&body).map_err(|e| GeminiError::Malformed {
                 message: format!("the request could not be encoded: {e}"),
             });
@@ -250,10 +259,19 @@ impl ApiClient {
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
         match self.generate_as_sent(req, ctx).await {
+            Err(e) if req.previous.is_some() && self.uses_interactions(req) && e.is_not_found() => {
+                tracing::info!(model = %req.model.id, "the stored interaction is gone: sending the whole history");
+                let whole = GenerateRequest {
+                    previous: None,
+                    ..req.clone()
+                };
+                self.generate_as_sent(&whole, ctx).await
+            }
             Err(e) if req.cache.is_some() && e.is_cache_gone() => {
                 tracing::info!(model = %req.model.id, "the context cache is gone: sending the request whole");
                 let whole = GenerateRequest {
                     cache: None,
+                    previous: None,
                     ..req.clone()
                 };
                 let mut answer = self.generate_as_sent(&whole, ctx).await?;
@@ -558,7 +576,11 @@ impl ApiClient {
         if !finished.trailing.trim().is_empty() {
             return Err(self.tail(&answer, &finished.trailing));
         }
-        answer.finish()
+        let mut done = answer.finish()?;
+        if dialect == Dialect::Interactions && self.store {
+            done.interaction_id = steps.id;
+        }
+        Ok(done)
     }
 
     /// Takes in one SSE event: a response chunk (or an Interactions API event), or an error

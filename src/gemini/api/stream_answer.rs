@@ -148,6 +148,7 @@ impl Answer {
             turn: self.turn,
             request_sha256: None,
             cache_lost: false,
+            interaction_id: None,
         })
     }
 }

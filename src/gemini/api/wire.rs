@@ -256,6 +256,7 @@ pub fn create_cache_request(
     // The request's tools (function declarations, web search) go in the cache with it.
     let whole = build_request(&GenerateRequest {
         cache: None,
+        previous: None,
         ..req.clone()
     });
     if !whole.tools.is_empty() {

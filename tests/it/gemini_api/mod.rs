@@ -80,6 +80,7 @@ fn request(model: &str) -> GenerateRequest {
         response_schema: None,
         web_search: false,
         cache: None,
+        previous: None,
         functions: None,
     }
 }

@@ -153,6 +153,7 @@ fn request(prompt: &str) -> GenerateRequest {
         response_schema: None,
         web_search: false,
         cache: None,
+        previous: None,
         functions: None,
     }
 }

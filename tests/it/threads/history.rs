@@ -45,6 +45,7 @@ fn sent_turn(
         frames: Vec::new(),
         context_cache: None,
         cache_usd: 0.0,
+        interaction: None,
     };
     (turn, text)
 }

@@ -44,6 +44,7 @@ fn turn(n: usize) -> Turn {
         frames: Vec::new(),
         context_cache: None,
         cache_usd: 0.0,
+        interaction: None,
     }
 }
 

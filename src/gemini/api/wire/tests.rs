@@ -23,6 +23,7 @@ fn request(model: &str, thinking: ThinkingMode) -> GenerateRequest {
         response_schema: None,
         web_search: false,
         cache: None,
+        previous: None,
         functions: None,
     }
 }
