@@ -33,6 +33,14 @@ fn bad_values_name_the_setting() {
     for (vars, name) in [
         (vec![("GEMINI_BACKEND", "rest")], "GEMINI_BACKEND"),
         (
+            vec![("GEMINI_API_SURFACE", "interaction")],
+            "GEMINI_API_SURFACE",
+        ),
+        (
+            vec![("GEMINI_MCP_INTERACTIONS_STORE", "always")],
+            "GEMINI_MCP_INTERACTIONS_STORE",
+        ),
+        (
             vec![("MAX_CONVERSATION_TURNS", "many")],
             "MAX_CONVERSATION_TURNS",
         ),

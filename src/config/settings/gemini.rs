@@ -79,11 +79,7 @@ pub(super) const GROUP: Group = Group {
             default: "0",
             doc: "`1`: calls over the Interactions API (`GEMINI_API_SURFACE=interactions`) are sent with `store: true`, so Google keeps each interaction (its input and output), and a thread's next turn sends only what is new with `previous_interaction_id`. `0`: `store: false`, nothing kept at Google, the whole history sent each call. See SECURITY.md.",
             read: Gemini(|var, g| {
-                g.interactions_store = match var.value().as_deref().map(str::trim) {
-                    None | Some("0") => false,
-                    Some("1") => true,
-                    Some(other) => return Err(var.invalid(format!("`{other}` is not 0 or 1"))),
-                };
+                g.interactions_store = var.flag()?;
                 Ok(())
             }),
             ..ROW
