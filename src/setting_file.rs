@@ -193,13 +193,14 @@ fn kind(t: &std::fs::FileType) -> &'static str {
     }
 }
 
-#[cfg(test)]
+// Its cases are made with Unix tools (mkfifo); `hardening::setting_files` checks the same
+// refusals through the binary.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
     /// What each kind of path reads as: a regular file's bytes; for anything else an error that
     /// says what it is, each within a harness deadline (a FIFO must not block the open).
-    #[cfg(unix)]
     #[test]
     fn only_regular_files_are_read_and_at_most_the_bound() {
         let dir = tempfile::tempdir().unwrap();
