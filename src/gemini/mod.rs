@@ -338,10 +338,6 @@ impl Gemini {
         }
     }
 
-    /// One answer, with retries inside the backend and the fallbacks here: after capacity
-    /// errors the configured fallback model answers; after a 404 NOT_FOUND for a model with an
-    /// announced replacement, the replacement does (the API, not a date compiled into the
-    /// table, says a model is gone). `GEMINI_FALLBACK_MODEL=none` turns both off.
     /// Whether calls over the Interactions API are stored at Google, so a thread may continue
     /// its chain (`GEMINI_MCP_INTERACTIONS_STORE`).
     pub fn stores_interactions(&self) -> bool {
@@ -378,6 +374,10 @@ impl Gemini {
         }
     }
 
+    /// One answer, with retries inside the backend and the fallbacks here: after capacity
+    /// errors the configured fallback model answers; after a 404 NOT_FOUND for a model with an
+    /// announced replacement, the replacement does (the API, not a date compiled into the
+    /// table, says a model is gone). `GEMINI_FALLBACK_MODEL=none` turns both off.
     pub async fn generate(
         &self,
         req: GenerateRequest,

@@ -175,6 +175,25 @@ impl PriceList {
         let (p, _) = self.price(model)?;
         Some(storage_per_million_hour(p.input) * tokens as f64 / 1_000_000.0 * hours.max(0.0))
     }
+
+    /// What making an explicit cache of `tokens` for `ttl` costs in USD: its creation (the
+    /// tokens at the standard input price) and its storage for the whole TTL; `None` where no
+    /// price is known.
+    pub fn cache_cost(
+        &self,
+        model: &str,
+        tokens: u64,
+        ttl: std::time::Duration,
+    ) -> (Option<f64>, Option<f64>) {
+        let creation = Usage {
+            input: tokens,
+            ..Usage::default()
+        };
+        (
+            self.estimate(model, &creation, ServiceTier::Standard),
+            self.storage(model, tokens, ttl.as_secs_f64() / 3600.0),
+        )
+    }
 }
 
 /// Reads `GEMINI_MCP_PRICES`: `model=input/output` entries separated by commas, USD per million

@@ -202,12 +202,8 @@ impl Meter {
         };
         self.record(hold, &model.id, &usage, ServiceTier::Standard)
             .await;
-        let hours = ttl.as_secs_f64() / 3600.0;
-        let storage = self.prices.storage(&model.id, made.tokens, hours);
+        let (creation, storage) = self.prices.cache_cost(&model.id, made.tokens, ttl);
         self.record_usd(&model.id, storage).await;
-        let creation = self
-            .prices
-            .estimate(&model.id, &usage, ServiceTier::Standard);
         let spent = creation.unwrap_or(0.0) + storage.unwrap_or(0.0);
         self.cache_micro_usd.fetch_add(
             (spent * 1e6).round() as u64,

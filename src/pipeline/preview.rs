@@ -12,7 +12,7 @@ use super::services::Services;
 use super::gather::Material;
 use super::verify::Sent;
 use crate::collector::classify::{Class, classify};
-use crate::gemini::{GenerateRequest, ServiceTier, Usage};
+use crate::gemini::{GenerateRequest, Usage};
 use crate::reply::{LeftOut, Reply};
 use crate::caps::Estimate;
 use crate::tools::ToolError;
@@ -342,15 +342,7 @@ fn cache_effect(
 ) -> (u64, Option<f64>) {
     match cache.map(|d| (&d.action, &d.usable)) {
         Some((super::cache::Action::Make { tokens, ttl, .. }, _)) => {
-            let creation = prices.estimate(
-                model,
-                &Usage {
-                    input: *tokens,
-                    ..Usage::default()
-                },
-                ServiceTier::Standard,
-            );
-            let storage = prices.storage(model, *tokens, ttl.as_secs_f64() / 3600.0);
+            let (creation, storage) = prices.cache_cost(model, *tokens, *ttl);
             notes.push(format!(
                 "A context cache of the system instruction and earlier turns ({tokens} tokens) would be made for {} s and read at the cached price; its creation and storage{} are in the cost.",
                 ttl.as_secs(),

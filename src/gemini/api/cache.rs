@@ -49,11 +49,11 @@ impl ApiClient {
 
     /// Whether this backend can keep caches at all.
     pub fn keeps_caches(&self) -> bool {
-        self.surface != crate::gemini::settings::ApiSurface::Interactions
+        !self.on_interactions()
             && self
                 .vertex
-            .as_ref()
-            .is_none_or(|v| v.project.is_some() && v.api_key.is_none())
+                .as_ref()
+                .is_none_or(|v| v.project.is_some() && v.api_key.is_none())
     }
 
     /// Makes a cache of `req`'s system instruction and first `covers` messages, kept for

@@ -223,7 +223,6 @@ pub(super) struct Steps {
 
 #[derive(Debug)]
 enum OpenStep {
-    Thought,
     Output,
     Call {
         id: String,
@@ -247,7 +246,6 @@ impl Steps {
             "step.start" => {
                 let step = &event["step"];
                 let open = match step["type"].as_str().unwrap_or_default() {
-                    "thought" => OpenStep::Thought,
                     "model_output" => OpenStep::Output,
                     "function_call" => OpenStep::Call {
                         id: step["id"].as_str().unwrap_or_default().to_string(),
@@ -303,14 +301,13 @@ impl Steps {
                     return Ok(());
                 };
                 let (_, step) = self.open.remove(at);
-                match step {
-                    OpenStep::Call {
-                        id,
-                        name,
-                        arguments,
-                    } => self.call(answer, id, name, &arguments)?,
-                    OpenStep::Output => {}
-                    OpenStep::Thought | OpenStep::Other => {}
+                if let OpenStep::Call {
+                    id,
+                    name,
+                    arguments,
+                } = step
+                {
+                    self.call(answer, id, name, &arguments)?;
                 }
             }
             "interaction.completed" => {

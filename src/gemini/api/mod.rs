@@ -219,16 +219,22 @@ impl ApiClient {
         }
     }
 
-    /// Whether `req` goes to the Interactions API: when `GEMINI_API_SURFACE=interactions`, on the
-    /// Gemini API, and not naming a context cache (`generateContent`'s feature).
+    /// Whether this client speaks the Interactions API (`GEMINI_API_SURFACE=interactions`, on
+    /// the Gemini API: a Vertex AI client with it is refused when made).
+    fn on_interactions(&self) -> bool {
+        self.surface == ApiSurface::Interactions && self.vertex.is_none()
+    }
+
     /// Whether this client's calls over the Interactions API are stored at Google, so a thread
     /// may continue a stored interaction.
     pub fn stores_interactions(&self) -> bool {
-        self.surface == ApiSurface::Interactions && self.vertex.is_none() && self.store
+        self.on_interactions() && self.store
     }
 
+    /// Whether `req` goes to the Interactions API: on that interface, and not naming a context
+    /// cache (`generateContent`'s feature).
     pub fn uses_interactions(&self, req: &GenerateRequest) -> bool {
-        self.surface == ApiSurface::Interactions && self.vertex.is_none() && req.cache.is_none()
+        self.on_interactions() && req.cache.is_none()
     }
 
     /// The body of `req` exactly as [`ApiClient::generate`] sends it.
@@ -294,6 +300,7 @@ impl ApiClient {
         };
         let url = match dialect {
             Dialect::Interactions => {
+                // The model goes in the body; its id is checked as the URL path would be.
                 model_segment(&req.model.id)?;
                 self.interactions_url.clone()
             }
