@@ -48,6 +48,12 @@ pub async fn delete(app: &App, owner: &Owner, raw: &str) -> Result<ThreadId, Too
     {
         tracing::warn!("the thread's context cache could not be deleted (it expires by itself): {e}");
     }
+    // So do the interactions Google stored for its turns (GEMINI_MCP_INTERACTIONS_STORE).
+    for stored in thread.turns.iter().filter_map(|t| t.interaction.as_ref()) {
+        if let Err(e) = app.gemini().delete_interaction(&stored.id).await {
+            tracing::warn!("an interaction the thread stored at Google could not be deleted: {e}");
+        }
+    }
     Ok(thread.id)
 }
 

@@ -366,6 +366,14 @@ impl Gemini {
         }
     }
 
+    /// Deletes the stored interaction `id` (the Interactions API; one already gone is no error).
+    pub async fn delete_interaction(&self, id: &str) -> Result<(), GeminiError> {
+        match &self.backend {
+            Backend::Api(api) => api.delete_interaction(id).await,
+            _ => Ok(()),
+        }
+    }
+
     /// Deletes the cache `name` (one already gone is no error).
     pub async fn delete_cache(&self, name: &str) -> Result<(), GeminiError> {
         match &self.backend {

@@ -269,6 +269,37 @@ async fn a_stored_thread_sends_only_what_is_new_unless_its_chain_no_longer_holds
     );
     assert!(creates[5].body.get("previous_interaction_id").is_none());
     assert_eq!(step_types(&creates[5].body).len(), 9, "the whole history");
+
+    // Deleting the thread deletes what Google stored for its turns.
+    let url = env.fake.base_url();
+    let state_dir = state.path().display().to_string();
+    let out = crate::support::mcp::std_command(
+        env.dir.path(),
+        &[
+            ("GEMINI_API_KEY", KEY),
+            ("GEMINI_BASE_URL", url.as_str()),
+            ("GEMINI_API_SURFACE", "interactions"),
+            ("GEMINI_MCP_INTERACTIONS_STORE", "1"),
+            ("GEMINI_MCP_STORE", "embedded"),
+            ("GEMINI_MCP_STATE_DIR", state_dir.as_str()),
+        ],
+    )
+    .args(["threads", "delete", &thread])
+    .output()
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<String> = env
+        .fake
+        .interactions()
+        .iter()
+        .map(|h| h.id.clone())
+        .collect();
+    // The fourth was already gone at Google; the five turns' own interactions are deleted.
+    assert!(left.is_empty(), "left at Google: {left:?}");
 }
 
 #[tokio::test]

@@ -29,6 +29,7 @@ pub mod cache;
 pub mod interactions;
 mod retry;
 mod sse;
+mod stored;
 mod stream_answer;
 mod vertex;
 pub mod wire;

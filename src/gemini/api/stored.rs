@@ -1,0 +1,35 @@
+//! Interactions stored at Google (`GEMINI_MCP_INTERACTIONS_STORE=1`): deleted with their thread.
+
+use tokio::time::Instant;
+
+use super::ApiClient;
+use super::retry;
+use crate::gemini::vocabulary::{CallContext, GeminiError};
+
+impl ApiClient {
+    /// Deletes the stored interaction `id` at Google (one already gone is no error; an id that
+    /// is not one Google gives is refused unsent).
+    pub async fn delete_interaction(&self, id: &str) -> Result<(), GeminiError> {
+        let ok = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
+        if id.is_empty() || !id.chars().all(ok) {
+            return Err(GeminiError::Malformed {
+                message: "a stored interaction's id is not one Google gives".into(),
+            });
+        }
+        let url = format!("{}/{id}", self.interactions_url);
+        let ctx = CallContext::default();
+        let deadline = Instant::now() + self.call_timeout;
+        let http = self.http()?;
+        let work = retry::run(&self.policy, &ctx, deadline, |_| {
+            let request = http.delete(url.as_str());
+            async move {
+                match self.send(request, Some(self.idle_timeout)).await {
+                    Ok(_) => Ok(()),
+                    Err(f) if f.error.is_not_found() => Ok(()),
+                    Err(f) => Err(f),
+                }
+            }
+        });
+        self.bounded(&ctx, deadline, work).await
+    }
+}
