@@ -570,3 +570,75 @@ async fn every_interactions_body_we_send_is_one_google_genai_knows() {
     let (ok, report) = crate::wire_schema::validate(&python, &[wrong]);
     assert!(!ok, "{report}");
 }
+
+/// Over the Interactions API the call passes the same gates before anything is sent: a daily
+/// cap of one token refuses it, a secret file is refused by the sandbox and its value goes
+/// nowhere, and an answer with a terminal control reaches the reply as over generateContent.
+#[tokio::test]
+async fn the_interactions_path_keeps_the_caps_the_sandbox_and_reads_answers_as_generate_content_does()
+ {
+    let env = Env::new();
+    crate::support::project::write(
+        env.dir.path(),
+        ".env",
+        "API_TOKEN=interactions-secret-value-2718281828\n",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let capped = env
+        .server_with(
+            "interactions",
+            state.path(),
+            &[("GEMINI_MCP_DAILY_TOKENS", "1")],
+        )
+        .await;
+    let answer = Raw::new(&capped.url())
+        .call(1, "chat", json!({"prompt": "over the cap"}))
+        .await
+        .message;
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        answer.to_string().contains("GEMINI_MCP_DAILY_TOKENS"),
+        "{answer}"
+    );
+    assert!(env.creates().is_empty(), "Gemini was asked over the cap");
+
+    let state = tempfile::tempdir().unwrap();
+    let server = env.server("interactions", state.path()).await;
+    let raw = Raw::new(&server.url());
+    let refused = raw
+        .call(
+            2,
+            "codereview",
+            json!({"files": [".env"], "context": "check it"}),
+        )
+        .await
+        .message;
+    assert!(
+        !refused.to_string().contains("interactions-secret-value"),
+        "{refused}"
+    );
+    assert!(
+        env.creates()
+            .iter()
+            .all(|r| !r.raw_body.contains("interactions-secret-value")),
+        "the secret reached Gemini"
+    );
+
+    // Gemini's answer is read by the same code as over generateContent: a terminal control in
+    // it reaches the reply as it does there (escaped in JSON; neutralised where printed).
+    let osc52 = "copied \u{1b}]52;c;ZXZpbA==\u{7} to your clipboard";
+    env.fake.push(Script::text(osc52));
+    let over_interactions = call(&raw, 3, "chat", json!({"prompt": "hello"})).await;
+    let other = tempfile::tempdir().unwrap();
+    let plain = env.server("generate-content", other.path()).await;
+    env.fake.push(Script::text(osc52));
+    let over_generate = call(
+        &Raw::new(&plain.url()),
+        4,
+        "chat",
+        json!({"prompt": "hello"}),
+    )
+    .await;
+    let answer = |r: &Value| r["result"]["structuredContent"]["answer"].clone();
+    assert_eq!(answer(&over_interactions), answer(&over_generate));
+}
