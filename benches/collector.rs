@@ -80,6 +80,7 @@ fn bench(name: &str, root: &Path, budget: u64, threads: usize, runs: usize) -> R
         paths: vec![".".into()],
         budget,
         already_sent: Default::default(),
+        ignore: None,
     };
     // Cold: the first request to a freshly started collector (its workers warmed at start, as in
     // the server, but nothing of this corpus seen: the pieces' counts, shared by every thread,

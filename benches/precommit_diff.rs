@@ -117,6 +117,7 @@ fn main() {
             max_depth: 5,
             budget,
             index_file: None,
+            ignore: None,
         };
         // Warm-up: the tokenizer's tables, the page cache.
         let d = read_changes(&collector, &req).unwrap();

@@ -147,6 +147,7 @@ fn verify(budget: u64, dirs: &[String]) -> Result<(), Error> {
             paths: vec![".".into()],
             budget,
             already_sent: Default::default(),
+            ignore: None,
         })?;
         // As the prompt carries them: each block followed by a blank line.
         let prompt: String = c.files.iter().map(|f| format!("{}\n", f.text)).collect();

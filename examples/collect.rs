@@ -37,6 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         paths,
         budget,
         already_sent: Default::default(),
+        ignore: None,
     };
     // `COLLECT_REPEAT=n` collects n times (the first pays for loading the tokenizer).
     let repeat: usize = std::env::var("COLLECT_REPEAT")

@@ -32,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         paths: vec![".".into()],
         budget,
         already_sent: Default::default(),
+        ignore: None,
     };
     let t = Instant::now();
     let c = collector.collect(&req)?;

@@ -44,6 +44,7 @@ modules!(
     pipeline,
     redact,
     reply,
+    rules,
     schema,
     secret,
     server,

@@ -675,7 +675,7 @@ mod tests {
         assert!(matches!(
             plan.output,
             Output::Review {
-                min_severity: crate::reply::review::Severity::High,
+                min_severity: Some(crate::reply::review::Severity::High),
                 verdict: false
             }
         ));

@@ -29,6 +29,7 @@ pub mod o200k;
 pub mod pieces;
 mod read;
 pub mod render;
+pub mod rules_file;
 pub mod sandbox;
 pub mod secrets;
 mod skip;
@@ -60,6 +61,9 @@ pub struct CollectRequest {
     /// Files already sent in the thread: canonical path -> content hash. Unchanged ones are
     /// skipped with `AlreadySent`.
     pub already_sent: HashMap<PathBuf, String>,
+    /// A team's `ignore_patterns` (`crate::rules`): files they match are never read, and are
+    /// named among the skipped, whether walked or named.
+    pub ignore: Option<Arc<crate::rules::Ignore>>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -330,6 +334,9 @@ impl Collector {
                 });
             }
         }
+        if let Some(ignore) = &req.ignore {
+            leave_out_ignored(ignore, &mut candidates, &mut skipped);
+        }
         let walked_files = candidates.len();
 
         // Priority order, then the same file reached twice (two requests, or a symlink) is kept
@@ -492,6 +499,25 @@ impl Collector {
             None => Ok(()),
         }
     }
+}
+
+/// Leaves out the candidates a team's `ignore_patterns` match, walked or named, naming them
+/// among the skipped.
+fn leave_out_ignored(
+    ignore: &crate::rules::Ignore,
+    candidates: &mut Vec<walk::Candidate>,
+    skipped: &mut Vec<Skipped>,
+) {
+    candidates.retain(|c| {
+        let ignored = ignore.ignores(c.path.as_path());
+        if ignored {
+            skipped.push(Skipped {
+                path: c.display.clone(),
+                reason: SkipReason::Ignored,
+            });
+        }
+        !ignored
+    });
 }
 
 /// A file's text as [`Collector::read_text`] returns it: redacted.

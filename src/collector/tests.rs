@@ -62,6 +62,7 @@ fn request(paths: &[&str], budget: u64) -> CollectRequest {
         paths: paths.iter().map(|p| p.to_string()).collect(),
         budget,
         already_sent: HashMap::new(),
+        ignore: None,
     }
 }
 

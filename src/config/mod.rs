@@ -72,6 +72,10 @@ pub struct CallSettings {
     pub context_cache: bool,
     /// The longest a context cache is kept at Google (bounded by the thread's life).
     pub context_cache_ttl: std::time::Duration,
+    /// The operator's review rules (`GEMINI_MCP_REVIEW_RULES`), read at each review.
+    pub review_rules: Option<PathBuf>,
+    /// The user's review rules file, read at each review when it exists.
+    pub user_rules: Option<PathBuf>,
 }
 
 impl Default for CallSettings {
@@ -81,6 +85,8 @@ impl Default for CallSettings {
             share_threads_across_projects: false,
             context_cache: true,
             context_cache_ttl: std::time::Duration::from_secs(600),
+            review_rules: None,
+            user_rules: None,
         }
     }
 }

@@ -67,6 +67,8 @@ pub(super) enum Body {
     TooLarge { size: u64 },
     /// A secret by its name: never read.
     Secret { rule: String },
+    /// Matched by a team's `ignore_patterns`: never read.
+    Ignored,
     /// An unresolved merge conflict in the index.
     Conflicted,
     /// git could not read it.
@@ -161,6 +163,7 @@ pub(super) fn read<'r>(
         collector,
         found,
         prefix,
+        ignore: req.ignore.as_deref(),
     };
 
     let view = Compare {
@@ -312,6 +315,8 @@ struct Reader<'a> {
     collector: &'a Collector,
     found: &'a Found,
     prefix: &'a str,
+    /// A team's `ignore_patterns`: a change they match is named, never read.
+    ignore: Option<&'a crate::rules::Ignore>,
 }
 
 impl Reader<'_> {
@@ -408,6 +413,14 @@ impl Reader<'_> {
         if let Some(rule) = secret {
             // Never loaded: its content must not leave the machine.
             change.body = Body::Secret { rule };
+            return Some(change);
+        }
+        let ignored = |p: &str| {
+            self.ignore
+                .is_some_and(|i| i.ignores(&self.found.workdir.join(p)))
+        };
+        if ignored(&change.path) {
+            change.body = Body::Ignored;
             return Some(change);
         }
         match status {

@@ -238,6 +238,10 @@ fn body_note(f: &FileChange) -> (Option<String>, Option<SkipReason>) {
             )),
             Some(SkipReason::TooLarge),
         ),
+        Body::Ignored => (
+            Some("ignored by the repository's ignore_patterns; not sent".into()),
+            Some(SkipReason::Ignored),
+        ),
         Body::Conflicted => (Some("unresolved merge conflict".into()), None),
         Body::Unreadable => (
             Some("git could not read it".into()),

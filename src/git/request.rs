@@ -21,4 +21,6 @@ pub struct DiffRequest {
     /// it: a pre-commit hook passes `$GIT_INDEX_FILE`, which `git commit -a` and
     /// `git commit <paths>` point at a temporary index holding what is about to be committed.
     pub index_file: Option<PathBuf>,
+    /// A team's `ignore_patterns` (`crate::rules`): a change they match is listed, never read.
+    pub ignore: Option<std::sync::Arc<crate::rules::Ignore>>,
 }

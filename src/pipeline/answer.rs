@@ -16,6 +16,7 @@ use crate::gemini::GenerateResponse;
 use crate::git::DiffContext;
 use crate::reply::review;
 use crate::reply::{IncludedFile, Reply, ReviewBody};
+use crate::rules::Rules;
 use crate::tools::{Output, Plan, ToolError};
 
 /// The reply's body from Gemini's answer: the text, or a request for clarification, or (for
@@ -23,6 +24,7 @@ use crate::tools::{Output, Plan, ToolError};
 /// filter applied by us, the verdict kept where the tool gives one.
 pub(super) fn read_answer(
     plan: &Plan,
+    rules: &Rules,
     text: &str,
     diff: Option<&DiffContext>,
     sent: &Sent,
@@ -66,14 +68,27 @@ pub(super) fn read_answer(
         secret_findings(&mut parsed, &d.secret_files);
     }
     verify(&mut parsed.findings, sent);
+    // The call's own threshold, else the repository's (`code_review.comment_severity_threshold`).
+    let min_severity = min_severity
+        .or_else(|| rules.threshold().map(severity))
+        .unwrap_or(review::Severity::Low);
     let filtered = review::filter(&mut parsed, min_severity);
-    let reply = Reply::review(ReviewBody {
+    let capped = rules
+        .max_findings()
+        .map_or(0, |max| crate::rules::cap(&mut parsed.findings, max, |f| f.severity));
+    let mut reply = Reply::review(ReviewBody {
         summary: parsed.summary,
         findings: parsed.findings,
         verdict: parsed.verdict.filter(|_| verdict),
         filtered_out: filtered,
         min: min_severity,
     });
+    if capped > 0 {
+        reply.note(format!(
+            "{capped} less severe finding(s) left out: the repository caps a review at {} (code_review.max_review_comments).",
+            rules.max_findings().unwrap_or(0)
+        ));
+    }
     Ok(redacted_note(reply, redacted))
 }
 
@@ -221,6 +236,16 @@ fn clarification_text(c: &review::Clarification) -> String {
     s
 }
 
+/// A review's severity for the one a repository's configuration names.
+fn severity(s: crate::rules::Severity) -> review::Severity {
+    match s {
+        crate::rules::Severity::Low => review::Severity::Low,
+        crate::rules::Severity::Medium => review::Severity::Medium,
+        crate::rules::Severity::High => review::Severity::High,
+        crate::rules::Severity::Critical => review::Severity::Critical,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,3 +276,4 @@ mod tests {
         assert!(clean.findings.is_empty());
     }
 }
+

@@ -84,6 +84,7 @@ pub fn read_current(thread: &Thread, collector: &Collector) -> HashMap<PathBuf, 
         paths,
         budget: u64::MAX / 4,
         already_sent: HashMap::new(),
+        ignore: None,
     };
     match collector.collect_counted(&request(paths.clone()), &known) {
         Ok(c) => c.files.into_iter().map(|f| (f.path.clone(), f)).collect(),

@@ -24,6 +24,7 @@ mod chain;
 pub mod preview;
 pub mod prompt;
 mod record;
+mod review_rules;
 mod save;
 mod services;
 mod verify;
@@ -70,6 +71,8 @@ struct Prepared {
     kept_interaction: Option<crate::store::StoredInteraction>,
     /// Whether the thread's last turn was a call of the same tool (`cache`).
     same_tool: bool,
+    /// The rules a review follows (none for other tools).
+    rules: crate::rules::Rules,
 }
 
 /// What preparing a call comes to.
@@ -97,6 +100,7 @@ async fn prepare(
     // The tokenizer loads on the first call, beside the work (an idle server stays small).
     services.collector.warm_up();
     let model = model_for(services, &plan)?;
+    let rules = review_rules::gather(services, &plan).await?;
     let (id, thread) = load_thread(services, plan.continuation, &plan.owner).await?;
     if let Some(t) = &thread
         && t.turns.len() as u32 >= services.config.threads.max_turns
@@ -107,7 +111,11 @@ async fn prepare(
         }
         .into());
     }
-    let system = prompt::system_instruction(&tool_prompt(&plan), plan.system_extra.as_deref());
+    let system = prompt::system_instruction(
+        &tool_prompt(&plan),
+        rules.prompt().as_deref(),
+        plan.system_extra.as_deref(),
+    );
     ctx.report("reading files");
     let earlier_cost = thread_cost(services.gemini.catalogue().prices(), thread.as_ref());
     let last_turn = thread.as_ref().and_then(|t| t.turns.last());
@@ -120,6 +128,7 @@ async fn prepare(
         &plan,
         total.saturating_sub(history.tokens),
         &history,
+        rules.ignore.clone(),
     )
     .await?
     {
@@ -170,6 +179,7 @@ async fn prepare(
         kept_cache,
         kept_interaction,
         same_tool,
+        rules,
     }))
 }
 
@@ -254,6 +264,7 @@ async fn steps(
         kept_cache,
         kept_interaction,
         same_tool,
+        rules,
     } = match prepare(services, plan, ctx, false).await? {
         Prepare::Ready(p) => p,
         Prepare::Answered(reply) => return Ok(reply),
@@ -300,7 +311,7 @@ async fn steps(
         sent.add_all(&inv.read);
         trail.read(&inv.files_read);
     }
-    let mut reply = read_answer(&plan, &answer.text, material.diff.as_ref(), &sent)?;
+    let mut reply = read_answer(&plan, &rules, &answer.text, material.diff.as_ref(), &sent)?;
     check_edits(services, &mut reply).await?;
     let tail = match &explored {
         Some(Explored::Investigation(inv)) => {
@@ -331,6 +342,9 @@ async fn steps(
     if let Some(notice) = schedule.filter(|_| answer.fallback.is_none()) {
         reply.note(notice);
     }
+    if let Some(note) = rules.note() {
+        reply.note(note);
+    }
     if let Some(usage) = reply.meta.usage.as_mut() {
         usage.cost_usd = cost;
         usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
@@ -342,7 +356,7 @@ async fn steps(
         Some(Explored::Agent(run, mode)) => reply.set_agent(&run, mode),
         None => {}
     }
-    reply.meta.redactions += text_redactions.total();
+    reply.meta.redactions += text_redactions.total() + rules.redactions;
     // Not rendered here: the edge finishes it, whole (the command line) or fitted to the
     // client's cap (MCP).
     Ok(reply)

@@ -13,13 +13,19 @@ const SHARED: &str = include_str!("../../prompts/shared.md");
 /// Added to a tool's system prompt when the call may explore the project (`explore: true`).
 pub const EXPLORE: &str = include_str!("../../prompts/explore.md");
 
-/// The system instruction: the tool's prompt, the shared rules, and the caller's extra
-/// instructions (chat's `system_prompt`) last.
-pub fn system_instruction(tool_prompt: &str, extra: Option<&str>) -> String {
-    let mut s = String::with_capacity(tool_prompt.len() + SHARED.len() + 256);
+/// The system instruction: the tool's prompt, the shared rules, a review's rules (the
+/// operator's, the repository's, the user's: `crate::rules::Rules::prompt`), and the caller's
+/// extra instructions (chat's `system_prompt`) last.
+pub fn system_instruction(tool_prompt: &str, rules: Option<&str>, extra: Option<&str>) -> String {
+    let rules = rules.unwrap_or("");
+    let mut s = String::with_capacity(tool_prompt.len() + SHARED.len() + rules.len() + 256);
     s.push_str(tool_prompt.trim_end());
     s.push_str("\n\n");
     s.push_str(SHARED.trim_end());
+    if !rules.trim().is_empty() {
+        s.push_str("\n\n");
+        s.push_str(rules.trim_end());
+    }
     if let Some(extra) = extra.map(str::trim).filter(|e| !e.is_empty()) {
         s.push_str("\n\n# Additional instructions from the caller\n");
         s.push_str(extra);

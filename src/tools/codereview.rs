@@ -112,7 +112,7 @@ pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {
         optional_text("standards", p.standards)?.as_deref(),
     );
     plan.output = Output::Review {
-        min_severity: p.severity_filter.unwrap_or(SeverityFilter::All).min(),
+        min_severity: p.severity_filter.map(SeverityFilter::min),
         verdict: false,
     };
     super::investigate::explore_flag(&mut plan, p.explore)?;

@@ -89,9 +89,10 @@ pub struct Common {
 pub enum Output {
     /// Free Markdown.
     Text,
-    /// JSON mode against the review schema; findings filtered at `min_severity` and above.
+    /// JSON mode against the review schema; findings filtered at `min_severity` and above
+    /// (`None`: not given, so the repository's threshold, else every severity).
     Review {
-        min_severity: review::Severity,
+        min_severity: Option<review::Severity>,
         verdict: bool,
     },
 }
@@ -235,6 +236,9 @@ pub enum ToolError {
     /// terminal user is asked instead).
     #[error("{message}")]
     OverCallCeiling { message: String, estimate_usd: f64 },
+    /// The repository's review configuration (`.gemini/config.yaml`) cannot be applied.
+    #[error("{0}")]
+    Rules(#[from] crate::rules::ConfigError),
 }
 
 impl ToolError {
@@ -261,6 +265,7 @@ impl ToolError {
             ToolError::Internal(_) => "internal",
             ToolError::SpendingCap(_) => "spending_cap",
             ToolError::OverCallCeiling { .. } => "over_call_ceiling",
+            ToolError::Rules(_) => "rules",
             ToolError::Gemini(g) => g.kind(),
         }
     }

@@ -122,6 +122,7 @@ pub fn plan(p: PrecommitParams) -> Result<Plan, ToolError> {
         max_depth: p.max_depth.unwrap_or(DEFAULT_DEPTH).min(64) as usize,
         budget: 0,
         index_file: p.index_file,
+        ignore: None,
     };
     if git.compare_to.is_none()
         && !(git.include_staged || git.include_unstaged || git.include_untracked)
@@ -145,7 +146,7 @@ pub fn plan(p: PrecommitParams) -> Result<Plan, ToolError> {
     plan.files = paths("files", p.files)?;
     plan.git = Some(git);
     plan.output = Output::Review {
-        min_severity: p.severity_filter.unwrap_or(SeverityFilter::All).min(),
+        min_severity: p.severity_filter.map(SeverityFilter::min),
         verdict: true,
     };
     Ok(plan)

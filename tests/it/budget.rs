@@ -74,6 +74,7 @@ fn collector_budget_holds_under_gemini_tokenizer() {
                     .to_vec(),
                 budget,
                 already_sent: HashMap::new(),
+                ignore: None,
             })
             .unwrap();
         // What the prompt carries: the blocks, each followed by a blank line.

@@ -110,5 +110,59 @@ pub(super) const GROUP: Group = Group {
             }),
             ..ROW
         },
+        Setting {
+            name: "GEMINI_MCP_REVIEW_RULES",
+            default: "—",
+            doc: "A Markdown file of review rules the operator adds to every review (`codereview`, `precommit`, `analyze`, and so the hook and the Action): first in precedence, before the repository's `.gemini/styleguide.md` and the user's own rules (docs/rules.md). Read at each review.",
+            read: Calls(|var, c| {
+                c.review_rules = match var.get().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()) {
+                    None => None,
+                    Some(p) => {
+                        let path = var.cwd().join(p);
+                        if !path.is_file() {
+                            return Err(var.invalid(format!(
+                                "{} is not a file; name a Markdown file of rules, or unset it",
+                                path.display()
+                            )));
+                        }
+                        Some(path)
+                    }
+                };
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_USER_REVIEW_RULES",
+            default: "$XDG_CONFIG_HOME/gemini-mcp/review-rules.md",
+            derived: true,
+            doc: "The user's own review rules, a Markdown file applied after the repository's when it exists (on Windows `%APPDATA%\\gemini-mcp\\review-rules.md`); `none` reads none.",
+            also_reads: &["XDG_CONFIG_HOME", "HOME", "APPDATA"],
+            read: Calls(|var, c| {
+                c.user_rules = match var.get().map(|v| v.trim().to_string()) {
+                    Some(v) if v == "none" || v.is_empty() => None,
+                    Some(v) => Some(var.cwd().join(v)),
+                    None => user_rules_of(cfg!(windows), &|name| var.os(name)),
+                };
+                Ok(())
+            }),
+        },
     ],
 };
+
+/// The user's rules file the environment names: on Windows under `%APPDATA%`, elsewhere under the
+/// XDG configuration home.
+fn user_rules_of(
+    windows: bool,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<std::path::PathBuf> {
+    let dir = if windows {
+        env("APPDATA").map(std::path::PathBuf::from)
+    } else {
+        env("XDG_CONFIG_HOME")
+            .filter(|v| v.starts_with('/'))
+            .map(std::path::PathBuf::from)
+            .or_else(|| env("HOME").map(|h| std::path::Path::new(&h).join(".config")))
+    };
+    dir.map(|d| d.join("gemini-mcp").join("review-rules.md"))
+}

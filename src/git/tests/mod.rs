@@ -89,6 +89,7 @@ fn request(path: &str) -> DiffRequest {
         max_depth: 5,
         budget: 200_000,
         index_file: None,
+        ignore: None,
     }
 }
 

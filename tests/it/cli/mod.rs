@@ -23,6 +23,7 @@ mod formats;
 mod hook;
 mod outputs;
 mod precommit;
+mod rules;
 // The signals are sent as Unix sends them (`kill`, nix).
 #[cfg(unix)]
 mod signals;

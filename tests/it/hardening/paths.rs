@@ -263,6 +263,7 @@ fn hardening_paths_corpus_through_the_collector_reads_nothing_outside() {
                 paths: vec![raw],
                 budget: 200_000,
                 already_sent: Default::default(),
+                ignore: None,
             })
         });
         match outcome {

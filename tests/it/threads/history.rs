@@ -20,6 +20,7 @@ fn sent_turn(
             paths: paths.iter().map(|p| p.to_string()).collect(),
             budget: 1_000_000,
             already_sent: already.clone(),
+            ignore: None,
         })
         .unwrap();
     let tail = prompt::turn_tail(None, &c.skipped, request);
@@ -112,6 +113,7 @@ fn thread_history_reuses_stored_token_counts_for_unchanged_files() {
         paths: vec!["a.rs".into()],
         budget: 100_000,
         already_sent: Default::default(),
+        ignore: None,
     };
     let counted = collector.collect(&req).unwrap().files.remove(0);
     assert!(counted.tokens > 7);
