@@ -282,6 +282,12 @@ impl Ignore {
         })
     }
 
+    /// Whether the file shown as `shown` (relative to the project root, as the collector shows
+    /// it) is ignored.
+    pub fn ignores_shown(&self, shown: &str) -> bool {
+        self.ignores(&self.root.join(shown))
+    }
+
     /// Whether the file at `path` (absolute) is ignored; a path outside the root never is.
     pub fn ignores(&self, path: &Path) -> bool {
         let Ok(rel) = path.strip_prefix(&self.root) else {

@@ -101,6 +101,9 @@ pub struct Explorer {
     collector: Arc<Collector>,
     /// Longest result text, in characters.
     result_chars: usize,
+    /// A review's repository rules' `ignore_patterns`: what they match is never listed, read,
+    /// searched, blamed or diffed.
+    ignore: Option<Arc<crate::rules::Ignore>>,
 }
 
 /// The functions Gemini may call, each with its arguments: the one place a function is named.
@@ -291,7 +294,38 @@ impl Explorer {
         Explorer {
             collector,
             result_chars: RESULT_CHARS,
+            ignore: None,
         }
+    }
+
+    /// The same tools keeping out what a team's `ignore_patterns` match.
+    pub fn with_ignore(mut self, ignore: Option<Arc<crate::rules::Ignore>>) -> Explorer {
+        self.ignore = ignore;
+        self
+    }
+
+    /// Whether the file shown as `shown` is one the repository's rules keep out.
+    fn ignored(&self, shown: &str) -> bool {
+        self.ignore.as_ref().is_some_and(|i| i.ignores_shown(shown))
+    }
+
+    /// The file `raw` names as shown, when the repository's rules keep it out (checked before
+    /// it is read).
+    fn ignored_path(&self, raw: &str) -> Option<String> {
+        let ignore = self.ignore.as_ref()?;
+        let sandbox = self.collector.sandbox();
+        let p = sandbox.resolve(raw).ok()?;
+        ignore.ignores(p.as_path()).then(|| sandbox.display(&p))
+    }
+
+    /// The refusal of a file the repository's rules keep out.
+    fn ignored_refusal(verb: &str, shown: &str) -> Outcome {
+        Outcome::refused(
+            format!("{verb} {shown} — ignored"),
+            format!(
+                "`{shown}` is ignored by the repository's ignore_patterns (.gemini/config.yaml): it is never read or sent."
+            ),
+        )
     }
 
     /// The same tools with results cut at `chars` characters (a read stops at the last whole line
@@ -350,9 +384,11 @@ impl Explorer {
             Ok(l) => l,
             Err(e) => return refusal("list", &path, &e),
         };
+        let ignored = listing.files.iter().filter(|f| self.ignored(f)).count();
         let files: Vec<&String> = listing
             .files
             .iter()
+            .filter(|f| !self.ignored(f))
             .filter(|f| glob.as_ref().is_none_or(|g| g.is_match(f.as_str())))
             .collect();
         let mut text = String::new();
@@ -366,7 +402,7 @@ impl Explorer {
                 files.len() - LIST_CAP
             ));
         }
-        let left_out = listing.skipped.len();
+        let left_out = listing.skipped.len() + ignored;
         if left_out > 0 {
             text.push_str(&format!(
                 "({left_out} left out: secret, binary, ignored or outside the project)\n"
@@ -379,6 +415,9 @@ impl Explorer {
     }
 
     fn read(&self, a: ReadArgs, cap: usize) -> Outcome {
+        if let Some(shown) = self.ignored_path(&a.path) {
+            return Self::ignored_refusal("read", &shown);
+        }
         let file = match self.collector.read_text(&a.path) {
             Ok(f) => f,
             Err(e) => return refusal("read", &a.path, &e),
@@ -495,7 +534,8 @@ impl Explorer {
                 );
             }
         };
-        match crate::git::diff(&self.collector, &path, from.as_deref(), to.as_deref()) {
+        let ignore = self.ignore.as_deref();
+        match crate::git::diff(&self.collector, &path, from.as_deref(), to.as_deref(), ignore) {
             Ok(text) => Outcome::done(
                 format!("git diff {what} in {path}"),
                 format!("{UNTRUSTED}\n{text}"),
@@ -508,6 +548,9 @@ impl Explorer {
     }
 
     fn blame(&self, a: BlameArgs) -> Outcome {
+        if let Some(shown) = self.ignored_path(&a.path) {
+            return Self::ignored_refusal("blame", &shown);
+        }
         let file = match self.collector.read_text(&a.path) {
             Ok(f) => f,
             Err(e) => return refusal("blame", &a.path, &e),
@@ -560,7 +603,9 @@ impl Explorer {
             Err(o) => return o,
         };
         let path = a.path.unwrap_or_else(|| ".".into());
-        let keep = |display: &str| glob.as_ref().is_none_or(|g| g.is_match(display));
+        let keep = |display: &str| {
+            !self.ignored(display) && glob.as_ref().is_none_or(|g| g.is_match(display))
+        };
         // Verified hits so far, over every file: past COUNT_CAP no more files are searched.
         let verified = AtomicUsize::new(0);
         let found = self.collector.scan(&path, keep, |display, bytes| {

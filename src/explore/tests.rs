@@ -605,3 +605,48 @@ fn the_declarations_sent_to_gemini() {
     let sent = serde_json::to_string_pretty(&Explorer::declarations()).unwrap();
     insta::assert_snapshot!("declarations", sent);
 }
+
+#[test]
+fn a_reviews_ignore_patterns_keep_files_out_of_every_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    let repo = git2::Repository::init(&root).unwrap();
+    commit(
+        &repo,
+        &root,
+        &[
+            ("src/lib.rs", "fn admit() {}\n"),
+            ("generated/api.rs", "fn admit() {} // GENERATED-ONE\n"),
+        ],
+        "First",
+    );
+    commit(
+        &repo,
+        &root,
+        &[("generated/api.rs", "fn admit() {} // GENERATED-TWO\n")],
+        "Second",
+    );
+    let collector = Collector::new(&Config::for_tests(&root).collector()).unwrap();
+    let ignore = crate::rules::Ignore::new(&root, &["generated/".to_string()]).unwrap();
+    let explorer = Explorer::new(Arc::new(collector)).with_ignore(Some(Arc::new(ignore)));
+
+    let o = explorer.execute("list_files", &json!({}));
+    assert!(o.text.contains("src/lib.rs"), "{}", o.text);
+    assert!(!o.text.contains("generated/"), "{}", o.text);
+    assert!(o.text.contains("1 left out"), "{}", o.text);
+    for (f, args) in [
+        ("read_file", json!({"path": "generated/api.rs"})),
+        ("git_blame", json!({"path": "generated/api.rs"})),
+    ] {
+        let o = explorer.execute(f, &args);
+        assert!(!o.ok, "{f}: {}", o.text);
+        assert!(o.text.contains("ignore_patterns"), "{f}: {}", o.text);
+        assert!(!o.text.contains("GENERATED"), "{f}: {}", o.text);
+    }
+    let o = explorer.execute("search_text", &json!({"pattern": "admit"}));
+    assert!(o.text.contains("src/lib.rs:1"), "{}", o.text);
+    assert!(!o.text.contains("generated/"), "{}", o.text);
+    let o = explorer.execute("git_diff", &json!({"commit": "HEAD"}));
+    assert!(o.text.contains("generated/api.rs: ignored"), "{}", o.text);
+    assert!(!o.text.contains("GENERATED"), "{}", o.text);
+}

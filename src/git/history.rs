@@ -66,7 +66,7 @@ const FILE_PATCH_CHARS: usize = 20_000;
 /// `path` relative to its work tree (the scope every answer here — log, diff, blame — is limited
 /// to: a repository whose work tree reaches above the roots shows nothing outside them), and
 /// `path` as shown.
-fn open_scoped(
+pub(super) fn open_scoped(
     collector: &Collector,
     path: &str,
 ) -> Result<(discover::Found, std::path::PathBuf, String), GitError> {
@@ -98,12 +98,14 @@ fn open_scoped(
 /// The changes under `path` between two revisions (`from` → `to`; `to` absent: the work tree),
 /// or those one commit made (`from` absent: `to` against its first parent, with the commit's
 /// header): a unified patch, redacted; secret files by name and binary files listed without
-/// their content; each file's patch capped.
+/// their content, and so are the files a team's `ignore_patterns` match; each file's patch
+/// capped.
 pub fn diff(
     collector: &Collector,
     path: &str,
     from: Option<&str>,
     to: Option<&str>,
+    ignore: Option<&crate::rules::Ignore>,
 ) -> Result<String, GitError> {
     let (found, scope, shown) = open_scoped(collector, path)?;
     let repo = &found.repo;
@@ -163,7 +165,7 @@ pub fn diff(
     let mut files = 0usize;
     for i in 0..diff.deltas().len() {
         files += 1;
-        text.push_str(&file_patch(collector, &found, &diff, i));
+        text.push_str(&file_patch(collector, &found, &diff, i, ignore));
     }
     if files == 0 {
         text.push_str(&format!("No changes under `{shown}`.\n"));
@@ -177,6 +179,7 @@ fn file_patch(
     found: &discover::Found,
     diff: &git2::Diff<'_>,
     index: usize,
+    ignore: Option<&crate::rules::Ignore>,
 ) -> String {
     let Some(delta) = diff.get_delta(index) else {
         return String::new();
@@ -193,6 +196,15 @@ fn file_patch(
         .find_map(|p| collector.secret_name_rule(&found.workdir.join(p)));
     if let Some(rule) = secret {
         return format!("--- {name}: looks like a secret ({rule}); content not shown\n");
+    }
+    let ignored = [delta.old_file().path(), delta.new_file().path()]
+        .into_iter()
+        .flatten()
+        .any(|p| ignore.is_some_and(|i| i.ignores(&found.workdir.join(p))));
+    if ignored {
+        return format!(
+            "--- {name}: ignored by the repository's ignore_patterns; content not shown\n"
+        );
     }
     if delta.flags().is_binary() {
         return format!("--- {name}: binary; content not shown\n");

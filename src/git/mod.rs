@@ -19,6 +19,7 @@
 //! content does not leave the machine, and they are named in [`DiffContext::secret_files`] and in
 //! the text, since committing one is a finding in itself.
 
+mod at_ref;
 mod changes;
 mod context;
 mod diff_text;
@@ -28,6 +29,7 @@ mod guard;
 mod history;
 mod request;
 
+pub use at_ref::rules_file_at;
 pub use context::{ChangedFile, DiffContext, SentBlock};
 pub use error::GitError;
 pub use history::{blame, date, diff, log};

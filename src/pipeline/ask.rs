@@ -104,7 +104,8 @@ pub(super) async fn ask(
     };
     let explorer = Arc::new(
         crate::explore::Explorer::new(services.collector.clone())
-            .with_result_chars(settings.result_chars),
+            .with_result_chars(settings.result_chars)
+            .with_ignore(plan.ignore.clone()),
     );
     let (mut answer, inv) =
         investigation::run(&services.gemini, meter, explorer, request, limits, ctx).await?;

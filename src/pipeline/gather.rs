@@ -2,8 +2,6 @@
 //! precommit), the files asked for and the thread's files that changed, the images — or, when
 //! precommit finds nothing pending, the reply without asking Gemini.
 
-use std::sync::Arc;
-
 use tracing::Instrument;
 
 use super::blocking::blocking;
@@ -12,7 +10,6 @@ use super::services::Services;
 use crate::collector::{CollectRequest, Collected, ImageEntry, Skipped};
 use crate::git::{DiffContext, DiffRequest};
 use crate::reply::Reply;
-use crate::rules::Ignore;
 use crate::tools::{Plan, ToolError};
 
 /// What a call sends besides its text.
@@ -47,10 +44,9 @@ pub(super) async fn gather(
     plan: &Plan,
     budget: u64,
     history: &earlier_turns::History,
-    ignore: Option<Arc<Ignore>>,
 ) -> Result<Gathered, ToolError> {
     let span = crate::traces::collect();
-    let gathered = gather_in(services, plan, budget, history, ignore)
+    let gathered = gather_in(services, plan, budget, history)
         .instrument(span.clone())
         .await;
     match &gathered {
@@ -78,13 +74,12 @@ async fn gather_in(
     plan: &Plan,
     mut budget: u64,
     history: &earlier_turns::History,
-    ignore: Option<Arc<Ignore>>,
 ) -> Result<Gathered, ToolError> {
     let mut diff: Option<DiffContext> = None;
     if let Some(g) = &plan.git {
         let req = DiffRequest {
             budget,
-            ignore: ignore.clone(),
+            ignore: plan.ignore.clone(),
             ..g.clone()
         };
         let collector = services.collector.clone();
@@ -108,7 +103,7 @@ async fn gather_in(
             paths,
             budget,
             already_sent: history.sent.clone(),
-            ignore,
+            ignore: plan.ignore.clone(),
         };
         let collector = services.collector.clone();
         blocking(move || collector.collect(&req)).await??

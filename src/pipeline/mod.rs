@@ -101,6 +101,7 @@ async fn prepare(
     services.collector.warm_up();
     let model = model_for(services, &plan)?;
     let rules = review_rules::gather(services, &plan).await?;
+    plan.ignore = rules.ignore.clone();
     let (id, thread) = load_thread(services, plan.continuation, &plan.owner).await?;
     if let Some(t) = &thread
         && t.turns.len() as u32 >= services.config.threads.max_turns
@@ -128,7 +129,6 @@ async fn prepare(
         &plan,
         total.saturating_sub(history.tokens),
         &history,
-        rules.ignore.clone(),
     )
     .await?
     {

@@ -2,7 +2,9 @@
 //! rules it follows are gathered in their order of precedence — the operator's file
 //! (`GEMINI_MCP_REVIEW_RULES`), the repository's `.gemini/styleguide.md` and `.gemini/config.yaml`
 //! (read by the collector, as the project files they are), the user's own file — and handed to
-//! the prompt in one place (`crate::rules::Rules::prompt`). Other tools follow none.
+//! the prompt in one place (`crate::rules::Rules::prompt`). A review against a base
+//! (`compare_to`, the Action's pull requests) reads the repository's files as the base commit
+//! holds them. Other tools follow none.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,21 +25,40 @@ pub(super) async fn gather(services: &Services, plan: &Plan) -> Result<Rules, To
         return Ok(Rules::default());
     }
     let collector = services.collector.clone();
-    let operator = services.config.calls.review_rules.clone();
-    let user = services.config.calls.user_rules.clone();
-    Ok(blocking(move || read_all(&collector, operator, user)).await??)
+    let own = Own {
+        operator: services.config.calls.review_rules.clone(),
+        user: services.config.calls.user_rules.clone(),
+    };
+    // A review against a base follows the base's rules: the change under review cannot loosen
+    // its own review.
+    let base = plan.git.as_ref().and_then(|g| g.compare_to.clone());
+    Ok(blocking(move || read_all(&collector, own, base.as_deref())).await??)
 }
 
-fn read_all(
-    collector: &Collector,
+/// The rules files outside the project: the operator's and the user's.
+struct Own {
     operator: Option<PathBuf>,
     user: Option<PathBuf>,
-) -> Result<Rules, ConfigError> {
+}
+
+/// A repository rules file: as the base commit holds it when the review has one (and it names a
+/// commit here), else as the work tree does.
+fn repository_file(collector: &Collector, base: Option<&str>, rel: &str) -> RulesFile {
+    base.and_then(|b| {
+        crate::git::rules_file_at(collector, b, rel, MAX_RULES_BYTES)
+            .ok()
+            .flatten()
+    })
+    .unwrap_or_else(|| collector.rules_file(rel, MAX_RULES_BYTES))
+}
+
+fn read_all(collector: &Collector, own: Own, base: Option<&str>) -> Result<Rules, ConfigError> {
+    let Own { operator, user } = own;
     let mut rules = Rules::default();
     if let Some(path) = operator {
         own_file(&mut rules, Origin::Operator, &path, true);
     }
-    match collector.rules_file(STYLEGUIDE, MAX_RULES_BYTES) {
+    match repository_file(collector, base, STYLEGUIDE) {
         RulesFile::Absent => {}
         RulesFile::Read {
             shown,
@@ -55,7 +76,7 @@ fn read_all(
         }
         RulesFile::NotApplied { shown, why } => rules.not_applied.push(NotApplied { shown, why }),
     }
-    match collector.rules_file(CONFIG, MAX_RULES_BYTES) {
+    match repository_file(collector, base, CONFIG) {
         RulesFile::Absent => {}
         RulesFile::Read { shown, text, .. } => {
             let config = RepoConfig::parse(&shown, &text)?;

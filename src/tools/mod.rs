@@ -160,6 +160,10 @@ pub struct Plan {
     pub over_ceiling_ok: bool,
     /// The caller's trace this call continues (a W3C `traceparent` the MCP edge found), if any.
     pub trace_parent: Option<crate::traces::Parent>,
+    /// The files a review's repository rules keep out (`ignore_patterns`): set by the pipeline
+    /// once it has read them; no file they match is read or sent, by the collector, the diff or
+    /// an investigation's tools.
+    pub ignore: Option<std::sync::Arc<crate::rules::Ignore>>,
 }
 
 impl Plan {
@@ -199,6 +203,7 @@ impl Plan {
             owner: Owner::local(),
             over_ceiling_ok: false,
             trace_parent: None,
+            ignore: None,
         })
     }
 }

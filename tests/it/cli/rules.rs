@@ -1,7 +1,8 @@
 //! A team's review rules (`.gemini/styleguide.md`, `.gemini/config.yaml`), the operator's
 //! (`GEMINI_MCP_REVIEW_RULES`) and the user's own file, through every review path that runs the
 //! binary: `precommit`, `codereview` and `analyze` from the terminal, the pre-commit hook under a
-//! real `git commit`, and `codereview` over MCP. What Gemini receives is read off the stand-in:
+//! real `git commit`, Claude Code's `PreToolUse` hook, and `codereview` over MCP (the GitHub
+//! Action's run is in `action.rs`). What Gemini receives is read off the stand-in:
 //! the rule in the system instruction, an ignored file's content nowhere, findings under the
 //! threshold or past the cap not reported; hostile rules files (a link out of the project, 10 MB,
 //! one holding a token, a configuration with a bad value) are treated as such files are.
@@ -177,7 +178,7 @@ fn codereview_and_analyze_keep_ignored_files_out_and_cap_the_findings() {
 }
 
 #[tokio::test]
-async fn the_hook_and_mcp_reviews_follow_the_rules_too() {
+async fn the_git_hook_claude_codes_hook_and_mcp_follow_the_rules_too() {
     if crate::support::git_missing() {
         return;
     }
@@ -198,6 +199,52 @@ async fn the_hook_and_mcp_reviews_follow_the_rules_too() {
     let sent = fake.generate_requests();
     assert_eq!(sent.len(), 1);
     assert!(sent[0].system_text().contains(RULE));
+    assert!(!everything(&fake).contains(IGNORED));
+
+    // Claude Code's PreToolUse hook before the agent commits: the same rules; a high finding
+    // (at the team's threshold) stops the command.
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n// again\n",
+    );
+    fake.push(review(
+        &[
+            ("medium", "src/lib.rs", Some(2)),
+            ("high", "src/lib.rs", Some(2)),
+        ],
+        "do_not_commit",
+    ));
+    let event = json!({
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git commit -am again"},
+        "cwd": p.root,
+    });
+    let mut child = gemini_mcp(&p.root, &env)
+        .args(["hook", "claude-code", "--fail-on", "high"])
+        .env("CLAUDE_PROJECT_DIR", &p.root)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "blocked: {said}");
+    assert!(
+        said.contains("[HIGH]") && !said.contains("[MEDIUM]"),
+        "{said}"
+    );
+    let sent = fake.generate_requests();
+    assert_eq!(sent.len(), 2);
+    assert!(sent[1].system_text().contains(RULE));
     assert!(!everything(&fake).contains(IGNORED));
 
     // Over MCP (stdio, the real binary): codereview with the same rules.
@@ -224,7 +271,7 @@ async fn the_hook_and_mcp_reviews_follow_the_rules_too() {
     let notices = result["structuredContent"]["notices"].to_string();
     assert!(notices.contains("Review rules applied"), "{notices}");
     let sent = fake.generate_requests();
-    assert!(sent[1].system_text().contains(RULE));
+    assert!(sent[2].system_text().contains(RULE));
     assert!(!everything(&fake).contains(IGNORED));
 
     // The call's own threshold wins over the repository's.
