@@ -70,6 +70,8 @@ pub struct Run<P> {
     pub params: P,
     pub printed: Printed,
     pub flags: CliFlags,
+    /// `--github-review`: the review is posted on the run's pull request too.
+    pub github_review: bool,
 }
 
 /// Whether the tool's reply is a review, printed with `--format`'s review formats and gated by
@@ -107,8 +109,10 @@ impl<P: Params> FromArgMatches for Run<P> {
 
     fn from_arg_matches_mut(matches: &mut ArgMatches) -> Result<Self, clap::Error> {
         let params = P::from_arg_matches_mut(matches)?;
+        let mut github_review = false;
         let printed = if reviews(P::TOOL.spec().reply) {
             let r = ReviewFlags::from_arg_matches_mut(matches)?;
+            github_review = r.github_review;
             Printed::Review {
                 format: r.format,
                 gate: Gate::new(r.fail_on, r.fail_on_unverified),
@@ -123,6 +127,7 @@ impl<P: Params> FromArgMatches for Run<P> {
             params,
             printed,
             flags,
+            github_review,
         })
     }
 

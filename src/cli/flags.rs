@@ -35,6 +35,10 @@ pub struct ReviewFlags {
     /// Count unverified findings (location not found in what was sent) toward --fail-on.
     #[arg(long)]
     pub fail_on_unverified: bool,
+    /// Also post the review on the pull request of this GitHub Actions run (GITHUB_TOKEN with
+    /// pull-requests: write; a fork's read-only token writes the job summary instead).
+    #[arg(long)]
+    pub github_review: bool,
 }
 
 /// How an answer is printed.

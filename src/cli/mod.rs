@@ -16,6 +16,7 @@ mod codequality;
 mod commands;
 mod doctor;
 mod flags;
+mod github_review;
 pub mod hook;
 mod locations;
 mod output;
@@ -225,6 +226,7 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
     let name = P::TOOL.name();
     let printed = args.printed;
     let (dry_run, show_request) = (args.flags.dry_run, args.flags.show_request);
+    let github_review = args.github_review;
     let stdin = match args.text() {
         Some(text) => match dash_stdin(text).await {
             Ok(s) => s,
@@ -237,6 +239,18 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
         Err(e) => return fail(name, e),
     };
     let base = sarif_base(config, &plan);
+    // Where the review is posted, checked before anything is sent: a run that cannot post says
+    // so at once.
+    let github = match github_review.then(|| {
+        github_review::Target::from_env(&|name| std::env::var(name).ok())
+    }) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            say!("gemini-mcp {name}: {e}");
+            return output::COULD_NOT_RUN;
+        }
+    };
     let app = match App::start(config.clone()).await {
         Ok(app) => app,
         Err(e) => {
@@ -311,12 +325,18 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
             // Whole: the command line prints it all.
             let mut reply = reply.finish(None);
             locations::check(&mut reply, &base, app.collector().sandbox());
-            let edits = if printed.wants_edits() {
+            let edits = if printed.wants_edits() || github.is_some() {
                 placed_edits::gather(reply.findings(), app.collector())
             } else {
                 placed_edits::Edits::default()
             };
-            print(&reply, printed, name, &base, &edits)
+            let code = print(&reply, printed, name, &base, &edits);
+            // The run's exit code stays the review's: a review that could not be posted is
+            // said in the log.
+            if let Some(target) = &github {
+                github_review::report(&github_review::post(target, &reply, &edits).await);
+            }
+            code
         }
         Err(e) => fail(name, e),
     }

@@ -91,6 +91,11 @@ impl Finished {
         self.reply.body.review_mut().map(|r| &mut r.findings)
     }
 
+    /// The review's summary; none for an answer.
+    pub fn summary(&self) -> Option<&str> {
+        self.reply.body.review().map(|r| r.summary.as_str())
+    }
+
     /// The review's verdict (precommit).
     pub fn verdict(&self) -> Option<Verdict> {
         self.reply.body.review().and_then(|r| r.verdict)

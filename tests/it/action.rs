@@ -756,4 +756,94 @@ exit "$STAND_IN_EXIT"
         assert!(!body.contains("VENDORED-"), "{body}");
         assert!(body.contains("a - b"), "src/ is reviewed: {body}");
     }
+
+    /// A pull request's run posts the review on the pull request, through GitHub's REST API
+    /// (the stand-in validates as GitHub does): the verified finding inline, with the action's
+    /// own token; the job's exit code stays the review's.
+    #[test]
+    fn a_pull_requests_run_posts_the_review_on_it() {
+        if crate::support::git_missing() {
+            return;
+        }
+        let fake = FakeGemini::start();
+        fake.require_key("test-key");
+        fake.push(Script::json(json!({
+            "summary": "The change subtracts.",
+            "verdict": "needs_changes",
+            "findings": [{"severity": "high", "file": "src/lib.rs", "line": 2,
+                "title": "Subtracts", "detail": "add subtracts.", "evidence": "a - b"}]
+        })));
+        let mut m = Machine::new("real");
+        let ws = m.runner.workspace.clone();
+        let origin = m.root.join("origin.git");
+        std::fs::create_dir_all(&origin).unwrap();
+        m.git(&origin, &["init", "-q", "--bare", "-b", "main"]);
+        m.git(&ws, &["init", "-q", "-b", "main"]);
+        std::fs::create_dir_all(ws.join("src")).unwrap();
+        std::fs::write(
+            ws.join("src/lib.rs"),
+            "pub fn add(a: u32, b: u32) -> u32 {\n    a + b\n}\n",
+        )
+        .unwrap();
+        m.git(&ws, &["add", "src/lib.rs"]);
+        m.git(&ws, &["commit", "-q", "-m", "first"]);
+        m.git(&ws, &["remote", "add", "origin", origin.to_str().unwrap()]);
+        m.git(&ws, &["push", "-q", "origin", "main"]);
+        m.git(&ws, &["checkout", "-q", "-b", "pr"]);
+        std::fs::write(
+            ws.join("src/lib.rs"),
+            "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n",
+        )
+        .unwrap();
+        m.git(&ws, &["commit", "-q", "-am", "subtract"]);
+        let patch =
+            "@@ -1,3 +1,3 @@\n pub fn add(a: u32, b: u32) -> u32 {\n-    a + b\n+    a - b\n }";
+        let github = crate::support::github_api::GitHubApi::start(
+            "octo/widgets",
+            3,
+            "ghs_stand_in",
+            vec![crate::support::github_api::GitHubApi::file(
+                "src/lib.rs",
+                "modified",
+                patch,
+            )],
+        );
+        let event = m.root.join("event.json");
+        std::fs::write(
+            &event,
+            r#"{"number": 3, "pull_request": {"number": 3, "head": {"sha": "abc"}}}"#,
+        )
+        .unwrap();
+        let state = m.root.join("state").display().to_string();
+        let summary = m.root.join("summary.md").display().to_string();
+        m.set("GEMINI_BASE_URL", &fake.base_url())
+            .set("GEMINI_MCP_LOG", "warn")
+            .set("GEMINI_MCP_STATE_DIR", &state)
+            .set("GITHUB_API_URL", &github.base_url())
+            .set("GITHUB_REPOSITORY", "octo/widgets")
+            .set("GITHUB_EVENT_NAME", "pull_request")
+            .set("GITHUB_EVENT_PATH", event.to_str().unwrap())
+            .set("GITHUB_STEP_SUMMARY", &summary);
+        m.runner.github.insert("base_ref".into(), json!("main"));
+        let job = m.run(&[("gemini-api-key", "test-key")]);
+        let log = job.log();
+        assert_eq!(job.outputs["exit-code"], "1", "{log}");
+        assert!(m.calls().contains("--github-review"), "{}", m.calls());
+        let comments = github.comments();
+        assert_eq!(comments.len(), 1, "{log}");
+        assert_eq!(comments[0]["line"], 2);
+        assert_eq!(github.reviews().len(), 1);
+        assert!(!log.contains("ghs_stand_in"), "{log}");
+
+        // Turned off: no review, the rest as before.
+        fake.push(Script::json(
+            json!({"summary": "Again.", "verdict": "ready", "findings": []}),
+        ));
+        let job = m.run(&[
+            ("gemini-api-key", "test-key"),
+            ("pull-request-review", "false"),
+        ]);
+        assert_eq!(job.outputs["exit-code"], "0", "{}", job.log());
+        assert_eq!(github.reviews().len(), 1);
+    }
 }

@@ -20,6 +20,7 @@ use crate::support::fake_gemini::{FakeGemini, Script};
 mod confinement;
 mod doctor;
 mod formats;
+mod github_review;
 mod hook;
 mod outputs;
 mod precommit;

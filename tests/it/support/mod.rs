@@ -3,6 +3,7 @@
 pub mod anthropic_api;
 pub mod fake_gemini;
 pub mod gemma_ref;
+pub mod github_api;
 pub mod http;
 pub mod mcp;
 pub mod otlp;
@@ -178,5 +179,66 @@ pub fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
             out.push(p);
         }
     }
+    out
+}
+
+/// GitHub's OpenAPI description of its REST API (`@octokit/openapi`'s dereferenced
+/// `api.github.com.deref.json`, which `.ci/run` installs into `target/github-openapi`; another
+/// copy with `GEMINI_MCP_GITHUB_OPENAPI`), read once; `None` (said) when it is not installed here
+/// and not required (`GEMINI_MCP_REQUIRE_GITHUB_OPENAPI=1` or `CI=true`).
+pub fn github_openapi() -> Option<&'static serde_json::Value> {
+    static DOC: std::sync::OnceLock<Result<serde_json::Value, String>> = std::sync::OnceLock::new();
+    let doc = DOC.get_or_init(|| {
+        let path = std::env::var_os("GEMINI_MCP_GITHUB_OPENAPI").map_or_else(
+            || {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("target/github-openapi/package/generated/api.github.com.deref.json")
+            },
+            std::path::PathBuf::from,
+        );
+        let bytes = std::fs::read(&path).map_err(|e| {
+            format!(
+                "GitHub's OpenAPI description is not at {} ({e}; .ci/run installs it with npm pack @octokit/openapi)",
+                path.display()
+            )
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+    });
+    match doc {
+        Ok(d) => Some(d),
+        Err(why) => {
+            skip_when(Some(why.clone()), "GEMINI_MCP_REQUIRE_GITHUB_OPENAPI");
+            None
+        }
+    }
+}
+
+/// The fields of `value` that `schema` (a JSON Schema of objects with `properties`, arrays with
+/// `items`) does not name, as paths: a check that what we send has no field the publisher's
+/// description lacks, which schemas without `additionalProperties: false` do not make.
+pub fn fields_not_in_schema(value: &serde_json::Value, schema: &serde_json::Value) -> Vec<String> {
+    fn walk(v: &serde_json::Value, s: &serde_json::Value, at: &str, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                let Some(props) = s["properties"].as_object() else {
+                    return;
+                };
+                for (k, child) in m {
+                    match props.get(k) {
+                        Some(cs) => walk(child, cs, &format!("{at}.{k}"), out),
+                        None => out.push(format!("{at}.{k}")),
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &s["items"], &format!("{at}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(value, schema, "$", &mut out);
     out
 }
