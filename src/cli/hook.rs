@@ -42,6 +42,11 @@ pub enum HookCommand {
         #[arg(long, value_enum, value_name = "SEVERITY", default_value_t = FailOn::High)]
         fail_on: FailOn,
     },
+    /// Claude Code's PostToolUse hook on Edit, MultiEdit and Write (the plugin's review while
+    /// editing): Gemini reviews the lines just changed, on the flex tier, at most once a window
+    /// per file, under a ceiling; its findings reach Claude as additional context. Never blocks
+    /// (always exit 0).
+    ClaudeCodeEdit(super::edit_hook::EditReview),
     /// Remove the pre-commit hook, if it is ours.
     Uninstall {
         /// The repository (or a directory in it).
@@ -218,6 +223,7 @@ pub fn uninstall(path: &Path) -> Result<Option<PathBuf>, HookError> {
 pub fn run(cmd: HookCommand) -> u8 {
     let outcome = match cmd {
         HookCommand::ClaudeCode { fail_on } => return super::agent_hook::run(fail_on),
+        HookCommand::ClaudeCodeEdit(opts) => return super::edit_hook::run(&opts),
         HookCommand::Install {
             fail_on,
             force,

@@ -15,6 +15,7 @@ mod audit;
 mod codequality;
 mod commands;
 mod doctor;
+mod edit_hook;
 mod flags;
 mod github_review;
 pub mod hook;

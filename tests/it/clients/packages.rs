@@ -377,6 +377,115 @@ fn the_claude_code_plugin_reviews_a_commit_before_it_lands() {
     }
 }
 
+/// The plugin's optional review while editing, with the real Claude Code: its model writes a
+/// file with the Write tool. With the plugin option `edit_review` on, the PostToolUse hook has
+/// Gemini review the lines just written (the flash model, the flex tier) and Claude Code hands
+/// the finding to its model as additional context; the write is never blocked. Off, nothing is
+/// asked of Gemini.
+#[test]
+fn the_claude_code_plugin_reviews_an_edit_and_tells_claude() {
+    let Some((bin, path)) = locate(Client::ClaudeCode) else {
+        return;
+    };
+    const PLUGIN_KEY: &str = "plugin-key-for-the-edit-review";
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let work = std::fs::canonicalize(work.path()).unwrap();
+    let gemini = FakeGemini::start();
+    gemini.require_key(PLUGIN_KEY);
+    gemini.push(Script::json(json!({
+        "summary": "add subtracts.",
+        "findings": [{"severity": "high", "file": "calc.rs", "line": 2,
+                      "title": "EDIT-REVIEW-SUBTRACTS", "detail": "add returns a - b.",
+                      "fix": "a + b", "evidence": "a - b"}]
+    })));
+    let path = path_with_our_binary(&path);
+    let claude_env = |cmd: &mut std::process::Command| {
+        cmd.env("PATH", &path)
+            .envs(private_home(home.path()))
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_ERROR_REPORTING", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("GEMINI_BASE_URL", gemini.base_url())
+            .env("GEMINI_MCP_STORE", "memory")
+            .env("GEMINI_MCP_STATE_DIR", home.path().join("state"))
+            .env("GEMINI_CLI_PATH", home.path().join("no-gemini-cli"))
+            .current_dir(&work);
+    };
+    let claude = |args: &[&str], stdin: &str| {
+        let mut cmd = client_command(&bin);
+        cmd.args(args);
+        claude_env(&mut cmd);
+        run_with_stdin(cmd, stdin)
+    };
+    let write = |name: &str| {
+        ToolCall::new(
+            "Write",
+            json!({"file_path": work.join(name).to_str().unwrap(),
+                   "content": "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n"}),
+        )
+    };
+    let ask = |call: ToolCall| {
+        let api = AnthropicApi::start(calls_in_order(vec![call]));
+        let mut cmd = client_command(&bin);
+        cmd.args(["-p", "Write the file.", "--allowedTools", "Write"])
+            .env("ANTHROPIC_BASE_URL", api.base_url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-stand-in");
+        claude_env(&mut cmd);
+        let (ok, said) = run_with_stdin(cmd, "");
+        assert!(ok, "{said}");
+        (api, said)
+    };
+
+    // Off (the default): the write goes through and Gemini is not asked.
+    install_plugin(&claude, &json!({"gemini_api_key": PLUGIN_KEY}).to_string());
+    let (api, said) = ask(write("off.rs"));
+    assert_eq!(
+        api.received().len(),
+        1,
+        "the model got the Write result: {said}"
+    );
+    assert!(work.join("off.rs").exists(), "{said}");
+    assert!(gemini.generate_requests().is_empty(), "asked while off");
+
+    // On: reviewed, and the finding reaches Claude's model beside the tool's result.
+    install_plugin(
+        &claude,
+        &json!({"gemini_api_key": PLUGIN_KEY, "edit_review": "true"}).to_string(),
+    );
+    let (api, said) = ask(write("calc.rs"));
+    assert!(
+        work.join("calc.rs").exists(),
+        "the write was blocked: {said}"
+    );
+    let got = api.received();
+    assert_eq!(got.len(), 1, "{said}");
+    assert!(!got[0].is_error, "{:?}", got[0]);
+    let after: String = api
+        .requests()
+        .iter()
+        .map(|(_, body)| body.to_string())
+        .filter(|b| b.contains("tool_result"))
+        .collect();
+    assert!(
+        after.contains("EDIT-REVIEW-SUBTRACTS") && after.contains("calc.rs:2"),
+        "the finding did not reach the model: {after}"
+    );
+    let reviews = gemini.generate_requests();
+    assert_eq!(reviews.len(), 1);
+    assert!(
+        reviews[0].raw_body.contains("a - b"),
+        "the edit was not sent"
+    );
+    assert_eq!(reviews[0].body["serviceTier"], "flex");
+    assert!(
+        reviews[0].path.contains("flash"),
+        "the flash model reviews: {}",
+        reviews[0].path
+    );
+}
+
 /// The npm package: the host platform's package (made by `npm/platform/make-package.sh` from the
 /// built binary) and the main package, packed and installed from the tarballs into a clean prefix
 /// with `--offline`; then the real Claude Code and Gemini CLI start the server with `npx` and
