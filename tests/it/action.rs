@@ -815,15 +815,13 @@ exit "$STAND_IN_EXIT"
         )
         .unwrap();
         let state = m.root.join("state").display().to_string();
-        let summary = m.root.join("summary.md").display().to_string();
         m.set("GEMINI_BASE_URL", &fake.base_url())
             .set("GEMINI_MCP_LOG", "warn")
             .set("GEMINI_MCP_STATE_DIR", &state)
             .set("GITHUB_API_URL", &github.base_url())
             .set("GITHUB_REPOSITORY", "octo/widgets")
             .set("GITHUB_EVENT_NAME", "pull_request")
-            .set("GITHUB_EVENT_PATH", event.to_str().unwrap())
-            .set("GITHUB_STEP_SUMMARY", &summary);
+            .set("GITHUB_EVENT_PATH", event.to_str().unwrap());
         m.runner.github.insert("base_ref".into(), json!("main"));
         let job = m.run(&[("gemini-api-key", "test-key")]);
         let log = job.log();
@@ -834,6 +832,45 @@ exit "$STAND_IN_EXIT"
         assert_eq!(comments[0]["line"], 2);
         assert_eq!(github.reviews().len(), 1);
         assert!(!log.contains("ghs_stand_in"), "{log}");
+
+        // A re-run after a push with the same finding: nothing is repeated.
+        fake.push(Script::json(json!({
+            "summary": "The change subtracts.",
+            "verdict": "needs_changes",
+            "findings": [{"severity": "high", "file": "src/lib.rs", "line": 2,
+                "title": "Subtracts", "detail": "add subtracts.", "evidence": "a - b"}]
+        })));
+        let job = m.run(&[("gemini-api-key", "test-key")]);
+        assert_eq!(job.outputs["exit-code"], "1", "{}", job.log());
+        assert_eq!(github.reviews().len(), 1, "{}", job.log());
+        assert_eq!(github.comments().len(), 1);
+
+        // A fork's read-only token: the review in the job summary, the gate as before.
+        github.read_only();
+        fake.push(Script::json(json!({
+            "summary": "FORK-SUMMARY",
+            "verdict": "needs_changes",
+            "findings": [{"severity": "high", "file": "src/lib.rs", "line": 2,
+                "title": "Still subtracts", "detail": "add subtracts.", "evidence": "a - b"}]
+        })));
+        let job = m.run(&[("gemini-api-key", "test-key")]);
+        assert_eq!(job.outputs["exit-code"], "1", "{}", job.log());
+        assert_eq!(github.reviews().len(), 1);
+        // The runner gives each step its own summary file.
+        let written: String = std::fs::read_dir(&m.runner.temp)
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("GITHUB_STEP_SUMMARY-")
+            })
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect();
+        assert!(
+            written.contains("FORK-SUMMARY") && written.contains("Still subtracts"),
+            "{written}"
+        );
 
         // Turned off: no review, the rest as before.
         fake.push(Script::json(

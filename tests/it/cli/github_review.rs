@@ -296,6 +296,42 @@ fn a_run_that_cannot_post_says_so_before_anything_is_sent() {
     assert!(!r.stderr.contains("ghs_wrong"));
 }
 
+#[test]
+fn a_comment_github_will_not_place_moves_into_the_body() {
+    let env = Env::new();
+    env.github.place_none();
+    env.fake.push(answer(&[]));
+    let r = env.review(&[]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("posted the review on the pull request (0 inline comment(s))"),
+        "{}",
+        r.stderr
+    );
+    let posts: Vec<_> = env
+        .github
+        .received()
+        .into_iter()
+        .filter(|q| q.method == "POST")
+        .collect();
+    assert_eq!(
+        posts.len(),
+        2,
+        "one refused with its comments, one accepted without"
+    );
+    assert_eq!(posts[0].body["comments"].as_array().map(Vec::len), Some(1));
+    assert_eq!(posts[1].body["comments"].as_array().map(Vec::len), Some(0));
+    let reviews = env.github.reviews();
+    assert_eq!(reviews.len(), 1);
+    let body = reviews[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains("Subtracts instead of adding") && body.contains("f30 is unused"),
+        "{body}"
+    );
+    assert!(env.github.comments().is_empty());
+}
+
 /// What we sent, held to GitHub's OpenAPI description of the endpoints (`@octokit/openapi`'s
 /// dereferenced `api.github.com` document, which `.ci/run` installs): the review's body against
 /// the request schema of `pulls/create-review`, with no field it does not name; the lists'

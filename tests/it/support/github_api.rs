@@ -42,6 +42,8 @@ pub struct Received {
 struct PullState {
     token: String,
     read_only: bool,
+    /// Place no comment (every line refused, as when GitHub's diff moved under the review).
+    place_none: bool,
     files: Vec<Value>,
     comments: Vec<Value>,
     reviews: Vec<Value>,
@@ -63,6 +65,7 @@ impl GitHubApi {
         let state = Arc::new(Mutex::new(PullState {
             token: token.to_string(),
             read_only: false,
+            place_none: false,
             files,
             comments: Vec::new(),
             reviews: Vec::new(),
@@ -90,6 +93,11 @@ impl GitHubApi {
     /// The token may read, not write (a pull request from a fork).
     pub fn read_only(&self) {
         self.state.lock().unwrap().read_only = true;
+    }
+
+    /// Refuse every comment's line with GitHub's 422 (its diff changed since it was listed).
+    pub fn place_none(&self) {
+        self.state.lock().unwrap().place_none = true;
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -348,7 +356,15 @@ async fn create(
         Ok(v) => v,
         Err(_) => return error(StatusCode::BAD_REQUEST, "Problems parsing JSON", None),
     };
-    if let Some((status, message, errors)) = refusal(&body, &s.files) {
+    let files = if s.place_none {
+        s.files
+            .iter()
+            .map(|f| json!({"filename": f["filename"], "patch": ""}))
+            .collect()
+    } else {
+        s.files.clone()
+    };
+    if let Some((status, message, errors)) = refusal(&body, &files) {
         return error(status, &message, Some(errors));
     }
     s.next_id += 1;
