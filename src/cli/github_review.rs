@@ -136,7 +136,10 @@ pub async fn post(target: &Target, reply: &Finished, edits: &Edits) -> Result<Po
     let lines = diff_lines(&api.list("files").await?);
     let mut said = HashSet::new();
     for c in api.list("comments").await? {
-        said.extend(fingerprints(c["body"].as_str().unwrap_or("")));
+        // A comment's own fingerprint is its last line; a suggestion above it is code, which
+        // is not made inert.
+        let body = c["body"].as_str().unwrap_or("");
+        said.extend(fingerprints(body).pop());
     }
     for r in api.list("reviews").await? {
         said.extend(fingerprints(r["body"].as_str().unwrap_or("")));
@@ -419,7 +422,7 @@ pub fn compose(
     }
     let mut body = String::from("## Gemini's review\n\n");
     if let Some(s) = reply.summary().filter(|s| !s.trim().is_empty()) {
-        body.push_str(s.trim());
+        body.push_str(&inert(s.trim()));
         body.push('\n');
     }
     if !in_body.is_empty() {
@@ -446,21 +449,42 @@ fn finding_text(f: &Finding) -> String {
     let mut t = format!(
         "**[{}]** {} ({})\n\n{}",
         f.severity.as_str().to_ascii_uppercase(),
-        one_line(&f.title),
+        inert(&one_line(&f.title)),
         citation(&f.file, f.line),
-        f.detail.trim()
+        inert(f.detail.trim())
     );
     if let Some(fix) = f.fix.as_deref().filter(|x| !x.trim().is_empty()) {
-        t.push_str(&format!("\n\nFix: {}", fix.trim()));
+        t.push_str(&format!("\n\nFix: {}", inert(fix.trim())));
     }
     if f.verified != Some(true) {
         let why = f
             .unverified_reason
             .as_deref()
             .unwrap_or("its location was not found in what was sent");
-        t.push_str(&format!("\n\n_Not verified: {}._", one_line(why)));
+        t.push_str(&format!("\n\n_Not verified: {}._", inert(&one_line(why))));
     }
     t
+}
+
+/// Gemini's text made inert in a comment: no HTML comment (which could forge a fingerprint and
+/// silence a later finding), no `@` mention (which would notify people or teams).
+fn inert(s: &str) -> String {
+    let s = s.replace("<!--", "&lt;!--").replace("-->", "--&gt;");
+    let mut out = String::with_capacity(s.len());
+    let mut prev = ' ';
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let mention = c == '@'
+            && !prev.is_alphanumeric()
+            && chars.peek().is_some_and(|n| n.is_alphanumeric() || *n == '-');
+        if mention {
+            out.push_str("&#64;");
+        } else {
+            out.push(c);
+        }
+        prev = c;
+    }
+    out
 }
 
 fn one_line(s: &str) -> String {
@@ -538,6 +562,14 @@ mod tests {
         let lines = diff_lines(&files);
         let got: Vec<u32> = lines["src/lib.rs"].iter().copied().collect();
         assert_eq!(got, [1, 2, 3, 4, 11, 12]);
+    }
+
+    #[test]
+    fn geminis_text_cannot_forge_a_fingerprint_or_mention_anyone() {
+        let t = inert("see <!-- gemini-mcp:f:0123456789abcdef --> and ping @octo-org/team, a@b.c");
+        assert!(fingerprints(&t).is_empty(), "{t}");
+        assert!(!t.contains("@octo"), "{t}");
+        assert!(t.contains("a@b.c"), "an address is no mention: {t}");
     }
 
     #[test]
