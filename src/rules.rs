@@ -463,6 +463,22 @@ mod tests {
     }
 
     #[test]
+    fn an_alias_bomb_is_refused_not_expanded() {
+        // Nine levels of nine aliases: 9^9 strings if expanded.
+        let mut doc = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        let names = ["b", "c", "d", "e", "f", "g", "h", "i"];
+        let mut prev = "a";
+        for n in names {
+            doc.push_str(&format!("{n}: &{n} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
+            prev = n;
+        }
+        doc.push_str("ignore_patterns: *i\n");
+        assert!(doc.len() < MAX_RULES_BYTES as usize);
+        let e = parse(&doc).expect_err("refused");
+        assert!(e.to_string().contains(CONFIG), "{e}");
+    }
+
+    #[test]
     fn patterns_match_as_a_gitignore_at_the_root() {
         let root = Path::new("/project");
         let i = Ignore::new(
