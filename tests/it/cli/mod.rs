@@ -19,6 +19,7 @@ use crate::support::fake_gemini::{FakeGemini, Script};
 
 mod confinement;
 mod doctor;
+mod edit_hook;
 mod formats;
 mod github_review;
 mod hook;
