@@ -92,6 +92,7 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
     };
 
     check_roots(&mut r, &config);
+    check_rules(&mut r, &config);
     let gemini = match Gemini::from_config(&config.gemini()) {
         Ok(g) => g,
         Err(e) => {
@@ -104,6 +105,41 @@ async fn check(config: Result<Config, ConfigError>, offline: bool) -> Report {
     check_store(&mut r, &config).await;
     check_live(&mut r, &gemini, offline, backend_ok && model_ok).await;
     r
+}
+
+/// The review rules a review here would follow (docs/rules.md): a configuration a review would
+/// refuse fails here, naming the field.
+fn check_rules(r: &mut Report, config: &Config) {
+    let collector = match crate::collector::Collector::new(&config.collector) {
+        Ok(c) => c,
+        Err(e) => {
+            r.add(Outcome::Fail, "review rules", e.to_string());
+            return;
+        }
+    };
+    match crate::pipeline::review_rules::read(&collector, &config.calls, None) {
+        Ok(rules) => match rules.note() {
+            Some(note) => r.add(
+                if rules.not_applied.is_empty() {
+                    Outcome::Ok
+                } else {
+                    Outcome::Warn
+                },
+                "review rules",
+                note,
+            ),
+            None => r.add(
+                Outcome::Ok,
+                "review rules",
+                "none (.gemini/styleguide.md, .gemini/config.yaml, GEMINI_MCP_REVIEW_RULES, the user's file)",
+            ),
+        },
+        Err(e) => r.add(
+            Outcome::Fail,
+            "review rules",
+            format!("{e} (every review here is refused until it is fixed)"),
+        ),
+    }
 }
 
 /// Each PROJECT_ROOT is readable, and whether it lies in a git repository.

@@ -24,7 +24,7 @@ mod chain;
 pub mod preview;
 pub mod prompt;
 mod record;
-mod review_rules;
+pub mod review_rules;
 mod save;
 mod services;
 mod verify;

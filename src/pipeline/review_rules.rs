@@ -25,14 +25,25 @@ pub(super) async fn gather(services: &Services, plan: &Plan) -> Result<Rules, To
         return Ok(Rules::default());
     }
     let collector = services.collector.clone();
-    let own = Own {
-        operator: services.config.calls.review_rules.clone(),
-        user: services.config.calls.user_rules.clone(),
-    };
+    let calls = services.config.calls.clone();
     // A review against a base follows the base's rules: the change under review cannot loosen
     // its own review.
     let base = plan.git.as_ref().and_then(|g| g.compare_to.clone());
-    Ok(blocking(move || read_all(&collector, own, base.as_deref())).await??)
+    Ok(blocking(move || read(&collector, &calls, base.as_deref())).await??)
+}
+
+/// The rules a review of the project would follow (blocking: it reads files), as [`gather`]
+/// reads them; for `gemini-mcp doctor` too.
+pub fn read(
+    collector: &Collector,
+    calls: &crate::config::CallSettings,
+    base: Option<&str>,
+) -> Result<Rules, ConfigError> {
+    let own = Own {
+        operator: calls.review_rules.clone(),
+        user: calls.user_rules.clone(),
+    };
+    read_all(collector, own, base)
 }
 
 /// The rules files outside the project: the operator's and the user's.

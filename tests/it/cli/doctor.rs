@@ -91,3 +91,39 @@ fn doctor_proves_the_key_and_the_model_with_one_call() {
         r.stdout
     );
 }
+
+#[test]
+fn doctor_shows_the_review_rules_and_fails_on_a_configuration_a_review_would_refuse() {
+    let p = project();
+    let key = [("GEMINI_API_KEY", "k")];
+    let r = run(gemini_mcp(&p.root, &key).args(["doctor", "--offline"]));
+    assert!(r.stdout.contains("ok   review rules: none"), "{}", r.stdout);
+
+    p.write(".gemini/styleguide.md", "- name the unit\n");
+    p.write(
+        ".gemini/config.yaml",
+        "code_review:\n  comment_severity_threshold: HIGH\n",
+    );
+    let r = run(gemini_mcp(&p.root, &key).args(["doctor", "--offline"]));
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stdout.contains(
+            "ok   review rules: Review rules applied: .gemini/styleguide.md, .gemini/config.yaml (threshold high)"
+        ),
+        "{}",
+        r.stdout
+    );
+
+    p.write(
+        ".gemini/config.yaml",
+        "code_review:\n  max_review_comments: lots\n",
+    );
+    let r = run(gemini_mcp(&p.root, &key).args(["doctor", "--offline"]));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("FAIL review rules: .gemini/config.yaml: code_review.max_review_comments"),
+        "{}",
+        r.stdout
+    );
+}
