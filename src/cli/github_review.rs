@@ -157,7 +157,6 @@ pub async fn post(target: &Target, reply: &Finished, edits: &Edits) -> Result<Po
         }),
         Created::Outside => {
             // GitHub would not place a comment: all of them go in the body, once.
-            let review = review.all_in_body();
             match api.create(&review, false).await? {
                 Created::Done => Ok(Posted::Review {
                     inline: 0,
@@ -181,7 +180,7 @@ fn summary(target: &Target, review: &Review) -> Result<Posted, String> {
         .create(true)
         .open(path)
         .map_err(|e| format!("cannot write the job summary: {e}"))?;
-    writeln!(f, "{}", review.all_in_body().body)
+    writeln!(f, "{}", review.body(true))
         .map_err(|e| format!("cannot write the job summary: {e}"))?;
     Ok(Posted::Summary)
 }
@@ -242,7 +241,7 @@ impl Api<'_> {
     async fn create(&self, review: &Review, inline: bool) -> Result<Created, String> {
         let mut body = json!({
             "event": "COMMENT",
-            "body": review.body,
+            "body": review.body(!inline),
             "comments": if inline { review.comments.clone() } else { Vec::new() },
         });
         if let Some(head) = &self.target.head {
@@ -338,38 +337,73 @@ fn fingerprint(f: &Finding) -> String {
 /// The review to post.
 #[derive(Debug, Default)]
 pub struct Review {
-    pub body: String,
     pub comments: Vec<Value>,
     /// Findings left out because an earlier review of ours said them.
     pub skipped: usize,
     /// Whether any finding is new.
     new: bool,
+    /// The heading and the summary.
+    head: String,
+    /// The findings the body lists (not placed inline).
+    in_body: Vec<String>,
     /// The inline comments' texts, for the body when GitHub will not place them.
     inline_texts: Vec<String>,
 }
+
+/// The longest body GitHub takes is 65,536 characters: ours stay under this.
+const MAX_BODY: usize = 60_000;
+/// The longest text of one finding (its detail cut past it).
+const MAX_FINDING: usize = 8_000;
 
 impl Review {
     fn is_empty(&self) -> bool {
         !self.new
     }
 
-    fn all_in_body(&self) -> Review {
-        let mut body = self.body.clone();
-        if !self.inline_texts.is_empty() {
-            body.push_str("\n\n### On the changed lines\n");
-            for t in &self.inline_texts {
+    /// The review's body; with `all`, the inline comments' findings too (GitHub would not place
+    /// them, or the token cannot write). Findings that would pass GitHub's limit are counted,
+    /// not shown (and so not marked as said: a later run posts them).
+    pub fn body(&self, all: bool) -> String {
+        let mut body = self.head.clone();
+        let mut sections: Vec<(&str, &[String])> =
+            vec![("Not on the changed lines, or not verified", &self.in_body)];
+        if all {
+            sections.push(("On the changed lines", &self.inline_texts));
+        }
+        let tail = format!(
+            "{}\n{MARK}:review -->\n",
+            if self.skipped > 0 {
+                format!(
+                    "\n{} finding(s) from an earlier review of this pull request are not repeated.\n",
+                    self.skipped
+                )
+            } else {
+                String::new()
+            }
+        );
+        let mut left_out = 0;
+        for (title, items) in sections {
+            if items.is_empty() {
+                continue;
+            }
+            body.push_str(&format!("\n### {title}\n"));
+            for t in items {
+                if body.len() + t.len() + tail.len() + 200 > MAX_BODY {
+                    left_out += 1;
+                    continue;
+                }
                 body.push('\n');
                 body.push_str(t);
                 body.push('\n');
             }
         }
-        Review {
-            body,
-            comments: Vec::new(),
-            skipped: self.skipped,
-            new: self.new,
-            inline_texts: Vec::new(),
+        if left_out > 0 {
+            body.push_str(&format!(
+                "\n{left_out} more finding(s) are not shown here (GitHub takes at most 65,536 characters): see the SARIF upload or the job's log.\n"
+            ));
         }
+        body.push_str(&tail);
+        body
     }
 }
 
@@ -382,7 +416,6 @@ pub fn compose(
     said: &HashSet<String>,
 ) -> Review {
     let mut review = Review::default();
-    let mut in_body = Vec::new();
     for (i, f) in reply.findings().iter().enumerate() {
         let fp = fingerprint(f);
         if said.contains(&fp) {
@@ -397,7 +430,9 @@ pub fn compose(
             .flatten()
             .filter(|l| on.is_some_and(|set| set.contains(l)));
         let Some(line) = placed else {
-            in_body.push(format!("{text}\n<!-- gemini-mcp:f:{fp} -->"));
+            review
+                .in_body
+                .push(format!("{text}\n<!-- gemini-mcp:f:{fp} -->"));
             continue;
         };
         let (anchor, suggestion) = match suggestion(edits, i, on) {
@@ -420,28 +455,25 @@ pub fn compose(
             .push(format!("{text}\n<!-- gemini-mcp:f:{fp} -->"));
         review.comments.push(c);
     }
-    let mut body = String::from("## Gemini's review\n\n");
+    let mut head = String::from("## Gemini's review\n\n");
     if let Some(s) = reply.summary().filter(|s| !s.trim().is_empty()) {
-        body.push_str(&inert(s.trim()));
-        body.push('\n');
+        head.push_str(&inert(&cut(s.trim(), MAX_FINDING)));
+        head.push('\n');
     }
-    if !in_body.is_empty() {
-        body.push_str("\n### Not on the changed lines, or not verified\n");
-        for t in &in_body {
-            body.push('\n');
-            body.push_str(t);
-            body.push('\n');
-        }
-    }
-    if review.skipped > 0 {
-        body.push_str(&format!(
-            "\n{} finding(s) from an earlier review of this pull request are not repeated.\n",
-            review.skipped
-        ));
-    }
-    body.push_str(&format!("\n{MARK}:review -->\n"));
-    review.body = body;
+    review.head = head;
     review
+}
+
+/// `s` cut at `max` bytes (at a character boundary), saying so.
+fn cut(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… (cut)", &s[..end])
 }
 
 /// A finding as Markdown: severity, title, where, detail, fix; unverified ones say so.
@@ -451,7 +483,7 @@ fn finding_text(f: &Finding) -> String {
         f.severity.as_str().to_ascii_uppercase(),
         inert(&one_line(&f.title)),
         citation(&f.file, f.line),
-        inert(f.detail.trim())
+        inert(&cut(f.detail.trim(), MAX_FINDING))
     );
     if let Some(fix) = f.fix.as_deref().filter(|x| !x.trim().is_empty()) {
         t.push_str(&format!("\n\nFix: {}", inert(fix.trim())));
@@ -562,6 +594,24 @@ mod tests {
         let lines = diff_lines(&files);
         let got: Vec<u32> = lines["src/lib.rs"].iter().copied().collect();
         assert_eq!(got, [1, 2, 3, 4, 11, 12]);
+    }
+
+    #[test]
+    fn the_body_stays_under_githubs_limit_and_says_what_it_left_out() {
+        let review = Review {
+            head: "## Gemini's review\n\n".into(),
+            in_body: (0..40).map(|i| format!("finding {i} {}", "x".repeat(4_000))).collect(),
+            inline_texts: vec!["inline one".into()],
+            new: true,
+            ..Review::default()
+        };
+        let body = review.body(false);
+        assert!(body.len() <= MAX_BODY, "{}", body.len());
+        assert!(body.contains("finding 0 ") && !body.contains("finding 39 "));
+        assert!(body.contains("more finding(s) are not shown here"), "{body}");
+        assert!(!body.contains("inline one"));
+        assert!(review.body(true).len() <= MAX_BODY);
+        assert!(body.ends_with("<!-- gemini-mcp:review -->\n"));
     }
 
     #[test]
