@@ -105,6 +105,8 @@ pub struct RepoConfig {
     pub max_findings: Option<usize>,
     /// `ignore_patterns`, as written.
     pub ignore_patterns: Vec<String>,
+    /// Those patterns compiled at the project root (`None` when there are none).
+    pub ignore: Option<std::sync::Arc<Ignore>>,
     /// The fields it sets that a review of ours does not apply, as dotted paths.
     pub not_read: Vec<String>,
 }
@@ -113,8 +115,9 @@ pub struct RepoConfig {
 const THRESHOLDS: &str = "LOW, MEDIUM, HIGH or CRITICAL";
 
 impl RepoConfig {
-    /// Parses `text` (the file shown as `file`).
-    pub fn parse(file: &str, text: &str) -> Result<RepoConfig, ConfigError> {
+    /// Parses `text` (the file shown as `file`), its ignore patterns compiled at `root` (the
+    /// project root).
+    pub fn parse(file: &str, text: &str, root: &Path) -> Result<RepoConfig, ConfigError> {
         let err = |field: &str, message: String| ConfigError {
             file: file.to_string(),
             field: field.to_string(),
@@ -150,8 +153,11 @@ impl RepoConfig {
             }
         }
         // The patterns must compile; the error names the one that does not.
-        Ignore::new(Path::new("/"), &config.ignore_patterns)
-            .map_err(|e| err("ignore_patterns", e))?;
+        if !config.ignore_patterns.is_empty() {
+            let ignore =
+                Ignore::new(root, &config.ignore_patterns).map_err(|e| err("ignore_patterns", e))?;
+            config.ignore = Some(std::sync::Arc::new(ignore));
+        }
         Ok(config)
     }
 
@@ -404,7 +410,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<RepoConfig, ConfigError> {
-        RepoConfig::parse(CONFIG, text)
+        RepoConfig::parse(CONFIG, text, Path::new("/project"))
     }
 
     #[test]

@@ -340,8 +340,6 @@ pub struct Review {
     pub comments: Vec<Value>,
     /// Findings left out because an earlier review of ours said them.
     pub skipped: usize,
-    /// Whether any finding is new.
-    new: bool,
     /// The heading and the summary.
     head: String,
     /// The findings the body lists (not placed inline).
@@ -356,8 +354,9 @@ const MAX_BODY: usize = 60_000;
 const MAX_FINDING: usize = 8_000;
 
 impl Review {
+    /// No finding is new.
     fn is_empty(&self) -> bool {
-        !self.new
+        self.comments.is_empty() && self.in_body.is_empty()
     }
 
     /// The review's body; with `all`, the inline comments' findings too (GitHub would not place
@@ -422,7 +421,6 @@ pub fn compose(
             review.skipped += 1;
             continue;
         }
-        review.new = true;
         let text = finding_text(f);
         let on = lines.get(&f.file);
         let placed = (f.verified == Some(true))
@@ -602,7 +600,6 @@ mod tests {
             head: "## Gemini's review\n\n".into(),
             in_body: (0..40).map(|i| format!("finding {i} {}", "x".repeat(4_000))).collect(),
             inline_texts: vec!["inline one".into()],
-            new: true,
             ..Review::default()
         };
         let body = review.body(false);

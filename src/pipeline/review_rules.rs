@@ -7,14 +7,13 @@
 //! holds them. Other tools follow none.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use super::blocking::blocking;
 use super::services::Services;
 use crate::collector::Collector;
 use crate::collector::rules_file::RulesFile;
 use crate::rules::{
-    CONFIG, ConfigError, Ignore, MAX_RULES_BYTES, NotApplied, Origin, RepoConfig, Rules, STYLEGUIDE,
+    CONFIG, ConfigError, MAX_RULES_BYTES, NotApplied, Origin, RepoConfig, Rules, STYLEGUIDE,
     Source,
 };
 use crate::tools::{Plan, Tool, ToolError};
@@ -90,18 +89,8 @@ fn read_all(collector: &Collector, own: Own, base: Option<&str>) -> Result<Rules
     match repository_file(collector, base, CONFIG) {
         RulesFile::Absent => {}
         RulesFile::Read { shown, text, .. } => {
-            let config = RepoConfig::parse(&shown, &text)?;
-            if !config.ignore_patterns.is_empty() {
-                let root = &collector.sandbox().roots()[0];
-                let ignore = Ignore::new(root, &config.ignore_patterns).map_err(|message| {
-                    ConfigError {
-                        file: shown.clone(),
-                        field: "ignore_patterns".into(),
-                        message,
-                    }
-                })?;
-                rules.ignore = Some(Arc::new(ignore));
-            }
+            let config = RepoConfig::parse(&shown, &text, &collector.sandbox().roots()[0])?;
+            rules.ignore = config.ignore.clone();
             rules.config = Some((shown, config));
         }
         // A configuration the team wrote and we cannot read: its threshold and ignore patterns
