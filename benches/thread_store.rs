@@ -241,7 +241,7 @@ fn make_project(root: &Path, recount: bool) -> Vec<Turn> {
                 at_ms: 0,
                 frames: Vec::new(),
                 context_cache: None,
-                cache_usd: 0.0,
+                extra_usd: 0.0,
                 interaction: None,
             }
         })

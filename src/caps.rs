@@ -313,6 +313,18 @@ impl Estimate {
         }
     }
 
+    /// Both estimates, part by part.
+    pub fn plus(&self, o: &Estimate) -> Estimate {
+        Estimate {
+            system: self.system + o.system,
+            history: self.history + o.history,
+            turn: self.turn + o.turn,
+            images: self.images + o.images,
+            steps: self.steps + o.steps,
+            declarations: self.declarations + o.declarations,
+        }
+    }
+
     pub fn total(&self) -> u64 {
         self.system + self.history + self.turn + self.images + self.steps + self.declarations
     }

@@ -46,6 +46,7 @@ modules!(
     reply,
     rules,
     schema,
+    seats,
     secret,
     server,
     setting_file,

@@ -75,7 +75,8 @@ pub struct CallSettings {
     /// The operator's review rules (`GEMINI_MCP_REVIEW_RULES`), read at each review.
     pub review_rules: Option<PathBuf>,
     /// The user's review rules file, read at each review when it exists.
-    pub user_rules: Option<PathBuf>,
+    pub user_rules: Option<PathBuf>,    /// The models `consensus: true` asks (`GEMINI_MCP_CONSENSUS_MODELS`), checked at start.
+    pub consensus_models: Vec<crate::seats::Seat>,
 }
 
 impl Default for CallSettings {
@@ -87,6 +88,16 @@ impl Default for CallSettings {
             context_cache_ttl: std::time::Duration::from_secs(600),
             review_rules: None,
             user_rules: None,
+            consensus_models: vec![
+                crate::seats::Seat {
+                    model: "pro".into(),
+                    stance: None,
+                },
+                crate::seats::Seat {
+                    model: "flash".into(),
+                    stance: None,
+                },
+            ],
         }
     }
 }

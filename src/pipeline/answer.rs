@@ -10,7 +10,9 @@
 //! and patches. An edit whose text held one is dropped (written into a file it would put the
 //! marker there); the reply says how many values were replaced.
 
+use super::blocking::blocking;
 use super::gather::Material;
+use super::services::Services;
 use super::verify::{Sent, verify};
 use crate::gemini::GenerateResponse;
 use crate::git::DiffContext;
@@ -90,6 +92,24 @@ pub(super) fn read_answer(
         ));
     }
     Ok(redacted_note(reply, redacted))
+}
+
+/// The review's proposed edits checked against the files on disk ([`super::verify::check_edits`]).
+pub(super) async fn check_edits(services: &Services, reply: &mut Reply) -> Result<(), ToolError> {
+    let crate::reply::Body::Review(review) = &mut reply.body else {
+        return Ok(());
+    };
+    if review.findings.iter().all(|f| f.edit.is_none()) {
+        return Ok(());
+    }
+    let mut findings = std::mem::take(&mut review.findings);
+    let collector = services.collector.clone();
+    review.findings = blocking(move || {
+        super::verify::check_edits(&mut findings, &collector);
+        findings
+    })
+    .await?;
+    Ok(())
 }
 
 /// `reply`, saying that `n` secret-looking values of Gemini's answer were replaced, if any were.

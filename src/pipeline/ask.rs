@@ -52,9 +52,7 @@ pub(super) fn build_request(
         role: crate::gemini::Role::User,
         parts,
     });
-    let temperature = plan
-        .temperature
-        .or_else(|| (!model.is_level_family()).then(|| plan.tool.default_temperature()));
+    let temperature = temperature_for(plan, &model);
     let response_schema = match plan.output {
         Output::Review { verdict, .. } => Some(review::response_schema(verdict)),
         Output::Text => None,
@@ -72,6 +70,13 @@ pub(super) fn build_request(
         functions: None,
     };
     (request, tail)
+}
+
+/// The temperature sent to `model`: the call's, else the tool's default where the model takes
+/// one (Gemini 3 and later are best left at theirs).
+pub(super) fn temperature_for(plan: &Plan, model: &ModelInfo) -> Option<f32> {
+    plan.temperature
+        .or_else(|| (!model.is_level_family()).then(|| plan.tool.default_temperature()))
 }
 
 /// Gemini's answer to `request`: one call, or an investigation (the loop of function calls

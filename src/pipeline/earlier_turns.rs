@@ -402,7 +402,7 @@ mod tests {
                 at_ms: 0,
                 frames: Vec::new(),
                 context_cache: None,
-                cache_usd: 0.0,
+                extra_usd: 0.0,
                 interaction: None,
             });
             self.prompts.push(prompt_text);

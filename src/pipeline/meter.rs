@@ -308,6 +308,71 @@ impl Meter {
         Ok(self.holds.hold(&self.keys, amount))
     }
 
+    /// Refuses the requests of a consensus, `requests` (each asked of its own model) and `more`
+    /// (the synthesis, estimated before its input exists), before the first is sent, when
+    /// together they would pass the per-call ceiling or a daily cap. Nothing is held: each
+    /// request is then admitted on its own as it goes ([`Meter::generate`]).
+    pub async fn check_together(
+        &self,
+        requests: &[GenerateRequest],
+        more: (Estimate, &ModelInfo),
+        tier: ServiceTier,
+    ) -> Result<(), ToolError> {
+        if !self.is_on() {
+            return Ok(());
+        }
+        let mut sum = more.0;
+        let mut usd = self.input_usd(&more.0, more.1, tier)?;
+        for req in requests {
+            let e = estimate(req).await?;
+            usd += self.input_usd(&e, &req.model, tier)?;
+            sum = sum.plus(&e);
+        }
+        let names: Vec<&str> = requests.iter().map(|r| r.model.id.as_str()).collect();
+        let label = format!(
+            "{} (a consensus of {} models and its synthesis on {})",
+            names.join(" + "),
+            names.len(),
+            more.1.id
+        );
+        let call_usd = self
+            .call_micro_usd
+            .load(std::sync::atomic::Ordering::Relaxed) as f64
+            / 1e6;
+        self.caps.check_call(call_usd, &sum, usd, &label)?;
+        if self.keys.is_empty() {
+            return Ok(());
+        }
+        let _turn = self.holds.turn().await;
+        let day = Day::today();
+        for key in &self.keys {
+            let stored = self.store.spent(key, day).await?;
+            let held = self.holds.held(key);
+            let spent = Spent {
+                tokens: stored.tokens + held.tokens,
+                micro_usd: stored.micro_usd + held.micro_usd,
+            };
+            self.caps.check(key, spent, &sum, usd, &label)?;
+        }
+        Ok(())
+    }
+
+    /// The input of `estimate` on `model` at `tier`, in USD, as the caps price it.
+    fn input_usd(
+        &self,
+        estimate: &Estimate,
+        model: &ModelInfo,
+        tier: ServiceTier,
+    ) -> Result<f64, ToolError> {
+        let usage = Usage {
+            input: estimate.total(),
+            ..Default::default()
+        };
+        Ok(self
+            .caps
+            .priced(self.prices.estimate(&model.id, &usage, tier), &model.id)?)
+    }
+
     /// Counts a request's usage, priced at `tier` (the tier that served it), against the caps
     /// and releases its hold; a store failure is logged, not fatal (the answer is already here).
     pub async fn record(&self, hold: Hold, model: &str, usage: &Usage, tier: ServiceTier) {

@@ -21,6 +21,7 @@ mod gather;
 pub mod investigation;
 pub mod meter;
 mod chain;
+mod consensus;
 pub mod preview;
 pub mod prompt;
 mod record;
@@ -37,7 +38,7 @@ use crate::gemini::CallContext;
 use crate::reply::investigation_report::steps_note;
 use crate::store::{Owner, Thread, ThreadError, ThreadId};
 use crate::tools::{Continuation, Plan, Reply, ToolError};
-use answer::{finish_reply, read_answer};
+use answer::{check_edits, finish_reply, read_answer};
 use blocking::{INLINE_COUNT_BYTES, blocking};
 use ask::{Explored, agent_note, ask, build_request};
 use window::{budget, model_for};
@@ -73,6 +74,8 @@ struct Prepared {
     same_tool: bool,
     /// The rules a review follows (none for other tools).
     rules: crate::rules::Rules,
+    /// The models of a consensus (`None`: one model).
+    members: Option<Vec<consensus::Member>>,
 }
 
 /// What preparing a call comes to.
@@ -100,6 +103,7 @@ async fn prepare(
     // The tokenizer loads on the first call, beside the work (an idle server stays small).
     services.collector.warm_up();
     let model = model_for(services, &plan)?;
+    let members = consensus::members(services, &plan)?;
     let rules = review_rules::gather(services, &plan).await?;
     plan.ignore = rules.ignore.clone();
     let (id, thread) = load_thread(services, plan.continuation, &plan.owner).await?;
@@ -123,7 +127,13 @@ async fn prepare(
     let kept_cache = last_turn.and_then(|t| t.context_cache.clone());
     let kept_interaction = last_turn.and_then(|t| t.interaction.clone());
     let same_tool = last_turn.is_some_and(|t| t.tool == plan.tool.name());
-    let (total, history) = budget(services, &plan, &model, &system, thread).await?;
+    // A consensus's one request must fit every model's window.
+    let window = members
+        .as_deref()
+        .and_then(consensus::narrowest)
+        .filter(|m| m.input_limit < model.input_limit)
+        .unwrap_or(&model);
+    let (total, history) = budget(services, &plan, window, &system, thread).await?;
     let material = match gather(
         services,
         &plan,
@@ -180,6 +190,7 @@ async fn prepare(
         kept_interaction,
         same_tool,
         rules,
+        members,
     }))
 }
 
@@ -241,6 +252,20 @@ pub async fn run(
     result
 }
 
+/// What the Gemini step came to: the reply read from the answer, and what the thread keeps.
+struct Asked {
+    answer: crate::gemini::GenerateResponse,
+    explored: Option<Explored>,
+    reply: Reply,
+    model_used: String,
+    context_cache: Option<crate::store::ContextCache>,
+    interaction: Option<crate::store::StoredInteraction>,
+    /// What the consensus's other requests cost besides `answer` (0 for one model).
+    others_usd: f64,
+    /// Every request's usage, when `answer` holds only one of them (a consensus).
+    usage: Option<crate::gemini::Usage>,
+}
+
 /// The steps of [`run`], telling `trail` what the call sends as they learn it.
 async fn steps(
     services: &Services,
@@ -257,7 +282,7 @@ async fn steps(
         history_tokens,
         omitted_turns,
         material,
-        sent,
+        mut sent,
         request,
         tail,
         text_redactions,
@@ -265,6 +290,7 @@ async fn steps(
         kept_interaction,
         same_tool,
         rules,
+        members,
     } = match prepare(services, plan, ctx, false).await? {
         Prepare::Ready(p) => p,
         Prepare::Answered(reply) => return Ok(reply),
@@ -274,52 +300,57 @@ async fn steps(
     trail.redactions(&text_redactions);
     trail.material(&material);
     ctx.report("waiting for Gemini");
-    let room = total
-        .saturating_sub(history_tokens)
-        .saturating_sub(material.tokens());
-    let model_id = request.model.id.clone();
     let schedule = request
         .model
         .schedule_notice(services.gemini.catalogue().prices().clock().today());
-    let thread_key = id.to_string();
-    let (request, context_cache) = if plan.agent.is_none() && plan.explore.is_none() {
-        cache::attach(
-            services,
-            request,
-            kept_cache,
-            cache::Front {
-                history_tokens,
-                omitted_turns,
-                same_tool,
-            },
-            meter,
-            ctx,
-        )
-        .await
-    } else {
-        (request, None)
+    let asked = match members {
+        Some(members) => {
+            let asked = consensus::Asked {
+                plan: &plan,
+                rules: &rules,
+                material: &material,
+                sent: &sent,
+            };
+            ask_many(services, asked, request, members, meter, ctx)
+                .await
+                .map_err(|e| what_to_narrow(e, &material, history_tokens))?
+        }
+        None => {
+            let one = One {
+                plan: &plan,
+                rules: &rules,
+                material: &material,
+                sent: &mut sent,
+                thread: id.to_string(),
+                room: total
+                    .saturating_sub(history_tokens)
+                    .saturating_sub(material.tokens()),
+                front: cache::Front {
+                    history_tokens,
+                    omitted_turns,
+                    same_tool,
+                },
+                kept_cache,
+                kept_interaction,
+            };
+            ask_one(services, one, request, meter, ctx).await?
+        }
     };
-    let (request, chained) = chain::attach(services, &plan, request, kept_interaction);
-    let (answer, explored) = ask(services, &plan, request, room, &thread_key, meter, ctx)
-        .await
-        .map_err(|e| what_to_narrow(e, &material, history_tokens))?;
-    let context_cache = cache::settled(meter, &answer, context_cache);
-    let model_used = answer.model_version.clone().unwrap_or(model_id.clone());
-    trail.model(&model_used);
-    let mut sent = sent;
+    trail.model(&asked.model_used);
+    let Asked {
+        answer,
+        explored,
+        mut reply,
+        model_used,
+        context_cache,
+        interaction,
+        others_usd,
+        usage,
+    } = asked;
     if let Some(Explored::Investigation(inv)) = &explored {
-        sent.add_all(&inv.read);
         trail.read(&inv.files_read);
     }
-    let mut reply = read_answer(&plan, &rules, &answer.text, material.diff.as_ref(), &sent)?;
-    check_edits(services, &mut reply).await?;
-    let tail = match &explored {
-        Some(Explored::Investigation(inv)) => {
-            format!("{tail}\n\n{}", steps_note(inv))
-        }
-        Some(Explored::Agent(run, _)) => format!("{tail}\n\n{}", agent_note(run)),
-        None => tail,
-    };
+    let tail = explored_tail(tail, explored.as_ref());
     save_turn(
         services,
         id,
@@ -329,14 +360,14 @@ async fn steps(
         &answer,
         &model_used,
         context_cache,
-        meter.cache_usd(),
-        chain::record(chained, &answer, &model_used),
+        meter.cache_usd() + others_usd,
+        interaction,
         &mut reply,
     )
     .await?;
     // What the meter counted for the call's requests, each priced as the model and at the
     // service tier that served it (an investigation's requests may be served at different
-    // tiers).
+    // tiers, a consensus's are of several models).
     let cost = meter.seen().cost_usd;
     finish_reply(&mut reply, model_used, &answer, &material, omitted_turns);
     if let Some(notice) = schedule.filter(|_| answer.fallback.is_none()) {
@@ -345,12 +376,7 @@ async fn steps(
     if let Some(note) = rules.note() {
         reply.note(note);
     }
-    if let Some(usage) = reply.meta.usage.as_mut() {
-        usage.cost_usd = cost;
-        usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
-        usage.tier = answer.service_tier.map(|t| t.as_str().to_string());
-        usage.tier_asked = services.gemini.tier_sent().map(|t| t.as_str().to_string());
-    }
+    priced(services, &mut reply, (&answer, usage), cost, earlier_cost);
     match explored {
         Some(Explored::Investigation(inv)) => reply.set_investigation(inv),
         Some(Explored::Agent(run, mode)) => reply.set_agent(&run, mode),
@@ -360,6 +386,122 @@ async fn steps(
     // Not rendered here: the edge finishes it, whole (the command line) or fitted to the
     // client's cap (MCP).
     Ok(reply)
+}
+
+/// The turn's text as the thread keeps it: an investigation's steps or the agent's work after
+/// the request.
+fn explored_tail(tail: String, explored: Option<&Explored>) -> String {
+    match explored {
+        Some(Explored::Investigation(inv)) => format!("{tail}\n\n{}", steps_note(inv)),
+        Some(Explored::Agent(run, _)) => format!("{tail}\n\n{}", agent_note(run)),
+        None => tail,
+    }
+}
+
+/// The reply's usage (`usage`, every request's, when `answer` holds only one of them) priced:
+/// what this call cost (`cost`, every request summed), the thread with it, and the tier that
+/// served it.
+fn priced(
+    services: &Services,
+    reply: &mut Reply,
+    (answer, usage): (&crate::gemini::GenerateResponse, Option<crate::gemini::Usage>),
+    cost: Option<f64>,
+    earlier_cost: f64,
+) {
+    if let Some(usage) = usage {
+        reply.meta.usage = Some(usage.into());
+    }
+    if let Some(usage) = reply.meta.usage.as_mut() {
+        usage.cost_usd = cost;
+        usage.thread_cost_usd = cost.map(|c| c + earlier_cost);
+        usage.tier = answer.service_tier.map(|t| t.as_str().to_string());
+        usage.tier_asked = services.gemini.tier_sent().map(|t| t.as_str().to_string());
+    }
+}
+
+/// The Gemini step with several models (`consensus`).
+async fn ask_many(
+    services: &Services,
+    asked: consensus::Asked<'_>,
+    request: crate::gemini::GenerateRequest,
+    members: Vec<consensus::Member>,
+    meter: &Meter,
+    ctx: &CallContext,
+) -> Result<Asked, ToolError> {
+    let done = consensus::run(services, asked, request, members, meter, ctx).await?;
+    Ok(Asked {
+        answer: done.answer,
+        explored: None,
+        reply: done.reply,
+        model_used: done.model,
+        context_cache: None,
+        interaction: None,
+        others_usd: done.others_usd,
+        usage: Some(done.usage),
+    })
+}
+
+/// What the Gemini step with one model needs of the prepared call.
+struct One<'a> {
+    plan: &'a Plan,
+    rules: &'a crate::rules::Rules,
+    material: &'a Material,
+    /// What was sent, to which an investigation adds what it read.
+    sent: &'a mut verify::Sent,
+    thread: String,
+    /// What is left of the context budget for an investigation's tool results.
+    room: u64,
+    front: cache::Front,
+    kept_cache: Option<crate::store::ContextCache>,
+    kept_interaction: Option<crate::store::StoredInteraction>,
+}
+
+/// The Gemini step with one model: the request with its context cache or stored interaction,
+/// one request (or an investigation, or the Gemini CLI's agent), the answer read and its
+/// edits checked.
+async fn ask_one(
+    services: &Services,
+    one: One<'_>,
+    request: crate::gemini::GenerateRequest,
+    meter: &Meter,
+    ctx: &CallContext,
+) -> Result<Asked, ToolError> {
+    let (plan, material) = (one.plan, one.material);
+    let model_id = request.model.id.clone();
+    let history_tokens = one.front.history_tokens;
+    let (request, context_cache) = if plan.agent.is_none() && plan.explore.is_none() {
+        cache::attach(services, request, one.kept_cache, one.front, meter, ctx).await
+    } else {
+        (request, None)
+    };
+    let (request, chained) = chain::attach(services, plan, request, one.kept_interaction);
+    let (answer, explored) = ask(services, plan, request, one.room, &one.thread, meter, ctx)
+        .await
+        .map_err(|e| what_to_narrow(e, material, history_tokens))?;
+    let context_cache = cache::settled(meter, &answer, context_cache);
+    let model_used = answer.model_version.clone().unwrap_or(model_id);
+    if let Some(Explored::Investigation(inv)) = &explored {
+        one.sent.add_all(&inv.read);
+    }
+    let mut reply = read_answer(
+        plan,
+        one.rules,
+        &answer.text,
+        material.diff.as_ref(),
+        one.sent,
+    )?;
+    check_edits(services, &mut reply).await?;
+    let interaction = chain::record(chained, &answer, &model_used);
+    Ok(Asked {
+        answer,
+        explored,
+        reply,
+        model_used,
+        context_cache,
+        interaction,
+        others_usd: 0.0,
+        usage: None,
+    })
 }
 
 /// The thread `continuation` names, if `owner` may continue it here: another client's thread
@@ -488,24 +630,6 @@ fn what_to_narrow(e: ToolError, material: &Material, history_tokens: u64) -> Too
     }
 }
 
-/// The review's proposed edits checked against the files on disk ([`verify::check_edits`]).
-async fn check_edits(services: &Services, reply: &mut Reply) -> Result<(), ToolError> {
-    let crate::reply::Body::Review(review) = &mut reply.body else {
-        return Ok(());
-    };
-    if review.findings.iter().all(|f| f.edit.is_none()) {
-        return Ok(());
-    }
-    let mut findings = std::mem::take(&mut review.findings);
-    let collector = services.collector.clone();
-    review.findings = blocking(move || {
-        verify::check_edits(&mut findings, &collector);
-        findings
-    })
-    .await?;
-    Ok(())
-}
-
 /// The estimated cost of a thread's stored turns, at today's prices and the tier each was
 /// served at (turns of models without a known price count nothing).
 fn thread_cost(prices: &crate::gemini::prices::PriceList, thread: Option<&Thread>) -> f64 {
@@ -515,7 +639,7 @@ fn thread_cost(prices: &crate::gemini::prices::PriceList, thread: Option<&Thread
             .filter_map(|turn| {
                 prices
                     .estimate(&turn.model, &turn.usage.into(), turn.usage.tier)
-                    .map(|answer| answer + turn.cache_usd)
+                    .map(|answer| answer + turn.extra_usd)
             })
             .sum()
     })

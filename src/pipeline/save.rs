@@ -24,7 +24,7 @@ pub(super) async fn save_turn(
     answer: &GenerateResponse,
     model_used: &str,
     context_cache: Option<ContextCache>,
-    cache_usd: f64,
+    extra_usd: f64,
     interaction: Option<crate::store::StoredInteraction>,
     reply: &mut Reply,
 ) -> Result<(), ToolError> {
@@ -70,7 +70,7 @@ pub(super) async fn save_turn(
             .map(|d| d.frames.clone())
             .unwrap_or_default(),
         context_cache,
-        cache_usd,
+        extra_usd,
         interaction,
     };
     let span = crate::traces::store_save(services.store.kind());

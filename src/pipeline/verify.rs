@@ -29,6 +29,8 @@
 //! dropped and `edit_dropped` says why; a kept edit is `applicable`, with `old` and `new` in the
 //! file's own line endings.
 
+pub(super) mod merge;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::collector::Collector;

@@ -165,6 +165,7 @@ impl Finished {
             files_read,
             stop_reason,
             agent,
+            consensus: r.meta.consensus.as_ref(),
         }
     }
 
@@ -179,6 +180,9 @@ impl Finished {
             }
             None => self.reply.body.text().to_string(),
         };
+        if let Some(c) = &self.reply.meta.consensus {
+            text.push_str(&c.render(matches!(self.reply.body, Body::Answer(_))));
+        }
         text.push_str(&self.footer());
         self.text = text;
     }
@@ -286,6 +290,9 @@ impl Finished {
             return;
         }
         self.shorten_lists(budget);
+        if self.size() > budget {
+            self.drop_member_answers();
+        }
         if let Some(all) = self.reply.body.review().map(|r| r.findings.clone())
             && self.size() > budget
         {
@@ -316,6 +323,24 @@ impl Finished {
                     *a = cut;
                 }
             }
+            self.render();
+        }
+    }
+
+    /// A consensus's own answers of each model are left out (the synthesis and the merged
+    /// findings stay), saying so.
+    fn drop_member_answers(&mut self) {
+        let Some(c) = self.reply.meta.consensus.as_mut() else {
+            return;
+        };
+        let mut dropped = 0;
+        for m in &mut c.models {
+            dropped += usize::from(m.answer.take().is_some());
+        }
+        if dropped > 0 {
+            self.size_notices.push(format!(
+                "To fit the result size limit (MAX_REPLY_CHARS), the {dropped} models' own answers were left out; the synthesis above combines them (continue the thread to ask about one)."
+            ));
             self.render();
         }
     }

@@ -90,6 +90,8 @@ impl ReplyKind {
         if investigation {
             // Summed over the investigation's requests: what it cost is worth planning for.
             skip.retain(|f| *f != "usage");
+            // One model takes an investigation's steps: no consensus.
+            skip.push("consensus");
         } else {
             skip.extend(INVESTIGATION);
         }

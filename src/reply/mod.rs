@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use review::{Clarification, Finding, Severity, Verdict};
 
+pub mod consensus;
 mod finish;
 pub mod investigation_report;
 mod kind;
@@ -167,6 +168,8 @@ pub struct Meta {
     pub sources: Vec<WebSource>,
     /// Changed files (precommit).
     pub changed_files: Option<Vec<ChangedFileView>>,
+    /// The models of a consensus, each with its outcome and cost.
+    pub consensus: Option<consensus::ConsensusView>,
 }
 
 /// The turn saved to its thread: how to continue the conversation.

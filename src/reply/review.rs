@@ -96,7 +96,10 @@ pub struct Finding {
     pub line_given: Option<u32>,
     /// Why the edit Gemini proposed was dropped (it would not apply as it is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edit_dropped: Option<String>,
+    pub edit_dropped: Option<String>,    /// With several models (consensus): the models that reported it at this verified location,
+    /// in the order they were named; one name when only that model found it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found_by: Vec<String>,
 }
 
 impl Finding {
@@ -115,6 +118,7 @@ impl Finding {
             unverified_reason: None,
             line_given: None,
             edit_dropped: None,
+            found_by: Vec::new(),
         }
     }
 

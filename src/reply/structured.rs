@@ -83,4 +83,8 @@ pub(super) struct Wire<'a> {
     /// What the Gemini CLI's agent did (`engine: "gemini-cli"`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<&'a AgentView>,
+    /// The models asked at once (`models`, `consensus`): each one's stance, outcome, answer and
+    /// cost, and who wrote the synthesis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consensus: Option<&'a super::consensus::ConsensusView>,
 }

@@ -873,7 +873,7 @@ mod tests {
             response_tokens: 1,
             frames: Vec::new(),
             context_cache: None,
-            cache_usd: 0.0,
+            extra_usd: 0.0,
             interaction: None,
         }
     }

@@ -154,10 +154,11 @@ pub struct Turn {
     /// as this turn left it (`pipeline::cache`); the latest turn's is the thread's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_cache: Option<ContextCache>,
-    /// What the call spent on context caches besides `usage` (their creation and storage), in
-    /// USD: part of the thread's cost.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_usd: f64,
+    /// What the call spent besides `usage`, in USD: context caches (their creation and storage)
+    /// and, in a consensus, the requests of the models other than the one `usage` is of. Part of
+    /// the thread's cost. Stored under its first name, `cache_usd`.
+    #[serde(default, rename = "cache_usd", skip_serializing_if = "is_zero")]
+    pub extra_usd: f64,
     /// The interaction Google stored for this turn's answer (the Interactions API with
     /// `GEMINI_MCP_INTERACTIONS_STORE=1`), which the thread's next turn may continue.
     #[serde(default, skip_serializing_if = "Option::is_none")]

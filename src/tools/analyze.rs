@@ -58,6 +58,9 @@ pub struct AnalyzeParams {
     #[serde(flatten)]
     #[command(flatten)]
     pub common: Common,
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub consensus: super::consensus::ConsensusArgs,
 }
 
 impl Params for AnalyzeParams {
@@ -104,6 +107,7 @@ pub fn plan(p: AnalyzeParams) -> Result<Plan, ToolError> {
     section(&mut plan.request, "Analysis type", Some(kind));
     section(&mut plan.request, "Output format", Some(format));
     super::investigate::explore_flag(&mut plan, p.explore)?;
+    super::consensus::apply(&mut plan, p.consensus)?;
     Ok(plan)
 }
 

@@ -31,6 +31,9 @@ pub struct ChatParams {
     #[serde(flatten)]
     #[command(flatten)]
     pub common: Common,
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub consensus: super::consensus::ConsensusArgs,
 }
 
 impl Params for ChatParams {
@@ -52,5 +55,6 @@ pub fn plan(p: ChatParams) -> Result<Plan, ToolError> {
     plan.files = paths("files", p.files)?;
     plan.system_extra = optional_text("system_prompt", p.system_prompt)?;
     plan.web_search = p.use_websearch.unwrap_or(false);
+    super::consensus::apply(&mut plan, p.consensus)?;
     Ok(plan)
 }

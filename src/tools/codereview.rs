@@ -75,6 +75,9 @@ pub struct CodeReviewParams {
     #[serde(flatten)]
     #[command(flatten)]
     pub common: Common,
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub consensus: super::consensus::ConsensusArgs,
 }
 
 impl Params for CodeReviewParams {
@@ -116,6 +119,7 @@ pub fn plan(p: CodeReviewParams) -> Result<Plan, ToolError> {
         verdict: false,
     };
     super::investigate::explore_flag(&mut plan, p.explore)?;
+    super::consensus::apply(&mut plan, p.consensus)?;
     Ok(plan)
 }
 

@@ -44,6 +44,9 @@ pub struct DebugParams {
     #[serde(flatten)]
     #[command(flatten)]
     pub common: Common,
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub consensus: super::consensus::ConsensusArgs,
 }
 
 impl Params for DebugParams {
@@ -80,5 +83,6 @@ pub fn plan(p: DebugParams) -> Result<Plan, ToolError> {
     plan.files = paths("files", p.files)?;
     plan.web_search = p.use_websearch.unwrap_or(false);
     super::investigate::explore_flag(&mut plan, p.explore)?;
+    super::consensus::apply(&mut plan, p.consensus)?;
     Ok(plan)
 }

@@ -11,6 +11,7 @@
 pub mod analyze;
 pub mod chat;
 pub mod codereview;
+pub mod consensus;
 pub mod debug;
 pub mod investigate;
 pub mod listmodels;
@@ -164,6 +165,8 @@ pub struct Plan {
     /// once it has read them; no file they match is read or sent, by the collector, the diff or
     /// an investigation's tools.
     pub ignore: Option<std::sync::Arc<crate::rules::Ignore>>,
+    /// Several models answer at once and one answer is made of theirs (`models`, `consensus`).
+    pub consensus: Option<crate::seats::Seats>,
 }
 
 impl Plan {
@@ -204,6 +207,7 @@ impl Plan {
             over_ceiling_ok: false,
             trace_parent: None,
             ignore: None,
+            consensus: None,
         })
     }
 }

@@ -85,6 +85,9 @@ pub struct PrecommitParams {
     #[serde(flatten)]
     #[command(flatten)]
     pub common: Common,
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub consensus: super::consensus::ConsensusArgs,
 }
 
 /// [`DEFAULT_DEPTH`] as the command line shows it (`[default: 5]`).
@@ -149,6 +152,7 @@ pub fn plan(p: PrecommitParams) -> Result<Plan, ToolError> {
         min_severity: p.severity_filter.map(SeverityFilter::min),
         verdict: true,
     };
+    super::consensus::apply(&mut plan, p.consensus)?;
     Ok(plan)
 }
 

@@ -38,6 +38,9 @@ pub struct ThinkDeepParams {
     #[serde(flatten)]
     #[command(flatten)]
     pub common: Common,
+    #[serde(flatten)]
+    #[command(flatten)]
+    pub consensus: super::consensus::ConsensusArgs,
 }
 
 impl Params for ThinkDeepParams {
@@ -72,5 +75,6 @@ pub fn plan(p: ThinkDeepParams) -> Result<Plan, ToolError> {
     section(&mut plan.request, "Focus areas", Some(&focus.join(", ")));
     plan.files = paths("files", p.files)?;
     plan.web_search = p.use_websearch.unwrap_or(false);
+    super::consensus::apply(&mut plan, p.consensus)?;
     Ok(plan)
 }

@@ -49,7 +49,7 @@ fn turn(label: &str) -> Turn {
         response_tokens: 2,
         frames: Vec::new(),
         context_cache: None,
-        cache_usd: 0.0,
+        extra_usd: 0.0,
         interaction: None,
     }
 }

@@ -152,5 +152,25 @@ pub(super) const GROUP: Group = Group {
             }),
             ..ROW
         },
+        Setting {
+            name: "GEMINI_MCP_CONSENSUS_MODELS",
+            default: "pro,flash",
+            doc: "The models `consensus: true` (`--consensus`) asks at once, comma-separated, each optionally `:for`, `:against` or `:neutral` (e.g. `pro:for,flash:against`); two to five.",
+            read: Calls(|var, c| {
+                let entries: Vec<String> = var
+                    .value()
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|e| e.trim().to_string())
+                    .filter(|e| !e.is_empty())
+                    .collect();
+                c.consensus_models = crate::seats::parse(&entries).map_err(|e| match e.entry {
+                    Some(i) => var.invalid(format!("entry {}: {}", i + 1, e.message)),
+                    None => var.invalid(e.message),
+                })?;
+                Ok(())
+            }),
+            ..ROW
+        },
     ],
 };

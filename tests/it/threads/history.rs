@@ -45,7 +45,7 @@ fn sent_turn(
         response_tokens: 0,
         frames: Vec::new(),
         context_cache: None,
-        cache_usd: 0.0,
+        extra_usd: 0.0,
         interaction: None,
     };
     (turn, text)

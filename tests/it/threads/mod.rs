@@ -43,7 +43,7 @@ fn turn(n: usize) -> Turn {
         response_tokens: 3,
         frames: Vec::new(),
         context_cache: None,
-        cache_usd: 0.0,
+        extra_usd: 0.0,
         interaction: None,
     }
 }
