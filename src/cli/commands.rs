@@ -108,14 +108,31 @@ impl<P: Params> FromArgMatches for Run<P> {
     }
 
     fn from_arg_matches_mut(matches: &mut ArgMatches) -> Result<Self, clap::Error> {
+        let consensus = matches
+            .try_get_many::<String>("models")
+            .ok()
+            .flatten()
+            .is_some()
+            || matches
+                .try_get_one::<bool>("consensus")
+                .ok()
+                .flatten()
+                .copied()
+                .unwrap_or(false);
         let params = P::from_arg_matches_mut(matches)?;
         let mut github_review = false;
         let printed = if reviews(P::TOOL.spec().reply) {
             let r = ReviewFlags::from_arg_matches_mut(matches)?;
             github_review = r.github_review;
+            if r.agree.is_some() && !consensus {
+                return Err(clap::Error::raw(
+                    clap::error::ErrorKind::MissingRequiredArgument,
+                    "--agree counts the models that found a finding: use it with --models or --consensus\n",
+                ));
+            }
             Printed::Review {
                 format: r.format,
-                gate: Gate::new(r.fail_on, r.fail_on_unverified),
+                gate: Gate::new(r.fail_on, r.fail_on_unverified).with_agree(r.agree),
             }
         } else {
             Printed::Answer {
@@ -513,7 +530,8 @@ mod tests {
                 format: ReviewFormat::Text,
                 gate: Gate {
                     fail_on: FailOn::High,
-                    unverified: false
+                    unverified: false,
+                    agree: None
                 }
             }
         ));
@@ -539,7 +557,8 @@ mod tests {
                 format: ReviewFormat::Text,
                 gate: Gate {
                     fail_on: FailOn::None,
-                    unverified: false
+                    unverified: false,
+                    agree: None
                 }
             }
         ));
@@ -587,7 +606,8 @@ mod tests {
                 format: ReviewFormat::Sarif,
                 gate: Gate {
                     fail_on: FailOn::Medium,
-                    unverified: true
+                    unverified: true,
+                    agree: None
                 }
             }
         ));

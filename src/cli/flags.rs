@@ -35,6 +35,11 @@ pub struct ReviewFlags {
     /// Count unverified findings (location not found in what was sent) toward --fail-on.
     #[arg(long)]
     pub fail_on_unverified: bool,
+    /// With --models or --consensus: count toward --fail-on only findings at least N of the
+    /// models report at the same verified place (and Gemini's do_not_commit verdict only when
+    /// N models give it).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=5))]
+    pub agree: Option<u32>,
     /// Also post the review on the pull request of this GitHub Actions run (GITHUB_TOKEN with
     /// pull-requests: write; a fork's read-only token writes the job summary instead).
     #[arg(long)]

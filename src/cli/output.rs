@@ -54,6 +54,8 @@ impl Printed {
 pub struct Gate {
     pub fail_on: FailOn,
     pub unverified: bool,
+    /// With a consensus: how many models must report a finding for it to count (`--agree`).
+    pub agree: Option<u32>,
 }
 
 impl Gate {
@@ -61,7 +63,14 @@ impl Gate {
         Gate {
             fail_on,
             unverified,
+            agree: None,
         }
+    }
+
+    /// The gate counting only what `agree` models report (`None`: every finding).
+    pub fn with_agree(mut self, agree: Option<u32>) -> Gate {
+        self.agree = agree;
+        self
     }
 
     /// Whether `f` is at or above the threshold, counted or not.
@@ -70,6 +79,12 @@ impl Gate {
             .threshold()
             .is_some_and(|min| f.severity >= min)
     }
+
+    /// Whether enough models report `f` (a finding of one model is reported by one).
+    fn agreed(self, f: &Finding) -> bool {
+        self.agree
+            .is_none_or(|n| f.found_by.len().max(1) >= n as usize)
+    }
 }
 
 /// Findings at or above the threshold that count.
@@ -77,7 +92,16 @@ pub fn failing(reply: &Finished, gate: Gate) -> usize {
     reply
         .findings()
         .iter()
-        .filter(|f| gate.reaches(f) && (gate.unverified || f.trusted()))
+        .filter(|f| gate.reaches(f) && (gate.unverified || f.trusted()) && gate.agreed(f))
+        .count()
+}
+
+/// Findings at or above the threshold, counted otherwise, that too few models report.
+pub fn not_agreed(reply: &Finished, gate: Gate) -> usize {
+    reply
+        .findings()
+        .iter()
+        .filter(|f| gate.reaches(f) && (gate.unverified || f.trusted()) && !gate.agreed(f))
         .count()
 }
 
@@ -93,9 +117,15 @@ pub fn not_counted(reply: &Finished, gate: Gate) -> usize {
 /// Gemini's verdict is `do_not_commit` while no finding at or above the threshold says why (its
 /// findings were filtered, or it gave none): a gate honours the verdict. Unverified findings at or
 /// above the threshold do say why; when they are not counted, neither is the verdict they explain.
+/// Under `--agree N` the verdict counts only when N models gave it, and findings too few models
+/// report do not explain it.
 pub fn blocked_by_verdict(reply: &Finished, gate: Gate) -> bool {
+    let verdict = match (gate.agree, reply.consensus()) {
+        (Some(n), Some(c)) => c.votes(Verdict::DoNotCommit) >= n as usize,
+        _ => reply.verdict() == Some(Verdict::DoNotCommit),
+    };
     gate.fail_on.threshold().is_some()
-        && reply.verdict() == Some(Verdict::DoNotCommit)
+        && verdict
         && failing(reply, gate) == 0
         && not_counted(reply, gate) == 0
 }
@@ -166,6 +196,10 @@ pub fn print(
             let mut v = json(reply)?;
             v["fail_on"] = Value::from(gate.fail_on.as_str());
             v["fail_on_unverified"] = Value::from(gate.unverified);
+            if let Some(n) = gate.agree {
+                v["agree"] = Value::from(n);
+                v["not_agreed"] = Value::from(not_agreed(reply, gate));
+            }
             v["unverified_not_counted"] = Value::from(not_counted(reply, gate));
             v["passed"] = Value::from(code == PASS);
             out.json(&v)?;
@@ -211,12 +245,19 @@ fn outcome(reply: &Finished, gate: Gate) -> (Style, &'static str, String) {
         gate.fail_on.as_str(),
     );
     let n = failing(reply, gate);
-    let skipped = match not_counted(reply, gate) {
+    let mut skipped = match not_counted(reply, gate) {
         0 => String::new(),
         k => format!(
             " {k} unverified finding(s) at or above {min} not counted (--fail-on-unverified counts them)."
         ),
     };
+    if let (Some(agree), k) = (gate.agree, not_agreed(reply, gate))
+        && k > 0
+    {
+        skipped.push_str(&format!(
+            " {k} finding(s) at or above {min} reported by fewer than {agree} models not counted (--agree {agree})."
+        ));
+    }
     if blocked_by_verdict(reply, gate) {
         (
             paint(AnsiColor::Red).bold(),

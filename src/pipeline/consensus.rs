@@ -132,11 +132,7 @@ pub(super) async fn run(
         .iter()
         .map(|m| member_request(asked.plan, &request, m))
         .collect();
-    let synthesis_estimate = Estimate {
-        system: tokens::count(SYNTHESIS),
-        turn: tokens::count(&asked.plan.request) + ANSWER_ESTIMATE_TOKENS * members.len() as u64,
-        ..Estimate::default()
-    };
+    let synthesis_estimate = synthesis_estimate(asked.plan, members.len());
     let tier = services.gemini.tier_sent().unwrap_or_default();
     meter
         .check_together(&requests, (synthesis_estimate, &writer), tier)
@@ -152,6 +148,32 @@ pub(super) async fn run(
         .map(|(member, result)| Outcome { member, result })
         .collect();
     combine(services, &asked, outcomes, writer, meter, ctx).await
+}
+
+/// A member's request and its stance's name.
+pub(super) type StancedRequest = (GenerateRequest, Option<&'static str>);
+
+/// What a consensus would send, for a dry run: each member's request with its stance, and the
+/// synthesis's estimate with its model (the request's).
+pub(super) fn planned<'a>(
+    plan: &Plan,
+    request: &'a GenerateRequest,
+    members: &[Member],
+) -> (Vec<StancedRequest>, (Estimate, &'a ModelInfo)) {
+    let requests = members
+        .iter()
+        .map(|m| (member_request(plan, request, m), m.stance.map(Stance::as_str)))
+        .collect();
+    (requests, (synthesis_estimate(plan, members.len()), &request.model))
+}
+
+/// The synthesis's input, estimated before the answers exist.
+fn synthesis_estimate(plan: &Plan, members: usize) -> Estimate {
+    Estimate {
+        system: tokens::count(SYNTHESIS),
+        turn: tokens::count(&plan.request) + ANSWER_ESTIMATE_TOKENS * members as u64,
+        ..Estimate::default()
+    }
 }
 
 /// `request` as `member` is asked it: its model, the temperature it takes, its stance.

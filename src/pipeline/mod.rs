@@ -206,7 +206,7 @@ pub async fn preview(
         Prepare::Answered(reply) => Ok(preview::Preview::answered(reply)),
         Prepare::Ready(p) => {
             // What the cache step would do (one body of its rule with the call's).
-            let cache = if p.plan.agent.is_none() && p.plan.explore.is_none() {
+            let cache = if p.plan.agent.is_none() && p.plan.explore.is_none() && p.members.is_none() {
                 let front = cache::Front {
                     history_tokens: p.history_tokens,
                     omitted_turns: p.omitted_turns,
@@ -224,7 +224,14 @@ pub async fn preview(
                 prompt_redactions: p.text_redactions.total(),
                 cache: cache.as_ref(),
             };
-            preview::Preview::of(services, call, show_request).await
+            let report = preview::Preview::of(services, call, show_request).await?;
+            match &p.members {
+                Some(members) => {
+                    let (requests, synthesis) = consensus::planned(&p.plan, &p.request, members);
+                    report.with_consensus(services, requests, synthesis).await
+                }
+                None => Ok(report),
+            }
         }
     }
 }

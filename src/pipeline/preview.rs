@@ -49,6 +49,22 @@ pub struct Preview {
     /// Why there is nothing to send (precommit with no change), or what the figures leave out.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A consensus: what each model's request and the synthesis would cost (`cost_usd` is
+    /// their sum).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub consensus: Vec<ModelCost>,
+}
+
+/// One request of a consensus, estimated.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelCost {
+    pub model: String,
+    /// for, against or neutral; `synthesis` for the request that combines the answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    pub input_tokens: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<CostBand>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -134,6 +150,7 @@ impl Preview {
             input: None,
             cost_usd: None,
             request: None,
+            consensus: Vec::new(),
             notes: vec![format!(
                 "Nothing would be sent: {}",
                 reply.answer_text().trim()
@@ -252,7 +269,71 @@ impl Preview {
             cost_usd,
             request: request_body,
             notes,
+            consensus: Vec::new(),
         })
+    }
+
+    /// The report of a consensus: each of `requests` (one per model, `roles` their stances) and
+    /// the synthesis (`synthesis`, estimated before its input exists) priced, the cost band
+    /// their sum; the rest is the first request's report (`self`).
+    pub(super) async fn with_consensus(
+        mut self,
+        services: &Services,
+        requests: Vec<(GenerateRequest, Option<&'static str>)>,
+        synthesis: (Estimate, &crate::gemini::ModelInfo),
+    ) -> Result<Preview, ToolError> {
+        let prices = services.gemini.catalogue().prices();
+        let tier = services.gemini.tier_sent().unwrap_or_default();
+        let band = |model: &crate::gemini::ModelInfo, input: u64| {
+            let at = |output: u64| {
+                let usage = Usage {
+                    input,
+                    output,
+                    ..Usage::default()
+                };
+                prices.estimate(&model.id, &usage, tier)
+            };
+            at(0).zip(at(model.output_limit)).map(|(low, high)| CostBand {
+                low,
+                high,
+                output_limit: model.output_limit,
+            })
+        };
+        let mut rows = Vec::new();
+        for (req, role) in requests {
+            let model = req.model.clone();
+            let estimate = super::blocking::blocking(move || Estimate::of(&req)).await?;
+            rows.push(ModelCost {
+                model: model.id.clone(),
+                role: role.map(String::from),
+                input_tokens: estimate.total(),
+                cost_usd: band(&model, estimate.total()),
+            });
+        }
+        let (estimate, writer) = synthesis;
+        rows.push(ModelCost {
+            model: writer.id.clone(),
+            role: Some("synthesis".into()),
+            input_tokens: estimate.total(),
+            cost_usd: band(writer, estimate.total()),
+        });
+        self.cost_usd = rows
+            .iter()
+            .map(|r| r.cost_usd)
+            .try_fold((0.0, 0.0), |(l, h), c| c.map(|c| (l + c.low, h + c.high)))
+            .map(|(low, high)| CostBand {
+                low,
+                high,
+                output_limit: rows.iter().filter_map(|r| r.cost_usd).map(|c| c.output_limit).max().unwrap_or(0),
+            });
+        self.notes.push(format!(
+            "A consensus of {} models, asked at once, then a synthesis by {}: the cost is the sum of the {} requests (the synthesis's input is estimated before the answers exist). The caps refuse the whole consensus before the first request when the sum would pass them.",
+            rows.len() - 1,
+            writer.id,
+            rows.len()
+        ));
+        self.consensus = rows;
+        Ok(self)
     }
 
     /// The report as text for a terminal.
@@ -316,6 +397,19 @@ impl Preview {
         }
         for n in &self.notes {
             out.push_str(&format!("\n{n}\n"));
+        }
+        if !self.consensus.is_empty() {
+            out.push_str("\nConsensus:\n");
+            for r in &self.consensus {
+                let role = r.role.as_deref().map_or(String::new(), |r| format!(" ({r})"));
+                let cost = r.cost_usd.map_or("no known price".to_string(), |c| {
+                    format!("${:.4} to ${:.4}", c.low, c.high)
+                });
+                out.push_str(&format!(
+                    "  {}{role}: {} tokens in, {cost}\n",
+                    r.model, r.input_tokens
+                ));
+            }
         }
         if let Some(r) = &self.request {
             out.push_str("\nRequest body:\n");

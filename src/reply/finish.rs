@@ -101,6 +101,11 @@ impl Finished {
         self.reply.body.review().and_then(|r| r.verdict)
     }
 
+    /// The models of a consensus, when several answered.
+    pub fn consensus(&self) -> Option<&super::consensus::ConsensusView> {
+        self.reply.meta.consensus.as_ref()
+    }
+
     /// The thread to continue, when the turn was saved.
     pub fn continuation_id(&self) -> Option<&str> {
         self.reply.continuation_id()

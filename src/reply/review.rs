@@ -496,6 +496,15 @@ pub fn render_parts(
                     "   *Line corrected from {given} to where the quoted code is.*\n"
                 ));
             }
+            match f.found_by.as_slice() {
+                [] => {}
+                [one] => out.push_str(&format!("   *Found by {} only.*\n", one_line(one))),
+                many => out.push_str(&format!(
+                    "   *Found by {} models: {}.*\n",
+                    many.len(),
+                    one_line(&many.join(", "))
+                )),
+            }
             if f.detail != f.title {
                 out.push_str(&format!("   {}\n", f.detail.replace('\n', "\n   ")));
             }

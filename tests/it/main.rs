@@ -14,6 +14,7 @@ mod cli;
 mod clients;
 mod cluster;
 mod compat;
+mod consensus;
 mod context_cache;
 mod docs;
 mod dry_run;

@@ -1,0 +1,348 @@
+//! Consensus through the real server and command line, against the stand-in Gemini with a
+//! planted answer per model: the models asked at once (seen in the requests' arrival times), no
+//! request holding another model's answer, each model's stance in its own instructions, the
+//! synthesis made from the answers with no model named, review findings merged by verified
+//! location, a model that fails named while the others answer, the caps refusing the whole
+//! consensus before any request, the cost summed, the thread continued, the dry run and the
+//! precommit gate that requires agreement.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::fake_gemini::{FakeGemini, Recorded, Script};
+use crate::support::mcp::{self, KEY, call, text};
+
+/// The models asked in these tests, each with the word its planted answer carries.
+const MODELS: [(&str, &str); 3] = [
+    ("gemini-3.1-pro-preview", "ALPHA"),
+    ("gemini-2.5-flash", "BRAVO"),
+    ("gemini-2.5-pro", "CHARLIE"),
+];
+
+/// How long each planted answer waits before its headers: the requests overlap only when they
+/// are sent at once.
+const DELAY: Duration = Duration::from_millis(1_500);
+
+fn is_synthesis(r: &Recorded) -> bool {
+    r.system_text()
+        .contains("You combine the independent answers")
+}
+
+fn word_of(model: &str) -> &'static str {
+    MODELS
+        .iter()
+        .find(|(m, _)| *m == model)
+        .map(|(_, w)| *w)
+        .unwrap_or("UNKNOWN")
+}
+
+/// Plants an answer per model (`answer(word)`), delayed, and a synthesis that quotes what it
+/// was given.
+fn plant(fake: &FakeGemini, answer: fn(&str) -> Script) {
+    fake.respond_with(move |r| {
+        let model = r.model.clone().unwrap_or_default();
+        if is_synthesis(r) {
+            return Some(Script::text("SYNTHESIS: the answers agree on the subtraction."));
+        }
+        Some(answer(word_of(&model)).delay_headers(DELAY))
+    });
+}
+
+async fn client(dir: &std::path::Path, fake: &FakeGemini, extra: &[(&str, &str)]) -> mcp::Client {
+    let url = fake.base_url();
+    let mut vars = vec![("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())];
+    vars.extend_from_slice(extra);
+    mcp::start(dir, &vars).await
+}
+
+fn structured(r: &rmcp::model::CallToolResult) -> Value {
+    r.structured_content.clone().expect("structured content")
+}
+
+#[tokio::test]
+async fn models_answer_at_once_each_with_its_stance_and_one_answer_is_made_of_theirs() {
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    plant(&fake, |word| Script::text(format!("{word} says: add subtracts.")));
+    let client = client(dir.path(), &fake, &[]).await;
+    let r = call(
+        &client,
+        "chat",
+        json!({
+            "prompt": "Is this add correct?",
+            "files": ["src/lib.rs"],
+            "models": ["gemini-3.1-pro-preview:for", "gemini-2.5-flash:against", "gemini-2.5-pro"],
+            "model": "gemini-2.5-flash"
+        }),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let s = structured(&r);
+
+    let sent = fake.generate_requests();
+    let (synthesis, members): (Vec<&Recorded>, Vec<&Recorded>) =
+        sent.iter().partition(|r| is_synthesis(r));
+    assert_eq!((members.len(), synthesis.len()), (3, 1), "{sent:#?}");
+    // At once: every member's request arrived before any answer could have begun.
+    let first = members.iter().map(|r| r.at).min().unwrap();
+    let last = members.iter().map(|r| r.at).max().unwrap();
+    assert!(last - first < DELAY, "the requests came {:?} apart", last - first);
+    // None holds another's answer, and each has its own stance (or none).
+    for m in &members {
+        for (_, word) in MODELS {
+            assert!(!m.raw_body.contains(word), "{} holds {word}", m.path);
+        }
+        let system = m.system_text();
+        let model = m.model.as_deref().unwrap();
+        let stance = system.split("# Your stance").nth(1).unwrap_or("");
+        match model {
+            "gemini-3.1-pro-preview" => assert!(stance.contains("argue FOR"), "{system}"),
+            "gemini-2.5-flash" => assert!(stance.contains("argue AGAINST"), "{system}"),
+            "gemini-2.5-pro" => assert_eq!(stance, "", "{system}"),
+            other => panic!("{other} was not asked"),
+        }
+        assert!(m.last_user_text().contains("a - b"), "the file was sent to {model}");
+    }
+    // The synthesis: the writer asked, every answer given, stances said, no model named.
+    let syn = synthesis[0];
+    assert_eq!(syn.model.as_deref(), Some("gemini-2.5-flash"));
+    let given = syn.last_user_text();
+    for (_, word) in MODELS {
+        assert!(given.contains(word), "{given}");
+    }
+    assert!(given.contains("(asked to argue for)") && given.contains("(asked to argue against)"), "{given}");
+    assert!(!given.contains("gemini-"), "a model is named to the synthesis: {given}");
+
+    // One answer: the synthesis, and each model's own, in the text and the structured content.
+    assert!(s["answer"].as_str().unwrap().starts_with("SYNTHESIS:"), "{s}");
+    let models = s["consensus"]["models"].as_array().unwrap();
+    let rows: Vec<(&str, Option<&str>, &str)> = models
+        .iter()
+        .map(|m| (m["model"].as_str().unwrap(), m["stance"].as_str(), m["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            ("gemini-3.1-pro-preview", Some("for"), "answered"),
+            ("gemini-2.5-flash", Some("against"), "answered"),
+            ("gemini-2.5-pro", None, "answered"),
+        ]
+    );
+    assert_eq!(s["consensus"]["synthesis_by"], "gemini-2.5-flash");
+    let t = text(&r);
+    assert!(t.contains("## Consensus of 3 models (3 answered)"), "{t}");
+    assert!(t.contains("### gemini-2.5-flash (against)\n\nBRAVO says"), "{t}");
+    // The cost is the sum: every model's and the synthesis's.
+    let parts: f64 = models.iter().map(|m| m["cost_usd"].as_f64().unwrap()).sum::<f64>()
+        + s["consensus"]["synthesis_cost_usd"].as_f64().unwrap();
+    let cost = s["usage"]["cost_usd"].as_f64().unwrap();
+    assert!((cost - parts).abs() < 1e-9, "{cost} is not {parts}");
+    assert!(models.iter().all(|m| m["cost_usd"].as_f64().unwrap() > 0.0), "{s}");
+
+    // A follow-up continues the consensus: the thread holds the synthesis and the answers.
+    fake.clear_requests();
+    let id = s["continuation_id"].as_str().unwrap();
+    let r = call(
+        &client,
+        "chat",
+        json!({"prompt": "So which fix?", "continuation_id": id}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let next = fake.generate_requests();
+    assert_eq!(next.len(), 1);
+    let history = next[0].messages();
+    let model_turn = &history.iter().find(|(role, _)| role == "model").unwrap().1;
+    assert!(model_turn.contains("SYNTHESIS:") && model_turn.contains("CHARLIE says"), "{model_turn}");
+    // The thread's cost counts every model of the first turn.
+    let s2 = structured(&r);
+    let thread = s2["usage"]["thread_cost_usd"].as_f64().unwrap();
+    let this = s2["usage"]["cost_usd"].as_f64().unwrap();
+    assert!((thread - this - cost).abs() < 1e-6, "{thread} != {this} + {cost}");
+}
+
+/// A review in the response schema's shape, with findings `(severity, line, evidence)` on
+/// `src/lib.rs`.
+fn review(findings: &[(&str, u32, &str)]) -> Script {
+    let findings: Vec<Value> = findings
+        .iter()
+        .map(|(severity, line, evidence)| {
+            json!({"severity": severity, "file": "src/lib.rs", "line": line,
+                   "title": format!("{severity} at {line}"), "detail": "Why.", "evidence": evidence})
+        })
+        .collect();
+    Script::json(json!({"summary": "The review.", "findings": findings}))
+}
+
+#[tokio::test]
+async fn a_review_merges_findings_by_verified_location_and_keeps_the_unverified_apart() {
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    plant(&fake, |word| match word {
+        // The subtraction, at its line.
+        "ALPHA" => review(&[("high", 2, "a - b")]),
+        // The same place with a wrong line (re-anchored to its quote), and the signature.
+        "BRAVO" => review(&[("critical", 7, "a - b"), ("low", 1, "pub fn add(a: i32, b: i32) -> i32 {")]),
+        // A quote that is not in the file: unverified.
+        _ => review(&[("medium", 2, "a * b * c")]),
+    });
+    let client = client(dir.path(), &fake, &[]).await;
+    let r = call(
+        &client,
+        "codereview",
+        json!({"files": ["src/lib.rs"], "context": "a calculator",
+               "models": ["gemini-3.1-pro-preview", "gemini-2.5-flash", "gemini-2.5-pro"]}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let s = structured(&r);
+    let findings: Vec<(String, Option<u64>, Vec<String>, bool)> = s["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["severity"].as_str().unwrap().to_string(),
+                f["line"].as_u64(),
+                f["found_by"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m.as_str().unwrap().to_string())
+                    .collect(),
+                f["verified"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        findings,
+        vec![
+            (
+                "critical".into(),
+                Some(2),
+                vec!["gemini-3.1-pro-preview".into(), "gemini-2.5-flash".into()],
+                true
+            ),
+            ("low".into(), Some(1), vec!["gemini-2.5-flash".into()], true),
+            ("medium".into(), Some(2), vec!["gemini-2.5-pro".into()], false),
+        ]
+    );
+    assert!(
+        s["findings"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Severity given: gemini-3.1-pro-preview high, gemini-2.5-flash critical."),
+        "{s}"
+    );
+    assert!(s["summary"].as_str().unwrap().starts_with("SYNTHESIS:"), "{s}");
+    let counts: Vec<u64> = s["consensus"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["findings"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, vec![1, 2, 1]);
+    let t = text(&r);
+    assert!(
+        t.contains("*Found by 2 models: gemini-3.1-pro-preview, gemini-2.5-flash.*"),
+        "{t}"
+    );
+    assert!(t.contains("*Found by gemini-2.5-pro only.*"), "{t}");
+}
+
+#[tokio::test]
+async fn a_model_that_fails_is_named_and_the_others_answer() {
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    plant(&fake, |word| match word {
+        "BRAVO" => Script::error(400, "INVALID_ARGUMENT", "This model cannot take this request."),
+        w => Script::text(format!("{w} answers.")),
+    });
+    let client = client(dir.path(), &fake, &[]).await;
+    let r = call(
+        &client,
+        "thinkdeep",
+        json!({"current_analysis": "add subtracts",
+               "models": ["gemini-3.1-pro-preview", "gemini-2.5-flash:against", "gemini-2.5-pro"]}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let s = structured(&r);
+    let failed = &s["consensus"]["models"][1];
+    assert_eq!(failed["status"], "failed", "{s}");
+    assert!(failed["error"].as_str().unwrap().contains("cannot take this request"), "{s}");
+    let notices = s["notices"].to_string();
+    assert!(notices.contains("gemini-2.5-flash (against) failed"), "{notices}");
+    // The synthesis had the two answers, not the failure.
+    let syn: Vec<Recorded> = fake.generate_requests().into_iter().filter(is_synthesis).collect();
+    assert_eq!(syn.len(), 1);
+    let given = syn[0].last_user_text();
+    assert!(given.contains("ALPHA answers") && given.contains("CHARLIE answers"), "{given}");
+    assert!(!given.contains("# Answer 3"), "{given}");
+    assert_eq!(s["consensus"]["synthesis_by"], "gemini-3.1-pro-preview");
+}
+
+#[tokio::test]
+async fn the_caps_refuse_the_whole_consensus_before_any_request() {
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    plant(&fake, |w| Script::text(format!("{w} answers.")));
+    // One request's input fits the ceiling; three and the synthesis do not.
+    let client = client(dir.path(), &fake, &[("GEMINI_MCP_CALL_USD", "0.004")]).await;
+    let args = json!({"prompt": "Is this add correct?", "files": ["src/lib.rs"], "model": "gemini-2.5-pro"});
+    let one = call(&client, "chat", args.clone()).await.unwrap();
+    assert_ne!(one.is_error, Some(true), "one model fits: {}", text(&one));
+    fake.clear_requests();
+    let mut many = args;
+    many["models"] = json!(["gemini-2.5-pro:for", "gemini-2.5-pro:against", "gemini-2.5-pro:neutral"]);
+    let r = call(&client, "chat", many).await;
+    let message = match r {
+        Ok(r) => {
+            assert_eq!(r.is_error, Some(true), "{}", text(&r));
+            text(&r)
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(message.contains("a consensus of 3 models"), "{message}");
+    assert!(message.contains("GEMINI_MCP_CALL_USD"), "{message}");
+    assert_eq!(fake.generate_requests().len(), 0, "a request was sent");
+}
+
+#[tokio::test]
+async fn bad_models_are_refused_naming_the_entry_before_gemini() {
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    let client = client(dir.path(), &fake, &[]).await;
+    for (models, says) in [
+        (json!(["pro", "flash:maybe"]), "models[1]"),
+        (json!(["pro"]), "at least two models"),
+        (json!(["pro", "gemini-3.1-pro-preview"]), "named already"),
+    ] {
+        let r = call(&client, "chat", json!({"prompt": "q", "models": models})).await;
+        let message = match r {
+            Ok(r) => {
+                assert_eq!(r.is_error, Some(true), "{}", text(&r));
+                text(&r)
+            }
+            Err(e) => e.to_string(),
+        };
+        assert!(message.contains(says), "{models}: {message}");
+    }
+    let r = call(
+        &client,
+        "codereview",
+        json!({"files": ["src/lib.rs"], "context": "c", "explore": true, "models": ["pro", "flash"]}),
+    )
+    .await;
+    let message = match r {
+        Ok(r) => text(&r),
+        Err(e) => e.to_string(),
+    };
+    assert!(message.contains("explore"), "{message}");
+    assert!(fake.generate_requests().is_empty());
+}
