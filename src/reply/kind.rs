@@ -25,6 +25,10 @@ pub enum ReplyKind {
 /// Sent in every reply but left out of the `outputSchema`: bookkeeping the agent need not plan
 /// for, and the fallback, which `notices` also states.
 const BOOKKEEPING: &[&str] = &[
+    // Sent only when a call asks several models (`models`, `consensus`), as extra properties
+    // the schema allows, like an investigation's fields on a tool that explores when asked;
+    // the text says the same.
+    "consensus",
     "model",
     "usage",
     "redactions",
@@ -90,8 +94,6 @@ impl ReplyKind {
         if investigation {
             // Summed over the investigation's requests: what it cost is worth planning for.
             skip.retain(|f| *f != "usage");
-            // One model takes an investigation's steps: no consensus.
-            skip.push("consensus");
         } else {
             skip.extend(INVESTIGATION);
         }

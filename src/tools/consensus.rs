@@ -1,8 +1,8 @@
 //! Consensus: one call asks several models at once, each told its stance, and one answer is made
 //! of theirs (`pipeline::consensus`). The input is one body for both edges, flattened into the
 //! tools where several opinions make sense (chat, thinkdeep, analyze, codereview, debug,
-//! precommit): `models` names the seats as `model[:stance]`, `consensus` takes the operator's
-//! default set (`GEMINI_MCP_CONSENSUS_MODELS`).
+//! precommit): `models` names the seats as `model[:stance]`, or `["default"]` for the operator's
+//! set (`GEMINI_MCP_CONSENSUS_MODELS`; the command line's `--consensus`).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -13,9 +13,7 @@ use super::{Plan, ToolError};
 /// The consensus inputs a tool takes.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema, clap::Args)]
 pub struct ConsensusArgs {
-    /// Ask these models at once, one answer made of theirs: ids or aliases, each optionally
-    /// `:for`, `:against` or `:neutral` (e.g. ["pro:for", "flash:against"]). `model` then
-    /// names who writes the synthesis.
+    /// Several models at once, one merged answer: ids, each optionally :for, :against or :neutral; ["default"]: the server's set. `model` writes the synthesis.
     #[arg(
         long,
         value_name = "MODEL[:STANCE]",
@@ -24,7 +22,8 @@ pub struct ConsensusArgs {
         help = "Ask several models at once and merge their answers: ids or aliases, each optionally :for, :against or :neutral (e.g. pro:for,flash:against); --model writes the synthesis"
     )]
     pub models: Option<Vec<String>>,
-    /// Ask the default consensus models (GEMINI_MCP_CONSENSUS_MODELS) at once.
+    /// The command line's `--consensus`, which MCP writes as `models: ["default"]`.
+    #[serde(skip)]
     #[arg(
         long,
         action = clap::ArgAction::SetTrue,
@@ -47,12 +46,15 @@ pub fn parse_seats(field: &str, entries: &[String]) -> Result<Vec<Seat>, ToolErr
 /// investigation (`explore`), whose steps one model takes.
 pub fn apply(plan: &mut Plan, args: ConsensusArgs) -> Result<(), ToolError> {
     let seats = match (args.models, args.consensus) {
+        (Some(models), _) if models.len() == 1 && models[0].trim().eq_ignore_ascii_case("default") => {
+            Seats::Default
+        }
         (Some(models), _) if !models.is_empty() => Seats::Named(parse_seats("models", &models)?),
         (_, Some(true)) => Seats::Default,
         (Some(_), _) => {
             return Err(ToolError::invalid(
                 "models",
-                "is empty; name two or more models, set consensus to true for the default set, or leave both out",
+                "is empty; name two or more models, [\"default\"] for the server's set, or leave it out",
             ));
         }
         _ => return Ok(()),
@@ -119,6 +121,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(plan.consensus, Some(Seats::Default));
+        plan.consensus = None;
+        apply(
+            &mut plan,
+            ConsensusArgs {
+                models: Some(strings(&[" Default "])),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(plan.consensus, Some(Seats::Default), "MCP's way to the server's set");
         let e = apply(
             &mut plan,
             ConsensusArgs {

@@ -44,10 +44,12 @@ async fn tools_list_is_pinned_small_and_portable() {
     let value = serde_json::to_value(&tools).unwrap();
     let size = serde_json::to_string(&value).unwrap().len();
     // 13,576 bytes: what DESIGN asks of every field (a one-line description; the reply's
-    // fields in the output schemas) leaves little to cut (BENCHMARKS.md § Issue 32).
+    // fields in the output schemas) leaves little to cut (BENCHMARKS.md § Issue 32). 14,941
+    // since consensus gave six tools `models` (about 205 bytes each) and findings `found_by`
+    // (decision 0043; BENCHMARKS.md § Issue 45): the pin moves only with a new input.
     assert!(
-        size <= 13_600,
-        "tools/list is {size} bytes; keep it at most 13,600"
+        size <= 14_950,
+        "tools/list is {size} bytes; keep it at most 14,950"
     );
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert_eq!(

@@ -155,7 +155,7 @@ pub(super) const GROUP: Group = Group {
         Setting {
             name: "GEMINI_MCP_CONSENSUS_MODELS",
             default: "pro,flash",
-            doc: "The models `consensus: true` (`--consensus`) asks at once, comma-separated, each optionally `:for`, `:against` or `:neutral` (e.g. `pro:for,flash:against`); two to five.",
+            doc: "The models `models: [\"default\"]` (`--consensus`) asks at once, comma-separated, each optionally `:for`, `:against` or `:neutral` (e.g. `pro:for,flash:against`); two to five.",
             read: Calls(|var, c| {
                 let entries: Vec<String> = var
                     .value()

@@ -18,6 +18,7 @@ use crate::support::Hermetic as _;
 use crate::support::fake_gemini::{FakeGemini, Script};
 
 mod confinement;
+mod consensus;
 mod doctor;
 mod edit_hook;
 mod formats;
