@@ -30,6 +30,12 @@ pub enum HookCommand {
         /// Replace an existing pre-commit hook that is not ours (it is kept as pre-commit.bak).
         #[arg(long)]
         force: bool,
+        /// Ask several models for each review and merge their findings (precommit's --models).
+        #[arg(long, value_name = "MODEL[:STANCE]", value_delimiter = ',')]
+        models: Option<Vec<String>>,
+        /// With --models: fail only on findings N of the models report (precommit's --agree).
+        #[arg(long, value_name = "N", requires = "models", value_parser = clap::value_parser!(u32).range(2..=5))]
+        agree: Option<u32>,
         /// The repository (or a directory in it).
         #[arg(long, short = 'p', value_name = "PATH", default_value = ".")]
         path: PathBuf,
@@ -74,6 +80,8 @@ pub enum HookError {
     },
     #[error("cannot read the git configuration: {0}")]
     Config(String),
+    #[error("--models: {0}")]
+    Models(String),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> HookError + '_ {
@@ -114,15 +122,60 @@ pub fn hooks_dir(path: &Path) -> Result<PathBuf, HookError> {
     }
 }
 
+/// What fails the commit: findings at or above `fail_on`, and with several models (`models`,
+/// checked when the hook is installed), only those `agree` of them report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookGate {
+    pub fail_on: FailOn,
+    pub models: Vec<String>,
+    pub agree: Option<u32>,
+}
+
+impl HookGate {
+    /// One model, failing at `fail_on`.
+    pub fn plain(fail_on: FailOn) -> HookGate {
+        HookGate {
+            fail_on,
+            models: Vec::new(),
+            agree: None,
+        }
+    }
+
+    /// The gate `hook install` was given: the models checked as precommit would check them.
+    fn of(fail_on: FailOn, models: Option<Vec<String>>, agree: Option<u32>) -> Result<HookGate, HookError> {
+        let models = models.unwrap_or_default();
+        if !models.is_empty() {
+            crate::seats::parse(&models).map_err(|e| HookError::Models(e.message))?;
+        }
+        Ok(HookGate {
+            fail_on,
+            models,
+            agree,
+        })
+    }
+
+    /// The flags the hook adds to `precommit`, quoted for the shell.
+    fn flags(&self) -> String {
+        let mut out = String::new();
+        if !self.models.is_empty() {
+            out.push_str(&format!(" --models '{}'", self.models.join(",").replace('\'', r"'\''")));
+        }
+        if let Some(n) = self.agree {
+            out.push_str(&format!(" --agree {n}"));
+        }
+        out
+    }
+}
+
 /// The hook script. `exe` is this binary; when it has moved, `gemini-mcp` on PATH is used.
-pub fn script(exe: &Path, fail_on: FailOn) -> String {
-    script_for(&exe.display().to_string(), fail_on, cfg!(windows))
+pub fn script(exe: &Path, gate: &HookGate) -> String {
+    script_for(&exe.display().to_string(), gate, cfg!(windows))
 }
 
 /// The hook for `exe`. On Windows git runs hooks with its own POSIX shell (Git for Windows'
 /// bash), where `$PWD` is `/c/...`, a path our Windows build cannot read: the work tree is asked
 /// for in Windows' form (`pwd -W`, `C:/...`) and the executable named with forward slashes.
-fn script_for(exe: &str, fail_on: FailOn, windows: bool) -> String {
+fn script_for(exe: &str, gate: &HookGate, windows: bool) -> String {
     let exe = if windows {
         exe.replace('\\', "/")
     } else {
@@ -146,8 +199,9 @@ fn script_for(exe: &str, fail_on: FailOn, windows: bool) -> String {
          if [ -n \"$GIT_INDEX_FILE\" ]; then set -- --index-file \"$GIT_INDEX_FILE\"; else set --; fi\n\
          # GEMINI_MCP_DRY_RUN=1 git commit: show what would be sent, send nothing, commit.\n\
          [ -n \"$GEMINI_MCP_DRY_RUN\" ] && set -- \"$@\" --dry-run\n\
-         exec \"$bin\" precommit --path . --staged-only --max-depth 0 --fail-on {fail} \"$@\"\n",
-        fail = fail_on.as_str()
+         exec \"$bin\" precommit --path . --staged-only --max-depth 0 --fail-on {fail}{more} \"$@\"\n",
+        fail = gate.fail_on.as_str(),
+        more = gate.flags(),
     )
 }
 
@@ -158,7 +212,7 @@ fn is_ours(path: &Path) -> bool {
 /// Writes the hook for the repository containing `path`.
 pub fn install(
     path: &Path,
-    fail_on: FailOn,
+    gate: &HookGate,
     force: bool,
     exe: &Path,
 ) -> Result<Installed, HookError> {
@@ -183,7 +237,7 @@ pub fn install(
     }
     // Write beside it, then rename: a half-written hook never runs.
     let tmp = dir.join(".pre-commit.gemini-mcp.tmp");
-    std::fs::write(&tmp, script(exe, fail_on)).map_err(io(&tmp))?;
+    std::fs::write(&tmp, script(exe, gate)).map_err(io(&tmp))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -228,9 +282,13 @@ pub fn run(cmd: HookCommand) -> u8 {
             fail_on,
             force,
             path,
+            models,
+            agree,
         } => {
             let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("gemini-mcp"));
-            install(&path, fail_on, force, &exe).map(|done| match done {
+            HookGate::of(fail_on, models, agree)
+                .and_then(|gate| install(&path, &gate, force, &exe))
+                .map(|done| match done {
                 Installed::Written(p) => format!(
                     "Installed {} (fails the commit on findings at or above {}).",
                     p.display(),
@@ -282,7 +340,7 @@ mod tests {
     fn on_windows_the_hook_names_the_work_tree_and_the_binary_as_windows_programs_read_them() {
         let text = script_for(
             r"C:\Users\Zoë O'Neil\bin\gemini-mcp.exe",
-            FailOn::High,
+            &HookGate::plain(FailOn::High),
             true,
         );
         assert!(
@@ -291,7 +349,16 @@ mod tests {
         );
         assert!(text.contains("PROJECT_ROOT=\"$(pwd -W)\""), "{text}");
         assert!(!text.contains("$PWD"), "{text}");
-        let unix = script_for("/opt/gemini-mcp", FailOn::High, false);
+        let unix = script_for("/opt/gemini-mcp", &HookGate::plain(FailOn::High), false);
+        assert!(!unix.contains("--models"), "{unix}");
+        let gate = HookGate::of(FailOn::Medium, Some(vec!["pro:for".into(), "fl'ash".into()]), Some(2)).unwrap();
+        let agreeing = script_for("/opt/gemini-mcp", &gate, false);
+        assert!(
+            agreeing.contains("--fail-on medium --models 'pro:for,fl'\\''ash' --agree 2 \"$@\""),
+            "{agreeing}"
+        );
+        let e = HookGate::of(FailOn::High, Some(vec!["pro".into()]), None).unwrap_err();
+        assert!(e.to_string().contains("at least two models"), "{e}");
         assert!(unix.contains("PROJECT_ROOT=\"$PWD\""), "{unix}");
         assert!(unix.contains("bin='/opt/gemini-mcp'"), "{unix}");
     }
@@ -302,7 +369,7 @@ mod tests {
         let exe = Path::new("/opt/it's here/gemini-mcp");
         let hook = repo.path().join("hooks/pre-commit");
         assert_eq!(
-            install(dir.path(), FailOn::High, false, exe).unwrap(),
+            install(dir.path(), &HookGate::plain(FailOn::High), false, exe).unwrap(),
             Installed::Written(hook.clone())
         );
         let text = std::fs::read_to_string(&hook).unwrap();
@@ -331,7 +398,7 @@ mod tests {
         }
         // Our own hook is updated in place.
         assert_eq!(
-            install(dir.path(), FailOn::Critical, false, exe).unwrap(),
+            install(dir.path(), &HookGate::plain(FailOn::Critical), false, exe).unwrap(),
             Installed::Updated(hook.clone())
         );
         assert!(
@@ -345,7 +412,7 @@ mod tests {
 
         // A foreign hook is refused, kept by uninstall, and backed up by --force.
         std::fs::write(&hook, "#!/bin/sh\nrun-my-linter\n").unwrap();
-        let err = install(dir.path(), FailOn::High, false, exe).unwrap_err();
+        let err = install(dir.path(), &HookGate::plain(FailOn::High), false, exe).unwrap_err();
         assert!(matches!(err, HookError::Exists { .. }), "{err}");
         assert!(err.to_string().contains("--force"), "{err}");
         assert_eq!(
@@ -359,7 +426,7 @@ mod tests {
         assert!(hook.exists());
         let backup = repo.path().join("hooks/pre-commit.bak");
         assert_eq!(
-            install(dir.path(), FailOn::High, true, exe).unwrap(),
+            install(dir.path(), &HookGate::plain(FailOn::High), true, exe).unwrap(),
             Installed::Replaced(hook.clone(), backup.clone())
         );
         assert_eq!(
@@ -378,7 +445,7 @@ mod tests {
             .unwrap();
         let sub = dir.path().join("src");
         std::fs::create_dir_all(&sub).unwrap();
-        let done = install(&sub, FailOn::Medium, false, Path::new("/bin/gemini-mcp")).unwrap();
+        let done = install(&sub, &HookGate::plain(FailOn::Medium), false, Path::new("/bin/gemini-mcp")).unwrap();
         let want = std::fs::canonicalize(dir.path())
             .unwrap()
             .join(".githooks/pre-commit");
@@ -392,7 +459,7 @@ mod tests {
     #[test]
     fn not_a_repository_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let err = install(dir.path(), FailOn::High, false, Path::new("/x")).unwrap_err();
+        let err = install(dir.path(), &HookGate::plain(FailOn::High), false, Path::new("/x")).unwrap_err();
         assert!(matches!(err, HookError::NotARepository { .. }), "{err}");
     }
 }

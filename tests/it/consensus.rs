@@ -43,7 +43,9 @@ fn plant(fake: &FakeGemini, answer: fn(&str) -> Script) {
     fake.respond_with(move |r| {
         let model = r.model.clone().unwrap_or_default();
         if is_synthesis(r) {
-            return Some(Script::text("SYNTHESIS: the answers agree on the subtraction."));
+            return Some(Script::text(
+                "SYNTHESIS: the answers agree on the subtraction.",
+            ));
         }
         Some(answer(word_of(&model)).delay_headers(DELAY))
     });
@@ -64,7 +66,9 @@ fn structured(r: &rmcp::model::CallToolResult) -> Value {
 async fn models_answer_at_once_each_with_its_stance_and_one_answer_is_made_of_theirs() {
     let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
     let fake = FakeGemini::start();
-    plant(&fake, |word| Script::text(format!("{word} says: add subtracts.")));
+    plant(&fake, |word| {
+        Script::text(format!("{word} says: add subtracts."))
+    });
     let client = client(dir.path(), &fake, &[]).await;
     let r = call(
         &client,
@@ -88,7 +92,11 @@ async fn models_answer_at_once_each_with_its_stance_and_one_answer_is_made_of_th
     // At once: every member's request arrived before any answer could have begun.
     let first = members.iter().map(|r| r.at).min().unwrap();
     let last = members.iter().map(|r| r.at).max().unwrap();
-    assert!(last - first < DELAY, "the requests came {:?} apart", last - first);
+    assert!(
+        last - first < DELAY,
+        "the requests came {:?} apart",
+        last - first
+    );
     // None holds another's answer, and each has its own stance (or none).
     for m in &members {
         for (_, word) in MODELS {
@@ -103,7 +111,10 @@ async fn models_answer_at_once_each_with_its_stance_and_one_answer_is_made_of_th
             "gemini-2.5-pro" => assert_eq!(stance, "", "{system}"),
             other => panic!("{other} was not asked"),
         }
-        assert!(m.last_user_text().contains("a - b"), "the file was sent to {model}");
+        assert!(
+            m.last_user_text().contains("a - b"),
+            "the file was sent to {model}"
+        );
     }
     // The synthesis: the writer asked, every answer given, stances said, no model named.
     let syn = synthesis[0];
@@ -112,15 +123,30 @@ async fn models_answer_at_once_each_with_its_stance_and_one_answer_is_made_of_th
     for (_, word) in MODELS {
         assert!(given.contains(word), "{given}");
     }
-    assert!(given.contains("(asked to argue for)") && given.contains("(asked to argue against)"), "{given}");
-    assert!(!given.contains("gemini-"), "a model is named to the synthesis: {given}");
+    assert!(
+        given.contains("(asked to argue for)") && given.contains("(asked to argue against)"),
+        "{given}"
+    );
+    assert!(
+        !given.contains("gemini-"),
+        "a model is named to the synthesis: {given}"
+    );
 
     // One answer: the synthesis, and each model's own, in the text and the structured content.
-    assert!(s["answer"].as_str().unwrap().starts_with("SYNTHESIS:"), "{s}");
+    assert!(
+        s["answer"].as_str().unwrap().starts_with("SYNTHESIS:"),
+        "{s}"
+    );
     let models = s["consensus"]["models"].as_array().unwrap();
     let rows: Vec<(&str, Option<&str>, &str)> = models
         .iter()
-        .map(|m| (m["model"].as_str().unwrap(), m["stance"].as_str(), m["status"].as_str().unwrap()))
+        .map(|m| {
+            (
+                m["model"].as_str().unwrap(),
+                m["stance"].as_str(),
+                m["status"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         rows,
@@ -133,13 +159,22 @@ async fn models_answer_at_once_each_with_its_stance_and_one_answer_is_made_of_th
     assert_eq!(s["consensus"]["synthesis_by"], "gemini-2.5-flash");
     let t = text(&r);
     assert!(t.contains("## Consensus of 3 models (3 answered)"), "{t}");
-    assert!(t.contains("### gemini-2.5-flash (against)\n\nBRAVO says"), "{t}");
+    assert!(
+        t.contains("### gemini-2.5-flash (against)\n\nBRAVO says"),
+        "{t}"
+    );
     // The cost is the sum: every model's and the synthesis's.
-    let parts: f64 = models.iter().map(|m| m["cost_usd"].as_f64().unwrap()).sum::<f64>()
+    let parts: f64 = models
+        .iter()
+        .map(|m| m["cost_usd"].as_f64().unwrap())
+        .sum::<f64>()
         + s["consensus"]["synthesis_cost_usd"].as_f64().unwrap();
     let cost = s["usage"]["cost_usd"].as_f64().unwrap();
     assert!((cost - parts).abs() < 1e-9, "{cost} is not {parts}");
-    assert!(models.iter().all(|m| m["cost_usd"].as_f64().unwrap() > 0.0), "{s}");
+    assert!(
+        models.iter().all(|m| m["cost_usd"].as_f64().unwrap() > 0.0),
+        "{s}"
+    );
 
     // A follow-up continues the consensus: the thread holds the synthesis and the answers.
     fake.clear_requests();
@@ -156,12 +191,18 @@ async fn models_answer_at_once_each_with_its_stance_and_one_answer_is_made_of_th
     assert_eq!(next.len(), 1);
     let history = next[0].messages();
     let model_turn = &history.iter().find(|(role, _)| role == "model").unwrap().1;
-    assert!(model_turn.contains("SYNTHESIS:") && model_turn.contains("CHARLIE says"), "{model_turn}");
+    assert!(
+        model_turn.contains("SYNTHESIS:") && model_turn.contains("CHARLIE says"),
+        "{model_turn}"
+    );
     // The thread's cost counts every model of the first turn.
     let s2 = structured(&r);
     let thread = s2["usage"]["thread_cost_usd"].as_f64().unwrap();
     let this = s2["usage"]["cost_usd"].as_f64().unwrap();
-    assert!((thread - this - cost).abs() < 1e-6, "{thread} != {this} + {cost}");
+    assert!(
+        (thread - this - cost).abs() < 1e-6,
+        "{thread} != {this} + {cost}"
+    );
 }
 
 /// A review in the response schema's shape, with findings `(severity, line, evidence)` on
@@ -185,7 +226,10 @@ async fn a_review_merges_findings_by_verified_location_and_keeps_the_unverified_
         // The subtraction, at its line.
         "ALPHA" => review(&[("high", 2, "a - b")]),
         // The same place with a wrong line (re-anchored to its quote), and the signature.
-        "BRAVO" => review(&[("critical", 7, "a - b"), ("low", 1, "pub fn add(a: i32, b: i32) -> i32 {")]),
+        "BRAVO" => review(&[
+            ("critical", 7, "a - b"),
+            ("low", 1, "pub fn add(a: i32, b: i32) -> i32 {"),
+        ]),
         // A quote that is not in the file: unverified.
         _ => review(&[("medium", 2, "a * b * c")]),
     });
@@ -228,7 +272,12 @@ async fn a_review_merges_findings_by_verified_location_and_keeps_the_unverified_
                 true
             ),
             ("low".into(), Some(1), vec!["gemini-2.5-flash".into()], true),
-            ("medium".into(), Some(2), vec!["gemini-2.5-pro".into()], false),
+            (
+                "medium".into(),
+                Some(2),
+                vec!["gemini-2.5-pro".into()],
+                false
+            ),
         ]
     );
     assert!(
@@ -238,7 +287,10 @@ async fn a_review_merges_findings_by_verified_location_and_keeps_the_unverified_
             .contains("Severity given: gemini-3.1-pro-preview high, gemini-2.5-flash critical."),
         "{s}"
     );
-    assert!(s["summary"].as_str().unwrap().starts_with("SYNTHESIS:"), "{s}");
+    assert!(
+        s["summary"].as_str().unwrap().starts_with("SYNTHESIS:"),
+        "{s}"
+    );
     let counts: Vec<u64> = s["consensus"]["models"]
         .as_array()
         .unwrap()
@@ -259,7 +311,11 @@ async fn a_model_that_fails_is_named_and_the_others_answer() {
     let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
     let fake = FakeGemini::start();
     plant(&fake, |word| match word {
-        "BRAVO" => Script::error(400, "INVALID_ARGUMENT", "This model cannot take this request."),
+        "BRAVO" => Script::error(
+            400,
+            "INVALID_ARGUMENT",
+            "This model cannot take this request.",
+        ),
         w => Script::text(format!("{w} answers.")),
     });
     let client = client(dir.path(), &fake, &[]).await;
@@ -275,14 +331,30 @@ async fn a_model_that_fails_is_named_and_the_others_answer() {
     let s = structured(&r);
     let failed = &s["consensus"]["models"][1];
     assert_eq!(failed["status"], "failed", "{s}");
-    assert!(failed["error"].as_str().unwrap().contains("cannot take this request"), "{s}");
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot take this request"),
+        "{s}"
+    );
     let notices = s["notices"].to_string();
-    assert!(notices.contains("gemini-2.5-flash (against) failed"), "{notices}");
+    assert!(
+        notices.contains("gemini-2.5-flash (against) failed"),
+        "{notices}"
+    );
     // The synthesis had the two answers, not the failure.
-    let syn: Vec<Recorded> = fake.generate_requests().into_iter().filter(is_synthesis).collect();
+    let syn: Vec<Recorded> = fake
+        .generate_requests()
+        .into_iter()
+        .filter(is_synthesis)
+        .collect();
     assert_eq!(syn.len(), 1);
     let given = syn[0].last_user_text();
-    assert!(given.contains("ALPHA answers") && given.contains("CHARLIE answers"), "{given}");
+    assert!(
+        given.contains("ALPHA answers") && given.contains("CHARLIE answers"),
+        "{given}"
+    );
     assert!(!given.contains("# Answer 3"), "{given}");
     assert_eq!(s["consensus"]["synthesis_by"], "gemini-3.1-pro-preview");
 }
@@ -299,7 +371,11 @@ async fn the_caps_refuse_the_whole_consensus_before_any_request() {
     assert_ne!(one.is_error, Some(true), "one model fits: {}", text(&one));
     fake.clear_requests();
     let mut many = args;
-    many["models"] = json!(["gemini-2.5-pro:for", "gemini-2.5-pro:against", "gemini-2.5-pro:neutral"]);
+    many["models"] = json!([
+        "gemini-2.5-pro:for",
+        "gemini-2.5-pro:against",
+        "gemini-2.5-pro:neutral"
+    ]);
     let r = call(&client, "chat", many).await;
     let message = match r {
         Ok(r) => {
@@ -345,4 +421,81 @@ async fn bad_models_are_refused_naming_the_entry_before_gemini() {
     };
     assert!(message.contains("explore"), "{message}");
     assert!(fake.generate_requests().is_empty());
+}
+
+/// The wall time of a three-model consensus against the slowest single model, over the real
+/// server and the stand-in with each model's latency planted: the members answer after 2, 3
+/// and 4 s (a review of a large context), the synthesis after 0.4 s (a few thousand tokens of
+/// answers in, a short text out). Run with `GEMINI_MCP_BENCH_CONSENSUS=1 cargo test --test it
+/// -- --nocapture consensus::bench`.
+#[tokio::test]
+async fn bench_three_models_against_the_slowest_one() {
+    if std::env::var("GEMINI_MCP_BENCH_CONSENSUS").as_deref() != Ok("1") {
+        return;
+    }
+    let latency = |model: &str| match model {
+        "gemini-3.1-pro-preview" => Duration::from_millis(4_000),
+        "gemini-2.5-pro" => Duration::from_millis(3_000),
+        _ => Duration::from_millis(2_000),
+    };
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    fake.respond_with(move |r| {
+        if is_synthesis(r) {
+            return Some(Script::text("SYNTHESIS.").delay_headers(Duration::from_millis(400)));
+        }
+        let model = r.model.clone().unwrap_or_default();
+        Some(Script::text(format!("{} answers.", word_of(&model))).delay_headers(latency(&model)))
+    });
+    let client = client(dir.path(), &fake, &[]).await;
+    let ask = |extra: Value| {
+        let mut args = json!({"prompt": "Is this add correct?", "files": ["src/lib.rs"]});
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        args
+    };
+    // The first call loads the model list and the tokenizer: not measured.
+    let warm = call(&client, "chat", ask(json!({"model": "gemini-2.5-flash"})))
+        .await
+        .unwrap();
+    assert_ne!(warm.is_error, Some(true), "{}", text(&warm));
+    let mut slowest = Duration::ZERO;
+    println!("| call | wall time |");
+    println!("|---|---|");
+    for (model, _) in MODELS {
+        let started = std::time::Instant::now();
+        let r = call(&client, "chat", ask(json!({"model": model})))
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        let took = started.elapsed();
+        println!("| {model} alone | {:.2} s |", took.as_secs_f64());
+        slowest = slowest.max(took);
+    }
+    let models: Vec<&str> = MODELS.iter().map(|(m, _)| *m).collect();
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let started = std::time::Instant::now();
+        let r = call(
+            &client,
+            "chat",
+            ask(json!({"models": models, "model": "gemini-2.5-flash"})),
+        )
+        .await
+        .unwrap();
+        assert_ne!(r.is_error, Some(true), "{}", text(&r));
+        runs.push(started.elapsed());
+    }
+    runs.sort();
+    let median = runs[1];
+    println!(
+        "| consensus of the three, synthesis by gemini-2.5-flash (median of 3) | {:.2} s |",
+        median.as_secs_f64()
+    );
+    println!(
+        "consensus-ratio {:.3} (fan-out alone, the synthesis's 0.4 s taken off: {:.3})",
+        median.as_secs_f64() / slowest.as_secs_f64(),
+        (median.as_secs_f64() - 0.4) / slowest.as_secs_f64()
+    );
 }

@@ -21,9 +21,15 @@ fn high_at(line: u32, evidence: &str, verdict: &str) -> Script {
 
 /// Plants each model's review (`first` for the first model, `second` for the other) and a
 /// synthesis.
-fn plant(fake: &crate::support::fake_gemini::FakeGemini, first: (u32, &'static str), second: (u32, &'static str)) {
+fn plant(
+    fake: &crate::support::fake_gemini::FakeGemini,
+    first: (u32, &'static str),
+    second: (u32, &'static str),
+) {
     fake.respond_with(move |r| {
-        if r.system_text().contains("You combine the independent answers") {
+        if r.system_text()
+            .contains("You combine the independent answers")
+        {
             return Some(Script::text("SYNTHESIS."));
         }
         Some(match r.model.as_deref() {
@@ -39,11 +45,31 @@ fn the_gate_can_require_that_models_agree() {
     let fake = fake();
     let v = vars(&fake);
     // Each model reports a different high finding.
-    plant(&fake, (2, "a - b"), (1, "pub fn add(a: u32, b: u32) -> u32 {"));
-    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--models", MODELS, "--format", "json"]));
-    assert_eq!(r.code, 1, "every finding counts without --agree: {}", r.stderr);
+    plant(
+        &fake,
+        (2, "a - b"),
+        (1, "pub fn add(a: u32, b: u32) -> u32 {"),
+    );
     let r = run(gemini_mcp(&p.root, &with(&v)).args([
-        "precommit", "--models", MODELS, "--agree", "2", "--format", "json",
+        "precommit",
+        "--models",
+        MODELS,
+        "--format",
+        "json",
+    ]));
+    assert_eq!(
+        r.code, 1,
+        "every finding counts without --agree: {}",
+        r.stderr
+    );
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "precommit",
+        "--models",
+        MODELS,
+        "--agree",
+        "2",
+        "--format",
+        "json",
     ]));
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let out: Value = serde_json::from_str(&r.stdout).expect("one JSON document");
@@ -52,10 +78,13 @@ fn the_gate_can_require_that_models_agree() {
     assert_eq!(out["passed"], true);
     // One model's do_not_commit is not the agreement either.
     assert_eq!(out["consensus"]["models"][1]["verdict"], "do_not_commit");
-    let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--models", MODELS, "--agree", "2"]));
+    let r =
+        run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--models", MODELS, "--agree", "2"]));
     assert_eq!(r.code, 0, "{}", r.stdout);
     assert!(
-        r.stdout.contains("2 finding(s) at or above high reported by fewer than 2 models not counted (--agree 2)"),
+        r.stdout.contains(
+            "2 finding(s) at or above high reported by fewer than 2 models not counted (--agree 2)"
+        ),
         "{}",
         r.stdout
     );
@@ -63,17 +92,30 @@ fn the_gate_can_require_that_models_agree() {
     // Both at the subtraction (one with a line that is off): one finding of two models fails.
     plant(&fake, (2, "a - b"), (3, "a - b"));
     let r = run(gemini_mcp(&p.root, &with(&v)).args([
-        "precommit", "--models", MODELS, "--agree", "2", "--format", "json",
+        "precommit",
+        "--models",
+        MODELS,
+        "--agree",
+        "2",
+        "--format",
+        "json",
     ]));
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     let out: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(out["findings"][0]["found_by"], json!(["gemini-3.1-pro-preview", "gemini-2.5-flash"]));
+    assert_eq!(
+        out["findings"][0]["found_by"],
+        json!(["gemini-3.1-pro-preview", "gemini-2.5-flash"])
+    );
 
     // --agree without several models is a usage error, before Gemini.
     fake.clear_requests();
     let r = run(gemini_mcp(&p.root, &with(&v)).args(["precommit", "--agree", "2"]));
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("use it with --models or --consensus"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("use it with --models or --consensus"),
+        "{}",
+        r.stderr
+    );
     assert!(fake.generate_requests().is_empty());
 }
 
@@ -83,9 +125,17 @@ fn a_dry_run_estimates_every_model_and_the_synthesis() {
     let fake = fake();
     let v = vars(&fake);
     let r = run(gemini_mcp(&p.root, &with(&v)).args([
-        "chat", "Is this add correct?", "--file", "src/lib.rs",
-        "--models", "gemini-2.5-pro:for,gemini-2.5-flash:against",
-        "--model", "gemini-2.5-flash", "--dry-run", "--format", "json",
+        "chat",
+        "Is this add correct?",
+        "--file",
+        "src/lib.rs",
+        "--models",
+        "gemini-2.5-pro:for,gemini-2.5-flash:against",
+        "--model",
+        "gemini-2.5-flash",
+        "--dry-run",
+        "--format",
+        "json",
     ]));
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(fake.requests().is_empty(), "a dry run reached Gemini");
@@ -98,7 +148,11 @@ fn a_dry_run_estimates_every_model_and_the_synthesis() {
         .collect();
     assert_eq!(
         rows,
-        vec![("gemini-2.5-pro", "for"), ("gemini-2.5-flash", "against"), ("gemini-2.5-flash", "synthesis")]
+        vec![
+            ("gemini-2.5-pro", "for"),
+            ("gemini-2.5-flash", "against"),
+            ("gemini-2.5-flash", "synthesis")
+        ]
     );
     let low: f64 = preview["consensus"]
         .as_array()
@@ -115,12 +169,82 @@ fn a_dry_run_estimates_every_model_and_the_synthesis() {
         .iter()
         .map(|r| r["input_tokens"].as_u64().unwrap())
         .collect();
-    assert!(inputs[0] > preview["input"]["total"].as_u64().unwrap(), "{preview}");
+    assert!(
+        inputs[0] > preview["input"]["total"].as_u64().unwrap(),
+        "{preview}"
+    );
 
     let r = run(gemini_mcp(&p.root, &with(&v)).args([
-        "chat", "Is this add correct?", "--models", "gemini-2.5-pro,gemini-2.5-flash", "--dry-run",
+        "chat",
+        "Is this add correct?",
+        "--models",
+        "gemini-2.5-pro,gemini-2.5-flash",
+        "--dry-run",
     ]));
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("Consensus:\n  gemini-2.5-pro: "), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("Consensus:\n  gemini-2.5-pro: "),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains("(synthesis)"), "{}", r.stdout);
+}
+
+#[test]
+fn the_hook_asks_several_models_and_blocks_only_what_they_agree_on() {
+    if crate::support::git_missing() {
+        return;
+    }
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let env = with(&v);
+    let r = run(
+        gemini_mcp(&p.root, &env).args(["hook", "install", "--models", MODELS, "--agree", "2"])
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let hook = std::fs::read_to_string(p.repo.path().join("hooks/pre-commit")).unwrap();
+    assert!(
+        hook.contains(&format!("--models '{MODELS}' --agree 2")),
+        "{hook}"
+    );
+    p.stage("src/lib.rs");
+
+    // One model's finding each: the commit goes through.
+    plant(
+        &fake,
+        (2, "a - b"),
+        (1, "pub fn add(a: u32, b: u32) -> u32 {"),
+    );
+    let before = p.head();
+    let r = p.git(&["commit", "-q", "-m", "subtract"], &env);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_ne!(p.head(), before);
+    let asked: Vec<String> = fake
+        .generate_requests()
+        .iter()
+        .filter_map(|r| r.model.clone())
+        .collect();
+    assert!(
+        asked.contains(&"gemini-3.1-pro-preview".to_string())
+            && asked.contains(&"gemini-2.5-flash".to_string()),
+        "{asked:?}"
+    );
+
+    // Both at the same place: the commit is blocked.
+    p.write(
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 {\n    a - b\n}\n// again\n",
+    );
+    p.stage("src/lib.rs");
+    plant(&fake, (2, "a - b"), (2, "a - b"));
+    let before = p.head();
+    let r = p.git(&["commit", "-q", "-m", "again"], &env);
+    assert_ne!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(p.head(), before);
+
+    // A hook with one model is refused at install, saying why.
+    let r = run(gemini_mcp(&p.root, &env).args(["hook", "install", "--models", "pro"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("at least two models"), "{}", r.stderr);
 }
