@@ -482,8 +482,18 @@ mod tests {
             ("precommit", "include_untracked"),
             ("precommit", "severity_filter"),
         ];
-        // Params fields the command line alone has (`#[serde(skip)]`).
-        let cli_only = [("precommit", "staged_only"), ("precommit", "index_file")];
+        // Params fields the command line alone has (`#[serde(skip)]`); `--consensus` is MCP's
+        // `models: ["default"]`.
+        let cli_only = [
+            ("precommit", "staged_only"),
+            ("precommit", "index_file"),
+            ("chat", "consensus"),
+            ("thinkdeep", "consensus"),
+            ("analyze", "consensus"),
+            ("codereview", "consensus"),
+            ("debug", "consensus"),
+            ("precommit", "consensus"),
+        ];
         let own: Vec<String> = [
             <ReviewFlags as clap::Args>::augment_args(clap::Command::new("r")),
             <AnswerFlags as clap::Args>::augment_args(clap::Command::new("a")),
