@@ -486,6 +486,13 @@ fn finding_text(f: &Finding) -> String {
     if let Some(fix) = f.fix.as_deref().filter(|x| !x.trim().is_empty()) {
         t.push_str(&format!("\n\nFix: {}", inert(fix.trim())));
     }
+    if !f.found_by.is_empty() {
+        // Model names are ours (the call's `models`), made inert all the same.
+        t.push_str(&format!(
+            "\n\n_Found by {}._",
+            inert(&one_line(&f.found_by.join(", ")))
+        ));
+    }
     if f.verified != Some(true) {
         let why = f
             .unverified_reason

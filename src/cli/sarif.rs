@@ -131,6 +131,10 @@ fn result(f: &Finding, tool: &str, root: &Path) -> Value {
     if let Some(given) = f.line_given {
         r["properties"]["line_given"] = json!(given);
     }
+    if !f.found_by.is_empty() {
+        // A consensus: the models that reported it at this place.
+        r["properties"]["found_by"] = json!(f.found_by);
+    }
     if let Some(location) = artifact(&f.file, root) {
         // SARIF needs a region for the result to be placed; a finding without a line is placed
         // at the top of its file and says so in its properties.

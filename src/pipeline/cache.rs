@@ -3,15 +3,19 @@
 //! and the thread's earlier turns — and sends only the new turn, whose tokens are then billed at
 //! the cached price (a tenth) plus the cache's storage.
 //!
-//! When: a thread's second turn on, when the front reaches the model's least cacheable size and
-//! the thread's last turn was the same tool's (a cache holds its tool's system instruction, and
-//! pays only from its second use: its creation costs the front at the input price); a first
-//! call makes none (nothing says it will be continued), nor a call with web search, nor the
-//! Gemini CLI; an investigation caches its own growing front instead ([`StepCache`]). What the thread's last turn left (`store::ContextCache`) is used while its
-//! model is the request's, it has not expired, and the request's own first messages have the
-//! digest it holds — so a changed file (its earlier turn re-rendered with the new content), a
-//! changed system prompt or another model never reads a stale cache; when the part sent past
-//! the cache has grown larger than the cache, a new one over the whole front replaces it. A
+//! When: a thread's second turn on, whatever its tool, when the front reaches the model's least
+//! cacheable size (a continued thread is likely to be continued again; a cache pays from its
+//! second use, its creation costing the front at the input price); a first call makes none
+//! (nothing says it will be continued), nor a call with web search, nor the Gemini CLI; an
+//! investigation caches its own growing front instead ([`StepCache`]). What the thread's last
+//! turn left (`store::ContextCache`) is used while its model is the request's, it has not
+//! expired, and the request's own first messages have the digest it holds — so a changed file
+//! (its earlier turn re-rendered with the new content), an earlier turn left out or another
+//! model never reads a stale cache. One cache serves the thread across tools: a cache holds the
+//! system instruction of the call that made it, so a call of another tool (another system
+//! instruction) sends its own at the head of its new turn, marked as this turn's instructions
+//! ([`own_instructions`]). When the part sent past the cache has grown larger than the cache, a
+//! new one over the whole front replaces it. A
 //! cache is kept for `GEMINI_MCP_CONTEXT_CACHE_TTL_SECS`, never past the thread's own expiry;
 //! one left behind (a call that failed, a server that stopped) expires by its TTL at Google.
 //!
@@ -28,15 +32,12 @@ use crate::collector::tokens;
 use crate::gemini::{CacheUse, CallContext, GenerateRequest, Part};
 use crate::store::{ContextCache, now_ms};
 
-/// What the window step found of the thread's front, and whether its last turn was the same
-/// tool's.
+/// What the window step found of the thread's front.
 pub(super) struct Front {
     /// What the earlier turns count.
     pub history_tokens: u64,
     /// How many of the oldest turns no longer fit (the front then changes every turn).
     pub omitted_turns: usize,
-    /// The thread's last turn was a call of the same tool.
-    pub same_tool: bool,
 }
 
 /// A cache that expires sooner than this is not used (the request could arrive after it).
@@ -109,7 +110,7 @@ pub(super) async fn decide(
         k.model == request.model.id
             && k.covers <= covers
             && k.expires_ms > now + MARGIN.as_millis() as u64
-            && request.front_digest(k.covers) == k.digest
+            && (request.front_digest(k.covers) == k.digest || same_messages(request, k))
     });
     // A cache whose front no longer matches (a file changed, another model) serves no later
     // request either: it is deleted rather than kept until it expires.
@@ -125,10 +126,9 @@ pub(super) async fn decide(
         }
     }
     // A cache pays from its second use (its creation costs the front at the input price, and
-    // its storage): one is made only when the thread's last turn was the same tool's, so the
-    // tool is likely to be asked again — a cache holds its tool's system instruction.
+    // its storage): one is made from a thread's second turn, which says the thread goes on.
     let tokens = tokens::count(&request.system_instruction) + front.history_tokens;
-    let action = if front.same_tool && tokens >= min_tokens(&request.model.id) {
+    let action = if tokens >= min_tokens(&request.model.id) {
         Action::Make {
             tokens,
             covers,
@@ -184,6 +184,7 @@ pub(super) async fn attach(
                 model: request.model.id.clone(),
                 covers,
                 digest: request.front_digest(covers),
+                messages_digest: messages_only(&request, covers),
                 tokens: made.tokens.max(tokens),
                 expires_ms: now + ttl.as_millis() as u64,
             };
@@ -220,18 +221,58 @@ pub(super) fn settled(
     used
 }
 
-/// `request` answered from the cache the thread already has, if it has a usable one.
+/// `request` answered from the cache the thread already has, if it has a usable one; a cache
+/// made with another system instruction (another tool's) gets this call's at the head of the
+/// new turn ([`own_instructions`]).
 fn with_kept(
     mut request: GenerateRequest,
     usable: Option<ContextCache>,
 ) -> (GenerateRequest, Option<ContextCache>) {
     if let Some(k) = &usable {
+        if request.front_digest(k.covers) != k.digest {
+            own_instructions(&mut request);
+        }
         request.cache = Some(CacheUse {
             name: k.name.clone(),
             covers: k.covers,
         });
     }
     (request, usable)
+}
+
+/// Hex SHA-256 of the first `covers` messages alone (no system instruction): what a cache
+/// shares with a request of another tool.
+fn messages_only(request: &GenerateRequest, covers: usize) -> String {
+    crate::gemini::messages_digest("", &request.contents[..covers.min(request.contents.len())])
+}
+
+/// Whether `kept` holds `request`'s first messages byte for byte, whatever system instruction
+/// it was made with (a cache stored before it kept that digest serves only its own).
+fn same_messages(request: &GenerateRequest, kept: &ContextCache) -> bool {
+    !kept.messages_digest.is_empty() && messages_only(request, kept.covers) == kept.messages_digest
+}
+
+/// The heading of a call's own instructions sent in its turn (the cache holds another's).
+pub(super) const OWN_INSTRUCTIONS: &str = "# Instructions for this turn";
+
+/// Puts `request`'s system instruction at the head of its new turn (its last message), marked
+/// as taking the place of the cached one: a cache holds the system instruction of the call that
+/// made it, and nothing may be sent beside it.
+fn own_instructions(request: &mut GenerateRequest) {
+    let system = std::mem::take(&mut request.system_instruction);
+    if system.trim().is_empty() {
+        return;
+    }
+    let head = format!(
+        "{OWN_INSTRUCTIONS}\n\nFor this turn, follow these instructions in place of the system instruction above.\n\n{}\n\n---\n\n",
+        system.trim_end()
+    );
+    if let Some(last) = request.contents.last_mut() {
+        match last.parts.first_mut() {
+            Some(Part::Text(t)) => t.insert_str(0, &head),
+            _ => last.parts.insert(0, Part::Text(head)),
+        }
+    }
 }
 
 /// Tokens of the text of messages `from..to` (images at their flat rate); a large span is
@@ -342,6 +383,8 @@ impl StepCache {
                     model: request.model.id.clone(),
                     covers,
                     digest: request.front_digest(covers),
+                    // The investigation's own: no other call reads it.
+                    messages_digest: String::new(),
                     tokens: made.tokens.max(front),
                     expires_ms: now_ms() + ttl.as_millis() as u64,
                 });

@@ -70,8 +70,6 @@ struct Prepared {
     kept_cache: Option<crate::store::ContextCache>,
     /// The interaction the thread's last turn left stored at Google.
     kept_interaction: Option<crate::store::StoredInteraction>,
-    /// Whether the thread's last turn was a call of the same tool (`cache`).
-    same_tool: bool,
     /// The rules a review follows (none for other tools).
     rules: crate::rules::Rules,
     /// The models of a consensus (`None`: one model).
@@ -126,7 +124,6 @@ async fn prepare(
     let last_turn = thread.as_ref().and_then(|t| t.turns.last());
     let kept_cache = last_turn.and_then(|t| t.context_cache.clone());
     let kept_interaction = last_turn.and_then(|t| t.interaction.clone());
-    let same_tool = last_turn.is_some_and(|t| t.tool == plan.tool.name());
     // A consensus's one request must fit every model's window.
     let window = members
         .as_deref()
@@ -188,7 +185,6 @@ async fn prepare(
         text_redactions,
         kept_cache,
         kept_interaction,
-        same_tool,
         rules,
         members,
     }))
@@ -210,7 +206,6 @@ pub async fn preview(
                 let front = cache::Front {
                     history_tokens: p.history_tokens,
                     omitted_turns: p.omitted_turns,
-                    same_tool: p.same_tool,
                 };
                 Some(cache::decide(services, &p.request, p.kept_cache.clone(), &front).await)
             } else {
@@ -295,7 +290,6 @@ async fn steps(
         text_redactions,
         kept_cache,
         kept_interaction,
-        same_tool,
         rules,
         members,
     } = match prepare(services, plan, ctx, false).await? {
@@ -335,7 +329,6 @@ async fn steps(
                 front: cache::Front {
                     history_tokens,
                     omitted_turns,
-                    same_tool,
                 },
                 kept_cache,
                 kept_interaction,

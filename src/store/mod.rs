@@ -199,6 +199,11 @@ pub struct ContextCache {
     pub covers: usize,
     /// Hex SHA-256 of what it holds ([`crate::gemini::GenerateRequest::front_digest`]).
     pub digest: String,
+    /// Hex SHA-256 of its messages alone, without the system instruction: a request of another
+    /// tool whose first messages are these is served by it too, its own instructions sent in its
+    /// turn. Empty for a cache stored before (it serves its own tool only).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub messages_digest: String,
     /// The tokens it holds, as Gemini counted them.
     pub tokens: u64,
     /// When Google drops it (ms since the epoch).

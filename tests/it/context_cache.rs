@@ -1,7 +1,7 @@
 //! Explicit context caching of threads, through the real binary against the stand-in Gemini,
 //! which holds `cachedContents` and refuses what the real API refuses: a first call makes no
 //! cache; the second turn of a thread makes one of the system instruction and the first turn
-//! and sends only the new turn beside it; the third uses it again; a file changed since is never
+//! and sends only the new turn beside it; the third uses it again, also from another tool; a file changed since is never
 //! answered from the old cache, which is deleted; a cache gone at Google costs the call nothing but the whole
 //! request; a refused creation the same; two instances on one Redis continuing one thread share
 //! one cache; `threads delete` deletes it; the setting turns it off; and the tokens read from the
@@ -194,6 +194,72 @@ async fn a_thread_pays_once_for_its_front() {
         env.fake.caches().is_empty(),
         "the cache outlived its thread"
     );
+}
+
+/// One cache serves a thread across tools: made on the second turn whatever its tool, it holds
+/// that call's system instruction; a call of another tool sends its own instructions at the head
+/// of its new turn (nothing may go beside `cachedContent`), and the stand-in, which answers from
+/// the cache's contents with the request's, reads the whole conversation.
+#[tokio::test]
+async fn one_cache_serves_a_thread_across_tools() {
+    let env = Env::new();
+    crate::support::project::write(env.dir.path(), "src/small.rs", "pub fn small() {}\n");
+    let server = env.http(&[]).await;
+    let raw = Raw::new(&server.url());
+    let first = chat(&raw, 1, "what does big.rs do?", None).await;
+    let thread = thread_of(&first);
+    let review = raw
+        .call(
+            2,
+            "codereview",
+            json!({"files": ["src/small.rs"], "context": "the counters", "continuation_id": thread}),
+        )
+        .await
+        .message;
+    assert_ne!(review["result"]["isError"], true, "{review}");
+    assert_eq!(
+        env.fake.cache_calls(CacheOp::Create),
+        1,
+        "the second turn makes one, though its tool is another"
+    );
+    let held = env.fake.caches();
+    let made = &env.fake.cache_requests(CacheOp::Create)[0].body;
+    assert!(
+        made["systemInstruction"].to_string().contains("review"),
+        "the cache holds the call's own system instruction: {made}"
+    );
+    // A chat now: the same cache, the chat's instructions in its turn, no system instruction.
+    let third = chat(&raw, 3, "and step_9?", Some(&thread)).await;
+    assert_eq!(env.fake.cache_calls(CacheOp::Create), 1, "no second cache");
+    let sent = &env.generates()[2];
+    assert_eq!(
+        sent.body["cachedContent"],
+        held[0].name.as_str(),
+        "{}",
+        sent.body
+    );
+    assert!(
+        sent.body.get("systemInstruction").is_none(),
+        "{}",
+        sent.body
+    );
+    let turn = sent.last_user_text();
+    assert!(turn.starts_with("# Instructions for this turn"), "{turn}");
+    assert!(
+        turn.contains("thinking partner"),
+        "the chat's own prompt: {turn}"
+    );
+    assert!(
+        !sent.raw_body.contains("first-version"),
+        "the cached file is not sent again"
+    );
+    assert!(
+        result_text(&third).contains("turns=3"),
+        "{}",
+        result_text(&third)
+    );
+    let usage = &third["result"]["structuredContent"]["usage"];
+    assert!(usage["cached"].as_u64().unwrap() > 10_000, "{usage}");
 }
 
 #[tokio::test]

@@ -106,6 +106,20 @@ fn the_gate_can_require_that_models_agree() {
         out["findings"][0]["found_by"],
         json!(["gemini-3.1-pro-preview", "gemini-2.5-flash"])
     );
+    // SARIF carries who found it, and stays valid SARIF.
+    let r = run(gemini_mcp(&p.root, &with(&v)).args([
+        "precommit",
+        "--models",
+        MODELS,
+        "--format",
+        "sarif",
+    ]));
+    let log: Value = serde_json::from_str(&r.stdout).expect("one SARIF document");
+    super::validate_sarif(&log).unwrap();
+    assert_eq!(
+        log["runs"][0]["results"][0]["properties"]["found_by"],
+        json!(["gemini-3.1-pro-preview", "gemini-2.5-flash"])
+    );
 
     // --agree without several models is a usage error, before Gemini.
     fake.clear_requests();
