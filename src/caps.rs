@@ -279,8 +279,8 @@ impl Estimate {
             for p in &m.parts {
                 let n = match p {
                     Part::Text(t) => tokens::count(t),
-                    Part::Image { .. } => {
-                        e.images += IMAGE_TOKENS;
+                    Part::Image { mime, data } => {
+                        e.images += crate::collector::images::inline_tokens(mime, data);
                         continue;
                     }
                     Part::Recorded(v) => tokens::count(&v.to_string()),

@@ -97,6 +97,8 @@ pub enum FileKind {
     File,
     Diff,
     Image,
+    /// A PDF sent inline (`files` on chat, analyze, thinkdeep).
+    Document,
 }
 
 /// Tokens, as Gemini reported them.

@@ -1,5 +1,5 @@
-//! Images sent inline (PNG, JPEG, WebP, GIF): the same sandbox as text files, recognised by
-//! their first bytes (never by extension), under a size cap.
+//! Images (PNG, JPEG, WebP, GIF) and documents (PDF) sent inline: the same sandbox as text files,
+//! recognised by their first bytes (never by extension alone), under a size cap.
 //!
 //! Gemini accepts at most 20 MB of inline data per request, and inline images travel as base64
 //! (a third larger). Every image is checked from its metadata first, the total included, so a
@@ -35,14 +35,95 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-impl Collector {
-    /// Reads the images named by `paths` to send inline, refusing the whole call over the caps.
-    pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
-        read_images(self, paths)
+/// What Gemini bills a PDF page (its documentation: 258 tokens a page, text and images alike).
+pub const PDF_PAGE_TOKENS: u64 = 258;
+
+/// The MIME type of a document from its first bytes.
+pub fn sniff_document(bytes: &[u8]) -> Option<&'static str> {
+    bytes.starts_with(b"%PDF-").then_some("application/pdf")
+}
+
+/// Pages of a PDF, counted from its page objects (`/Type /Page`, not `/Pages`); at least one.
+/// An estimate for the budget and the caps: a PDF with compressed object streams hides its page
+/// objects, and counts as one page.
+pub fn pdf_pages(bytes: &[u8]) -> u64 {
+    let mut n = 0u64;
+    for key in [&b"/Type /Page"[..], &b"/Type/Page"[..]] {
+        let mut at = 0;
+        while let Some(i) = find(&bytes[at..], key) {
+            let end = at + i + key.len();
+            if bytes.get(end) != Some(&b's') {
+                n += 1;
+            }
+            at = end;
+        }
+    }
+    n.max(1)
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Tokens of inline data as budgeted and estimated: a PDF by its pages, an image at the flat
+/// rate.
+pub fn inline_tokens(mime: &str, data: &[u8]) -> u64 {
+    if mime == "application/pdf" {
+        pdf_pages(data) * PDF_PAGE_TOKENS
+    } else {
+        crate::caps::IMAGE_TOKENS
     }
 }
 
-fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
+/// What inline data is read as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Image,
+    Document,
+}
+
+impl Kind {
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Image => "image",
+            Kind::Document => "document",
+        }
+    }
+
+    fn with_article(self) -> &'static str {
+        match self {
+            Kind::Image => "an image",
+            Kind::Document => "a document",
+        }
+    }
+}
+
+impl Collector {
+    /// Reads the images named by `paths` to send inline, refusing the whole call over the caps.
+    pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
+        read_images(self, paths, Kind::Image, MAX_INLINE_IMAGES_BYTES)
+    }
+
+    /// Reads the documents (PDF) named by `paths` to send inline, in what is left of the inline
+    /// cap once `images_bytes` of images are counted; refused, naming the file, over the cap or
+    /// when a file is not a PDF.
+    pub fn documents(
+        &self,
+        paths: &[String],
+        images_bytes: u64,
+    ) -> Result<Vec<ImageEntry>, CollectError> {
+        let left = MAX_INLINE_IMAGES_BYTES.saturating_sub(images_bytes);
+        read_images(self, paths, Kind::Document, left)
+    }
+}
+
+fn read_images(
+    c: &Collector,
+    paths: &[String],
+    kind: Kind,
+    cap_total: u64,
+) -> Result<Vec<ImageEntry>, CollectError> {
+    let noun = kind.noun();
     // Everything that can be known without reading comes first, the total size included.
     let mut checked: Vec<(&String, SandboxedPath)> = Vec::with_capacity(paths.len());
     let mut total = 0u64;
@@ -64,14 +145,14 @@ fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, Colle
         };
         let meta = std::fs::metadata(p.as_path()).map_err(|e| err(e.to_string()))?;
         if meta.is_dir() {
-            return Err(err("is a directory, not an image".into()));
+            return Err(err(format!("is a directory, not {}", kind.with_article())));
         }
         if !meta.file_type().is_file() {
             return Err(err("is not a regular file".into()));
         }
         let too_large = || {
             err(format!(
-                "is larger than the {} MB inline image limit",
+                "is larger than the {} MB inline {noun} limit",
                 MAX_IMAGE_BYTES >> 20
             ))
         };
@@ -79,17 +160,22 @@ fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, Colle
             return Err(too_large());
         }
         total += meta.len();
-        if total > MAX_INLINE_IMAGES_BYTES {
+        if total > cap_total {
+            let advice = match kind {
+                Kind::Image => "send fewer images, or smaller ones (crop or downscale screenshots, or save them as JPEG or WebP)",
+                Kind::Document => "send fewer or smaller documents (or the pages that matter, printed to a smaller PDF), or fewer images beside them",
+            };
             return Err(err(format!(
-                "the images up to this one come to {:.1} MB, over the {} MB a call sends inline (Gemini takes 20 MB per request, and base64 adds a third); send fewer images, or smaller ones (crop or downscale screenshots, or save them as JPEG or WebP)",
+                "the {noun}s up to this one come to {:.1} MB, over the {:.1} MB left of the {} MB a call sends inline (Gemini takes 20 MB per request, and base64 adds a third); {advice}",
                 total as f64 / (1024.0 * 1024.0),
+                cap_total as f64 / (1024.0 * 1024.0),
                 MAX_INLINE_IMAGES_BYTES >> 20
             )));
         }
         checked.push((raw, p));
     }
     // A file that grew since its metadata was read still cannot take the total over the cap.
-    let mut left = MAX_INLINE_IMAGES_BYTES;
+    let mut left = cap_total;
     let mut out: Vec<ImageEntry> = Vec::with_capacity(checked.len());
     for (raw, p) in checked {
         let err = |message: String| CollectError::Image {
@@ -98,7 +184,7 @@ fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, Colle
         };
         let too_large = || {
             err(format!(
-                "is larger than the {} MB inline image limit",
+                "is larger than the {} MB inline {noun} limit",
                 MAX_IMAGE_BYTES >> 20
             ))
         };
@@ -112,8 +198,24 @@ fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, Colle
                 Unread::Binary | Unread::Unreadable => err("cannot be read".into()),
             })?;
         left -= bytes.len() as u64;
-        let mime =
-            sniff(&bytes).ok_or_else(|| err("is not a PNG, JPEG, WebP or GIF image".into()))?;
+        let mime = match kind {
+            Kind::Image => {
+                sniff(&bytes).ok_or_else(|| err("is not a PNG, JPEG, WebP or GIF image".into()))?
+            }
+            Kind::Document => sniff_document(&bytes).ok_or_else(|| {
+                err("is named .pdf but is not a PDF (it does not begin with %PDF-)".into())
+            })?,
+        };
+        if kind == Kind::Document {
+            // A document cannot be redacted as text is: one whose readable text holds a
+            // secret-looking value is not sent at all (compressed streams are not read).
+            let (_, found) = crate::redact::redact_counted(&String::from_utf8_lossy(&bytes));
+            if let Some((rule, _)) = found.iter().next() {
+                return Err(err(format!(
+                    "holds a secret-looking value ({rule}); a document is sent as it is and cannot be redacted, so it is not sent: remove the value, or send the text that matters as a file"
+                )));
+            }
+        }
         out.push(ImageEntry {
             display: c.sandbox().display(&p),
             path: p.as_path().to_path_buf(),
@@ -122,4 +224,21 @@ fn read_images(c: &Collector, paths: &[String]) -> Result<Vec<ImageEntry>, Colle
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pdf_is_known_by_its_first_bytes_and_counted_by_its_page_objects() {
+        let pdf = b"%PDF-1.7\n<< /Type /Pages /Count 3 >>\n<< /Type /Page >>\n<< /Type/Page >>\n<</Type /Page>>";
+        assert_eq!(sniff_document(pdf), Some("application/pdf"));
+        assert_eq!(sniff_document(b"PDF-1.7"), None);
+        assert_eq!(pdf_pages(pdf), 3);
+        // Object streams hide the pages: one, never none.
+        assert_eq!(pdf_pages(b"%PDF-1.7\n"), 1);
+        assert_eq!(inline_tokens("application/pdf", pdf), 3 * PDF_PAGE_TOKENS);
+        assert_eq!(inline_tokens("image/png", pdf), crate::caps::IMAGE_TOKENS);
+    }
 }

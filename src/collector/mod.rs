@@ -24,7 +24,7 @@ mod fill;
 #[cfg(windows)]
 pub mod handle;
 pub mod ignores;
-mod images;
+pub mod images;
 pub mod o200k;
 pub mod pieces;
 mod read;

@@ -188,6 +188,17 @@ pub(super) fn finish_reply(
             tokens: f.tokens,
         })
         .collect();
+    // Documents sent inline (a PDF named in `files`), with their estimated tokens.
+    meta.files.included.extend(
+        material
+            .images
+            .iter()
+            .filter(|i| i.mime == "application/pdf")
+            .map(|i| IncludedFile {
+                path: i.display.clone(),
+                tokens: crate::collector::images::inline_tokens(&i.mime, &i.data),
+            }),
+    );
     if let Some(d) = diff {
         meta.changed_files = Some(d.changed.iter().cloned().map(Into::into).collect());
         meta.files

@@ -284,7 +284,7 @@ async fn front_tokens(request: &GenerateRequest, from: usize, to: usize) -> u64 
             .flat_map(|m| &m.parts)
             .map(|p| match p {
                 Part::Text(t) => tokens::count(t),
-                Part::Image { .. } => crate::caps::IMAGE_TOKENS,
+                Part::Image { mime, data } => crate::collector::images::inline_tokens(mime, data),
                 Part::Recorded(v) => tokens::count(&v.to_string()),
                 Part::FunctionResponse { response, .. } => tokens::count(&response.to_string()),
             })

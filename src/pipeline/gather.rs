@@ -90,11 +90,40 @@ async fn gather_in(
         budget = budget.saturating_sub(d.tokens);
         diff = Some(d);
     }
-    let mut paths = plan.files.clone();
+    let (documents, mut paths) = documents_of(plan);
     for p in &history.resend {
         if !paths.contains(p) {
             paths.push(p.clone());
         }
+    }
+    let images = if plan.images.is_empty() {
+        Vec::new()
+    } else {
+        let paths = plan.images.clone();
+        let collector = services.collector.clone();
+        blocking(move || collector.images(&paths)).await??
+    };
+    let mut inline = images;
+    if !documents.is_empty() {
+        // Documents first: their pages are known once read, and the files fit in what is left.
+        let images_bytes: u64 = inline.iter().map(|i| i.data.len() as u64).sum();
+        let collector = services.collector.clone();
+        let docs = blocking(move || collector.documents(&documents, images_bytes)).await??;
+        let pages: u64 = docs
+            .iter()
+            .map(|d| crate::collector::images::inline_tokens(&d.mime, &d.data))
+            .sum();
+        if pages > budget {
+            return Err(ToolError::invalid(
+                "files",
+                format!(
+                    "the documents come to about {pages} tokens ({} a page), over the {budget} left of the model's window for this call; send fewer or shorter documents",
+                    crate::collector::images::PDF_PAGE_TOKENS
+                ),
+            ));
+        }
+        budget -= pages;
+        inline.extend(docs);
     }
     let collected = if paths.is_empty() {
         Collected::default()
@@ -108,13 +137,6 @@ async fn gather_in(
         let collector = services.collector.clone();
         blocking(move || collector.collect(&req)).await??
     };
-    let images = if plan.images.is_empty() {
-        Vec::new()
-    } else {
-        let paths = plan.images.clone();
-        let collector = services.collector.clone();
-        blocking(move || collector.images(&paths)).await??
-    };
     let mut skipped = collected.skipped.clone();
     if let Some(d) = &diff {
         skipped.extend(d.skipped.iter().cloned());
@@ -122,9 +144,24 @@ async fn gather_in(
     Ok(Gathered::Material(Material {
         diff,
         collected,
-        images,
+        images: inline,
         skipped,
     }))
+}
+
+/// The documents (PDFs, by their `.pdf` name) among the files `plan` names, for the tools that
+/// read documents (chat, analyze, thinkdeep), and the other paths. A PDF found in a named
+/// directory is not sent (left out as binary): only one named is.
+fn documents_of(plan: &Plan) -> (Vec<String>, Vec<String>) {
+    use crate::tools::Tool;
+    if !matches!(plan.tool, Tool::Chat | Tool::Analyze | Tool::ThinkDeep) {
+        return (Vec::new(), plan.files.clone());
+    }
+    plan.files.iter().cloned().partition(|p| {
+        std::path::Path::new(p.trim())
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("pdf"))
+    })
 }
 
 fn nothing_to_review(path: &str, d: &DiffContext) -> Reply {

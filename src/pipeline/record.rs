@@ -144,10 +144,14 @@ impl Trail {
             use sha2::Digest;
             FileRecord {
                 path: i.display.clone(),
-                kind: FileKind::Image,
+                kind: if i.mime == "application/pdf" {
+                    FileKind::Document
+                } else {
+                    FileKind::Image
+                },
                 sha256: hex::encode(sha2::Sha256::digest(i.data.as_slice())),
                 bytes: i.data.len() as u64,
-                tokens: crate::caps::IMAGE_TOKENS,
+                tokens: crate::collector::images::inline_tokens(&i.mime, &i.data),
             }
         }));
     }

@@ -515,6 +515,24 @@ async fn every_interactions_body_we_send_is_one_google_genai_knows() {
         json!({"current_analysis": "add is pure", "thinking_mode": "high"}),
     )
     .await;
+    // A PDF named in `files` goes as a document.
+    crate::support::project::write(
+        env.dir.path(),
+        "spec.pdf",
+        "%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n",
+    );
+    call(
+        &raw,
+        41,
+        "chat",
+        json!({"prompt": "spec?", "files": ["spec.pdf", "src/lib.rs"]}),
+    )
+    .await;
+    assert!(
+        env.creates().last().unwrap().body.to_string().contains("\"type\":\"document\""),
+        "{}",
+        env.creates().last().unwrap().body
+    );
     env.fake
         .push(Script::calls(
             &[("read_file", json!({"path": "src/util.rs"}))],

@@ -17,6 +17,7 @@ mod compat;
 mod consensus;
 mod context_cache;
 mod docs;
+mod documents;
 mod dry_run;
 mod fake_cache;
 mod fake_interactions;

@@ -74,6 +74,11 @@ fn project() -> tempfile::TempDir {
     .unwrap();
     std::fs::write(root.join("src/new.rs"), "pub fn two() -> u32 {\n    2\n}\n").unwrap();
     std::fs::write(root.join("shot.png"), b"\x89PNG\r\n\x1a\nfake-image-bytes").unwrap();
+    std::fs::write(
+        root.join("spec.pdf"),
+        b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n",
+    )
+    .unwrap();
     dir
 }
 
@@ -187,6 +192,21 @@ fn cases() -> Vec<Case> {
                 "low",
                 "--image",
                 "shot.png",
+            ],
+            vec![],
+        ),
+        case(
+            "chat with a PDF document",
+            &["chat", "Does add follow the spec?", "--file", "spec.pdf", "--file", "src/lib.rs"],
+            vec![],
+        ),
+        case(
+            "a consensus of two models with stances, and its synthesis",
+            &[
+                "chat",
+                "Is add right?",
+                "--models",
+                "gemini-2.5-flash:for,gemini-2.5-pro:against",
             ],
             vec![],
         ),

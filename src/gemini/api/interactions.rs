@@ -141,7 +141,8 @@ fn steps_of(m: &Message) -> Vec<Value> {
                 match p {
                     Part::Text(t) => content.push(json!({ "type": "text", "text": t })),
                     Part::Image { mime, data } => content.push(json!({
-                        "type": "image",
+                        // A PDF is a document to the Interactions API, an image an image.
+                        "type": if mime == "application/pdf" { "document" } else { "image" },
                         "mime_type": mime,
                         "data": base64::engine::general_purpose::STANDARD.encode(data.as_slice()),
                     })),

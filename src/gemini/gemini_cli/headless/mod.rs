@@ -201,8 +201,8 @@ impl CliBackend {
         {
             return Err(cli_error(
                 None,
-                "images cannot be sent through the Gemini CLI backend: leave out `images`, or use the API \
-                 backend (set GEMINI_API_KEY and GEMINI_BACKEND=api)",
+                "images and documents (PDF) cannot be sent through the Gemini CLI backend: leave out `images` \
+                 and the PDFs in `files`, or use the API backend (set GEMINI_API_KEY and GEMINI_BACKEND=api)",
             ));
         }
         if req.functions.is_some() {
