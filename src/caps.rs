@@ -100,9 +100,7 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// What one inline image costs, as budgeted and estimated (Gemini's image tokens are not counted
-/// locally).
-pub const IMAGE_TOKENS: u64 = 3_000;
+pub use crate::collector::images::IMAGE_TOKENS;
 /// Requests up to this size are estimated where they are (well under a millisecond); larger ones
 /// in `spawn_blocking`.
 pub const INLINE_BYTES: usize = 16 * 1024;

@@ -20,6 +20,12 @@ pub const MAX_INLINE_IMAGES_BYTES: u64 = 14 * 1024 * 1024;
 /// Largest image sent inline.
 pub const MAX_IMAGE_BYTES: u64 = MAX_INLINE_IMAGES_BYTES;
 
+/// Largest document a call sends through the Files API (Gemini reads PDFs of up to 50 MB).
+pub const MAX_DOCUMENT_BYTES: u64 = 50 * 1024 * 1024;
+
+/// Most bytes of documents one call sends through the Files API.
+pub const MAX_DOCUMENTS_BYTES: u64 = 100 * 1024 * 1024;
+
 /// The MIME type of an image from its first bytes.
 pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
@@ -34,6 +40,10 @@ pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
         None
     }
 }
+
+/// What one inline image costs, as budgeted and estimated (Gemini's image tokens are not counted
+/// locally).
+pub const IMAGE_TOKENS: u64 = 3_000;
 
 /// What Gemini bills a PDF page (its documentation: 258 tokens a page, text and images alike).
 pub const PDF_PAGE_TOKENS: u64 = 258;
@@ -71,7 +81,7 @@ pub fn inline_tokens(mime: &str, data: &[u8]) -> u64 {
     if mime == "application/pdf" {
         pdf_pages(data) * PDF_PAGE_TOKENS
     } else {
-        crate::caps::IMAGE_TOKENS
+        IMAGE_TOKENS
     }
 }
 
@@ -101,28 +111,43 @@ impl Kind {
 impl Collector {
     /// Reads the images named by `paths` to send inline, refusing the whole call over the caps.
     pub fn images(&self, paths: &[String]) -> Result<Vec<ImageEntry>, CollectError> {
-        read_images(self, paths, Kind::Image, MAX_INLINE_IMAGES_BYTES)
+        read_images(
+            self,
+            paths,
+            Kind::Image,
+            (MAX_IMAGE_BYTES, MAX_INLINE_IMAGES_BYTES),
+        )
     }
 
-    /// Reads the documents (PDF) named by `paths` to send inline, in what is left of the inline
-    /// cap once `images_bytes` of images are counted; refused, naming the file, over the cap or
-    /// when a file is not a PDF.
+    /// Reads the documents (PDF) named by `paths`: with `uploads` (the backend's Files API takes
+    /// what does not fit inline) each up to [`MAX_DOCUMENT_BYTES`], [`MAX_DOCUMENTS_BYTES`] in
+    /// all; else in what is left of the inline cap once `images_bytes` of images are counted.
+    /// Refused, naming the file, over the cap or when a file is not a PDF.
     pub fn documents(
         &self,
         paths: &[String],
         images_bytes: u64,
+        uploads: bool,
     ) -> Result<Vec<ImageEntry>, CollectError> {
-        let left = MAX_INLINE_IMAGES_BYTES.saturating_sub(images_bytes);
-        read_images(self, paths, Kind::Document, left)
+        let (each, all) = if uploads {
+            (MAX_DOCUMENT_BYTES, MAX_DOCUMENTS_BYTES)
+        } else {
+            (MAX_IMAGE_BYTES, MAX_INLINE_IMAGES_BYTES.saturating_sub(images_bytes))
+        };
+        read_images(self, paths, Kind::Document, (each, all))
     }
 }
 
+/// Reads `paths` as `kind`, each file up to `caps.0` bytes, all of them up to `caps.1`.
 fn read_images(
     c: &Collector,
     paths: &[String],
     kind: Kind,
-    cap_total: u64,
+    caps: (u64, u64),
 ) -> Result<Vec<ImageEntry>, CollectError> {
+    let (max_each, cap_total) = caps;
+    // Over the inline cap a document goes through the Files API: its limit is not inline.
+    let where_ = if max_each > MAX_IMAGE_BYTES { "" } else { "inline " };
     let noun = kind.noun();
     // Everything that can be known without reading comes first, the total size included.
     let mut checked: Vec<(&String, SandboxedPath)> = Vec::with_capacity(paths.len());
@@ -152,11 +177,11 @@ fn read_images(
         }
         let too_large = || {
             err(format!(
-                "is larger than the {} MB inline {noun} limit",
-                MAX_IMAGE_BYTES >> 20
+                "is larger than the {} MB {where_}{noun} limit",
+                max_each >> 20
             ))
         };
-        if meta.len() > MAX_IMAGE_BYTES {
+        if meta.len() > max_each {
             return Err(too_large());
         }
         total += meta.len();
@@ -166,10 +191,9 @@ fn read_images(
                 Kind::Document => "send fewer or smaller documents (or the pages that matter, printed to a smaller PDF), or fewer images beside them",
             };
             return Err(err(format!(
-                "the {noun}s up to this one come to {:.1} MB, over the {:.1} MB left of the {} MB a call sends inline (Gemini takes 20 MB per request, and base64 adds a third); {advice}",
+                "the {noun}s up to this one come to {:.1} MB, over the {:.1} MB a call may send of them (inline, Gemini takes 20 MB per request and base64 adds a third); {advice}",
                 total as f64 / (1024.0 * 1024.0),
-                cap_total as f64 / (1024.0 * 1024.0),
-                MAX_INLINE_IMAGES_BYTES >> 20
+                cap_total as f64 / (1024.0 * 1024.0)
             )));
         }
         checked.push((raw, p));
@@ -184,11 +208,11 @@ fn read_images(
         };
         let too_large = || {
             err(format!(
-                "is larger than the {} MB inline {noun} limit",
-                MAX_IMAGE_BYTES >> 20
+                "is larger than the {} MB {where_}{noun} limit",
+                max_each >> 20
             ))
         };
-        let cap = left.min(MAX_IMAGE_BYTES);
+        let cap = left.min(max_each);
         let bytes = read::open(&p, cap)
             .and_then(|f| f.read_bytes(cap, false, || {}))
             .map_err(|u| match u {
@@ -239,6 +263,6 @@ mod tests {
         // Object streams hide the pages: one, never none.
         assert_eq!(pdf_pages(b"%PDF-1.7\n"), 1);
         assert_eq!(inline_tokens("application/pdf", pdf), 3 * PDF_PAGE_TOKENS);
-        assert_eq!(inline_tokens("image/png", pdf), crate::caps::IMAGE_TOKENS);
+        assert_eq!(inline_tokens("image/png", pdf), IMAGE_TOKENS);
     }
 }

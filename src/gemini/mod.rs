@@ -350,6 +350,11 @@ impl Gemini {
         matches!(&self.backend, Backend::Api(api) if api.keeps_caches())
     }
 
+    /// Whether the backend uploads documents too large to go inline (the Gemini API's Files API).
+    pub fn takes_files(&self) -> bool {
+        matches!(&self.backend, Backend::Api(api) if api.takes_files())
+    }
+
     /// Makes a cache of `req`'s system instruction and first `covers` messages for `ttl`;
     /// `Ok(None)` when the backend keeps none.
     pub async fn create_cache(

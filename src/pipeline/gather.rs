@@ -108,7 +108,9 @@ async fn gather_in(
         // Documents first: their pages are known once read, and the files fit in what is left.
         let images_bytes: u64 = inline.iter().map(|i| i.data.len() as u64).sum();
         let collector = services.collector.clone();
-        let docs = blocking(move || collector.documents(&documents, images_bytes)).await??;
+        let uploads = services.gemini.takes_files();
+        let docs =
+            blocking(move || collector.documents(&documents, images_bytes, uploads)).await??;
         let pages: u64 = docs
             .iter()
             .map(|d| crate::collector::images::inline_tokens(&d.mime, &d.data))

@@ -529,7 +529,12 @@ async fn every_interactions_body_we_send_is_one_google_genai_knows() {
     )
     .await;
     assert!(
-        env.creates().last().unwrap().body.to_string().contains("\"type\":\"document\""),
+        env.creates()
+            .last()
+            .unwrap()
+            .body
+            .to_string()
+            .contains("\"type\":\"document\""),
         "{}",
         env.creates().last().unwrap().body
     );

@@ -79,6 +79,10 @@ fn project() -> tempfile::TempDir {
         b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n%%EOF\n",
     )
     .unwrap();
+    // Over the inline cap: it goes through the Files API and is named by its URI.
+    let mut big = b"%PDF-1.4\n1 0 obj << /Type /Page >> endobj\n".to_vec();
+    big.resize(15 << 20, b' ');
+    std::fs::write(root.join("big.pdf"), big).unwrap();
     dir
 }
 
@@ -197,7 +201,19 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "chat with a PDF document",
-            &["chat", "Does add follow the spec?", "--file", "spec.pdf", "--file", "src/lib.rs"],
+            &[
+                "chat",
+                "Does add follow the spec?",
+                "--file",
+                "spec.pdf",
+                "--file",
+                "src/lib.rs",
+            ],
+            vec![],
+        ),
+        case(
+            "chat with a PDF over the inline cap (Files API, fileData)",
+            &["chat", "Summarise it.", "--file", "big.pdf"],
             vec![],
         ),
         case(

@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 pub mod cache;
+mod files;
 pub mod interactions;
 mod retry;
 mod sse;
@@ -261,6 +262,19 @@ impl ApiClient {
     /// request naming a cache that is gone is sent again whole (`cache_lost` says so): a lost
     /// cache costs the price of the whole request, never the call.
     pub async fn generate(
+        &self,
+        req: &GenerateRequest,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        // Documents too large to go inline are uploaded first, and deleted once answered.
+        let (uploaded, files) = self.with_uploads(req, ctx).await?;
+        let answer = self.generate_whole(uploaded.as_ref().unwrap_or(req), ctx).await;
+        self.delete_files(files).await;
+        answer
+    }
+
+    /// [`ApiClient::generate`] once its documents are where they go.
+    async fn generate_whole(
         &self,
         req: &GenerateRequest,
         ctx: &CallContext,

@@ -74,6 +74,7 @@
 #![allow(dead_code)] // Shared by every test file; no test uses every helper.
 
 mod caches;
+mod files;
 mod framing;
 mod interaction_answer;
 mod interactions;
@@ -82,6 +83,7 @@ mod script;
 mod server;
 
 pub use caches::*;
+pub use files::*;
 pub use framing::*;
 pub use interaction_answer::*;
 pub use interactions::*;

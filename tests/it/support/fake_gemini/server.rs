@@ -68,6 +68,7 @@ pub(super) struct Inner {
     pub(super) responder: Option<Responder>,
     pub(super) caches: CacheStore,
     pub(super) interactions: InteractionStore,
+    pub(super) files: FileStore,
 }
 
 /// Builds the answer to a generate call when no script is queued (see [`FakeGemini::respond_with`]).
@@ -101,6 +102,7 @@ impl FakeGemini {
                 responder: None,
                 caches: CacheStore::default(),
                 interactions: InteractionStore::default(),
+                files: FileStore::default(),
             }),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         });
@@ -134,12 +136,16 @@ impl FakeGemini {
                             "/v1/projects/{project}/locations/{location}/cachedContents/{id}",
                             any(vertex_item),
                         )
+                        .route("/upload/v1beta/files", any(upload))
+                        .route("/v1beta/files/{id}", any(file_item))
                         .route("/v1beta/interactions", any(create_interaction))
                         .route("/v1beta/interactions/{id}", any(interaction_item))
                         .route("/v1beta/interactions/{id}/cancel", any(cancel_interaction))
                         .route("/v1/interactions", any(create_interaction))
                         .route("/v1/interactions/{id}", any(interaction_item))
                         .route("/v1/interactions/{id}/cancel", any(cancel_interaction))
+                        // Google takes 20 MB inline and 2 GB a file: more than axum's 2 MB.
+                        .layer(axum::extract::DefaultBodyLimit::max(128 << 20))
                         .with_state(state);
                     tokio::select! {
                         r = axum::serve(listener, app) => { r.expect("fake Gemini server") }
@@ -593,6 +599,9 @@ async fn answer(
                     400,
                     &json!({"error": google_error(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", Vec::new())}),
                 );
+            }
+            if let Some(refused) = unknown_file(&shared, &req.body) {
+                return refused;
             }
             // A named cache: refused, or its contents go first (the recorded request learns
             // what the model read).
