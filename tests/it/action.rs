@@ -590,6 +590,20 @@ exit "$STAND_IN_EXIT"
             "{}",
             m.calls()
         );
+        // A consensus that must agree: the models and the agreement reach the review, as given.
+        let job = m.run(&[
+            ("gemini-api-key", "k"),
+            ("models", "pro:for,flash:against"),
+            ("agree", "2"),
+        ]);
+        assert_eq!(job.outputs["exit-code"], "0", "{}", job.log());
+        assert!(
+            m.calls().contains(
+                "gemini-mcp precommit --compare-to origin/main --format sarif --fail-on high --models pro:for,flash:against --agree 2"
+            ),
+            "{}",
+            m.calls()
+        );
 
         // A base that cannot be fetched, and no base at all: could not run.
         for base_ref in ["no-such-branch", ""] {
