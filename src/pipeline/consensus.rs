@@ -274,9 +274,15 @@ async fn combine(
         return Err(first_error.unwrap_or_else(|| ToolError::Internal("no model was asked".into())));
     }
     let is_review = matches!(asked.plan.output, crate::tools::Output::Review { .. });
+    let reviewed = answered
+        .iter()
+        .any(|(_, _, r)| matches!(r.body, Body::Review(_)));
     let mut usage = Usage::default();
     for (_, a, _) in &answered {
         usage = add(usage, a.usage);
+    }
+    if is_review && !reviewed {
+        return Ok(asked_back(services, answered, view, failures, usage, meter));
     }
     let synthesis = if answered.len() >= 2 {
         let req = synthesis_request(asked.plan, &writer, &answered, is_review);
@@ -324,6 +330,36 @@ async fn combine(
         reply,
         usage,
     })
+}
+
+/// A review no model could make without more material: the first model's question stands, with
+/// the views of all (`usage`, every request's).
+fn asked_back(
+    services: &Services,
+    mut answered: Vec<(Member, GenerateResponse, Reply)>,
+    view: ConsensusView,
+    failures: Vec<String>,
+    usage: Usage,
+    meter: &Meter,
+) -> Done {
+    let (member, answer, mut reply) = answered.swap_remove(0);
+    for note in failures {
+        reply.note(note);
+    }
+    reply.meta.consensus = Some(view);
+    let own = services
+        .gemini
+        .catalogue()
+        .prices()
+        .estimate(&member.model.id, &answer.usage, answer.billed_tier)
+        .unwrap_or(0.0);
+    Done {
+        others_usd: (meter.seen().cost_usd.unwrap_or(0.0) - own).max(0.0),
+        model: member.model.id.clone(),
+        answer,
+        reply,
+        usage,
+    }
 }
 
 fn add(a: Usage, b: Usage) -> Usage {

@@ -38,7 +38,8 @@ pub(super) async fn save_turn(
     let turn = Turn {
         tool: plan.tool.name().to_string(),
         request_tokens,
-        response_tokens: if answer.usage.output > 0 {
+        // A consensus keeps more than its writer wrote (every model's answer): counted.
+        response_tokens: if answer.usage.output > 0 && reply.meta.consensus.is_none() {
             answer.usage.output
         } else {
             tokens::count(&answer.text)

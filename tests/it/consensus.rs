@@ -499,3 +499,33 @@ async fn bench_three_models_against_the_slowest_one() {
         (median.as_secs_f64() - 0.4) / slowest.as_secs_f64()
     );
 }
+
+#[tokio::test]
+async fn a_review_no_model_can_make_asks_the_first_models_question() {
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    plant(&fake, |word| {
+        Script::json(json!({"summary": "", "findings": [],
+            "clarification": {"question": format!("{word}: where is sub defined?"), "files_needed": ["src/sub.rs"]}}))
+    });
+    let client = client(dir.path(), &fake, &[]).await;
+    let r = call(
+        &client,
+        "codereview",
+        json!({"files": ["src/lib.rs"], "context": "c", "models": ["gemini-3.1-pro-preview", "gemini-2.5-flash"]}),
+    )
+    .await
+    .unwrap();
+    let s = structured(&r);
+    assert_eq!(s["status"], "requires_clarification", "{s}");
+    assert!(
+        s["clarification"]["question"]
+            .as_str()
+            .unwrap()
+            .starts_with("ALPHA:"),
+        "{s}"
+    );
+    assert_eq!(s["consensus"]["models"].as_array().unwrap().len(), 2, "{s}");
+    // No synthesis is asked for a question.
+    assert!(!fake.generate_requests().iter().any(is_synthesis));
+}
