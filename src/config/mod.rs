@@ -75,7 +75,8 @@ pub struct CallSettings {
     /// The operator's review rules (`GEMINI_MCP_REVIEW_RULES`), read at each review.
     pub review_rules: Option<PathBuf>,
     /// The user's review rules file, read at each review when it exists.
-    pub user_rules: Option<PathBuf>,    /// The models `consensus: true` asks (`GEMINI_MCP_CONSENSUS_MODELS`), checked at start.
+    pub user_rules: Option<PathBuf>,
+    /// The models `models: ["default"]` asks (`GEMINI_MCP_CONSENSUS_MODELS`), checked at start.
     pub consensus_models: Vec<crate::seats::Seat>,
 }
 

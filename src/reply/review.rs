@@ -96,7 +96,8 @@ pub struct Finding {
     pub line_given: Option<u32>,
     /// Why the edit Gemini proposed was dropped (it would not apply as it is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edit_dropped: Option<String>,    /// The models that reported it here (consensus).
+    pub edit_dropped: Option<String>,
+    /// The models that reported it here (consensus).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub found_by: Vec<String>,
 }
