@@ -138,9 +138,20 @@ pub(super) async fn run(
         .check_together(&requests, (synthesis_estimate, &writer), tier)
         .await?;
     ctx.report(format!("asking {} models at once", members.len()));
-    let asks = requests
-        .into_iter()
-        .map(|req| ask_member(services, &asked, req, meter, ctx));
+    let answered = std::sync::atomic::AtomicUsize::new(0);
+    let of = members.len();
+    let asks = requests.into_iter().map(|req| {
+        let (answered, asked) = (&answered, &asked);
+        async move {
+            let model = req.model.id.clone();
+            let outcome = ask_member(services, asked, req, meter, ctx).await;
+            // Each answer is a step the client sees, as it comes.
+            let k = answered.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            let what = if outcome.is_ok() { "answered" } else { "failed" };
+            ctx.step(format!("{model} {what} ({k} of {of})"));
+            outcome
+        }
+    });
     let results = join_all(asks).await;
     let outcomes: Vec<Outcome> = members
         .into_iter()

@@ -529,3 +529,56 @@ async fn a_review_no_model_can_make_asks_the_first_models_question() {
     // No synthesis is asked for a question.
     assert!(!fake.generate_requests().iter().any(is_synthesis));
 }
+
+#[tokio::test]
+async fn each_models_answer_is_a_progress_step_as_it_comes() {
+    use rmcp::model::{CallToolRequestParams, ClientRequest, ServerResult};
+    use rmcp::service::PeerRequestOptions;
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let fake = FakeGemini::start();
+    fake.respond_with(|r| {
+        if is_synthesis(r) {
+            return Some(Script::text("SYNTHESIS."));
+        }
+        // The flash model answers first, then the pro one.
+        let delay = match r.model.as_deref() {
+            Some("gemini-2.5-flash") => 200,
+            _ => 900,
+        };
+        Some(Script::text("An answer.").delay_headers(Duration::from_millis(delay)))
+    });
+    let url = fake.base_url();
+    let (client, recorder) = mcp::start_recording(
+        dir.path(),
+        &[("GEMINI_API_KEY", KEY), ("GEMINI_BASE_URL", url.as_str())],
+    )
+    .await;
+    let req = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new("chat").with_arguments(mcp::args(
+            json!({"prompt": "q", "models": ["gemini-2.5-pro", "gemini-2.5-flash"]}),
+        )),
+    ));
+    let mut options = PeerRequestOptions::no_options();
+    options.timeout = Some(Duration::from_secs(60));
+    let handle = client.send_cancellable_request(req, options).await.unwrap();
+    let ServerResult::CallToolResult(r) = handle.await_response().await.unwrap() else {
+        panic!("not a tool result");
+    };
+    assert_ne!(r.is_error, Some(true), "{}", text(&r));
+    let progress: Vec<String> = recorder
+        .progress
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.message.clone())
+        .collect();
+    let steps: Vec<&String> = progress.iter().filter(|m| m.contains(" of 2)")).collect();
+    assert_eq!(
+        steps,
+        vec![
+            "gemini-2.5-flash answered (1 of 2)",
+            "gemini-2.5-pro answered (2 of 2)"
+        ],
+        "{progress:?}"
+    );
+}
