@@ -197,6 +197,16 @@ pub struct Usage {
     pub cached: u64,
 }
 
+impl std::ops::AddAssign for Usage {
+    /// Several requests' usage summed (an investigation's, a consensus's, a call's).
+    fn add_assign(&mut self, u: Usage) {
+        self.input += u.input;
+        self.output += u.output;
+        self.thinking += u.thinking;
+        self.cached += u.cached;
+    }
+}
+
 /// A service tier of the Gemini API and Vertex AI: what a call is asked to run at
 /// (`GEMINI_SERVICE_TIER`, `--tier`) and what the API reports it ran at, which may differ (a
 /// priority call over its limit is served at standard). Calls are priced at the tier that

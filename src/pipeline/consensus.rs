@@ -13,9 +13,10 @@
 use futures::future::join_all;
 
 use super::answer::{check_edits, read_answer};
+use super::blocking::{INLINE_COUNT_BYTES, blocking};
 use super::gather::Material;
 use super::ask::temperature_for;
-use super::meter::Meter;
+use super::meter::{Meter, answer_usd};
 use super::services::Services;
 use super::verify::{Sent, merge::merge};
 use crate::caps::Estimate;
@@ -132,7 +133,7 @@ pub(super) async fn run(
         .iter()
         .map(|m| member_request(asked.plan, &request, m))
         .collect();
-    let synthesis_estimate = synthesis_estimate(asked.plan, members.len());
+    let synthesis_estimate = synthesis_estimate(asked.plan, members.len()).await?;
     let tier = services.gemini.tier_sent().unwrap_or_default();
     meter
         .check_together(&requests, (synthesis_estimate, &writer), tier)
@@ -166,25 +167,34 @@ pub(super) type StancedRequest = (GenerateRequest, Option<&'static str>);
 
 /// What a consensus would send, for a dry run: each member's request with its stance, and the
 /// synthesis's estimate with its model (the request's).
-pub(super) fn planned<'a>(
+pub(super) async fn planned<'a>(
     plan: &Plan,
     request: &'a GenerateRequest,
     members: &[Member],
-) -> (Vec<StancedRequest>, (Estimate, &'a ModelInfo)) {
+) -> Result<(Vec<StancedRequest>, (Estimate, &'a ModelInfo)), ToolError> {
     let requests = members
         .iter()
         .map(|m| (member_request(plan, request, m), m.stance.map(Stance::as_str)))
         .collect();
-    (requests, (synthesis_estimate(plan, members.len()), &request.model))
+    let synthesis = synthesis_estimate(plan, members.len()).await?;
+    Ok((requests, (synthesis, &request.model)))
 }
 
-/// The synthesis's input, estimated before the answers exist.
-fn synthesis_estimate(plan: &Plan, members: usize) -> Estimate {
-    Estimate {
+/// The synthesis's input, estimated before the answers exist (a long request counted off the
+/// runtime's threads).
+async fn synthesis_estimate(plan: &Plan, members: usize) -> Result<Estimate, ToolError> {
+    let request = plan.request.clone();
+    let count = move || tokens::count(&request);
+    let counted = if plan.request.len() > INLINE_COUNT_BYTES {
+        blocking(count).await?
+    } else {
+        count()
+    };
+    Ok(Estimate {
         system: tokens::count(SYNTHESIS),
-        turn: tokens::count(&plan.request) + ANSWER_ESTIMATE_TOKENS * members as u64,
+        turn: counted + ANSWER_ESTIMATE_TOKENS * members as u64,
         ..Estimate::default()
-    }
+    })
 }
 
 /// `request` as `member` is asked it: its model, the temperature it takes, its stance.
@@ -258,7 +268,7 @@ async fn combine(
                     }),
                     verdict: review.and_then(|r| r.verdict),
                     findings: review.map(|r| r.findings.len()),
-                    cost_usd: prices.estimate(&o.member.model.id, &answer.usage, answer.billed_tier),
+                    cost_usd: answer_usd(prices, &answer, &o.member.model.id),
                     ..MemberView::default()
                 });
                 answered.push((o.member, answer, reply));
@@ -290,7 +300,7 @@ async fn combine(
         .any(|(_, _, r)| matches!(r.body, Body::Review(_)));
     let mut usage = Usage::default();
     for (_, a, _) in &answered {
-        usage = add(usage, a.usage);
+        usage += a.usage;
     }
     if is_review && !reviewed {
         return Ok(asked_back(services, answered, view, failures, usage, meter));
@@ -311,9 +321,9 @@ async fn combine(
         None
     };
     if let Some(s) = &synthesis {
-        usage = add(usage, s.usage);
+        usage += s.usage;
         view.synthesis_by = Some(s.model_version.clone().unwrap_or_else(|| writer.id.clone()));
-        view.synthesis_cost_usd = prices.estimate(&writer.id, &s.usage, s.billed_tier);
+        view.synthesis_cost_usd = answer_usd(prices, s, &writer.id);
     }
     let synthesis_text = synthesis.as_ref().map(|s| crate::redact::redact(&s.text).0);
     let mut reply = if is_review {
@@ -329,13 +339,9 @@ async fn combine(
         reply.note(note);
     }
     let (answer, model) = thread_answer(&reply, &view, synthesis, &answered, &writer);
-    let seen = meter.seen().cost_usd.unwrap_or(0.0);
-    let writer_usd = prices
-        .estimate(&model, &answer.usage, answer.billed_tier)
-        .unwrap_or(0.0);
     reply.meta.consensus = Some(view);
     Ok(Done {
-        others_usd: (seen - writer_usd).max(0.0),
+        others_usd: others_usd(services, meter, &model, &answer),
         answer,
         model,
         reply,
@@ -358,14 +364,8 @@ fn asked_back(
         reply.note(note);
     }
     reply.meta.consensus = Some(view);
-    let own = services
-        .gemini
-        .catalogue()
-        .prices()
-        .estimate(&member.model.id, &answer.usage, answer.billed_tier)
-        .unwrap_or(0.0);
     Done {
-        others_usd: (meter.seen().cost_usd.unwrap_or(0.0) - own).max(0.0),
+        others_usd: others_usd(services, meter, &member.model.id, &answer),
         model: member.model.id.clone(),
         answer,
         reply,
@@ -373,13 +373,16 @@ fn asked_back(
     }
 }
 
-fn add(a: Usage, b: Usage) -> Usage {
-    Usage {
-        input: a.input + b.input,
-        output: a.output + b.output,
-        thinking: a.thinking + b.thinking,
-        cached: a.cached + b.cached,
-    }
+/// What the call's requests cost besides `answer` as the thread prices its turn (`model`'s
+/// prices, `answer`'s usage): the rest of what the meter counted.
+fn others_usd(services: &Services, meter: &Meter, model: &str, answer: &GenerateResponse) -> f64 {
+    let own = services
+        .gemini
+        .catalogue()
+        .prices()
+        .estimate(model, &answer.usage, answer.billed_tier)
+        .unwrap_or(0.0);
+    (meter.seen().cost_usd.unwrap_or(0.0) - own).max(0.0)
 }
 
 /// The synthesis's request: the call's request, then each answer under a number and its

@@ -123,7 +123,7 @@ pub async fn run(
                 }
             }
         };
-        add(&mut inv.usage, answer.usage);
+        inv.usage += answer.usage;
         if answer.calls.is_empty() || forced {
             let Some(schema) = structured else {
                 return Ok((answer, inv));
@@ -133,7 +133,7 @@ pub async fn run(
             req.cache = None;
             inv.requests += 1;
             let answer = meter.generate(gemini, req, ctx).await?;
-            add(&mut inv.usage, answer.usage);
+            inv.usage += answer.usage;
             return Ok((answer, inv));
         }
         req.contents.push(Message {
@@ -467,13 +467,6 @@ fn refused(summary: String, text: String) -> Outcome {
         ok: false,
         read: None,
     }
-}
-
-fn add(sum: &mut Usage, u: Usage) {
-    sum.input += u.input;
-    sum.output += u.output;
-    sum.thinking += u.thinking;
-    sum.cached += u.cached;
 }
 
 #[cfg(test)]

@@ -149,14 +149,7 @@ impl Meter {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
             seen.requests.push(sent.clone());
         }
-        // Priced as the model that answered (a fallback's), else as the model asked for when
-        // the version the API reports has no price of its own.
-        let used = answer
-            .model_version
-            .as_deref()
-            .filter(|v| self.prices.price(v).is_some())
-            .or(answer.fallback.as_ref().map(|f| f.to.as_str()))
-            .unwrap_or(&model);
+        let used = priced_as(&self.prices, &answer, &model);
         self.record(hold, used, &answer.usage, answer.billed_tier)
             .await;
         Ok(answer)
@@ -268,41 +261,12 @@ impl Meter {
         if !self.is_on() {
             return Ok(Hold::none());
         }
-        let need = estimate.total();
-        let input_usd = self.caps.priced(
-            self.prices.estimate(
-                &model.id,
-                &Usage {
-                    input: need,
-                    ..Default::default()
-                },
-                tier,
-            ),
-            &model.id,
-        )?;
-        let call_usd = self
-            .call_micro_usd
-            .load(std::sync::atomic::Ordering::Relaxed) as f64
-            / 1e6;
-        self.caps
-            .check_call(call_usd, estimate, input_usd, &model.id)?;
-        if self.keys.is_empty() {
+        let input_usd = self.input_usd(estimate, model, tier)?;
+        let Some(_turn) = self.check_caps(estimate, input_usd, &model.id).await? else {
             return Ok(Hold::none());
-        }
-        let _turn = self.holds.turn().await;
-        let day = Day::today();
-        for key in &self.keys {
-            let stored = self.store.spent(key, day).await?;
-            let held = self.holds.held(key);
-            let spent = Spent {
-                tokens: stored.tokens + held.tokens,
-                micro_usd: stored.micro_usd + held.micro_usd,
-            };
-            self.caps
-                .check(key, spent, estimate, input_usd, &model.id)?;
-        }
+        };
         let amount = Spent {
-            tokens: need,
+            tokens: estimate.total(),
             micro_usd: (input_usd * 1e6).round() as u64,
         };
         Ok(self.holds.hold(&self.keys, amount))
@@ -335,15 +299,30 @@ impl Meter {
             names.len(),
             more.1.id
         );
+        self.check_caps(&sum, usd, &label).await?;
+        Ok(())
+    }
+
+    /// Refuses `estimate` (its input costing `usd`, on `model`, a model or what a consensus
+    /// asks) when what the call spent and it would pass the per-call ceiling, or what each key
+    /// spent today, counted and held, and it would pass a daily cap. `Some`: the keys were
+    /// checked, and the turn is still held so the caller can hold the estimate before another
+    /// call checks; `None`: no daily cap applies.
+    async fn check_caps(
+        &self,
+        estimate: &Estimate,
+        usd: f64,
+        model: &str,
+    ) -> Result<Option<tokio::sync::MutexGuard<'_, ()>>, ToolError> {
         let call_usd = self
             .call_micro_usd
             .load(std::sync::atomic::Ordering::Relaxed) as f64
             / 1e6;
-        self.caps.check_call(call_usd, &sum, usd, &label)?;
+        self.caps.check_call(call_usd, estimate, usd, model)?;
         if self.keys.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
-        let _turn = self.holds.turn().await;
+        let turn = self.holds.turn().await;
         let day = Day::today();
         for key in &self.keys {
             let stored = self.store.spent(key, day).await?;
@@ -352,9 +331,9 @@ impl Meter {
                 tokens: stored.tokens + held.tokens,
                 micro_usd: stored.micro_usd + held.micro_usd,
             };
-            self.caps.check(key, spent, &sum, usd, &label)?;
+            self.caps.check(key, spent, estimate, usd, model)?;
         }
-        Ok(())
+        Ok(Some(turn))
     }
 
     /// The input of `estimate` on `model` at `tier`, in USD, as the caps price it.
@@ -392,11 +371,7 @@ impl Meter {
         }
         {
             let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-            let s = &mut seen.usage;
-            s.input += usage.input;
-            s.output += usage.output;
-            s.thinking += usage.thinking;
-            s.cached += usage.cached;
+            seen.usage += *usage;
             let used = usage.input + usage.output + usage.thinking > 0;
             seen.cost_usd = match (seen.cost_usd, cost) {
                 (Some(sum), Some(c)) => Some(sum + c),
@@ -448,6 +423,23 @@ impl Drop for Waiting<'_> {
 }
 
 /// [`Estimate::of`], off the runtime's threads when the request is large.
+/// The model `answer` (to a request of `asked`) is priced as: the model that answered (a
+/// fallback's), else the model asked for when the version the API reports has no price of its
+/// own.
+pub fn priced_as<'a>(prices: &PriceList, answer: &'a GenerateResponse, asked: &'a str) -> &'a str {
+    answer
+        .model_version
+        .as_deref()
+        .filter(|v| prices.price(v).is_some())
+        .or(answer.fallback.as_ref().map(|f| f.to.as_str()))
+        .unwrap_or(asked)
+}
+
+/// What `answer` (to a request of `asked`) cost, priced as the meter counted it.
+pub fn answer_usd(prices: &PriceList, answer: &GenerateResponse, asked: &str) -> Option<f64> {
+    prices.estimate(priced_as(prices, answer, asked), &answer.usage, answer.billed_tier)
+}
+
 async fn estimate(req: &GenerateRequest) -> Result<Estimate, ToolError> {
     if approximate_bytes(req) <= INLINE_BYTES {
         return Ok(Estimate::of(req));

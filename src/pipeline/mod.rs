@@ -222,7 +222,8 @@ pub async fn preview(
             let report = preview::Preview::of(services, call, show_request).await?;
             match &p.members {
                 Some(members) => {
-                    let (requests, synthesis) = consensus::planned(&p.plan, &p.request, members);
+                    let (requests, synthesis) =
+                        consensus::planned(&p.plan, &p.request, members).await?;
                     report.with_consensus(services, requests, synthesis).await
                 }
                 None => Ok(report),

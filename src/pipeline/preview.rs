@@ -181,27 +181,12 @@ impl Preview {
         let tier = services.gemini.tier_sent().unwrap_or_default();
         let mut notes = Vec::new();
         let (cached, making) = cache_effect(prices, &model.id, cache, &mut notes);
-        let band = |output: u64| {
-            prices
-                .estimate(
-                    &model.id,
-                    &Usage {
-                        input,
-                        output,
-                        cached: cached.min(input),
-                        ..Usage::default()
-                    },
-                    tier,
-                )
-                .zip(making)
-                .map(|(call, making)| call + making)
-        };
-        let cost_usd = band(0)
-            .zip(band(model.output_limit))
-            .map(|(low, high)| CostBand {
-                low,
-                high,
-                output_limit: model.output_limit,
+        let cost_usd = band(prices, model, (input, cached), tier)
+            .zip(making)
+            .map(|(b, making)| CostBand {
+                low: b.low + making,
+                high: b.high + making,
+                ..b
             });
         if let Some(notice) = model.schedule_notice(prices.clock().today()) {
             notes.push(notice);
@@ -284,21 +269,6 @@ impl Preview {
     ) -> Result<Preview, ToolError> {
         let prices = services.gemini.catalogue().prices();
         let tier = services.gemini.tier_sent().unwrap_or_default();
-        let band = |model: &crate::gemini::ModelInfo, input: u64| {
-            let at = |output: u64| {
-                let usage = Usage {
-                    input,
-                    output,
-                    ..Usage::default()
-                };
-                prices.estimate(&model.id, &usage, tier)
-            };
-            at(0).zip(at(model.output_limit)).map(|(low, high)| CostBand {
-                low,
-                high,
-                output_limit: model.output_limit,
-            })
-        };
         let mut rows = Vec::new();
         for (req, role) in requests {
             let model = req.model.clone();
@@ -307,7 +277,7 @@ impl Preview {
                 model: model.id.clone(),
                 role: role.map(String::from),
                 input_tokens: estimate.total(),
-                cost_usd: band(&model, estimate.total()),
+                cost_usd: band(prices, &model, (estimate.total(), 0), tier),
             });
         }
         let (estimate, writer) = synthesis;
@@ -315,7 +285,7 @@ impl Preview {
             model: writer.id.clone(),
             role: Some("synthesis".into()),
             input_tokens: estimate.total(),
-            cost_usd: band(writer, estimate.total()),
+            cost_usd: band(prices, writer, (estimate.total(), 0), tier),
         });
         self.cost_usd = rows
             .iter()
@@ -418,6 +388,30 @@ impl Preview {
         }
         out
     }
+}
+
+/// What `input` tokens (`cached` of them read from a cache) cost on `model` at `tier`: with no
+/// answer, and with the longest one; `None` when the model has no known price.
+fn band(
+    prices: &crate::gemini::prices::PriceList,
+    model: &crate::gemini::ModelInfo,
+    (input, cached): (u64, u64),
+    tier: crate::gemini::ServiceTier,
+) -> Option<CostBand> {
+    let at = |output: u64| {
+        let usage = Usage {
+            input,
+            output,
+            cached: cached.min(input),
+            ..Usage::default()
+        };
+        prices.estimate(&model.id, &usage, tier)
+    };
+    at(0).zip(at(model.output_limit)).map(|(low, high)| CostBand {
+        low,
+        high,
+        output_limit: model.output_limit,
+    })
 }
 
 /// A file named in the request (as given, maybe `./`-prefixed or absolute) is the file shown.
