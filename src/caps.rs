@@ -374,13 +374,15 @@ pub fn approximate_bytes(req: &GenerateRequest) -> usize {
     messages_bytes(&req.contents) + req.system_instruction.len()
 }
 
-/// The size in bytes of `messages`, roughly (images left out).
+/// The size in bytes of `messages`, roughly (images left out; a document counted by its bytes,
+/// which its page count reads).
 pub fn messages_bytes(messages: &[crate::gemini::Message]) -> usize {
     messages
         .iter()
         .flat_map(|m| &m.parts)
         .map(|p| match p {
             Part::Text(t) => t.len(),
+            Part::Image { mime, data } if mime == "application/pdf" => data.len(),
             Part::Image { .. } => 0,
             // Function calls and results: their JSON is about as long as their strings.
             Part::Recorded(v) | Part::FunctionResponse { response: v, .. } => json_len(v),

@@ -32,6 +32,8 @@ pub struct FileEntry {
 /// An image to send inline.
 #[derive(Debug, Clone)]
 pub struct ImageEntry {
+    /// Its input as budgeted and estimated ([`super::images::inline_tokens`]), counted once.
+    pub tokens: u64,
     pub path: PathBuf,
     pub display: String,
     pub mime: String,

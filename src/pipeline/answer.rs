@@ -196,7 +196,7 @@ pub(super) fn finish_reply(
             .filter(|i| i.mime == "application/pdf")
             .map(|i| IncludedFile {
                 path: i.display.clone(),
-                tokens: crate::collector::images::inline_tokens(&i.mime, &i.data),
+                tokens: i.tokens,
             }),
     );
     if let Some(d) = diff {

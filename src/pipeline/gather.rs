@@ -113,7 +113,7 @@ async fn gather_in(
             blocking(move || collector.documents(&documents, images_bytes, uploads)).await??;
         let pages: u64 = docs
             .iter()
-            .map(|d| crate::collector::images::inline_tokens(&d.mime, &d.data))
+            .map(|d| d.tokens)
             .sum();
         if pages > budget {
             return Err(ToolError::invalid(

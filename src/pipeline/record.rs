@@ -151,7 +151,7 @@ impl Trail {
                 },
                 sha256: hex::encode(sha2::Sha256::digest(i.data.as_slice())),
                 bytes: i.data.len() as u64,
-                tokens: crate::collector::images::inline_tokens(&i.mime, &i.data),
+                tokens: i.tokens,
             }
         }));
     }
