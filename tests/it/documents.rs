@@ -248,3 +248,51 @@ async fn a_document_over_the_inline_cap_goes_through_the_files_api_and_is_delete
         "{message}"
     );
 }
+
+#[tokio::test]
+async fn a_cancelled_call_still_deletes_its_upload() {
+    use crate::support::fake_gemini::Script;
+    use rmcp::model::{CallToolRequestParams, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    use std::time::{Duration, Instant};
+    let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);
+    let mut big = two_pages();
+    big.resize(15 * 1024 * 1024, b' ');
+    std::fs::write(dir.path().join("big.pdf"), &big).unwrap();
+    let fake = FakeGemini::start();
+    fake.push(Script::text("never read").delay_headers(Duration::from_secs(30)));
+    let client = client(dir.path(), &fake).await;
+    let req = ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+        CallToolRequestParams::new("chat").with_arguments(mcp::args(
+            json!({"prompt": "Summarise it.", "files": ["big.pdf"]}),
+        )),
+    ));
+    let handle = client
+        .send_cancellable_request(req, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    // Cancelled once the request naming the upload is in flight.
+    let started = Instant::now();
+    while !(fake.generate_requests().len() == 1 && fake.in_flight() > 0) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the request never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(fake.files().len(), 1, "uploaded before the request");
+    handle
+        .cancel(Some("the test cancels".into()))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    while !fake.files().is_empty() && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        fake.files().is_empty(),
+        "the cancelled call's upload was left at Google"
+    );
+    assert_eq!(fake.uploaded_files().len(), 1);
+    client.cancel().await.unwrap();
+}

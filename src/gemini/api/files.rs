@@ -1,7 +1,8 @@
 //! The Files API: a document too large to go inline is uploaded before the request that names it
 //! (a resumable upload in one chunk, `POST /upload/v1beta/files`), named by its URI
-//! (`fileData`), and deleted once the request is answered or has failed (an upload left behind
-//! — the process killed mid-call — is deleted by Google after 48 hours). Only the largest
+//! (`fileData`), and deleted once the request is answered or has failed; a call dropped midway
+//! (cancelled, past its deadline) deletes its uploads in the background ([`Leftovers`]). An
+//! upload left behind by a killed process is deleted by Google after 48 hours. Only the largest
 //! documents are uploaded, until what stays inline fits under the inline cap. The Gemini API only:
 //! Vertex AI reads documents from Cloud Storage, which this server does not write, and there the
 //! collector keeps documents under the inline cap.
@@ -60,6 +61,37 @@ pub(super) fn same_origin(url: &str, base: &str) -> bool {
     }
 }
 
+/// The uploads of a request not deleted yet: when the request's future is dropped before it
+/// deletes them itself, they are deleted in the background (the key travels in the client's
+/// default headers, so a clone of the client can).
+pub(super) struct Leftovers {
+    http: Option<reqwest::Client>,
+    base: String,
+    names: Vec<String>,
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        let names = std::mem::take(&mut self.names);
+        let (Some(http), false) = (self.http.take(), names.is_empty()) else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let base = std::mem::take(&mut self.base);
+        runtime.spawn(async move {
+            for name in names {
+                if let Err(e) = http.delete(format!("{base}/{name}")).send().await {
+                    tracing::info!(
+                        "could not delete an uploaded document (Google deletes it after 48 hours): {e}"
+                    );
+                }
+            }
+        });
+    }
+}
+
 /// A file uploaded for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Uploaded {
@@ -76,18 +108,22 @@ impl ApiClient {
     }
 
     /// `req` with its largest documents uploaded and named by their URIs, when what goes inline
-    /// would not fit; the uploads, to delete after the request.
+    /// would not fit; the uploads, to delete after the request ([`ApiClient::delete_files`]).
     pub(super) async fn with_uploads(
         &self,
         req: &GenerateRequest,
         ctx: &CallContext,
-    ) -> Result<(Option<GenerateRequest>, Vec<Uploaded>), GeminiError> {
+    ) -> Result<(Option<GenerateRequest>, Leftovers), GeminiError> {
+        let mut uploads = Leftovers {
+            http: self.http().ok().cloned(),
+            base: self.base.clone(),
+            names: Vec::new(),
+        };
         let picked = to_upload(req);
         if picked.is_empty() || !self.takes_files() {
-            return Ok((None, Vec::new()));
+            return Ok((None, uploads));
         }
         let mut out = req.clone();
-        let mut uploads = Vec::new();
         for (m, p) in picked {
             let Part::Image { mime, data } = &req.contents[m].parts[p] else {
                 continue;
@@ -97,7 +133,7 @@ impl ApiClient {
                     out.contents[m].parts[p] = Part::Recorded(json!({
                         "fileData": {"mimeType": mime, "fileUri": u.uri}
                     }));
-                    uploads.push(u);
+                    uploads.names.push(u.name);
                 }
                 Err(e) => {
                     self.delete_files(uploads).await;
@@ -207,10 +243,11 @@ impl ApiClient {
 
     /// Deletes the files of `uploads` (one already gone is not an error; one that cannot be
     /// deleted is said in the log, and Google deletes it after 48 hours).
-    pub(super) async fn delete_files(&self, uploads: Vec<Uploaded>) {
+    pub(super) async fn delete_files(&self, mut uploads: Leftovers) {
         let Ok(http) = self.http() else { return };
-        for u in uploads {
-            let request = http.delete(format!("{}/{}", self.base, u.name));
+        // One at a time off the list: a drop midway leaves the rest to `Leftovers`.
+        while let Some(name) = uploads.names.pop() {
+            let request = http.delete(format!("{}/{name}", self.base));
             match self.send(request, Some(self.idle_timeout)).await {
                 Ok(_) => {}
                 Err(f) if f.error.is_not_found() => {}
