@@ -206,8 +206,8 @@ impl Caps {
         {
             return Err(SpendError::Cap(format!(
                 "the daily token cap of {cap} (GEMINI_MCP_DAILY_TOKENS) for {whose} would be passed: {} tokens \
-                 spent today and this request needs about {need} tokens of input ({}), before Gemini's \
-                 answer. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC ({}).",
+                 spent today and this request needs about {need} tokens of input ({}) on {model}, before \
+                 Gemini's answer. Gemini was not called.{advice}, or wait: it resets at 00:00 UTC ({}).",
                 spent.tokens,
                 estimate.parts(),
                 until_midnight()

@@ -389,6 +389,49 @@ async fn the_caps_refuse_the_whole_consensus_before_any_request() {
     assert_eq!(fake.generate_requests().len(), 0, "a request was sent");
 }
 
+/// A daily cap of one token refuses the whole consensus before any request, and a secret file
+/// named to a consensus is refused as it is for one model: nothing reaches any of them.
+#[tokio::test]
+async fn a_daily_cap_of_one_token_and_a_secret_file_stop_a_consensus_before_gemini() {
+    let dir = crate::support::project::with(&[
+        crate::support::project::BUGGY_ADD,
+        (
+            ".env",
+            "API_TOKEN=ghp_0123456789abcdefghijklmnopqrstuvwxyzAB\n",
+        ),
+    ]);
+    let fake = FakeGemini::start();
+    plant(&fake, |w| Script::text(format!("{w} answers.")));
+    let capped = client(dir.path(), &fake, &[("GEMINI_MCP_DAILY_TOKENS", "1")]).await;
+    let models = json!(["gemini-2.5-pro", "gemini-2.5-flash"]);
+    let r = call(&capped, "chat", json!({"prompt": "q", "models": models})).await;
+    let message = match r {
+        Ok(r) => {
+            assert_eq!(r.is_error, Some(true), "{}", text(&r));
+            text(&r)
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(message.contains("a consensus of 2 models"), "{message}");
+    assert!(message.contains("GEMINI_MCP_DAILY_TOKENS"), "{message}");
+    let open = client(dir.path(), &fake, &[]).await;
+    let r = call(
+        &open,
+        "chat",
+        json!({"prompt": "q", "files": [".env"], "models": models}),
+    )
+    .await;
+    let message = match r {
+        Ok(r) => text(&r),
+        Err(e) => e.to_string(),
+    };
+    assert!(!message.contains("ghp_0123456789"), "{message}");
+    assert!(
+        fake.generate_requests().is_empty(),
+        "a request reached Gemini"
+    );
+}
+
 #[tokio::test]
 async fn bad_models_are_refused_naming_the_entry_before_gemini() {
     let dir = crate::support::project::with(&[crate::support::project::BUGGY_ADD]);

