@@ -209,6 +209,76 @@ fn codereview_findings(client: Client, n: usize, detail_chars: usize, label: &st
     );
 }
 
+/// A consensus review (`models`): each stand-in model plants its findings; the client's model
+/// receives the synthesis, the finding both models report at one place with who found it, the
+/// one only one model found, and the unverified one kept apart with its one model.
+fn consensus_reaches_the_model(client: Client) {
+    let project = Project::new();
+    project.gemini.respond_with(|r| {
+        if r.system_text().contains("You combine the independent answers") {
+            return Some(Script::text("CONSENSUS-SYNTHESIS: both reviewers find the subtraction."));
+        }
+        let own = if r.model.as_deref() == Some("gemini-2.5-pro") {
+            json!({"severity": "low", "file": "src/lib.rs", "line": 1, "title": "ONLY-PRO: name the parameters",
+                   "detail": "d", "evidence": "pub fn add(a: i32, b: i32) -> i32 {"})
+        } else {
+            // A quote that is not in the file: unverified, never merged.
+            json!({"severity": "low", "file": "src/lib.rs", "line": 1, "title": "ONLY-FLASH: document add",
+                   "detail": "d", "evidence": "fn add(a: u64) -> u64"})
+        };
+        Some(Script::json(json!({"summary": "s", "findings": [
+            {"severity": "high", "file": "src/lib.rs", "line": 2, "title": "BOTH: add subtracts",
+             "detail": "d", "evidence": "a - b"}, own]})))
+    });
+    let call = ToolCall::new(
+        "codereview",
+        json!({"files": ["src/lib.rs"], "context": "add() should add.",
+               "models": ["gemini-2.5-pro", "gemini-2.5-flash"]}),
+    );
+    let Some(got) = project.drive(client, calls_in_order(vec![call])) else {
+        return;
+    };
+    report(client, "consensus", &got);
+    assert_eq!(got.len(), 1, "{client:?}: tool results received: {got:?}");
+    let text = &got[0].text;
+    assert!(!got[0].is_error, "{client:?}: {text}");
+    for wanted in [
+        "CONSENSUS-SYNTHESIS: both reviewers find the subtraction.",
+        "BOTH: add subtracts",
+        "ONLY-PRO: name the parameters",
+        "ONLY-FLASH: document add",
+    ] {
+        assert!(
+            text.contains(wanted),
+            "{client:?}: `{wanted}` did not reach the model:\n{text}"
+        );
+    }
+    // Who found what, as the text says it or as the structured content holds it (each client
+    // hands its model one of the two).
+    let both = [
+        "gemini-2.5-pro, gemini-2.5-flash",
+        r#""found_by":["gemini-2.5-pro","gemini-2.5-flash"]"#,
+    ];
+    let pro = [
+        "Found by gemini-2.5-pro only",
+        r#""found_by":["gemini-2.5-pro"]"#,
+    ];
+    let flash = [
+        "Found by gemini-2.5-flash only",
+        r#""found_by":["gemini-2.5-flash"]"#,
+    ];
+    for (what, forms) in [
+        ("both models", both),
+        ("pro alone", pro),
+        ("flash alone", flash),
+    ] {
+        assert!(
+            forms.iter().any(|f| text.contains(f)),
+            "{client:?}: who found the finding of {what} did not reach the model:\n{text}"
+        );
+    }
+}
+
 const INVESTIGATION: &str =
     "INVESTIGATION-ANSWER: add() subtracts (src/lib.rs:2); every caller gets a - b.";
 
@@ -283,6 +353,21 @@ fn codex_model_receives_the_chat_answer_and_continuation_id() {
 #[test]
 fn gemini_cli_model_receives_the_chat_answer_and_continuation_id() {
     chat_answer_and_continuation(Client::GeminiCli);
+}
+
+#[test]
+fn claude_code_model_receives_a_consensus() {
+    consensus_reaches_the_model(Client::ClaudeCode);
+}
+
+#[test]
+fn codex_model_receives_a_consensus() {
+    consensus_reaches_the_model(Client::Codex);
+}
+
+#[test]
+fn gemini_cli_model_receives_a_consensus() {
+    consensus_reaches_the_model(Client::GeminiCli);
 }
 
 #[test]
