@@ -245,8 +245,9 @@ impl ApiClient {
     /// deleted is said in the log, and Google deletes it after 48 hours).
     pub(super) async fn delete_files(&self, mut uploads: Leftovers) {
         let Ok(http) = self.http() else { return };
-        // One at a time off the list: a drop midway leaves the rest to `Leftovers`.
-        while let Some(name) = uploads.names.pop() {
+        // Off the list only once its delete has been answered: a drop midway (the call
+        // cancelled while deleting) leaves it, and the rest, to `Leftovers`.
+        while let Some(name) = uploads.names.last() {
             let request = http.delete(format!("{}/{name}", self.base));
             match self.send(request, Some(self.idle_timeout)).await {
                 Ok(_) => {}
@@ -256,6 +257,7 @@ impl ApiClient {
                     f.error
                 ),
             }
+            uploads.names.pop();
         }
     }
 }
