@@ -72,6 +72,7 @@ async fn run(cli: &Path, node: &Path, calls: usize) -> Result<(), Error> {
         web_search: false,
         cache: None,
         previous: None,
+        agent: None,
         functions: None,
     };
     let ctx = CallContext::default();

@@ -190,6 +190,7 @@ fn request(runs: usize) -> Result<(), Error> {
         web_search: false,
         cache: None,
         previous: None,
+        agent: None,
         functions: Some(Functions {
             declarations: Explorer::declarations(),
             allow: true,

@@ -98,6 +98,7 @@ fn main() {
             web_search: false,
             cache: None,
             previous: None,
+            agent: None,
             functions: None,
         };
         let mut direct = Vec::with_capacity(runs);

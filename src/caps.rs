@@ -246,6 +246,9 @@ pub struct Estimate {
     pub steps: u64,
     /// Function declarations and the response schema.
     pub declarations: u64,
+    /// What an agent run (`research`) is held at for its own reading of the web
+    /// (`GEMINI_MCP_DEEP_RESEARCH_TOKENS`).
+    pub agent: u64,
 }
 
 impl Estimate {
@@ -254,6 +257,7 @@ impl Estimate {
     pub fn of(req: &GenerateRequest) -> Estimate {
         let mut e = Estimate {
             system: tokens::count(&req.system_instruction),
+            agent: req.agent.as_ref().map_or(0, |a| a.hold_tokens),
             ..Estimate::default()
         };
         if let Some(f) = &req.functions {
@@ -320,11 +324,18 @@ impl Estimate {
             images: self.images + o.images,
             steps: self.steps + o.steps,
             declarations: self.declarations + o.declarations,
+            agent: self.agent + o.agent,
         }
     }
 
     pub fn total(&self) -> u64 {
-        self.system + self.history + self.turn + self.images + self.steps + self.declarations
+        self.system
+            + self.history
+            + self.turn
+            + self.images
+            + self.steps
+            + self.declarations
+            + self.agent
     }
 
     /// "system instruction 310, files and text 1,402, …": the nonzero parts.
@@ -336,6 +347,7 @@ impl Estimate {
             ("images", self.images),
             ("the investigation's steps so far", self.steps),
             ("tool declarations and schema", self.declarations),
+            ("the research agent's own reading, held", self.agent),
         ];
         named
             .iter()
@@ -359,6 +371,9 @@ impl Estimate {
         }
         if self.steps > 0 {
             ways.push("ask a narrower task or lower max_steps");
+        }
+        if self.agent > 0 {
+            ways.push("lower GEMINI_MCP_DEEP_RESEARCH_TOKENS");
         }
         ways.join("; ")
     }
@@ -507,6 +522,7 @@ mod tests {
             web_search: false,
             cache: None,
             previous: None,
+        agent: None,
             functions: None,
         }
     }

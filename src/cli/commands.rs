@@ -20,6 +20,7 @@ use crate::tools::debug::DebugParams;
 use crate::tools::investigate::InvestigateParams;
 use crate::tools::params::Params;
 use crate::tools::precommit::PrecommitParams;
+use crate::tools::research::ResearchParams;
 use crate::reply::ReplyKind;
 use crate::tools::thinkdeep::ThinkDeepParams;
 use crate::tools::{Plan, ToolError};
@@ -37,6 +38,7 @@ pub enum ToolCommand {
     Debug(Run<DebugParams>),
     Investigate(Run<InvestigateParams>),
     Thinkdeep(Run<ThinkDeepParams>),
+    Research(Run<ResearchParams>),
 }
 
 /// `$body` for whichever tool subcommand `$command` is, with `$args` bound to its [`Run`] (of the
@@ -51,6 +53,7 @@ macro_rules! with_args {
             $crate::cli::commands::ToolCommand::Debug($args) => $body,
             $crate::cli::commands::ToolCommand::Investigate($args) => $body,
             $crate::cli::commands::ToolCommand::Thinkdeep($args) => $body,
+            $crate::cli::commands::ToolCommand::Research($args) => $body,
         }
     };
 }
@@ -394,6 +397,20 @@ mod tests {
             (
                 vec!["thinkdeep", "I think"],
                 json!({"current_analysis": "I think"}),
+            ),
+            (
+                vec![
+                    "research",
+                    "which crate?",
+                    "--context",
+                    "a CLI",
+                    "-f",
+                    "src",
+                    "--continuation-id",
+                    "latest",
+                ],
+                json!({"question": "which crate?", "context": "a CLI", "files": [at("src")],
+                    "continuation_id": "latest"}),
             ),
             (
                 vec![

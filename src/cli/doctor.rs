@@ -387,6 +387,7 @@ async fn probe(gemini: &Gemini, limit: Duration) -> Result<String, String> {
         web_search: false,
         cache: None,
         previous: None,
+        agent: None,
         functions: None,
     };
     match tokio::time::timeout(limit, gemini.generate(request, &CallContext::default())).await {

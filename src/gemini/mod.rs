@@ -35,7 +35,7 @@ pub use settings::{ApiSurface, BackendChoice, BaseUrl, CliTransport, Settings, V
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
     CacheUse, CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
-    PreviousInteraction, messages_digest,
+    PreviousInteraction, messages_digest, Agent,
     GenerateResponse, Message, Part, Progress, ProgressFn, Role, ServiceTier, Source, ThinkingMode,
     Usage,
 };
@@ -398,7 +398,8 @@ impl Gemini {
     ) -> Result<GenerateResponse, GeminiError> {
         let first = self.generate_once(&req, ctx).await;
         let e = match first {
-            Err(e) if e.is_capacity() || e.is_not_found() => e,
+            // An agent's run has no other model to fall back to.
+            Err(e) if (e.is_capacity() || e.is_not_found()) && req.agent.is_none() => e,
             other => return other,
         };
         let (cause, to) = if e.is_capacity() {
@@ -484,6 +485,12 @@ impl Gemini {
     ) -> Result<GenerateResponse, GeminiError> {
         match &self.backend {
             Backend::Api(c) => c.generate(req, ctx).await,
+            Backend::Cli(_) if req.agent.is_some() => Err(GeminiError::NotConfigured {
+                message: "`research` needs the Gemini API: Deep Research runs on the Interactions API, \
+                          which the Gemini CLI does not reach. Set GEMINI_API_KEY (and GEMINI_BACKEND=api \
+                          or auto), or turn research off (GEMINI_MCP_DEEP_RESEARCH=0)"
+                    .into(),
+            }),
             Backend::Cli(c) => {
                 // The CLI's own retries are its own: one request as far as we can see.
                 let span = crate::traces::gemini_request("cli", &req.model.id, 1);

@@ -83,6 +83,11 @@ fn builtin(model: &str, today: i64) -> Option<(Price, PriceSource)> {
     };
     Some(match model {
         "gemini-3.1-pro-preview" | "gemini-3-pro-preview" => (pro, Google),
+        // The Deep Research agents bill their tokens at the underlying Gemini 3 Pro's prices
+        // (ai.google.dev/gemini-api/docs/deep-research, Pricing); their searches are not counted.
+        "deep-research-preview-04-2026"
+        | "deep-research-max-preview-04-2026"
+        | "deep-research-pro-preview-12-2025" => (pro, Google),
         "gemini-2.5-pro" => (
             Price {
                 input: 1.25,

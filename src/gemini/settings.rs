@@ -84,6 +84,8 @@ pub struct Settings {
     /// Calls over the Interactions API are stored at Google and a thread continues its chain
     /// (`GEMINI_MCP_INTERACTIONS_STORE`); off: `store: false`, the whole history each call.
     pub interactions_store: bool,
+    /// The Deep Research agent of the Interactions API (`GEMINI_MCP_DEEP_RESEARCH…`).
+    pub research: ResearchSettings,
     /// A warm CLI process with no call for this long exits.
     pub acp_idle: Duration,
     /// Most warm CLI processes alive at once.
@@ -96,6 +98,22 @@ pub struct Settings {
     pub explore_result_chars: usize,
     /// The prices estimates are made at, and the day they are read at.
     pub prices: super::prices::PriceList,
+}
+
+/// The Deep Research agent (`research`): off unless turned on; it browses the web.
+#[derive(Debug, Clone, Default)]
+pub struct ResearchSettings {
+    /// The `research` tool is listed and runs (`GEMINI_MCP_DEEP_RESEARCH=1`).
+    pub enabled: bool,
+    /// The agent asked (`GEMINI_MCP_DEEP_RESEARCH_AGENT`).
+    pub agent: String,
+    /// What one run is held at against the caps before it starts, in tokens: the agent reads
+    /// the web on its own, so its input is not known ahead (`GEMINI_MCP_DEEP_RESEARCH_TOKENS`).
+    pub hold_tokens: u64,
+    /// The longest a run may take before it is cancelled at Google.
+    pub timeout: Duration,
+    /// How often a background run is polled.
+    pub poll: Duration,
 }
 
 /// How the CLI backend runs the Gemini CLI.

@@ -107,6 +107,19 @@ pub struct GenerateRequest {
     /// The Interactions API keeps the request's first messages in a stored interaction's chain
     /// (`GEMINI_MCP_INTERACTIONS_STORE`); `None`: the whole history is sent.
     pub previous: Option<PreviousInteraction>,
+    /// An agent of the Interactions API answers instead of the model (`research`): the request
+    /// runs at Google in the background, polled by id; `model` is what its usage is priced at.
+    pub agent: Option<Agent>,
+}
+
+/// An agent run asked for by a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    /// The agent's id (`deep-research-preview-04-2026`).
+    pub id: String,
+    /// What the run is held at against the caps before it starts, in tokens (its own reading of
+    /// the web is not known ahead).
+    pub hold_tokens: u64,
 }
 
 impl GenerateRequest {

@@ -67,6 +67,7 @@ pub(super) fn build_request(
         web_search: plan.web_search,
         cache: None,
         previous: None,
+        agent: None,
         functions: None,
     };
     (request, tail)

@@ -99,6 +99,7 @@ pub(super) async fn decide(
         && calls.context_cache
         && services.gemini.keeps_caches()
         && request.functions.is_none()
+        && request.agent.is_none()
         && !request.web_search
         && covers >= 2;
     if !eligible {

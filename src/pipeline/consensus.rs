@@ -437,6 +437,7 @@ fn synthesis_request(
         web_search: false,
         cache: None,
         previous: None,
+        agent: None,
         functions: None,
     }
 }

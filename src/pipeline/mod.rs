@@ -34,10 +34,10 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-use crate::gemini::CallContext;
+use crate::gemini::{CallContext, GeminiError};
 use crate::reply::investigation_report::steps_note;
 use crate::store::{Owner, Thread, ThreadError, ThreadId};
-use crate::tools::{Continuation, Plan, Reply, ToolError};
+use crate::tools::{Continuation, Plan, Reply, Tool, ToolError};
 use answer::{check_edits, finish_reply, read_answer};
 use blocking::{INLINE_COUNT_BYTES, blocking};
 use ask::{Explored, agent_note, ask, build_request};
@@ -93,6 +93,15 @@ async fn prepare(
     ctx: &CallContext,
     dry_run: bool,
 ) -> Result<Prepare, ToolError> {
+    let research = &services.config.gemini.research;
+    if plan.tool == Tool::Research && !research.enabled {
+        return Err(GeminiError::NotConfigured {
+            message: "`research` is off: it hands the question to Gemini's Deep Research agent, which browses \
+                      the web for minutes and is billed per run. Turn it on with GEMINI_MCP_DEEP_RESEARCH=1"
+                .into(),
+        }
+        .into());
+    }
     let text_redactions = redact_plan_text(&mut plan).await?;
     if !dry_run {
         // A dry run asks Gemini nothing, not even the model list.
@@ -163,7 +172,7 @@ async fn prepare(
     } else {
         verify::Sent::default()
     };
-    let (request, tail) = build_request(
+    let (mut request, tail) = build_request(
         &plan,
         model,
         system,
@@ -171,6 +180,12 @@ async fn prepare(
         omitted_turns,
         &material,
     );
+    if plan.tool == Tool::Research {
+        request.agent = Some(crate::gemini::Agent {
+            id: research.agent.clone(),
+            hold_tokens: research.hold_tokens,
+        });
+    }
     Ok(Prepare::Ready(Prepared {
         plan,
         id,

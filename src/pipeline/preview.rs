@@ -26,6 +26,10 @@ pub struct Preview {
     /// The thinking level asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking: Option<&'static str>,
+    /// The agent that would run instead of a model (`research`), in the background at Google;
+    /// `model` is what its usage is priced at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// The files sent, in the order they are sent.
     pub files: Vec<PreviewFile>,
     /// The diff sent (precommit).
@@ -101,6 +105,13 @@ pub struct InputTokens {
     pub turn: u64,
     pub images: u64,
     pub declarations: u64,
+    /// What an agent's run is held at for its own reading (`GEMINI_MCP_DEEP_RESEARCH_TOKENS`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub agent: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -142,6 +153,7 @@ impl Preview {
         Preview {
             model: None,
             thinking: None,
+            agent: None,
             files: Vec::new(),
             diff: None,
             skipped: reply.meta.files.skipped.clone(),
@@ -202,6 +214,14 @@ impl Preview {
             .then(|| request_body(services, request, &mut notes))
             .transpose()?
             .flatten();
+        if let Some(agent) = &request.agent {
+            notes.push(format!(
+                "{} would run in the background at Google and read the web on its own: the run is held at {} tokens \
+                 (GEMINI_MCP_DEEP_RESEARCH_TOKENS) against the caps before it starts, and its real usage is counted \
+                 after. Its searches are not in the figures.",
+                agent.id, agent.hold_tokens
+            ));
+        }
         if request.functions.is_some() {
             notes.push(
                 "An investigation sends more as Gemini reads files: the figures are its first \
@@ -211,7 +231,8 @@ impl Preview {
         }
         Ok(Preview {
             model: Some(model.id.clone()),
-            thinking: Some(request.thinking.as_str()),
+            thinking: request.agent.is_none().then(|| request.thinking.as_str()),
+            agent: request.agent.as_ref().map(|a| a.id.clone()),
             files: material
                 .collected
                 .files
@@ -250,6 +271,7 @@ impl Preview {
                 turn: estimate.turn,
                 images: estimate.images,
                 declarations: estimate.declarations,
+                agent: estimate.agent,
             }),
             cost_usd,
             request: request_body,
@@ -312,11 +334,20 @@ impl Preview {
         if let (Some(m), Some(t)) = (&self.model, self.thinking) {
             out.push_str(&format!("\nModel: {m}, thinking {t}\n"));
         }
+        if let (Some(a), Some(m)) = (&self.agent, &self.model) {
+            out.push_str(&format!("\nAgent: {a}, in the background (priced as {m})\n"));
+        }
         if let Some(i) = &self.input {
             out.push_str(&format!(
                 "Input: {} tokens (system {}, earlier turns {}, this turn {}, images {}, schema and declarations {})\n",
                 i.total, i.system, i.history, i.turn, i.images, i.declarations
             ));
+            if i.agent > 0 {
+                out.push_str(&format!(
+                    "  of which {} held for the agent's own reading\n",
+                    i.agent
+                ));
+            }
         }
         if let Some(c) = &self.cost_usd {
             out.push_str(&format!(

@@ -42,10 +42,11 @@ const HEARTBEAT: Duration = Duration::from_secs(10);
 
 /// The server's instructions to the calling model: when to use which tool (the tools' table says),
 /// and how files and threads work.
-fn instructions() -> String {
+fn instructions(listed: impl Fn(&str) -> bool) -> String {
     use crate::tools::spec::{LISTMODELS, SPECS};
     let when: Vec<String> = SPECS
         .iter()
+        .filter(|s| listed(s.name))
         .map(|s| format!("`{}` {}", s.name, s.use_when))
         .collect();
     format!(
@@ -374,7 +375,9 @@ impl ServerHandler for Server {
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
         ))
-        .with_instructions(instructions())
+        .with_instructions(instructions(|name| {
+            self.tool_router.map.contains_key(name)
+        }))
     }
 
     async fn call_tool(

@@ -21,7 +21,7 @@ use crate::app::App;
 use crate::tools::spec::{LISTMODELS, SPECS, Spec};
 use crate::tools::{
     Plan, Tool, ToolError, analyze, chat, codereview, debug, investigate, listmodels, precommit,
-    thinkdeep,
+    research, thinkdeep,
 };
 
 /// What a route does to the arguments before they are parsed (`chat`'s compatibility names).
@@ -32,6 +32,10 @@ impl Server {
         let (mut tool_router, checks) = Self::tools_router();
         for name in &app.config().tools.disabled {
             tool_router.remove_route(name);
+        }
+        // Deep Research browses the web: listed only when turned on.
+        if !app.config().gemini.research.enabled {
+            tool_router.remove_route(crate::tools::spec::Tool::Research.name());
         }
         for &profile in &app.config().tools.compat {
             if profile == crate::config::Compat::CliWrapper
@@ -81,6 +85,7 @@ fn route(spec: &'static Spec) -> (ToolRoute<Server>, Check) {
         Tool::ThinkDeep => planned(spec, thinkdeep::plan, None),
         Tool::Investigate => planned(spec, investigate::plan, None),
         Tool::Chat => planned(spec, chat::plan, Some(Server::cli_wrapper_args)),
+        Tool::Research => planned(spec, research::plan, None),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod investigate;
 pub mod listmodels;
 pub mod params;
 pub mod precommit;
+pub mod research;
 pub mod spec;
 pub mod thinkdeep;
 

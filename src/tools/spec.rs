@@ -22,6 +22,8 @@ pub enum Tool {
     ThinkDeep,
     Investigate,
     Chat,
+    /// Listed and run only with `GEMINI_MCP_DEEP_RESEARCH=1`.
+    Research,
 }
 
 /// What a tool's reply carries, hence its `outputSchema`.
@@ -66,7 +68,7 @@ const fn per_minute(n: u32) -> Rate {
 }
 
 /// Every tool that asks Gemini, one row each, in the order the server's instructions name them.
-pub static SPECS: [Spec; 7] = [
+pub static SPECS: [Spec; 8] = [
     Spec {
         tool: Tool::CodeReview,
         name: "codereview",
@@ -157,6 +159,19 @@ pub static SPECS: [Spec; 7] = [
         temperature: 0.5,
         thinking: ThinkingMode::Medium,
         rate_limit: per_minute(10),
+    },
+    Spec {
+        tool: Tool::Research,
+        name: "research",
+        title: "Deep Research by Gemini",
+        description: "Gemini's Deep Research agent researches a question on the web for minutes and answers with a cited report; sends no project file unless named in files.",
+        use_when: "for a question the web answers (libraries, APIs, standards, prior art), with a cited report; it takes minutes",
+        reply: ReplyKind::Answer { sources: true },
+        about: "Research a question on the web with Gemini's Deep Research agent: a cited report (GEMINI_MCP_DEEP_RESEARCH=1)",
+        system_prompt: include_str!("../../prompts/research.md"),
+        temperature: 0.5,
+        thinking: ThinkingMode::High,
+        rate_limit: per_minute(1),
     },
 ];
 
@@ -302,7 +317,7 @@ mod tests {
             (
                 "DISABLED_TOOLS",
                 "debug,chatty",
-                "DISABLED_TOOLS: `chatty` is not a tool; tools are analyze, chat, codereview, debug, investigate, listmodels, precommit, thinkdeep",
+                "DISABLED_TOOLS: `chatty` is not a tool; tools are analyze, chat, codereview, debug, investigate, listmodels, precommit, research, thinkdeep",
             ),
             (
                 "GEMINI_MCP_RATE_LIMITS",

@@ -35,6 +35,7 @@ mod metrics;
 mod model_dates;
 mod packaging;
 mod reply;
+mod research;
 mod setup;
 mod stdio;
 mod support;

@@ -863,6 +863,14 @@ fn google_genais_interactions_client_talks_to_the_stand_in() {
         "c2ln",
         [100, 10, 5],
     ));
+    fake.push(Script::echo());
+    let cited = [("https://example.org/a", "A")];
+    fake.push(Script::text("A cited answer.").sources(&cited));
+    fake.push(
+        Script::text("A cited report.")
+            .sources(&cited)
+            .delay_headers(std::time::Duration::from_millis(300)),
+    );
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/support/genai_interactions_client.py");
     let out = Command::new(python)
@@ -885,4 +893,5 @@ fn google_genais_interactions_client_talks_to_the_stand_in() {
         "{report}\nthe stand-in saw: {paths:?}"
     );
     assert!(report.contains("ok deleted: NotFoundError"), "{report}");
+    assert!(report.contains("ok deep research run, polled"), "{report}");
 }

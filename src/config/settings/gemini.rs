@@ -1,6 +1,8 @@
 //! Which Gemini answers: the backend, and the Gemini API's key, address and service tier
 //! (`gemini::Settings`).
 
+use std::time::Duration;
+
 use super::row::Read::Gemini;
 use super::row::{Category, Group, ROW, Setting};
 use crate::config::Secret;
@@ -80,6 +82,63 @@ pub(super) const GROUP: Group = Group {
             doc: "`1`: calls over the Interactions API (`GEMINI_API_SURFACE=interactions`) are sent with `store: true`, so Google keeps each interaction (its input and output), and a thread's next turn sends only what is new with `previous_interaction_id`. `0`: `store: false`, nothing kept at Google, the whole history sent each call. See SECURITY.md.",
             read: Gemini(|var, g| {
                 g.interactions_store = var.flag()?;
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_DEEP_RESEARCH",
+            default: "0",
+            doc: "`1`: the `research` tool is listed and runs. It hands a question to Gemini's Deep Research agent (the Interactions API, a background run polled by id), which browses the web and answers with a cited report; nothing of the project is sent unless named in its `files`, and what is named passes the sandbox and redaction. Off by default. Gemini API only: a run asked of Vertex AI or the Gemini CLI is refused, naming the settings. See docs/interactions.md.",
+            read: Gemini(|var, g| {
+                g.research.enabled = var.flag()?;
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_DEEP_RESEARCH_AGENT",
+            default: "deep-research-preview-04-2026",
+            doc: "The agent `research` asks (`deep-research-preview-04-2026`, `deep-research-max-preview-04-2026`, or a newer id Google names).",
+            read: Gemini(|var, g| {
+                let agent = var.value().unwrap_or_default().trim().to_string();
+                let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || "-._".contains(c);
+                if agent.is_empty() || !agent.chars().all(ok) {
+                    return Err(var.invalid(
+                        "an agent id is lowercase letters, digits, `-`, `.` and `_` (e.g. deep-research-preview-04-2026)",
+                    ));
+                }
+                g.research.agent = agent;
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_DEEP_RESEARCH_TOKENS",
+            default: "400000",
+            doc: "Tokens one `research` run is held at against the daily caps and the per-call ceiling before it starts (the agent reads the web on its own, so its input is not known ahead; Google bills it as the underlying model's tokens). After the run its real usage is counted instead.",
+            read: Gemini(|var, g| {
+                g.research.hold_tokens = var.at_least(1, " tokens")?;
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_DEEP_RESEARCH_TIMEOUT_SECS",
+            default: "3600",
+            doc: "The longest a `research` run may take; past it the run is cancelled at Google and the call fails, saying so.",
+            read: Gemini(|var, g| {
+                g.research.timeout = var.secs()?;
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
+            name: "GEMINI_MCP_BACKGROUND_POLL_MS",
+            default: "10000",
+            doc: "How often a background run at Google (`research`) is polled, in milliseconds.",
+            read: Gemini(|var, g| {
+                g.research.poll = Duration::from_millis(var.at_least(10, " ms")?);
                 Ok(())
             }),
             ..ROW

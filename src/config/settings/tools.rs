@@ -58,7 +58,7 @@ pub(super) const GROUP: Group = Group {
         Setting {
             name: "GEMINI_MCP_RATE_LIMITS",
             // The tools' table's own rates (`tools::spec`, whose test checks this text).
-            default: "HTTP: `codereview=5/min,precommit=3/min,debug=5/min,analyze=5/min,thinkdeep=3/min,investigate=3/min,chat=10/min`; stdio: `off`",
+            default: "HTTP: `codereview=5/min,precommit=3/min,debug=5/min,analyze=5/min,thinkdeep=3/min,investigate=3/min,chat=10/min,research=1/min`; stdio: `off`",
             derived: true,
             doc: "Per-tool rate limits per client and instance: `tool=N/unit` items (unit `s`, `min` or `h`), comma-separated, replacing the default; or `off`.",
             read: Tools(|var, t| {

@@ -291,6 +291,7 @@ mod tests {
             web_search: false,
             cache: None,
             previous: None,
+        agent: None,
             functions: None,
         }
     }

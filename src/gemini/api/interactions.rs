@@ -13,7 +13,7 @@
 //!   `thought` step (its signature), a `model_output` step (its text) and `function_call` steps;
 //!   a function's answer a `function_result` step;
 //! - the stream's events (`InteractionSSEEvent`): `step.start` / `step.delta` (`text`,
-//!   `thought_signature`, `arguments_delta`, `text_annotation`) / `step.stop`, and
+//!   `thought_signature`, `arguments_delta`, `text_annotation_delta`) / `step.stop`, and
 //!   `interaction.completed` with the status and `usage`; an `error` event is Google's error.
 //!
 //! A model turn is kept for replay in the `generateContent` form (`Part::Recorded` holding a
@@ -30,7 +30,7 @@ use super::stream_answer::Answer;
 use super::wire::{FinishReason, UsageMetadata};
 use crate::gemini::model_info::{Level, ThinkingConfig};
 use crate::gemini::vocabulary::{
-    FunctionCall, GeminiError, GenerateRequest, Message, Part, Role, ServiceTier, Source,
+    Agent, FunctionCall, GeminiError, GenerateRequest, Message, Part, Role, ServiceTier, Source,
 };
 
 /// A `CreateModelInteraction` body, as this client fills it.
@@ -109,6 +109,66 @@ pub fn build_request(
         store,
         stream: true,
     }
+}
+
+/// The body of an agent's run (`req.agent`, Deep Research) for the Interactions API: a
+/// `CreateAgentInteraction` (`createagentinteraction.py`): the `agent`, the request's messages
+/// as steps, `agent_config` of type `deep-research` (thought summaries on, so a run reports
+/// what it is doing), `background: true` and `store: true` (a background run is kept at Google
+/// until it is read: the API refuses `background` without `store`). The system instruction
+/// leads the last user turn, since the agent is steered by its prompt.
+pub fn build_agent_request(req: &GenerateRequest, agent: &Agent) -> Value {
+    let mut input: Vec<Value> = req.contents.iter().flat_map(steps_of).collect();
+    if !req.system_instruction.is_empty()
+        && let Some(step) = input.iter_mut().rev().find(|s| s["type"] == "user_input")
+        && let Some(content) = step["content"].as_array_mut()
+    {
+        content.insert(0, json!({ "type": "text", "text": req.system_instruction }));
+    }
+    json!({
+        "agent": agent.id,
+        "input": input,
+        "agent_config": { "type": "deep-research", "thinking_summaries": "auto" },
+        "background": true,
+        "store": true,
+    })
+}
+
+/// A finished interaction as `GET /v1/interactions/{id}` returns it (`interaction.py`), read
+/// into `answer` as the stream of its steps would have been: one reader for both.
+pub(super) fn read_interaction(answer: &mut Answer, resource: &Value) -> Result<(), Failure> {
+    let mut steps = Steps::default();
+    let events = resource["steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .flat_map(|(index, step)| {
+            let mut start = step.clone();
+            if let Some(o) = start.as_object_mut() {
+                o.remove("content");
+            }
+            let mut events = vec![json!({ "event_type": "step.start", "index": index, "step": start })];
+            for c in step["content"].as_array().into_iter().flatten() {
+                if let Some(text) = c["text"].as_str() {
+                    events.push(json!({ "event_type": "step.delta", "index": index,
+                        "delta": { "type": "text", "text": text } }));
+                }
+                if let Some(a) = c.get("annotations") {
+                    events.push(json!({ "event_type": "step.delta", "index": index,
+                        "delta": { "type": "text_annotation_delta", "annotations": a } }));
+                }
+            }
+            events.push(json!({ "event_type": "step.stop", "index": index }));
+            events
+        });
+    for event in events {
+        steps.take(answer, &event)?;
+    }
+    steps.take(
+        answer,
+        &json!({ "event_type": "interaction.completed", "interaction": resource }),
+    )
 }
 
 /// The Interactions API's thinking level for a model's configuration: its level as it is; a
@@ -289,7 +349,7 @@ impl Steps {
                             arguments.push_str(more);
                         }
                     }
-                    "text_annotation" => {
+                    "text_annotation_delta" => {
                         for a in delta["annotations"].as_array().into_iter().flatten() {
                             citation(answer, a);
                         }

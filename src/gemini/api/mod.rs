@@ -25,6 +25,7 @@ use tokio::sync::OnceCell;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+mod background;
 pub mod cache;
 mod files;
 pub mod interactions;
@@ -34,11 +35,13 @@ mod stored;
 mod stream_answer;
 mod vertex;
 pub mod wire;
+mod words;
 
 use retry::{Failure, RetryPolicy, Retryable};
 use sse::SseSplitter;
 use stream_answer::{Answer, strip_hint};
 use wire::{ErrorBody, GenerateContentResponse};
+use words::{canonical_status, excerpt};
 
 use crate::gemini::models::ModelInfo;
 use crate::gemini::settings::{ApiSurface, Settings, VertexSettings};
@@ -96,6 +99,8 @@ pub struct ApiClient {
     interactions_url: String,
     /// Interactions are stored at Google (`GEMINI_MCP_INTERACTIONS_STORE`).
     store: bool,
+    /// How background runs are polled and bounded (`GEMINI_MCP_DEEP_RESEARCH…`).
+    research: crate::gemini::settings::ResearchSettings,
     policy: RetryPolicy,
     call_timeout: Duration,
     idle_timeout: Duration,
@@ -171,6 +176,7 @@ impl ApiClient {
             surface: config.api_surface,
             interactions_url,
             store: config.interactions_store,
+            research: config.research.clone(),
             policy: RetryPolicy {
                 max_attempts: config.max_attempts.max(1),
                 initial_delay: config.retry_initial_delay,
@@ -241,6 +247,9 @@ impl ApiClient {
 
     /// The body of `req` exactly as [`ApiClient::generate`] sends it.
     pub fn body(&self, req: &GenerateRequest) -> Result<Vec<u8>, GeminiError> {
+        if let Some(agent) = &req.agent {
+            return Ok(interactions::build_agent_request(req, agent).to_string().into_bytes());
+        }
         if self.uses_interactions(req) {
             let body = interactions::build_request(req, self.tier, self.store);
             return serde_json::to_vec(&body).map_err(|e| GeminiError::Malformed {
@@ -266,6 +275,9 @@ impl ApiClient {
         req: &GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
+        if let Some(agent) = &req.agent {
+            return self.run_agent(req, agent, ctx).await;
+        }
         // Documents too large to go inline are uploaded first, and deleted once answered.
         let (uploaded, files) = self.with_uploads(req, ctx).await?;
         let answer = self.generate_whole(uploaded.as_ref().unwrap_or(req), ctx).await;
@@ -866,33 +878,6 @@ fn model_segment(id: &str) -> Result<&str, GeminiError> {
             name: id.to_string(),
             hint: "Model ids use letters, digits, `-`, `.` and `_` only (the `listmodels` tool shows them).".into(),
         })
-    }
-}
-
-fn canonical_status(status: u16) -> &'static str {
-    match status {
-        400 => "INVALID_ARGUMENT",
-        401 => "UNAUTHENTICATED",
-        403 => "PERMISSION_DENIED",
-        404 => "NOT_FOUND",
-        408 => "REQUEST_TIMEOUT",
-        429 => "RESOURCE_EXHAUSTED",
-        500 => "INTERNAL",
-        502 => "BAD_GATEWAY",
-        503 => "UNAVAILABLE",
-        504 => "DEADLINE_EXCEEDED",
-        _ => "UNKNOWN",
-    }
-}
-
-/// One line of at most `max` characters.
-fn excerpt(text: &str, max: usize) -> String {
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let cut: String = one_line.chars().take(max).collect();
-        format!("{cut}…")
     }
 }
 

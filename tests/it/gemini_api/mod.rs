@@ -81,6 +81,7 @@ fn request(model: &str) -> GenerateRequest {
         web_search: false,
         cache: None,
         previous: None,
+        agent: None,
         functions: None,
     }
 }

@@ -154,6 +154,7 @@ fn request(prompt: &str) -> GenerateRequest {
         web_search: false,
         cache: None,
         previous: None,
+        agent: None,
         functions: None,
     }
 }

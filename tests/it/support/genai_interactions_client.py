@@ -67,6 +67,28 @@ def main(base):
     )
     assert done.status == "completed" and "turns=2" in done.output_text, done
     print("ok function call round")
+
+    events = list(client.interactions.create(model=MODEL, input="Cite.", stream=True,
+                                             tools=[{"type": "google_search"}]))
+    notes = [a for e in events if e.event_type == "step.delta" and e.delta.type == "text_annotation_delta"
+             for a in e.delta.annotations]
+    assert notes and notes[0].type == "url_citation" and notes[0].url == "https://example.org/a", events
+    print("ok streamed citations")
+
+    run = client.interactions.create(agent="deep-research-preview-04-2026", input="Which crate?",
+                                     background=True,
+                                     agent_config={"type": "deep-research", "thinking_summaries": "auto"})
+    assert run.status == "in_progress", run
+    for _ in range(100):
+        got = client.interactions.get(run.id)
+        if got.status != "in_progress":
+            break
+        time.sleep(0.05)
+    assert got.status == "completed", got
+    out = next(s for s in got.steps if s.type == "model_output")
+    cites = out.content[0].annotations
+    assert cites[0].type == "url_citation" and cites[0].title == "A", out
+    print("ok deep research run, polled")
     return 0
 
 

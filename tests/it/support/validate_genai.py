@@ -13,7 +13,8 @@ generate body does (its fields known to `CreateCachedContentConfig`, and
 `{"name": …, "cached_content": {…}}`, a cache as the stand-in answers it, must be a
 `CachedContent`. Three kinds hold the Interactions API to google-genai's own types (its
 `_gaos` package, generated): `{"name": …, "interaction_create": {…}}`, a `POST /v1beta/interactions`
-body, must be a `CreateModelInteraction`; `{"name": …, "interaction": {…}}`, an interaction as
+body, must be a `CreateModelInteraction` (`agent_interaction_create`: an agent's run, a
+`CreateAgentInteraction`); `{"name": …, "interaction": {…}}`, an interaction as
 the stand-in answers it, an `Interaction`; `{"name": …, "interaction_event": {…}}`, one event of
 its stream, an `InteractionSSEEvent`. Those types are pydantic models declared `extra='allow'`
 and their unions and enums are open (an unknown `type` parses into an `Unknown…` variant, an
@@ -208,6 +209,7 @@ def interaction_problems(kind, value):
 
     target = {
         "interaction_create": gaos.CreateModelInteraction,
+        "agent_interaction_create": gaos.CreateAgentInteraction,
         "interaction": gaos.Interaction,
         "interaction_event": gaos.InteractionSSEEvent,
     }[kind]
@@ -221,7 +223,7 @@ def interaction_problems(kind, value):
 
 
 def check_fields(record):
-    for kind in ("interaction_create", "interaction", "interaction_event"):
+    for kind in ("interaction_create", "agent_interaction_create", "interaction", "interaction_event"):
         if kind in record:
             return interaction_problems(kind, record[kind])
     if "cache_create" in record:

@@ -24,6 +24,7 @@ fn request(model: &str, thinking: ThinkingMode) -> GenerateRequest {
         web_search: false,
         cache: None,
         previous: None,
+        agent: None,
         functions: None,
     }
 }

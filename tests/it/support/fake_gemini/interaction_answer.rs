@@ -33,6 +33,9 @@ pub(super) struct Outcome {
     pub(super) status: String,
     /// `[input, output, thought, cached]`.
     pub(super) usage: [u64; 4],
+    /// `(url, title)`: `url_citation` annotations of the output text (`urlcitation.py`),
+    /// each over the whole text.
+    pub(super) sources: Vec<(String, String)>,
 }
 
 impl Outcome {
@@ -52,13 +55,30 @@ impl Outcome {
             out.push(step);
         }
         if !self.chunks.is_empty() {
-            out.push(json!({ "type": "model_output",
-                "content": [{ "type": "text", "text": self.chunks.concat() }] }));
+            let mut text = json!({ "type": "text", "text": self.chunks.concat() });
+            if !self.sources.is_empty() {
+                text["annotations"] = self.annotations();
+            }
+            out.push(json!({ "type": "model_output", "content": [text] }));
         }
         for (id, name, args) in &self.calls {
             out.push(json!({ "type": "function_call", "id": id, "name": name, "arguments": args }));
         }
         out
+    }
+
+    /// The sources as `url_citation` annotations, each over the whole text (byte offsets).
+    pub(super) fn annotations(&self) -> Value {
+        let end = self.chunks.concat().len();
+        json!(
+            self.sources
+                .iter()
+                .map(
+                    |(url, title)| json!({ "type": "url_citation", "url": url, "title": title,
+                    "start_index": 0, "end_index": end })
+                )
+                .collect::<Vec<_>>()
+        )
     }
 
     /// `Usage` as `usage.py` names it.
@@ -185,6 +205,7 @@ pub(super) fn outcome(
                 None => split_text(&interaction_echo(body, &all)),
             };
             out.thoughts = spec.thoughts.clone();
+            out.sources = spec.sources.clone();
             if thinking || !spec.thoughts.is_empty() {
                 out.signature = Some(FAKE_SIGNATURE.into());
             }
@@ -309,11 +330,16 @@ pub(super) fn stream_events(head: &Value, outcome: &Outcome) -> Vec<String> {
         step(json!({ "type": "thought" }), deltas, &mut out, &mut n);
     }
     if !outcome.chunks.is_empty() {
-        let deltas = outcome
+        let mut deltas: Vec<Value> = outcome
             .chunks
             .iter()
             .map(|t| json!({ "type": "text", "text": t }))
             .collect();
+        if !outcome.sources.is_empty() {
+            deltas.push(
+                json!({ "type": "text_annotation_delta", "annotations": outcome.annotations() }),
+            );
+        }
         step(json!({ "type": "model_output" }), deltas, &mut out, &mut n);
     }
     for (call_id, name, args) in &outcome.calls {

@@ -341,8 +341,12 @@ pub(super) async fn create_interaction(
         return error_or_raw(&script, &req);
     };
     let stamp = rfc3339(now);
-    let mut head = json!({ "id": id, "status": "in_progress", "model": b["model"],
-        "created": stamp, "updated": stamp });
+    let mut head = json!({ "id": id, "status": "in_progress", "created": stamp, "updated": stamp });
+    for k in ["model", "agent"] {
+        if b[k].is_string() {
+            head[k] = b[k].clone();
+        }
+    }
     if let Some(p) = &previous {
         head["previous_interaction_id"] = json!(p);
     }

@@ -1,0 +1,236 @@
+//! Background runs at Google: an agent's run (`research`, Deep Research) is created with
+//! `background: true`, answered at once with its id, and then polled by id
+//! (`GET /v1/interactions/{id}`) every `GEMINI_MCP_BACKGROUND_POLL_MS` until it is done; its
+//! finished resource is read as a stream of its steps would have been
+//! ([`interactions::read_interaction`]), so its answer, sources and usage are the same
+//! [`GenerateResponse`] every other call gives.
+//!
+//! A call cancelled, dropped (its client gone, its task cancelled) or past
+//! `GEMINI_MCP_DEEP_RESEARCH_TIMEOUT_SECS` cancels the run at Google
+//! (`POST /v1/interactions/{id}/cancel`, [`CancelAtGoogle`]): an agent that browses the web for
+//! minutes is never left running, and billed, for a call no one waits for. The Gemini API only:
+//! this server sends no call of Vertex AI to the Interactions API.
+
+use std::time::Duration;
+
+use reqwest::header::CONTENT_TYPE;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::interactions;
+use super::retry;
+use super::stream_answer::Answer;
+use super::{ApiClient, excerpt};
+use crate::gemini::vocabulary::{Agent, CallContext, GeminiError, GenerateRequest, GenerateResponse};
+
+/// How long one create or poll may take, retries included.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Cancels a run at Google when dropped armed: the call ended without reading it.
+struct CancelAtGoogle {
+    http: Option<reqwest::Client>,
+    url: String,
+}
+
+impl CancelAtGoogle {
+    fn disarm(mut self) {
+        self.http = None;
+    }
+}
+
+impl Drop for CancelAtGoogle {
+    fn drop(&mut self) {
+        let Some(http) = self.http.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let url = std::mem::take(&mut self.url);
+        runtime.spawn(async move {
+            let sent = http.post(url).header(CONTENT_TYPE, "application/json").body("{}");
+            match tokio::time::timeout(REQUEST_DEADLINE, sent.send()).await {
+                Ok(Ok(r)) if r.status().is_success() => {
+                    tracing::info!("the background run was cancelled at Google");
+                }
+                Ok(Ok(r)) => tracing::info!(
+                    status = r.status().as_u16(),
+                    "Google did not cancel the background run (it may have finished)"
+                ),
+                Ok(Err(e)) => tracing::warn!("could not cancel the background run at Google: {e}"),
+                Err(_) => tracing::warn!("could not cancel the background run at Google: no answer"),
+            }
+        });
+    }
+}
+
+impl ApiClient {
+    /// `agent`'s answer to `req`: created as a background run, polled until done. Cancelling
+    /// the call, dropping it or passing the run's deadline cancels the run at Google.
+    pub(super) async fn run_agent(
+        &self,
+        req: &GenerateRequest,
+        agent: &Agent,
+        ctx: &CallContext,
+    ) -> Result<GenerateResponse, GeminiError> {
+        if self.vertex.is_some() {
+            return Err(GeminiError::NotConfigured {
+                message: "`research` needs the Gemini API: Deep Research runs on the Interactions API, which \
+                          this server sends no Vertex AI call to. Unset GOOGLE_GENAI_USE_VERTEXAI and set \
+                          GEMINI_API_KEY, or turn research off (GEMINI_MCP_DEEP_RESEARCH=0)"
+                    .into(),
+            });
+        }
+        // The body a dry run shows (`ApiClient::body`).
+        let body = self.body(req)?;
+        let sent = {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(&body))
+        };
+        let started = Instant::now();
+        let created = self.create(body, ctx).await?;
+        let id = run_id(&created)?;
+        let guard = CancelAtGoogle {
+            http: Some(self.http()?.clone()),
+            url: format!("{}/{id}/cancel", self.interactions_url),
+        };
+        ctx.report(format!("{} is running at Google (interaction {id})", agent.id));
+        let deadline = started + self.research.timeout;
+        let mut resource = created;
+        loop {
+            match resource["status"].as_str().unwrap_or_default() {
+                "in_progress" | "queued" => {}
+                "completed" | "incomplete" => break,
+                other => {
+                    // Google ended the run: nothing is left to cancel.
+                    guard.disarm();
+                    return Err(ended(other, &resource));
+                }
+            }
+            if Instant::now() >= deadline {
+                drop(guard);
+                return Err(GeminiError::Api {
+                    status: 504,
+                    code: "DEADLINE_EXCEEDED".into(),
+                    message: format!(
+                        "the {} run took longer than {} s (GEMINI_MCP_DEEP_RESEARCH_TIMEOUT_SECS) and was cancelled at Google",
+                        agent.id,
+                        self.research.timeout.as_secs()
+                    ),
+                    hint: "Ask a narrower question, or raise GEMINI_MCP_DEEP_RESEARCH_TIMEOUT_SECS.".into(),
+                });
+            }
+            let wait = self.research.poll.min(deadline - Instant::now());
+            tokio::select! {
+                biased;
+                // Dropping the guard cancels the run at Google.
+                _ = ctx.cancel.cancelled() => return Err(GeminiError::Cancelled),
+                _ = tokio::time::sleep(wait) => {}
+            }
+            resource = self.poll(&id, ctx).await?;
+            let elapsed = started.elapsed().as_secs();
+            ctx.report(format!("{} is still researching ({} min {:02} s)", agent.id, elapsed / 60, elapsed % 60));
+        }
+        guard.disarm();
+        let mut answer = Answer::default();
+        interactions::read_interaction(&mut answer, &resource).map_err(|f| self.scrub(f.error))?;
+        answer.model_version = Some(agent.id.clone());
+        let mut done = answer.finish().map_err(|f| self.scrub(f.error))?;
+        done.request_sha256 = Some(sent);
+        Ok(done)
+    }
+
+    /// Creates the run: the interaction at once, `in_progress`.
+    async fn create(&self, body: Vec<u8>, ctx: &CallContext) -> Result<Value, GeminiError> {
+        let body = bytes::Bytes::from(body);
+        let http = self.http()?;
+        let deadline = Instant::now() + REQUEST_DEADLINE;
+        let work = retry::run(&self.policy, ctx, deadline, |_| {
+            let request = http
+                .post(self.interactions_url.as_str())
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            self.json::<Value>(request)
+        });
+        self.bounded(ctx, deadline, work).await
+    }
+
+    /// The run as Google has it now; a transient failure is retried as any request's.
+    async fn poll(&self, id: &str, ctx: &CallContext) -> Result<Value, GeminiError> {
+        let http = self.http()?;
+        let url = format!("{}/{id}", self.interactions_url);
+        let deadline = Instant::now() + REQUEST_DEADLINE;
+        let work = retry::run(&self.policy, ctx, deadline, |_| {
+            self.json::<Value>(http.get(url.as_str()))
+        });
+        self.bounded(ctx, deadline, work).await
+    }
+}
+
+/// The run's id, checked to be one Google gives (it goes into URLs).
+fn run_id(created: &Value) -> Result<String, GeminiError> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
+    match created["id"].as_str() {
+        Some(id) if !id.is_empty() && id.len() <= 256 && id.chars().all(ok) => Ok(id.to_string()),
+        _ => Err(GeminiError::Malformed {
+            message: "the background run was created without an id this server can poll".into(),
+        }),
+    }
+}
+
+/// Why a run Google ended without an answer failed: its status and the errors it recorded.
+fn ended(status: &str, resource: &Value) -> GeminiError {
+    let errors: Vec<String> = resource["errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e["message"].as_str())
+        .map(|m| excerpt(m, 300))
+        .collect();
+    let said = if errors.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", errors.join("; "))
+    };
+    let (code, hint) = match status {
+        "cancelled" => ("CANCELLED", "The run was cancelled at Google; ask again to start a new one."),
+        "budget_exceeded" => (
+            "RESOURCE_EXHAUSTED",
+            "The run used up its budget at Google; ask a narrower question.",
+        ),
+        "failed" => ("INTERNAL", "Retry; if it fails again, ask a narrower question."),
+        _ => (
+            "FAILED_PRECONDITION",
+            "The agent stopped waiting for input this server does not give; ask again with a self-contained question.",
+        ),
+    };
+    GeminiError::Api {
+        status: 500,
+        code: code.into(),
+        message: format!("the background run ended `{}`{said}", excerpt(status, 40)),
+        hint: hint.into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_id_google_would_not_give_is_refused_before_it_reaches_a_url() {
+        assert_eq!(run_id(&json!({ "id": "v1_abc-9" })).unwrap(), "v1_abc-9");
+        for bad in [json!({}), json!({ "id": "" }), json!({ "id": "../models" }), json!({ "id": "a?b" })] {
+            assert!(run_id(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_run_google_ended_says_how_and_what_it_recorded() {
+        let e = ended("failed", &json!({ "errors": [{ "message": "the agent could not reach the web" }] }));
+        let text = e.to_string();
+        assert!(text.contains("ended `failed`: the agent could not reach the web"), "{text}");
+        let e = ended("requires_action", &json!({}));
+        assert!(e.to_string().contains("self-contained question"), "{e}");
+    }
+}
