@@ -87,6 +87,16 @@ impl ThreadStore for Counted {
         self.count("put_task", self.inner.put_task(entry, expires_ms).await)
     }
 
+    async fn claim_task(
+        &self,
+        entry: &TaskEntry,
+        lapsed_lease_ms: u64,
+        expires_ms: u64,
+    ) -> Result<bool, ThreadError> {
+        let claimed = self.inner.claim_task(entry, lapsed_lease_ms, expires_ms).await;
+        self.count("claim_task", claimed)
+    }
+
     async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
         self.count("get_task", self.inner.get_task(id).await)
     }
@@ -151,6 +161,9 @@ mod tests {
             "memory"
         }
         async fn put_task(&self, _: &TaskEntry, _: u64) -> Result<(), ThreadError> {
+            Err(down())
+        }
+        async fn claim_task(&self, _: &TaskEntry, _: u64, _: u64) -> Result<bool, ThreadError> {
             Err(down())
         }
         async fn get_task(&self, _: TaskId) -> Result<Option<TaskEntry>, ThreadError> {

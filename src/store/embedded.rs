@@ -644,6 +644,31 @@ impl ThreadStore for EmbeddedStore {
         .await
     }
 
+    async fn claim_task(
+        &self,
+        entry: &TaskEntry,
+        lapsed_lease_ms: u64,
+        expires_ms: u64,
+    ) -> Result<bool, ThreadError> {
+        let e = entry.clone();
+        self.call(move |w| {
+            let changed = w.conn.execute(
+                "UPDATE tasks SET state = ?1, lease_ms = ?2, expires_ms = ?3
+                 WHERE id = ?4 AND lease_ms = ?5 AND expires_ms > ?6",
+                params![
+                    e.state,
+                    e.lease_ms as i64,
+                    expires_ms as i64,
+                    e.id.to_string(),
+                    lapsed_lease_ms as i64,
+                    now_ms() as i64
+                ],
+            )?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
     async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
         self.call(move |w| {
             Ok(w.conn

@@ -162,6 +162,15 @@ impl ThreadStore for MemoryStore {
         Ok(())
     }
 
+    async fn claim_task(
+        &self,
+        entry: &TaskEntry,
+        lapsed_lease_ms: u64,
+        expires_ms: u64,
+    ) -> Result<bool, ThreadError> {
+        Ok(self.tasks.claim(entry, lapsed_lease_ms, expires_ms))
+    }
+
     async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
         Ok(self.tasks.get(id))
     }

@@ -368,6 +368,16 @@ pub trait ThreadStore: Send + Sync {
     /// recorded for it stays.
     async fn put_task(&self, entry: &tasks::TaskEntry, expires_ms: u64) -> Result<(), ThreadError>;
 
+    /// Writes `entry` over a record whose lease is still `lapsed_lease_ms` as it was read (no
+    /// other instance claimed the task since): `true` when written, `false` when the record
+    /// changed or is gone. One instance takes up a task whose instance stopped.
+    async fn claim_task(
+        &self,
+        entry: &tasks::TaskEntry,
+        lapsed_lease_ms: u64,
+        expires_ms: u64,
+    ) -> Result<bool, ThreadError>;
+
     /// A task's record; `None` when there is none by that id (or it expired).
     async fn get_task(&self, id: tasks::TaskId) -> Result<Option<tasks::TaskEntry>, ThreadError>;
 

@@ -54,6 +54,20 @@ impl MemoryTasks {
         g.insert(entry.id, (entry, expires_ms));
     }
 
+    pub fn claim(&self, entry: &TaskEntry, lapsed_lease_ms: u64, expires_ms: u64) -> bool {
+        let mut g = self.records();
+        let Some((old, _)) = g.get(&entry.id) else {
+            return false;
+        };
+        if old.lease_ms != lapsed_lease_ms {
+            return false;
+        }
+        let mut entry = entry.clone();
+        entry.cancel = old.cancel;
+        g.insert(entry.id, (entry, expires_ms));
+        true
+    }
+
     pub fn get(&self, id: TaskId) -> Option<TaskEntry> {
         self.records().get(&id).map(|(e, _)| e.clone())
     }

@@ -766,6 +766,16 @@ impl ThreadStore for RedisStore {
         self.put_task_record(entry, expires_ms).await
     }
 
+    async fn claim_task(
+        &self,
+        entry: &TaskEntry,
+        lapsed_lease_ms: u64,
+        expires_ms: u64,
+    ) -> Result<bool, ThreadError> {
+        self.claim_task_record(entry, lapsed_lease_ms, expires_ms)
+            .await
+    }
+
     async fn get_task(&self, id: TaskId) -> Result<Option<TaskEntry>, ThreadError> {
         self.get_task_record(id).await
     }

@@ -26,6 +26,12 @@ const INDEX_TTL_MS: u64 = 86_400_000;
 /// Sets the cancel flag of a record that exists.
 const CANCEL: &str = "if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'cancel', '1') end return 0";
 
+/// Writes the state and lease of a record whose lease is still the one read (`ARGV[1]`), and
+/// its expiry: 1 when written, 0 when another instance claimed it first or it is gone.
+const CLAIM: &str = "if redis.call('HGET', KEYS[1], 'lease') == ARGV[1] then \
+    redis.call('HSET', KEYS[1], 'state', ARGV[2], 'lease', ARGV[3]) \
+    redis.call('PEXPIREAT', KEYS[1], ARGV[4]) return 1 end return 0";
+
 impl RedisStore {
     fn task_key(&self, id: TaskId) -> String {
         format!("{}:task:{}", self.prefix, id.hyphenated())
@@ -109,6 +115,28 @@ impl RedisStore {
             })
             .await?;
         Ok(())
+    }
+
+    pub(super) async fn claim_task_record(
+        &self,
+        entry: &TaskEntry,
+        lapsed_lease_ms: u64,
+        expires_ms: u64,
+    ) -> Result<bool, ThreadError> {
+        let key = self.task_key(entry.id);
+        let script = redis::Script::new(CLAIM);
+        let claimed: i64 = self
+            .run(|mut c| {
+                let mut inv = script.prepare_invoke();
+                inv.key(&key)
+                    .arg(lapsed_lease_ms)
+                    .arg(&entry.state)
+                    .arg(entry.lease_ms)
+                    .arg(expires_ms);
+                async move { inv.invoke_async(&mut c).await }
+            })
+            .await?;
+        Ok(claimed == 1)
     }
 
     pub(super) async fn list_task_records(

@@ -117,6 +117,10 @@ const CASES: &[(&str, Case)] = &[
         Box::pin(max_turns_race(f))
     }),
     ("ping answers", |f| Box::pin(ping(f))),
+    (
+        "one of two handles claims a task whose lease lapsed; the cancel flag stays",
+        |f| Box::pin(claim_task(f)),
+    ),
     ("a thread belongs to its owner", |f| Box::pin(owners(f))),
     (
         "listing: newest first, summarised, per project and owner; delete",
@@ -360,6 +364,52 @@ async fn max_turns_race(f: &Fixture) {
         .count();
     assert_eq!((ok, full), (20, 30), "{results:?}");
     assert_eq!(s.load(id).await.unwrap().turns.len(), 20);
+}
+
+/// Two instances read a task whose instance stopped (its lease lapsed) and both claim it with
+/// the lease they read: exactly one wins, and the record is the winner's; a claim with a lease
+/// that is no longer the record's, or of a task that is gone, writes nothing; a cancel request
+/// recorded before the claim stays.
+async fn claim_task(f: &Fixture) {
+    use gemini_mcp_server::store::tasks::TaskEntry;
+    let (a, b) = f.pair(HOUR, 20).await;
+    let now = store::now_ms();
+    let far = now + 3_600_000;
+    let entry = TaskEntry {
+        id: uuid::Uuid::new_v4(),
+        owner: local(),
+        created_ms: now,
+        state: "{\"by\":\"first\"}".into(),
+        lease_ms: now - 1_000,
+        cancel: false,
+    };
+    a.put_task(&entry, far).await.unwrap();
+    a.cancel_task(entry.id).await.unwrap();
+    let claim = |by: &str| TaskEntry {
+        state: format!("{{\"by\":\"{by}\"}}"),
+        lease_ms: now + 10_000,
+        ..entry.clone()
+    };
+    let (ca, cb) = (claim("a"), claim("b"));
+    let (wa, wb) = tokio::join!(
+        a.claim_task(&ca, entry.lease_ms, far),
+        b.claim_task(&cb, entry.lease_ms, far)
+    );
+    let (wa, wb) = (wa.unwrap(), wb.unwrap());
+    assert!(wa ^ wb, "exactly one claim wins: {wa} {wb}");
+    let got = b.get_task(entry.id).await.unwrap().expect("the record");
+    let winner = if wa { "a" } else { "b" };
+    assert_eq!(got.state, format!("{{\"by\":\"{winner}\"}}"));
+    assert_eq!(got.lease_ms, now + 10_000);
+    assert!(got.cancel, "the cancel request stays");
+    // The lease read is stale now: a late claim writes nothing.
+    assert!(!a.claim_task(&claim("late"), entry.lease_ms, far).await.unwrap());
+    let gone = TaskEntry {
+        id: uuid::Uuid::new_v4(),
+        ..claim("gone")
+    };
+    assert!(!a.claim_task(&gone, entry.lease_ms, far).await.unwrap());
+    assert!(a.get_task(gone.id).await.unwrap().is_none());
 }
 
 async fn ping(f: &Fixture) {
