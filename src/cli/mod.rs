@@ -221,6 +221,27 @@ async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
     }
 }
 
+/// Runs the call to its end, or until Ctrl-C: the call is then cancelled and given a few
+/// seconds to end what it started at Google (a research run is cancelled there) before the
+/// process exits; `None` when interrupted.
+async fn run_or_stop(
+    app: &App,
+    client: &crate::admission::ClientId,
+    plan: Plan,
+    ctx: &CallContext,
+) -> Option<Result<crate::tools::Reply, ToolError>> {
+    let run = app.run(client, plan, ctx);
+    tokio::pin!(run);
+    tokio::select! {
+        r = &mut run => Some(r),
+        _ = crate::shutdown::signal() => {
+            ctx.cancel.cancel();
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), &mut run).await;
+            None
+        }
+    }
+}
+
 /// Runs one tool subcommand: its text from stdin when it is `-`, its plan, the call through the
 /// shared pipeline, and the printed reply.
 async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> u8 {
@@ -266,6 +287,7 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
     let ctx = CallContext {
         cancel: cancel.clone(),
         progress,
+        ..CallContext::default()
     };
     if dry_run {
         let outcome = tokio::select! {
@@ -285,10 +307,7 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
     let client = crate::admission::ClientId("cli".into());
     // Kept to run again when the per-call ceiling refuses and the user, asked, goes on.
     let again = config.caps.call_usd.is_some().then(|| plan.clone());
-    let outcome = tokio::select! {
-        r = app.run(&client, plan, &ctx) => Some(r),
-        _ = crate::shutdown::signal() => None,
-    };
+    let outcome = run_or_stop(&app, &client, plan, &ctx).await;
     spinner.stop().await;
     let outcome = match (outcome, again) {
         (Some(Err(ToolError::OverCallCeiling { message, .. })), Some(mut plan))
@@ -303,11 +322,9 @@ async fn tool<P: Params>(config: &Arc<Config>, cwd: &Path, mut args: Run<P>) -> 
             let ctx = CallContext {
                 cancel: cancel.clone(),
                 progress,
+                ..CallContext::default()
             };
-            let outcome = tokio::select! {
-                r = app.run(&client, plan, &ctx) => Some(r),
-                _ = crate::shutdown::signal() => None,
-            };
+            let outcome = run_or_stop(&app, &client, plan, &ctx).await;
             spinner.stop().await;
             outcome
         }

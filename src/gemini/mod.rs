@@ -34,7 +34,7 @@ pub use models::{Catalogue, ModelInfo, ThinkingStyle};
 pub use settings::{ApiSurface, BackendChoice, BaseUrl, CliTransport, Settings, VertexSettings};
 pub(crate) use vocabulary::cli_error;
 pub use vocabulary::{
-    CacheUse, CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
+    BackgroundRun, CacheUse, CallContext, Fallback, FallbackCause, FunctionCall, Functions, GeminiError, GenerateRequest,
     PreviousInteraction, messages_digest, Agent,
     GenerateResponse, Message, Part, Progress, ProgressFn, Role, ServiceTier, Source, ThinkingMode,
     Usage,

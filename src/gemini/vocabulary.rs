@@ -337,11 +337,36 @@ pub struct Progress {
 
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
-/// Per-call context: cancellation and an optional progress sink.
+/// Per-call context: cancellation, an optional progress sink, and the background run at Google
+/// the call started or takes up.
 #[derive(Clone, Default)]
 pub struct CallContext {
     pub cancel: CancellationToken,
     pub progress: Option<ProgressFn>,
+    pub background: BackgroundRun,
+}
+
+/// The id of a background run at Google (`research`'s agent run), shared with the task the
+/// call runs as: the task's record keeps it, so when the instance running the task stops,
+/// another instance takes the task up and the call polls that run instead of starting another.
+#[derive(Clone, Debug, Default)]
+pub struct BackgroundRun(std::sync::Arc<std::sync::Mutex<Option<String>>>);
+
+impl BackgroundRun {
+    /// A call that takes up the run `id`.
+    pub fn of(id: String) -> BackgroundRun {
+        BackgroundRun(std::sync::Arc::new(std::sync::Mutex::new(Some(id))))
+    }
+
+    /// The run's id, once it was created (or when it is taken up).
+    pub fn id(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Records the id of the run the call created.
+    pub fn set(&self, id: &str) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(id.to_string());
+    }
 }
 
 impl CallContext {

@@ -136,6 +136,12 @@ impl Server {
         let call = CallContext {
             cancel: ctx.ct.clone(),
             progress: Some(progress),
+            // A task's record keeps the id of a background run the call starts (`tasks`).
+            background: ctx
+                .extensions
+                .get::<crate::gemini::BackgroundRun>()
+                .cloned()
+                .unwrap_or_default(),
         };
         // Forward progress (and a heartbeat while waiting) when the client asked for it.
         let token = ctx.meta.get_progress_token();

@@ -25,6 +25,8 @@ use crate::gemini::vocabulary::{Agent, CallContext, GeminiError, GenerateRequest
 
 /// How long one create or poll may take, retries included.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+/// How long a cancel at Google is waited for.
+const CANCEL_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Cancels a run at Google when dropped armed: the call ended without reading it.
 struct CancelAtGoogle {
@@ -36,6 +38,15 @@ impl CancelAtGoogle {
     fn disarm(mut self) {
         self.http = None;
     }
+
+    /// Cancels the run now and waits for Google's answer (bounded): a process about to exit
+    /// (the command line's Ctrl-C) still cancels it. The cancel runs on its own task, so a call
+    /// dropped while it waits (its cancellation seen by the caller too) does not abort it.
+    async fn now(mut self) {
+        if let Some(http) = self.http.take() {
+            let _ = tokio::spawn(cancel(http, std::mem::take(&mut self.url))).await;
+        }
+    }
 }
 
 impl Drop for CancelAtGoogle {
@@ -43,24 +54,27 @@ impl Drop for CancelAtGoogle {
         let Some(http) = self.http.take() else {
             return;
         };
+        tracing::debug!("the call ended before its background run: cancelling it at Google");
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let url = std::mem::take(&mut self.url);
-        runtime.spawn(async move {
-            let sent = http.post(url).header(CONTENT_TYPE, "application/json").body("{}");
-            match tokio::time::timeout(REQUEST_DEADLINE, sent.send()).await {
-                Ok(Ok(r)) if r.status().is_success() => {
-                    tracing::info!("the background run was cancelled at Google");
-                }
-                Ok(Ok(r)) => tracing::info!(
-                    status = r.status().as_u16(),
-                    "Google did not cancel the background run (it may have finished)"
-                ),
-                Ok(Err(e)) => tracing::warn!("could not cancel the background run at Google: {e}"),
-                Err(_) => tracing::warn!("could not cancel the background run at Google: no answer"),
-            }
-        });
+        runtime.spawn(cancel(http, std::mem::take(&mut self.url)));
+    }
+}
+
+/// `POST …/{id}/cancel`, bounded; what came of it is logged.
+async fn cancel(http: reqwest::Client, url: String) {
+    let sent = http.post(url).header(CONTENT_TYPE, "application/json").body("{}");
+    match tokio::time::timeout(CANCEL_DEADLINE, sent.send()).await {
+        Ok(Ok(r)) if r.status().is_success() => {
+            tracing::info!("the background run was cancelled at Google");
+        }
+        Ok(Ok(r)) => tracing::info!(
+            status = r.status().as_u16(),
+            "Google did not cancel the background run (it may have finished)"
+        ),
+        Ok(Err(e)) => tracing::warn!("could not cancel the background run at Google: {e}"),
+        Err(_) => tracing::warn!("could not cancel the background run at Google: no answer"),
     }
 }
 
@@ -88,8 +102,21 @@ impl ApiClient {
             hex::encode(sha2::Sha256::digest(&body))
         };
         let started = Instant::now();
-        let created = self.create(body, ctx).await?;
-        let id = run_id(&created)?;
+        let (id, created) = match ctx.background.id() {
+            // A task taken up from a stopped instance: its run goes on at Google.
+            Some(id) => {
+                ctx.report(format!("taking up the {} run {id} at Google", agent.id));
+                let id = run_id(&serde_json::json!({ "id": id }))?;
+                let now = self.poll(&id, ctx).await?;
+                (id, now)
+            }
+            None => {
+                let created = self.create(body, ctx).await?;
+                let id = run_id(&created)?;
+                ctx.background.set(&id);
+                (id, created)
+            }
+        };
         let guard = CancelAtGoogle {
             http: Some(self.http()?.clone()),
             url: format!("{}/{id}/cancel", self.interactions_url),
@@ -108,7 +135,7 @@ impl ApiClient {
                 }
             }
             if Instant::now() >= deadline {
-                drop(guard);
+                guard.now().await;
                 return Err(GeminiError::Api {
                     status: 504,
                     code: "DEADLINE_EXCEEDED".into(),
@@ -123,8 +150,10 @@ impl ApiClient {
             let wait = self.research.poll.min(deadline - Instant::now());
             tokio::select! {
                 biased;
-                // Dropping the guard cancels the run at Google.
-                _ = ctx.cancel.cancelled() => return Err(GeminiError::Cancelled),
+                _ = ctx.cancel.cancelled() => {
+                    guard.now().await;
+                    return Err(GeminiError::Cancelled);
+                }
                 _ = tokio::time::sleep(wait) => {}
             }
             resource = self.poll(&id, ctx).await?;
@@ -140,19 +169,43 @@ impl ApiClient {
         Ok(done)
     }
 
-    /// Creates the run: the interaction at once, `in_progress`.
+    /// Creates the run: the interaction at once, `in_progress`. The create is sent on its own
+    /// task, which the call's end does not stop: a call cancelled or dropped while the create
+    /// is in flight would otherwise never learn the id of the run it made, and the run would go
+    /// on at Google; so when the call is gone by the time Google answers, that task cancels the
+    /// run itself.
     async fn create(&self, body: Vec<u8>, ctx: &CallContext) -> Result<Value, GeminiError> {
+        let client = self.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            let created = client.create_once(body).await;
+            if let Err(Ok(orphan)) = tx.send(created)
+                && let (Ok(id), Ok(http)) = (run_id(&orphan), client.http())
+            {
+                cancel(http.clone(), format!("{}/{id}/cancel", client.interactions_url)).await;
+            }
+        });
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => Err(GeminiError::Cancelled),
+            created = rx => created.unwrap_or(Err(GeminiError::Cancelled)),
+        }
+    }
+
+    /// `POST /v1/interactions`, retried as any request, bounded by its own deadline.
+    async fn create_once(&self, body: Vec<u8>) -> Result<Value, GeminiError> {
         let body = bytes::Bytes::from(body);
         let http = self.http()?;
+        let ctx = CallContext::default();
         let deadline = Instant::now() + REQUEST_DEADLINE;
-        let work = retry::run(&self.policy, ctx, deadline, |_| {
+        let work = retry::run(&self.policy, &ctx, deadline, |_| {
             let request = http
                 .post(self.interactions_url.as_str())
                 .header(CONTENT_TYPE, "application/json")
                 .body(body.clone());
             self.json::<Value>(request)
         });
-        self.bounded(ctx, deadline, work).await
+        self.bounded(&ctx, deadline, work).await
     }
 
     /// The run as Google has it now; a transient failure is retried as any request's.

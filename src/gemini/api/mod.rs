@@ -78,6 +78,7 @@ enum Dialect {
     Interactions,
 }
 
+#[derive(Clone)]
 pub struct ApiClient {
     /// Built on the first request, not at start: loading the system's root certificates was
     /// about a sixth of the server's start-up (BENCHMARKS.md § Start-up).
@@ -111,6 +112,7 @@ pub struct ApiClient {
 }
 
 /// How requests are authorised.
+#[derive(Clone)]
 enum Auth {
     /// An API key, in the `x-goog-api-key` default header.
     Key(Secret),

@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::caller::owner_of;
 use crate::store::tasks::{TaskEntry, TaskId};
+use crate::gemini::BackgroundRun;
 use crate::store::{Owner, ThreadStore, now_ms};
 
 use state::State;
@@ -87,6 +88,12 @@ impl State {
         }
         if now >= state.created_ms + state.ttl_ms {
             state.fail(now, expired(state.ttl_ms));
+        } else if entry.lease_ms < now && state.can_be_taken_up() {
+            state.message = Some(format!(
+                "{}: the instance running it stopped; its run goes on at Google, and the next tasks/get on any \
+                 instance takes it up",
+                state.tool
+            ));
         } else if entry.lease_ms < now {
             state.fail(
                 now,
@@ -98,6 +105,12 @@ impl State {
             );
         }
         Some(state)
+    }
+
+    /// Whether another instance can finish the task when the one running it stops: its call
+    /// started a background run at Google, and its params are kept to take the run up.
+    fn can_be_taken_up(&self) -> bool {
+        !self.status.is_terminal() && self.background.is_some() && self.request.is_some()
     }
 
     fn fail(&mut self, now: u64, message: String) {
@@ -219,7 +232,7 @@ impl Tasks {
         server: H,
         ttl: Duration,
         request: CallToolRequestParams,
-        mut ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<(TaskId, State), ErrorData> {
         let tool = request.name.to_string();
         let owner = owner_of(&ctx);
@@ -236,12 +249,32 @@ impl Tasks {
             poll_ms: POLL_INTERVAL.as_millis() as u64,
             result: None,
             error: None,
+            background: None,
+            request: None,
         };
         let store = server.store();
         write(store, id, &owner, &state).await.map_err(|e| {
             ErrorData::internal_error(format!("the task could not be stored: {e}"), None)
         })?;
         tracing::debug!(task = %id, tool = %tool, "the call runs as a task");
+        self.run_here(server, id, owner, state.clone(), request, ctx, BackgroundRun::default());
+        Ok((id, state))
+    }
+
+    /// Runs `request` as task `id` on this instance, its record already written: the call runs
+    /// on its own, renewing the record, and `background` is the run at Google it starts or
+    /// takes up.
+    #[allow(clippy::too_many_arguments)]
+    fn run_here<H: Host>(
+        self: &Arc<Self>,
+        server: H,
+        id: TaskId,
+        owner: Owner,
+        state: State,
+        request: CallToolRequestParams,
+        mut ctx: RequestContext<RoleServer>,
+        background: BackgroundRun,
+    ) {
         let cancel = CancellationToken::new();
         let stopped = Arc::new(Mutex::new(None));
         self.running().insert(
@@ -257,8 +290,9 @@ impl Tasks {
         ctx.ct = cancel.clone();
         ctx.meta.remove("progressToken");
         ctx.extensions.insert(status.clone());
+        ctx.extensions.insert(background.clone());
         let tasks = self.clone();
-        let first = state.clone();
+        let params = serde_json::to_value(&request).unwrap_or_default();
         tokio::spawn(async move {
             let run = Run {
                 id,
@@ -267,11 +301,69 @@ impl Tasks {
                 cancel,
                 stopped,
                 status,
+                background,
+                params,
             };
             run.drive(&server, request, ctx).await;
             tasks.running().remove(&id);
         });
-        Ok((id, first))
+    }
+
+    /// Takes up task `id` of `owner` when the instance running it stopped while its call's run
+    /// went on at Google (a background run, `research`): this instance claims the record (one
+    /// instance wins: the store writes it only over the lapsed lease it read) and runs the same
+    /// call again with that run's id, so the call polls Google for it instead of starting
+    /// another. `ctx` is the request that found it (the same owner's `tasks/get`).
+    async fn take_up<H: Host>(
+        self: &Arc<Self>,
+        server: &H,
+        id: &str,
+        owner: &Owner,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let Ok(task) = id.trim().parse::<TaskId>() else {
+            return Ok(());
+        };
+        let store = server.store();
+        let internal = |e: crate::store::ThreadError| ErrorData::internal_error(e.to_string(), None);
+        let Some(entry) = store.get_task(task).await.map_err(internal)? else {
+            return Ok(());
+        };
+        let now = now_ms();
+        let Ok(mut state) = serde_json::from_str::<State>(&entry.state) else {
+            return Ok(());
+        };
+        let orphan = &entry.owner == owner
+            && state.can_be_taken_up()
+            && entry.lease_ms < now
+            && now < state.created_ms + state.ttl_ms
+            && !self.running().contains_key(&task);
+        let (true, Some(run), Some(params)) = (orphan, state.background.clone(), state.request.clone()) else {
+            return Ok(());
+        };
+        let Ok(request) = serde_json::from_value::<CallToolRequestParams>(params) else {
+            return Ok(());
+        };
+        state.message = Some(format!("{}: taken up by another instance", state.tool));
+        state.updated_ms = now;
+        let claimed = TaskEntry {
+            id: task,
+            owner: owner.clone(),
+            created_ms: state.created_ms,
+            state: serde_json::to_string(&state).unwrap_or_default(),
+            lease_ms: now + LEASE.as_millis() as u64,
+            cancel: entry.cancel,
+        };
+        if !store
+            .claim_task(&claimed, entry.lease_ms, state.expires_ms())
+            .await
+            .map_err(internal)?
+        {
+            return Ok(());
+        }
+        tracing::info!(task = %task, "taking up a task whose instance stopped: its run goes on at Google");
+        self.run_here(server.clone(), task, owner.clone(), state, request, ctx.clone(), BackgroundRun::of(run));
+        Ok(())
     }
 
     /// The task `id` of `owner` as it stands; another owner's task is unknown.
@@ -390,6 +482,10 @@ struct Run {
     cancel: CancellationToken,
     stopped: Arc<Mutex<Option<String>>>,
     status: StatusLine,
+    /// The background run at Google the call starts or takes up.
+    background: BackgroundRun,
+    /// The call's params, kept in the record once it starts a background run.
+    params: Value,
 }
 
 impl Run {
@@ -405,7 +501,9 @@ impl Run {
         let started = tokio::time::Instant::now();
         let work = server.plain_call(request, ctx);
         tokio::pin!(work);
-        let expiry = tokio::time::sleep(Duration::from_millis(self.state.ttl_ms));
+        // A task taken up by this instance keeps its own time to live.
+        let left = (self.state.created_ms + self.state.ttl_ms).saturating_sub(now_ms());
+        let expiry = tokio::time::sleep(Duration::from_millis(left));
         tokio::pin!(expiry);
         let mut beat = tokio::time::interval(BEAT);
         let mut renewed = tokio::time::Instant::now();
@@ -428,9 +526,16 @@ impl Run {
                         .status
                         .get()
                         .map(|m| format!("{}: {m} ({} s)", self.state.tool, started.elapsed().as_secs()));
-                    let changed = message.is_some() && message != self.state.message;
+                    let mut changed = message.is_some() && message != self.state.message;
+                    let run = self.background.id();
+                    if run.is_some() && run != self.state.background {
+                        // The record now says which run at Google is the call's.
+                        self.state.background = run;
+                        self.state.request = Some(self.params.clone());
+                        changed = true;
+                    }
                     if changed || renewed.elapsed() >= LEASE / 3 {
-                        if changed {
+                        if message.is_some() && message != self.state.message {
                             self.state.message = message;
                         }
                         self.state.updated_ms = now_ms();
@@ -532,7 +637,9 @@ pub(super) async fn get_task_state<H: Host>(
     id: &str,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, ErrorData> {
-    let state = server.tasks().read(server, id, &owner_of(ctx)).await?;
+    let owner = owner_of(ctx);
+    server.tasks().take_up(server, id, &owner, ctx).await?;
+    let state = server.tasks().read(server, id, &owner).await?;
     Ok(wire::detailed(id, &state))
 }
 
@@ -542,11 +649,10 @@ pub(super) async fn cancel_task_of<H: Host>(
     id: &str,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<(), ErrorData> {
-    server
-        .tasks()
-        .cancel(server, id, &owner_of(ctx))
-        .await
-        .map(|_| ())
+    let owner = owner_of(ctx);
+    // A run going on at Google for a stopped instance is taken up, so the cancel reaches it.
+    server.tasks().take_up(server, id, &owner, ctx).await?;
+    server.tasks().cancel(server, id, &owner).await.map(|_| ())
 }
 
 /// `tasks/update` (2026-07-28): no task of ours asks for input yet, so responses to requests
@@ -610,6 +716,7 @@ pub(super) async fn sep1686<H: Host>(
         }
         crate::jsonrpc::SEP1686_GET => {
             let id = id()?;
+            server.tasks().take_up(server, &id, &owner, &ctx).await?;
             wire::sep1686_task(&id, &server.tasks().read(server, &id, &owner).await?)
         }
         crate::jsonrpc::SEP1686_CANCEL => {

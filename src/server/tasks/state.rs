@@ -21,4 +21,11 @@ pub(super) struct State {
     /// The JSON-RPC error of a failed task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) error: Option<JsonObject>,
+    /// The id of the background run at Google the call started (`research`), once it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) background: Option<String>,
+    /// The call's params (`name`, `arguments`), kept once it started a background run, so
+    /// another instance can take the task up when this one stops.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) request: Option<serde_json::Value>,
 }

@@ -256,6 +256,7 @@ async fn gemini_cli_progress_is_reported_while_waiting() {
         progress: Some(Arc::new(move |p: Progress| {
             sink.lock().unwrap().push(p.message)
         })),
+        ..CallContext::default()
     };
     backend.generate(&request("hi"), &call).await.unwrap();
     let reports = reports.lock().unwrap().clone();

@@ -349,6 +349,7 @@ async fn gemini_cli_retries_are_bounded_by_our_max_attempts() {
         progress: Some(Arc::new(move |p: Progress| {
             sink.lock().unwrap().push(p.message)
         })),
+        ..CallContext::default()
     };
     let started = Instant::now();
     let err = backend.generate(&request("hi"), &call).await.unwrap_err();

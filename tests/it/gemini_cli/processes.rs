@@ -75,6 +75,7 @@ async fn gemini_cli_cancellation_kills_the_whole_process_group_and_cleans_up() {
     let call = CallContext {
         cancel: cancel.clone(),
         progress: None,
+        ..CallContext::default()
     };
     let req = request("hi");
     let run = tokio::spawn(async move { backend.generate(&req, &call).await });

@@ -17,6 +17,7 @@ use crate::support::http::{HttpServer, Raw, result_text};
 use crate::support::mcp::{KEY, command};
 use crate::support::redis::RedisServer;
 
+mod background;
 mod guards;
 
 const TOKEN_A: &str = "tasks-token-a-0123456789abcdef";

@@ -403,7 +403,11 @@ async fn claim_task(f: &Fixture) {
     assert_eq!(got.lease_ms, now + 10_000);
     assert!(got.cancel, "the cancel request stays");
     // The lease read is stale now: a late claim writes nothing.
-    assert!(!a.claim_task(&claim("late"), entry.lease_ms, far).await.unwrap());
+    assert!(
+        !a.claim_task(&claim("late"), entry.lease_ms, far)
+            .await
+            .unwrap()
+    );
     let gone = TaskEntry {
         id: uuid::Uuid::new_v4(),
         ..claim("gone")
