@@ -114,6 +114,9 @@ pub struct ResearchSettings {
     pub timeout: Duration,
     /// How often a background run is polled.
     pub poll: Duration,
+    /// Calls over the Interactions API that think at `high` or `max` run in the background
+    /// (`GEMINI_MCP_INTERACTIONS_BACKGROUND`).
+    pub thinking_in_background: bool,
 }
 
 /// How the CLI backend runs the Gemini CLI.

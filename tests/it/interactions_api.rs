@@ -665,3 +665,88 @@ async fn the_interactions_path_keeps_the_caps_the_sandbox_and_reads_answers_as_g
     let answer = |r: &Value| r["result"]["structuredContent"]["answer"].clone();
     assert_eq!(answer(&over_interactions), answer(&over_generate));
 }
+
+/// With `GEMINI_MCP_INTERACTIONS_BACKGROUND=1`, a call that thinks at `high` runs in the
+/// background at Google (`background: true`, `store: true`, not streamed), polled by id, and is
+/// deleted once read; a call at `medium` is streamed as before. With the thread's chain kept
+/// (`GEMINI_MCP_INTERACTIONS_STORE=1`) the run is kept and the next turn continues it. Both
+/// bodies are google-genai's `CreateModelInteraction`.
+#[tokio::test]
+async fn long_thinking_runs_in_the_background_polled_by_id() {
+    let env = Env::new();
+    let state = tempfile::tempdir().unwrap();
+    let on = [
+        ("GEMINI_MCP_INTERACTIONS_BACKGROUND", "1"),
+        ("GEMINI_MCP_BACKGROUND_POLL_MS", "50"),
+    ];
+    let server = env.server_with("interactions", state.path(), &on).await;
+    let raw = Raw::new(&server.url());
+    env.fake
+        .push(Script::text("Deep thoughts.").delay_headers(std::time::Duration::from_millis(400)));
+    let deep = call(
+        &raw,
+        1,
+        "thinkdeep",
+        json!({"current_analysis": "add is pure", "thinking_mode": "high", "files": ["src/lib.rs"]}),
+    )
+    .await;
+    assert!(result_text(&deep).contains("Deep thoughts."), "{deep}");
+    let body = env.creates()[0].body.clone();
+    assert_eq!(body["background"], true, "{body}");
+    assert_eq!(body["store"], true, "background needs store: {body}");
+    assert_eq!(body["stream"], false, "{body}");
+    assert!(body.to_string().contains("marker-lib"));
+    let polls = env.fake.interaction_requests(InteractionOp::Get);
+    assert!(polls.len() >= 2, "{} polls", polls.len());
+    assert_eq!(
+        env.fake.interaction_requests(InteractionOp::Delete).len(),
+        1
+    );
+    assert!(
+        env.fake.interactions().is_empty(),
+        "read, the run is deleted"
+    );
+
+    call(&raw, 2, "chat", json!({"prompt": "quick"})).await;
+    let body = env.creates()[1].body.clone();
+    assert!(body.get("background").is_none(), "{body}");
+    assert_eq!(body["stream"], true, "{body}");
+
+    // Kept as the thread's chain: the next turn continues it.
+    let kept = tempfile::tempdir().unwrap();
+    let stored = [on[0], on[1], ("GEMINI_MCP_INTERACTIONS_STORE", "1")];
+    let server = env.server_with("interactions", kept.path(), &stored).await;
+    let raw = Raw::new(&server.url());
+    let first = call(
+        &raw,
+        3,
+        "thinkdeep",
+        json!({"current_analysis": "add is pure", "thinking_mode": "max"}),
+    )
+    .await;
+    assert_eq!(env.fake.interactions().len(), 1, "kept for the thread");
+    let next = call(
+        &raw,
+        4,
+        "chat",
+        json!({"prompt": "and?", "continuation_id": thread_of(&first)}),
+    )
+    .await;
+    assert!(result_text(&next).contains("turns=2"), "{next}");
+    let chained = env.creates().last().unwrap().body.clone();
+    assert_eq!(
+        chained["previous_interaction_id"].as_str(),
+        Some(env.fake.interactions()[0].id.as_str()),
+        "{chained}"
+    );
+
+    if let Ok(python) = crate::wire_schema::genai_python() {
+        let records: Vec<Value> = env
+            .creates()
+            .iter()
+            .map(|r| json!({"name": "create", "interaction_create": r.body}))
+            .collect();
+        let (ok, report) = crate::wire_schema::validate(&python, &records);
+        assert!(ok, "{report}");
+    }
+}

@@ -134,9 +134,19 @@ pub(super) const GROUP: Group = Group {
             ..ROW
         },
         Setting {
+            name: "GEMINI_MCP_INTERACTIONS_BACKGROUND",
+            default: "0",
+            doc: "`1`: a call over the Interactions API (`GEMINI_API_SURFACE=interactions`) that thinks at `high` or `max` runs in the background at Google (`background: true`), polled by id every `GEMINI_MCP_BACKGROUND_POLL_MS`, instead of one streamed request held open for minutes; cancelling the call cancels the run. The run is stored at Google until it is read (the API requires it), then deleted unless `GEMINI_MCP_INTERACTIONS_STORE=1` keeps it for the thread.",
+            read: Gemini(|var, g| {
+                g.research.thinking_in_background = var.flag()?;
+                Ok(())
+            }),
+            ..ROW
+        },
+        Setting {
             name: "GEMINI_MCP_BACKGROUND_POLL_MS",
             default: "10000",
-            doc: "How often a background run at Google (`research`) is polled, in milliseconds.",
+            doc: "How often a background run at Google (`research`, and thinking with `GEMINI_MCP_INTERACTIONS_BACKGROUND=1`) is polled, in milliseconds.",
             read: Gemini(|var, g| {
                 g.research.poll = Duration::from_millis(var.at_least(10, " ms")?);
                 Ok(())

@@ -21,17 +21,20 @@ use super::interactions;
 use super::retry;
 use super::stream_answer::Answer;
 use super::{ApiClient, excerpt};
-use crate::gemini::vocabulary::{Agent, CallContext, GeminiError, GenerateRequest, GenerateResponse};
+use crate::gemini::vocabulary::{CallContext, GeminiError, GenerateRequest, GenerateResponse, ThinkingMode};
 
 /// How long one create or poll may take, retries included.
 const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
 /// How long a cancel at Google is waited for.
 const CANCEL_DEADLINE: Duration = Duration::from_secs(10);
 
-/// Cancels a run at Google when dropped armed: the call ended without reading it.
+/// Cancels a run at Google when dropped armed: the call ended without reading it; then deletes
+/// it, unless it is kept.
 struct CancelAtGoogle {
     http: Option<reqwest::Client>,
+    /// `…/interactions/{id}`.
     url: String,
+    delete: bool,
 }
 
 impl CancelAtGoogle {
@@ -44,7 +47,7 @@ impl CancelAtGoogle {
     /// dropped while it waits (its cancellation seen by the caller too) does not abort it.
     async fn now(mut self) {
         if let Some(http) = self.http.take() {
-            let _ = tokio::spawn(cancel(http, std::mem::take(&mut self.url))).await;
+            let _ = tokio::spawn(cancel(http, std::mem::take(&mut self.url), self.delete)).await;
         }
     }
 }
@@ -58,16 +61,25 @@ impl Drop for CancelAtGoogle {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        runtime.spawn(cancel(http, std::mem::take(&mut self.url)));
+        runtime.spawn(cancel(http, std::mem::take(&mut self.url), self.delete));
     }
 }
 
-/// `POST …/{id}/cancel`, bounded; what came of it is logged.
-async fn cancel(http: reqwest::Client, url: String) {
-    let sent = http.post(url).header(CONTENT_TYPE, "application/json").body("{}");
+/// `POST …/{id}/cancel` for the run at `url`, then its `DELETE` when `delete`, each bounded;
+/// what came of them is logged.
+async fn cancel(http: reqwest::Client, url: String, delete: bool) {
+    let sent = http
+        .post(format!("{url}/cancel"))
+        .header(CONTENT_TYPE, "application/json")
+        .body("{}");
     match tokio::time::timeout(CANCEL_DEADLINE, sent.send()).await {
         Ok(Ok(r)) if r.status().is_success() => {
             tracing::info!("the background run was cancelled at Google");
+            if delete
+                && let Ok(Err(e)) = tokio::time::timeout(CANCEL_DEADLINE, http.delete(url).send()).await
+            {
+                tracing::info!("could not delete the cancelled run at Google: {e}");
+            }
         }
         Ok(Ok(r)) => tracing::info!(
             status = r.status().as_u16(),
@@ -79,15 +91,27 @@ async fn cancel(http: reqwest::Client, url: String) {
 }
 
 impl ApiClient {
-    /// `agent`'s answer to `req`: created as a background run, polled until done. Cancelling
-    /// the call, dropping it or passing the run's deadline cancels the run at Google.
-    pub(super) async fn run_agent(
+    /// Whether `req` runs in the background at Google although it is a model's request: over
+    /// the Interactions API, thinking at `high` or `max`, with
+    /// `GEMINI_MCP_INTERACTIONS_BACKGROUND=1`.
+    pub(super) fn runs_in_background(&self, req: &GenerateRequest) -> bool {
+        self.research.thinking_in_background
+            && req.agent.is_none()
+            && self.uses_interactions(req)
+            && matches!(req.thinking, ThinkingMode::High | ThinkingMode::Max)
+    }
+
+    /// The answer to `req` (an agent's run, or a model's request that runs in the background),
+    /// created as a background run and polled until done. Cancelling the call, dropping it or
+    /// passing the run's deadline cancels the run at Google. A run is deleted at Google once
+    /// read, unless a thread keeps it as its chain (`GEMINI_MCP_INTERACTIONS_STORE=1`).
+    pub(super) async fn run_in_background(
         &self,
         req: &GenerateRequest,
-        agent: &Agent,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
-        if self.vertex.is_some() {
+        let agent = req.agent.as_ref();
+        if agent.is_some() && self.vertex.is_some() {
             return Err(GeminiError::NotConfigured {
                 message: "`research` needs the Gemini API: Deep Research runs on the Interactions API, which \
                           this server sends no Vertex AI call to. Unset GOOGLE_GENAI_USE_VERTEXAI and set \
@@ -95,6 +119,12 @@ impl ApiClient {
                     .into(),
             });
         }
+        let (label, timeout) = match agent {
+            Some(a) => (a.id.as_str(), self.research.timeout),
+            None => (req.model.id.as_str(), self.call_timeout),
+        };
+        // A model's run kept as the thread's chain stays at Google; any other is deleted once read.
+        let keep = agent.is_none() && self.store;
         // The body a dry run shows (`ApiClient::body`).
         let body = self.body(req)?;
         let sent = {
@@ -102,10 +132,10 @@ impl ApiClient {
             hex::encode(sha2::Sha256::digest(&body))
         };
         let started = Instant::now();
-        let (id, created) = match ctx.background.id() {
-            // A task taken up from a stopped instance: its run goes on at Google.
+        // Only an agent's run is taken up by another instance: its call is one request.
+        let (id, created) = match agent.and(ctx.background.id()) {
             Some(id) => {
-                ctx.report(format!("taking up the {} run {id} at Google", agent.id));
+                ctx.report(format!("taking up the {label} run {id} at Google"));
                 let id = run_id(&serde_json::json!({ "id": id }))?;
                 let now = self.poll(&id, ctx).await?;
                 (id, now)
@@ -113,24 +143,28 @@ impl ApiClient {
             None => {
                 let created = self.create(body, ctx).await?;
                 let id = run_id(&created)?;
-                ctx.background.set(&id);
+                if agent.is_some() {
+                    ctx.background.set(&id);
+                }
                 (id, created)
             }
         };
         let guard = CancelAtGoogle {
             http: Some(self.http()?.clone()),
-            url: format!("{}/{id}/cancel", self.interactions_url),
+            url: format!("{}/{id}", self.interactions_url),
+            delete: !keep,
         };
-        ctx.report(format!("{} is running at Google (interaction {id})", agent.id));
-        let deadline = started + self.research.timeout;
+        ctx.report(format!("{label} is running in the background at Google (interaction {id})"));
+        let deadline = started + timeout;
         let mut resource = created;
         loop {
             match resource["status"].as_str().unwrap_or_default() {
                 "in_progress" | "queued" => {}
-                "completed" | "incomplete" => break,
+                "completed" | "incomplete" | "requires_action" => break,
                 other => {
                     // Google ended the run: nothing is left to cancel.
                     guard.disarm();
+                    self.forget(&id, keep).await;
                     return Err(ended(other, &resource));
                 }
             }
@@ -140,11 +174,15 @@ impl ApiClient {
                     status: 504,
                     code: "DEADLINE_EXCEEDED".into(),
                     message: format!(
-                        "the {} run took longer than {} s (GEMINI_MCP_DEEP_RESEARCH_TIMEOUT_SECS) and was cancelled at Google",
-                        agent.id,
-                        self.research.timeout.as_secs()
+                        "the {label} run took longer than {} s and was cancelled at Google",
+                        timeout.as_secs()
                     ),
-                    hint: "Ask a narrower question, or raise GEMINI_MCP_DEEP_RESEARCH_TIMEOUT_SECS.".into(),
+                    hint: if agent.is_some() {
+                        "Ask a narrower question, or raise GEMINI_MCP_DEEP_RESEARCH_TIMEOUT_SECS."
+                    } else {
+                        "Ask a narrower question or lower `thinking_mode`, or raise GEMINI_TIMEOUT_SECS."
+                    }
+                    .into(),
                 });
             }
             let wait = self.research.poll.min(deadline - Instant::now());
@@ -158,15 +196,38 @@ impl ApiClient {
             }
             resource = self.poll(&id, ctx).await?;
             let elapsed = started.elapsed().as_secs();
-            ctx.report(format!("{} is still researching ({} min {:02} s)", agent.id, elapsed / 60, elapsed % 60));
+            ctx.report(format!(
+                "{label} is still working at Google ({} min {:02} s)",
+                elapsed / 60,
+                elapsed % 60
+            ));
         }
         guard.disarm();
+        self.forget(&id, keep).await;
         let mut answer = Answer::default();
         interactions::read_interaction(&mut answer, &resource).map_err(|f| self.scrub(f.error))?;
-        answer.model_version = Some(agent.id.clone());
+        answer.model_version = match agent {
+            Some(a) => Some(a.id.clone()),
+            None => resource["model"].as_str().map(String::from),
+        };
         let mut done = answer.finish().map_err(|f| self.scrub(f.error))?;
         done.request_sha256 = Some(sent);
+        if keep {
+            done.interaction_id = Some(id);
+        }
         Ok(done)
+    }
+
+    /// Deletes a finished run at Google unless it is `kept`; a failure is logged.
+    async fn forget(&self, id: &str, kept: bool) {
+        if kept {
+            return;
+        }
+        match tokio::time::timeout(CANCEL_DEADLINE, self.delete_interaction(id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::info!("could not delete a finished background run at Google: {e}"),
+            Err(_) => tracing::info!("could not delete a finished background run at Google: no answer"),
+        }
     }
 
     /// Creates the run: the interaction at once, `in_progress`. The create is sent on its own
@@ -182,7 +243,7 @@ impl ApiClient {
             if let Err(Ok(orphan)) = tx.send(created)
                 && let (Ok(id), Ok(http)) = (run_id(&orphan), client.http())
             {
-                cancel(http.clone(), format!("{}/{id}/cancel", client.interactions_url)).await;
+                cancel(http.clone(), format!("{}/{id}", client.interactions_url), true).await;
             }
         });
         tokio::select! {

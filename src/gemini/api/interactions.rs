@@ -51,6 +51,9 @@ pub struct CreateInteraction {
     pub previous_interaction_id: Option<String>,
     pub store: bool,
     pub stream: bool,
+    /// A background run, polled by id (`background` needs `store`, and is not streamed).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 /// The body of `req` for the Interactions API. A request naming a context cache is never sent
@@ -108,6 +111,7 @@ pub fn build_request(
         service_tier: tier.map(ServiceTier::as_str),
         store,
         stream: true,
+        background: false,
     }
 }
 

@@ -253,7 +253,10 @@ impl ApiClient {
             return Ok(interactions::build_agent_request(req, agent).to_string().into_bytes());
         }
         if self.uses_interactions(req) {
-            let body = interactions::build_request(req, self.tier, self.store);
+            let background = self.runs_in_background(req);
+            let mut body = interactions::build_request(req, self.tier, self.store || background);
+            body.background = background;
+            body.stream = !background;
             return serde_json::to_vec(&body).map_err(|e| GeminiError::Malformed {
                 message: format!("the request could not be encoded: {e}"),
             });
@@ -277,8 +280,8 @@ impl ApiClient {
         req: &GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
-        if let Some(agent) = &req.agent {
-            return self.run_agent(req, agent, ctx).await;
+        if req.agent.is_some() {
+            return self.run_in_background(req, ctx).await;
         }
         // Documents too large to go inline are uploaded first, and deleted once answered.
         let (uploaded, files) = self.with_uploads(req, ctx).await?;
@@ -322,6 +325,9 @@ impl ApiClient {
         req: &GenerateRequest,
         ctx: &CallContext,
     ) -> Result<GenerateResponse, GeminiError> {
+        if self.runs_in_background(req) {
+            return self.run_in_background(req, ctx).await;
+        }
         let dialect = if self.uses_interactions(req) {
             Dialect::Interactions
         } else {

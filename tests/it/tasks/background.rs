@@ -34,12 +34,15 @@ async fn cancelling_a_research_task_cancels_its_run_at_google() {
     let ack = client.cancel(&id).await;
     assert!(ack["result"].is_object(), "{ack}");
     assert!(
-        until(10, async || env.fake.interactions()[0].status()
-            == "cancelled")
-        .await,
+        until(10, async || env.fake.interactions().is_empty()).await,
         "the run goes on at Google: {} cancels seen; {}",
         env.fake.interaction_requests(InteractionOp::Cancel).len(),
         server.stderr()
+    );
+    // Cancelled at Google, then deleted there.
+    assert_eq!(
+        env.fake.interaction_requests(InteractionOp::Cancel).len(),
+        1
     );
     let done = client.finished(&id).await;
     assert_eq!(done["result"]["status"], "cancelled", "{done}");
@@ -64,6 +67,7 @@ async fn a_research_task_outlives_its_instance_and_a_new_one_takes_it_up() {
             .await,
     );
     assert!(until(20, async || env.fake.interactions().len() == 1).await);
+    let run = env.fake.interactions()[0].id.clone();
     // The record names the run at its next beat (every 500 ms).
     tokio::time::sleep(Duration::from_millis(1500)).await;
     drop(on_first);
@@ -99,13 +103,16 @@ async fn a_research_task_outlives_its_instance_and_a_new_one_takes_it_up() {
         1,
         "no second run was started"
     );
-    let held = &env.fake.interactions()[0];
     assert!(
         env.fake
             .interaction_requests(InteractionOp::Get)
             .iter()
-            .all(|g| g.path.ends_with(&held.id)),
+            .all(|g| g.path.ends_with(&run)),
         "every poll is of the one run"
+    );
+    assert!(
+        env.fake.interactions().is_empty(),
+        "read, the run is deleted"
     );
     // The call's turn was saved once, by the instance that finished it.
     let next = on_second
