@@ -750,3 +750,134 @@ async fn long_thinking_runs_in_the_background_polled_by_id() {
         assert!(ok, "{report}");
     }
 }
+
+/// BENCHMARKS.md, Interactions API: a ten-turn chat thread over a ~25 KB file, over
+/// `generateContent`, the Interactions API stateless, and the Interactions API with server-side
+/// state (`GEMINI_MCP_INTERACTIONS_STORE=1`): the request bytes sent and the input tokens the
+/// stand-in bills (it counts a token per 4 characters of the body, and a chained turn's held
+/// history as input, as Google bills it); then a background run's overhead against the same
+/// answer streamed. Run with `GEMINI_MCP_BENCH_INTERACTIONS=1 cargo test --test it --
+/// --nocapture interactions_api::bench`.
+#[tokio::test]
+async fn bench_a_ten_turn_thread_and_a_background_run() {
+    if std::env::var("GEMINI_MCP_BENCH_INTERACTIONS").as_deref() != Ok("1") {
+        return;
+    }
+    println!(
+        "| transport | request bytes sent | billed input tokens | cost (USD, list prices) | turns seen by the model |"
+    );
+    println!("|---|---|---|---|---|");
+    let mut rows = Vec::new();
+    for (surface, store, cache) in [
+        ("generate-content", "0", "0"),
+        ("generate-content", "0", "1"),
+        ("interactions", "0", "0"),
+        ("interactions", "1", "0"),
+    ] {
+        let env = Env::new();
+        crate::support::project::write(
+            env.dir.path(),
+            "src/big.rs",
+            &"pub fn step(x: u32) -> u32 { x.wrapping_mul(31).rotate_left(7) } // filler\n"
+                .repeat(330),
+        );
+        let state = tempfile::tempdir().unwrap();
+        let server = env
+            .server_with(
+                surface,
+                state.path(),
+                &[
+                    ("GEMINI_MCP_INTERACTIONS_STORE", store),
+                    ("GEMINI_MCP_CONTEXT_CACHE", cache),
+                ],
+            )
+            .await;
+        let raw = Raw::new(&server.url());
+        let mut thread: Option<String> = None;
+        let mut billed = 0u64;
+        let mut usd = 0.0;
+        let mut last = String::new();
+        for turn in 0..10u64 {
+            let mut args = json!({"prompt": format!("question {turn}: what does step do?")});
+            match &thread {
+                None => args["files"] = json!(["src/big.rs"]),
+                Some(t) => args["continuation_id"] = json!(t),
+            }
+            let answer = call(&raw, turn + 1, "chat", args).await;
+            thread.get_or_insert_with(|| thread_of(&answer));
+            let usage = &answer["result"]["structuredContent"]["usage"];
+            billed += usage["input"].as_u64().unwrap_or(0);
+            usd += usage["cost_usd"].as_f64().unwrap_or(0.0);
+            last = result_text(&answer);
+        }
+        let sent: usize = if surface == "generate-content" {
+            env.fake.generate_requests().iter().map(|r| r.raw_body.len()).sum()
+        } else {
+            env.creates().iter().map(|r| r.raw_body.len()).sum()
+        };
+        let turns = last
+            .split("turns=")
+            .nth(1)
+            .and_then(|t| t.split_whitespace().next())
+            .unwrap_or("?")
+            .to_string();
+        let name = match (surface, store, cache) {
+            ("generate-content", _, "0") => "generateContent",
+            ("generate-content", _, _) => "generateContent, context cache",
+            (_, "0", _) => "Interactions, stateless",
+            _ => "Interactions, server-side state",
+        };
+        println!("| {name} | {sent} | {billed} | {usd:.4} | {turns} |");
+        rows.push((sent as f64, billed as f64, usd));
+    }
+    println!(
+        "\nserver-side state against generateContent: {:.3} of the bytes, {:.3} of the billed input, {:.3} of the cost",
+        rows[3].0 / rows[0].0,
+        rows[3].1 / rows[0].1,
+        rows[3].2 / rows[0].2
+    );
+
+    // A background run's overhead: the same 2 s answer, streamed and run in the background.
+    println!("\n| how | poll interval | wall time (median of 3) |\n|---|---|---|");
+    let mut times = Vec::new();
+    for (background, poll) in [("0", "10000"), ("1", "250"), ("1", "1000"), ("1", "10000")] {
+        let env = Env::new();
+        let state = tempfile::tempdir().unwrap();
+        let server = env
+            .server_with(
+                "interactions",
+                state.path(),
+                &[
+                    ("GEMINI_MCP_INTERACTIONS_BACKGROUND", background),
+                    ("GEMINI_MCP_BACKGROUND_POLL_MS", poll),
+                ],
+            )
+            .await;
+        let raw = Raw::new(&server.url());
+        let mut runs = Vec::new();
+        for i in 0..3 {
+            env.fake.push(
+                Script::text("Deep thoughts.").delay_headers(std::time::Duration::from_secs(2)),
+            );
+            let started = std::time::Instant::now();
+            call(
+                &raw,
+                i + 1,
+                "thinkdeep",
+                json!({"current_analysis": "add is pure", "thinking_mode": "high"}),
+            )
+            .await;
+            runs.push(started.elapsed());
+        }
+        runs.sort();
+        let how = if background == "1" { "background" } else { "streamed" };
+        println!("| {how} | {poll} ms | {:.2} s |", runs[1].as_secs_f64());
+        times.push(runs[1].as_secs_f64());
+    }
+    println!(
+        "\nbackground against streamed: {:.2} (250 ms), {:.2} (1 s), {:.2} (10 s, the default)",
+        times[1] / times[0],
+        times[2] / times[0],
+        times[3] / times[0]
+    );
+}
