@@ -221,25 +221,23 @@ async fn dash_stdin(value: &str) -> Result<Option<String>, u8> {
     }
 }
 
-/// Runs the call to its end, or until Ctrl-C: the call is then cancelled and given a few
-/// seconds to end what it started at Google (a research run is cancelled there) before the
-/// process exits; `None` when interrupted.
+/// Runs the call to its end, or until Ctrl-C: the call is then dropped (abandoned), and what it
+/// left running at Google (a research run) is cancelled there before the process exits, within
+/// a few seconds; `None` when interrupted.
 async fn run_or_stop(
     app: &App,
     client: &crate::admission::ClientId,
     plan: Plan,
     ctx: &CallContext,
 ) -> Option<Result<crate::tools::Reply, ToolError>> {
-    let run = app.run(client, plan, ctx);
-    tokio::pin!(run);
-    tokio::select! {
-        r = &mut run => Some(r),
-        _ = crate::shutdown::signal() => {
-            ctx.cancel.cancel();
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), &mut run).await;
-            None
-        }
+    let outcome = tokio::select! {
+        r = app.run(client, plan, ctx) => Some(r),
+        _ = crate::shutdown::signal() => None,
+    };
+    if outcome.is_none() {
+        crate::gemini::api::settled(std::time::Duration::from_secs(10)).await;
     }
+    outcome
 }
 
 /// Runs one tool subcommand: its text from stdin when it is `-`, its plan, the call through the

@@ -811,7 +811,11 @@ async fn bench_a_ten_turn_thread_and_a_background_run() {
             last = result_text(&answer);
         }
         let sent: usize = if surface == "generate-content" {
-            env.fake.generate_requests().iter().map(|r| r.raw_body.len()).sum()
+            env.fake
+                .generate_requests()
+                .iter()
+                .map(|r| r.raw_body.len())
+                .sum()
         } else {
             env.creates().iter().map(|r| r.raw_body.len()).sum()
         };
@@ -870,7 +874,11 @@ async fn bench_a_ten_turn_thread_and_a_background_run() {
             runs.push(started.elapsed());
         }
         runs.sort();
-        let how = if background == "1" { "background" } else { "streamed" };
+        let how = if background == "1" {
+            "background"
+        } else {
+            "streamed"
+        };
         println!("| {how} | {poll} ms | {:.2} s |", runs[1].as_secs_f64());
         times.push(runs[1].as_secs_f64());
     }
@@ -880,4 +888,131 @@ async fn bench_a_ten_turn_thread_and_a_background_run() {
         times[2] / times[0],
         times[3] / times[0]
     );
+}
+
+/// Every tool answers over the Interactions API, through the real binary: chat, thinkdeep,
+/// analyze, codereview, debug and precommit (on a git repository with a pending change) in one
+/// request each, investigate in a function-call round, research as an agent's run; nothing goes
+/// to generateContent, and each reply is the tool's own (a review's JSON read as a review).
+#[tokio::test]
+async fn every_tool_answers_over_the_interactions_api() {
+    let env = Env::new();
+    let root = env.dir.path();
+    let repo = git2::Repository::init(root).unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(std::path::Path::new("src/lib.rs")).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("Test", "test@example.com").unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, "first", &tree, &[])
+        .unwrap();
+    crate::support::project::write(
+        root,
+        "src/lib.rs",
+        "pub fn add(a: u32, b: u32) -> u32 { a - b } // marker-lib\n",
+    );
+    let state = tempfile::tempdir().unwrap();
+    let server = env
+        .server_with(
+            "interactions",
+            state.path(),
+            &[
+                ("GEMINI_MCP_DEEP_RESEARCH", "1"),
+                ("GEMINI_MCP_BACKGROUND_POLL_MS", "50"),
+            ],
+        )
+        .await;
+    let raw = Raw::new(&server.url());
+    let text_tools = [
+        (
+            "chat",
+            json!({"prompt": "what does add do?", "files": ["src/lib.rs"]}),
+        ),
+        (
+            "thinkdeep",
+            json!({"current_analysis": "add is pure", "files": ["src/lib.rs"]}),
+        ),
+        (
+            "analyze",
+            json!({"files": ["src/"], "question": "Where is add used?"}),
+        ),
+        (
+            "debug",
+            json!({"error_description": "add(2, 1) is 1", "files": ["src/lib.rs"]}),
+        ),
+    ];
+    for (i, (tool, args)) in text_tools.into_iter().enumerate() {
+        let answer = call(&raw, i as u64 + 1, tool, args).await;
+        let text = result_text(&answer);
+        assert!(text.contains("FAKE-REPLY"), "{tool}: {text}");
+        let body = env.creates().last().unwrap().body.clone();
+        assert!(
+            body.to_string().contains("marker-lib"),
+            "{tool}: the file is sent"
+        );
+        assert_eq!(body["stream"], true, "{tool}");
+    }
+    for (i, (tool, args)) in [
+        (
+            "codereview",
+            json!({"files": ["src/lib.rs"], "context": "Adds numbers"}),
+        ),
+        (
+            "precommit",
+            json!({"path": ".", "original_request": "Fix add"}),
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let answer = call(&raw, 10 + i as u64, tool, args).await;
+        let review = &answer["result"]["structuredContent"];
+        assert!(review["findings"].is_array(), "{tool}: {answer}");
+        assert!(
+            review["summary"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("FAKE-REPLY"),
+            "{tool}: {review}"
+        );
+        let body = env.creates().last().unwrap().body.clone();
+        assert_eq!(
+            body["response_format"]["mime_type"], "application/json",
+            "{tool}"
+        );
+    }
+    let precommit = env.creates().last().unwrap().body.to_string();
+    assert!(precommit.contains("a - b"), "the diff is sent: {precommit}");
+
+    env.fake
+        .push(Script::calls(
+            &[("read_file", json!({"path": "src/lib.rs"}))],
+            "c2ln",
+            [300, 10, 20],
+        ))
+        .push(Script::text("add subtracts (src/lib.rs:1).").usage(500, 20, 10, 0));
+    let inv = call(
+        &raw,
+        20,
+        "investigate",
+        json!({"task": "What does add do?"}),
+    )
+    .await;
+    assert!(result_text(&inv).contains("add subtracts"), "{inv}");
+
+    env.fake
+        .push(crate::research::report(std::time::Duration::from_millis(
+            200,
+        )));
+    let research = call(&raw, 21, "research", json!({"question": "Which parser?"})).await;
+    assert!(result_text(&research).contains("Use clap 4"), "{research}");
+    assert_eq!(
+        env.creates().last().unwrap().body["agent"],
+        crate::research::AGENT
+    );
+    assert!(
+        env.fake.generate_requests().is_empty(),
+        "nothing went to generateContent"
+    );
+    assert_eq!(env.creates().len(), 6 + 2 + 1, "one create per request");
 }

@@ -377,3 +377,44 @@ async fn every_run_body_is_one_google_genai_knows() {
     let (ok, report) = crate::wire_schema::validate(&python, &[wrong]);
     assert!(!ok, "{report}");
 }
+
+/// Stopped on the command line (SIGTERM, as Ctrl-C), `gemini-mcp research` cancels its run at
+/// Google, and deletes it, before it exits.
+#[test]
+fn a_stopped_command_cancels_its_run_at_google() {
+    let env = Env::new();
+    let url = env.fake.base_url();
+    env.fake.push(report(Duration::from_secs(3600)));
+    let mut child = crate::support::mcp::std_command(env.dir.path(), &env.vars(&url, &[]))
+        .args(["research", "which crate?"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while env.fake.interaction_requests(InteractionOp::Get).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the run never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    assert_eq!(
+        env.fake.interaction_requests(InteractionOp::Cancel).len(),
+        1
+    );
+    assert_eq!(
+        env.fake.interaction_requests(InteractionOp::Delete).len(),
+        1
+    );
+    assert!(
+        env.fake.interactions().is_empty(),
+        "nothing is left at Google"
+    );
+}

@@ -28,6 +28,18 @@ const REQUEST_DEADLINE: Duration = Duration::from_secs(60);
 /// How long a cancel at Google is waited for.
 const CANCEL_DEADLINE: Duration = Duration::from_secs(10);
 
+/// Cancels (and deletes) at Google sent and not yet answered, across the process.
+static PENDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Waits, at most `within`, until every cancel at Google this process sent is answered: a
+/// process about to exit (the command line's Ctrl-C) lets them reach Google first.
+pub async fn settled(within: Duration) {
+    let deadline = Instant::now() + within;
+    while PENDING.load(std::sync::atomic::Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 /// Cancels a run at Google when dropped armed: the call ended without reading it; then deletes
 /// it, unless it is kept.
 struct CancelAtGoogle {
@@ -47,7 +59,7 @@ impl CancelAtGoogle {
     /// dropped while it waits (its cancellation seen by the caller too) does not abort it.
     async fn now(mut self) {
         if let Some(http) = self.http.take() {
-            let _ = tokio::spawn(cancel(http, std::mem::take(&mut self.url), self.delete)).await;
+            let _ = spawn_counted(cancel(http, std::mem::take(&mut self.url), self.delete)).await;
         }
     }
 }
@@ -58,15 +70,28 @@ impl Drop for CancelAtGoogle {
             return;
         };
         tracing::debug!("the call ended before its background run: cancelling it at Google");
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if tokio::runtime::Handle::try_current().is_err() {
             return;
-        };
-        runtime.spawn(cancel(http, std::mem::take(&mut self.url), self.delete));
+        }
+        spawn_counted(cancel(http, std::mem::take(&mut self.url), self.delete));
     }
 }
 
 /// `POST …/{id}/cancel` for the run at `url`, then its `DELETE` when `delete`, each bounded;
 /// what came of them is logged.
+/// Runs `work` (a cancel at Google, or a create whose answer may need one) on a task of its
+/// own, counted in [`PENDING`] from now until it ends.
+fn spawn_counted<F>(work: F) -> tokio::task::JoinHandle<()>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    PENDING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    tokio::spawn(async move {
+        work.await;
+        PENDING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    })
+}
+
 async fn cancel(http: reqwest::Client, url: String, delete: bool) {
     let sent = http
         .post(format!("{url}/cancel"))
@@ -238,7 +263,7 @@ impl ApiClient {
     async fn create(&self, body: Vec<u8>, ctx: &CallContext) -> Result<Value, GeminiError> {
         let client = self.clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        tokio::spawn(async move {
+        spawn_counted(async move {
             let created = client.create_once(body).await;
             if let Err(Ok(orphan)) = tx.send(created)
                 && let (Ok(id), Ok(http)) = (run_id(&orphan), client.http())

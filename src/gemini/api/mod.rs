@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 mod background;
+pub use background::settled;
 pub mod cache;
 mod files;
 pub mod interactions;
