@@ -225,6 +225,21 @@ impl VertexSettings {
     }
 
     /// The prefix every model path follows: `…/publishers/google`.
+    /// Where Vertex AI serves the Interactions API, as google-genai 3.3.0 reaches it
+    /// (`_gaos/google_genai.py`: `/{api_version}/interactions` with the api version
+    /// `v1beta1/projects/{project}/locations/{location}` with a project, `v1beta1` in express
+    /// mode).
+    pub fn interactions_url(&self) -> String {
+        match &self.project {
+            Some(p) if self.api_key.is_none() => format!(
+                "{}/v1beta1/projects/{p}/locations/{}/interactions",
+                self.endpoint(),
+                self.location
+            ),
+            _ => format!("{}/v1beta1/interactions", self.endpoint()),
+        }
+    }
+
     pub fn publisher_base(&self) -> String {
         match &self.project {
             Some(p) if self.api_key.is_none() => format!(

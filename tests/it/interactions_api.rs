@@ -445,14 +445,103 @@ async fn googles_errors_over_the_interactions_api_are_retried_as_before() {
     assert_eq!(env.creates().len(), 2, "one 503, then the answer");
 }
 
+/// Vertex AI serves the Interactions API too (google-genai 3.3.0 reaches it at
+/// `/v1beta1/projects/{project}/locations/{location}/interactions`, and at `/v1beta1/interactions`
+/// in express mode): with a project the call goes there with its bearer token (Application
+/// Default Credentials, here from a stand-in metadata server), the operator's labels in the
+/// body and no tier field (Vertex takes it as a header); in express mode with the key. Deep
+/// Research stays the Gemini API's, and is refused naming the settings.
 #[tokio::test]
-async fn vertex_ai_with_the_interactions_api_is_refused_naming_the_setting() {
+async fn vertex_ai_answers_over_its_interactions_api() {
     let env = Env::new();
+    env.fake.require_bearer(|t| t.starts_with("mds-token-"));
+    let mds = crate::vertex::Metadata::start(3600).await;
+    let host = mds.addr.to_string();
     let url = env.fake.base_url();
     let server = HttpServer::start(
         env.dir.path(),
         &[
-            ("GEMINI_API_KEY", KEY),
+            ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
+            ("GOOGLE_CLOUD_PROJECT", "my-proj"),
+            ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+            ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
+            ("GCE_METADATA_HOST", host.as_str()),
+            ("GEMINI_MCP_VERTEX_LABELS", "team=payments"),
+            ("GEMINI_API_SURFACE", "interactions"),
+            ("GEMINI_MCP_DEEP_RESEARCH", "1"),
+        ],
+    )
+    .await;
+    let raw = Raw::new(&server.url());
+    let first = call(
+        &raw,
+        1,
+        "chat",
+        json!({"prompt": "hello", "files": ["src/lib.rs"]}),
+    )
+    .await;
+    assert!(result_text(&first).contains("turns=1"), "{first}");
+    call(
+        &raw,
+        2,
+        "chat",
+        json!({"prompt": "again", "continuation_id": thread_of(&first)}),
+    )
+    .await;
+    let creates = env.creates();
+    assert_eq!(
+        creates.len(),
+        2,
+        "{:?}",
+        env.fake
+            .requests()
+            .iter()
+            .map(|r| r.path.clone())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        creates[0].path,
+        "/v1beta1/projects/my-proj/locations/us-central1/interactions"
+    );
+    assert!(
+        creates[0]
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("Bearer mds-token-")),
+        "the bearer token goes with it"
+    );
+    assert_eq!(
+        creates[0].body["labels"]["team"], "payments",
+        "{}",
+        creates[0].body
+    );
+    assert!(creates[0].body.get("service_tier").is_none());
+    assert!(
+        creates[1].body.to_string().contains("marker-lib"),
+        "the history is sent whole"
+    );
+    assert!(env.fake.generate_requests().is_empty());
+    if let Ok(python) = crate::wire_schema::genai_python() {
+        let records: Vec<Value> = creates
+            .iter()
+            .map(|r| json!({"name": "vertex create", "interaction_create": r.body}))
+            .collect();
+        let (ok, report) = crate::wire_schema::validate(&python, &records);
+        assert!(ok, "{report}");
+    }
+    let refused = raw
+        .call(3, "research", json!({"question": "q"}))
+        .await
+        .message;
+    let text = format!("{}{}", result_text(&refused), refused["error"]);
+    assert!(text.contains("GOOGLE_GENAI_USE_VERTEXAI"), "{text}");
+    assert_eq!(env.creates().len(), 2, "no run was started");
+
+    // Express mode: the key, at `/v1beta1/interactions`.
+    let env = Env::new();
+    let url = env.fake.base_url();
+    let express = HttpServer::start(
+        env.dir.path(),
+        &[
             ("GOOGLE_GENAI_USE_VERTEXAI", "true"),
             ("GOOGLE_API_KEY", KEY),
             ("GOOGLE_VERTEX_BASE_URL", url.as_str()),
@@ -460,14 +549,18 @@ async fn vertex_ai_with_the_interactions_api_is_refused_naming_the_setting() {
         ],
     )
     .await;
-    let raw = Raw::new(&server.url());
-    let answer = raw
-        .call(1, "chat", json!({"prompt": "hello"}))
-        .await
-        .message;
-    let text = answer.to_string();
-    assert!(text.contains("GEMINI_API_SURFACE"), "{text}");
-    assert!(env.creates().is_empty() && env.fake.generate_requests().is_empty());
+    let answer = call(
+        &Raw::new(&express.url()),
+        1,
+        "chat",
+        json!({"prompt": "hello"}),
+    )
+    .await;
+    assert!(result_text(&answer).contains("FAKE-REPLY"), "{answer}");
+    let creates = env.creates();
+    assert_eq!(creates.len(), 1);
+    assert_eq!(creates[0].path, "/v1beta1/interactions");
+    assert_eq!(creates[0].header("x-goog-api-key"), Some(KEY));
 }
 
 /// Every body this binary sent the stand-in's Interactions API in the tests above' kinds of

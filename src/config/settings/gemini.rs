@@ -60,7 +60,7 @@ pub(super) const GROUP: Group = Group {
         Setting {
             name: "GEMINI_API_SURFACE",
             default: "auto",
-            doc: "Which interface of the REST API carries the calls: `generate-content` (`models/…:streamGenerateContent`), `interactions` (the Interactions API, `/v1/interactions`; stateless unless `GEMINI_MCP_INTERACTIONS_STORE=1`) or `auto` (`generate-content` for everything this server uses today: explicit context caching, thinking budgets and Vertex AI are `generate-content`'s). With `interactions`, context caching is off and Vertex AI is refused at start. See docs/interactions.md.",
+            doc: "Which interface of the REST API carries the calls: `generate-content` (`models/…:streamGenerateContent`), `interactions` (the Interactions API, `/v1/interactions`; stateless unless `GEMINI_MCP_INTERACTIONS_STORE=1`) or `auto` (`generate-content` for every model's call: explicit context caching and thinking budgets are `generate-content`'s; the Interactions API for Deep Research, which only it has). With `interactions`, context caching is off; Vertex AI is reached at its own Interactions API (`/v1beta1/projects/…/locations/…/interactions`). See docs/interactions.md.",
             read: Gemini(|var, g| {
                 g.api_surface = match var.value().as_deref().map(str::trim) {
                     None | Some("auto") => ApiSurface::Auto,

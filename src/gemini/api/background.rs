@@ -120,7 +120,9 @@ impl ApiClient {
     /// the Interactions API, thinking at `high` or `max`, with
     /// `GEMINI_MCP_INTERACTIONS_BACKGROUND=1`.
     pub(super) fn runs_in_background(&self, req: &GenerateRequest) -> bool {
+        // Not on Vertex AI: a cancel there would need the call's bearer token.
         self.research.thinking_in_background
+            && self.vertex.is_none()
             && req.agent.is_none()
             && self.uses_interactions(req)
             && matches!(req.thinking, ThinkingMode::High | ThinkingMode::Max)

@@ -54,6 +54,9 @@ pub struct CreateInteraction {
     /// A background run, polled by id (`background` needs `store`, and is not streamed).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// Vertex AI's labels (`GEMINI_MCP_VERTEX_LABELS`).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// The body of `req` for the Interactions API. A request naming a context cache is never sent
@@ -112,6 +115,7 @@ pub fn build_request(
         store,
         stream: true,
         background: false,
+        labels: std::collections::BTreeMap::new(),
     }
 }
 

@@ -167,7 +167,10 @@ impl ApiClient {
             header.set_sensitive(true);
             headers.insert("x-goog-api-key", header);
         }
-        let interactions_url = format!("{}/v1/interactions", config.base_url);
+        let interactions_url = match &vertex {
+            Some(v) => v.interactions_url(),
+            None => format!("{}/v1/interactions", config.base_url),
+        };
         Ok(ApiClient {
             http: std::sync::OnceLock::new(),
             headers,
@@ -233,7 +236,7 @@ impl ApiClient {
     /// Whether this client speaks the Interactions API (`GEMINI_API_SURFACE=interactions`, on
     /// the Gemini API: a Vertex AI client with it is refused when made).
     fn on_interactions(&self) -> bool {
-        self.surface == ApiSurface::Interactions && self.vertex.is_none()
+        self.surface == ApiSurface::Interactions
     }
 
     /// Whether this client's calls over the Interactions API are stored at Google, so a thread
@@ -255,9 +258,14 @@ impl ApiClient {
         }
         if self.uses_interactions(req) {
             let background = self.runs_in_background(req);
-            let mut body = interactions::build_request(req, self.tier, self.store || background);
+            // Vertex AI takes the tier as a header, and the operator's labels in the body.
+            let tier = self.tier.filter(|_| self.vertex.is_none());
+            let mut body = interactions::build_request(req, tier, self.store || background);
             body.background = background;
             body.stream = !background;
+            if let Some(v) = &self.vertex {
+                body.labels = v.labels.iter().cloned().collect();
+            }
             return serde_json::to_vec(&body).map_err(|e| GeminiError::Malformed {
                 message: format!("the request could not be encoded: {e}"),
             });

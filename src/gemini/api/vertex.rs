@@ -15,14 +15,6 @@ impl ApiClient {
     /// A client of Vertex AI: with the project and Application Default Credentials, or in
     /// express mode with an API key and no project.
     pub fn vertex(config: &Settings, vertex: &VertexSettings) -> Result<ApiClient, GeminiError> {
-        if config.api_surface == crate::gemini::settings::ApiSurface::Interactions {
-            return Err(GeminiError::NotConfigured {
-                message: "GEMINI_API_SURFACE=interactions is for the Gemini API: this server does not send \
-                          Vertex AI calls to the Interactions API; set GEMINI_API_SURFACE=auto or \
-                          generate-content with GOOGLE_GENAI_USE_VERTEXAI=true"
-                    .into(),
-            });
-        }
         let auth = match (&vertex.api_key, &vertex.project) {
             (Some(key), _) => Auth::Key(key.clone()),
             (None, Some(_)) => {

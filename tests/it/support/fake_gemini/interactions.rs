@@ -132,10 +132,16 @@ impl FakeGemini {
 impl Recorded {
     /// Which Interactions API call this is, if one.
     pub fn interaction_op(&self) -> Option<InteractionOp> {
-        let rest = self
-            .path
+        // The Gemini API's paths, and Vertex AI's (`/v1beta1/…/interactions`).
+        let path = self.path.as_str();
+        let rest = path
             .strip_prefix("/v1beta/interactions")
-            .or_else(|| self.path.strip_prefix("/v1/interactions"))?;
+            .or_else(|| path.strip_prefix("/v1/interactions"))
+            .or_else(|| {
+                let at = path.find("/interactions")?;
+                path.starts_with("/v1beta1/")
+                    .then(|| &path[at + "/interactions".len()..])
+            })?;
         match (self.method.as_str(), rest) {
             ("POST", "") => Some(InteractionOp::Create),
             ("POST", r) if r.ends_with("/cancel") => Some(InteractionOp::Cancel),
@@ -424,6 +430,33 @@ pub(super) async fn interaction_item(
     body: Bytes,
 ) -> Response {
     item(shared, method, uri, id, query, headers, body, false).await
+}
+
+/// `GET` and `DELETE` at Vertex AI's path (`/v1beta1/projects/{p}/locations/{l}/interactions/{id}`,
+/// google-genai 3.3.0's `_gaos/google_genai.py`).
+pub(super) async fn vertex_interaction_item(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    Path((_, _, id)): Path<(String, String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    item(shared, method, uri, id, query, headers, body, false).await
+}
+
+/// `POST …/cancel` at Vertex AI's path.
+pub(super) async fn vertex_cancel_interaction(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    Path((_, _, id)): Path<(String, String, String)>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    item(shared, method, uri, id, query, headers, body, true).await
 }
 
 /// `POST /v1beta/interactions/{id}/cancel`.

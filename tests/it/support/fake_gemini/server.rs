@@ -144,6 +144,22 @@ impl FakeGemini {
                         .route("/v1/interactions", any(create_interaction))
                         .route("/v1/interactions/{id}", any(interaction_item))
                         .route("/v1/interactions/{id}/cancel", any(cancel_interaction))
+                        // Vertex AI's, as google-genai reaches it (with a project; express mode).
+                        .route(
+                            "/v1beta1/projects/{project}/locations/{location}/interactions",
+                            any(create_interaction),
+                        )
+                        .route(
+                            "/v1beta1/projects/{project}/locations/{location}/interactions/{id}",
+                            any(vertex_interaction_item),
+                        )
+                        .route(
+                            "/v1beta1/projects/{project}/locations/{location}/interactions/{id}/cancel",
+                            any(vertex_cancel_interaction),
+                        )
+                        .route("/v1beta1/interactions", any(create_interaction))
+                        .route("/v1beta1/interactions/{id}", any(interaction_item))
+                        .route("/v1beta1/interactions/{id}/cancel", any(cancel_interaction))
                         // Google takes 20 MB inline and 2 GB a file: more than axum's 2 MB.
                         .layer(axum::extract::DefaultBodyLimit::max(128 << 20))
                         .with_state(state);
