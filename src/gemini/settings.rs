@@ -230,24 +230,23 @@ impl VertexSettings {
     /// `v1beta1/projects/{project}/locations/{location}` with a project, `v1beta1` in express
     /// mode).
     pub fn interactions_url(&self) -> String {
-        match &self.project {
-            Some(p) if self.api_key.is_none() => format!(
-                "{}/v1beta1/projects/{p}/locations/{}/interactions",
-                self.endpoint(),
-                self.location
-            ),
-            _ => format!("{}/v1beta1/interactions", self.endpoint()),
-        }
+        self.under_project("v1beta1", "interactions")
     }
 
     pub fn publisher_base(&self) -> String {
+        self.under_project("v1", "publishers/google")
+    }
+
+    /// `{endpoint}/{version}/projects/{project}/locations/{location}/{tail}` with a project and
+    /// Application Default Credentials; `{endpoint}/{version}/{tail}` in express mode.
+    fn under_project(&self, version: &str, tail: &str) -> String {
         match &self.project {
             Some(p) if self.api_key.is_none() => format!(
-                "{}/v1/projects/{p}/locations/{}/publishers/google",
+                "{}/{version}/projects/{p}/locations/{}/{tail}",
                 self.endpoint(),
                 self.location
             ),
-            _ => format!("{}/v1/publishers/google", self.endpoint()),
+            _ => format!("{}/{version}/{tail}", self.endpoint()),
         }
     }
 }

@@ -29,6 +29,7 @@ mod hardening;
 mod host;
 mod http;
 mod interactions_api;
+mod interactions_tools;
 mod investigate;
 mod kubernetes;
 mod metrics;

@@ -233,24 +233,6 @@ impl ApiClient {
         }
     }
 
-    /// Whether this client speaks the Interactions API (`GEMINI_API_SURFACE=interactions`, on
-    /// the Gemini API: a Vertex AI client with it is refused when made).
-    fn on_interactions(&self) -> bool {
-        self.surface == ApiSurface::Interactions
-    }
-
-    /// Whether this client's calls over the Interactions API are stored at Google, so a thread
-    /// may continue a stored interaction.
-    pub fn stores_interactions(&self) -> bool {
-        self.on_interactions() && self.store
-    }
-
-    /// Whether `req` goes to the Interactions API: on that interface, and not naming a context
-    /// cache (`generateContent`'s feature).
-    pub fn uses_interactions(&self, req: &GenerateRequest) -> bool {
-        self.on_interactions() && req.cache.is_none()
-    }
-
     /// The body of `req` exactly as [`ApiClient::generate`] sends it.
     pub fn body(&self, req: &GenerateRequest) -> Result<Vec<u8>, GeminiError> {
         if let Some(agent) = &req.agent {

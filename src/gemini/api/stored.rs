@@ -1,12 +1,32 @@
-//! Interactions stored at Google (`GEMINI_MCP_INTERACTIONS_STORE=1`): deleted with their thread.
+//! Which calls go to the Interactions API, and the interactions stored at Google
+//! (`GEMINI_MCP_INTERACTIONS_STORE=1`): deleted with their thread.
 
 use tokio::time::Instant;
 
 use super::ApiClient;
 use super::retry;
-use crate::gemini::vocabulary::{CallContext, GeminiError};
+use crate::gemini::settings::ApiSurface;
+use crate::gemini::vocabulary::{CallContext, GeminiError, GenerateRequest};
 
 impl ApiClient {
+    /// Whether this client speaks the Interactions API (`GEMINI_API_SURFACE=interactions`; on
+    /// Vertex AI, its own).
+    pub(super) fn on_interactions(&self) -> bool {
+        self.surface == ApiSurface::Interactions
+    }
+
+    /// Whether this client's calls over the Interactions API are stored at Google, so a thread
+    /// may continue a stored interaction.
+    pub fn stores_interactions(&self) -> bool {
+        self.on_interactions() && self.store
+    }
+
+    /// Whether `req` goes to the Interactions API: on that interface, and not naming a context
+    /// cache (`generateContent`'s feature).
+    pub fn uses_interactions(&self, req: &GenerateRequest) -> bool {
+        self.on_interactions() && req.cache.is_none()
+    }
+
     /// Deletes the stored interaction `id` at Google (one already gone is no error; an id that
     /// is not one Google gives is refused unsent).
     pub async fn delete_interaction(&self, id: &str) -> Result<(), GeminiError> {
