@@ -326,6 +326,7 @@ async fn a_dry_run_shows_the_run_and_sends_nothing() {
 
 /// Every body a run sends is a google-genai 3.3.0 `CreateAgentInteraction`, strictly; a field
 /// the type lacks fails the check.
+#[cfg(unix)]
 #[tokio::test]
 async fn every_run_body_is_one_google_genai_knows() {
     let python = match crate::wire_schema::genai_python() {
@@ -380,6 +381,7 @@ async fn every_run_body_is_one_google_genai_knows() {
 
 /// Stopped on the command line (SIGTERM, as Ctrl-C), `gemini-mcp research` cancels its run at
 /// Google, and deletes it, before it exits.
+#[cfg(unix)]
 #[test]
 fn a_stopped_command_cancels_its_run_at_google() {
     let env = Env::new();
