@@ -121,6 +121,8 @@ fn prepend_path(dir: &Path, path: &str) -> String {
 struct Project {
     dir: tempfile::TempDir,
     gemini: FakeGemini,
+    /// More settings for the server, beside the hermetic ones.
+    extra: Vec<(&'static str, String)>,
 }
 
 impl Project {
@@ -128,7 +130,15 @@ impl Project {
         Project {
             dir: crate::support::project::with(&[crate::support::project::BUGGY_ADD]),
             gemini: FakeGemini::start(),
+            extra: Vec::new(),
         }
+    }
+
+    /// The project, its server given `extra` settings too.
+    fn with_settings(extra: &[(&'static str, &str)]) -> Project {
+        let mut p = Project::new();
+        p.extra = extra.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        p
     }
 
     fn root(&self) -> PathBuf {
@@ -139,7 +149,7 @@ impl Project {
     /// tests' (support::mcp::command).
     fn server_env(&self) -> Vec<(&'static str, String)> {
         let root = self.root();
-        vec![
+        let mut vars = vec![
             ("GEMINI_API_KEY", KEY.to_string()),
             ("GEMINI_BASE_URL", self.gemini.base_url()),
             ("PROJECT_ROOT", root.display().to_string()),
@@ -154,7 +164,9 @@ impl Project {
                 "GEMINI_CLI_PATH",
                 root.join(".no-gemini-cli").display().to_string(),
             ),
-        ]
+        ];
+        vars.extend(self.extra.iter().cloned());
+        vars
     }
 
     fn server_env_json(&self) -> Value {

@@ -355,6 +355,63 @@ fn gemini_cli_model_receives_the_chat_answer_and_continuation_id() {
     chat_answer_and_continuation(Client::GeminiCli);
 }
 
+/// A Deep Research run (`research`, turned on) reaches the model in each client: the report and
+/// every source it cites, after the run was polled to its end in the background.
+fn research_reaches_the_model(client: Client) {
+    let project = Project::with_settings(&[
+        ("GEMINI_MCP_DEEP_RESEARCH", "1"),
+        ("GEMINI_MCP_BACKGROUND_POLL_MS", "50"),
+    ]);
+    project.gemini.push(
+        Script::text("RESEARCH-REPORT: use clap 4 for the command line.")
+            .sources(&[
+                ("https://docs.rs/clap/latest/clap/", "clap - Rust"),
+                ("https://github.com/clap-rs/clap/releases", "clap releases"),
+            ])
+            .delay_headers(std::time::Duration::from_millis(500)),
+    );
+    let call = ToolCall::new(
+        "research",
+        json!({"question": "Which argument parser should a Rust CLI use?"}),
+    );
+    let Some(got) = project.drive(client, calls_in_order(vec![call])) else {
+        return;
+    };
+    report(client, "research", &got);
+    assert_eq!(got.len(), 1, "{client:?}: tool results received: {got:?}");
+    let text = &got[0].text;
+    assert!(!got[0].is_error, "{client:?}: {text}");
+    for wanted in [
+        "RESEARCH-REPORT: use clap 4 for the command line.",
+        "https://docs.rs/clap/latest/clap/",
+        "https://github.com/clap-rs/clap/releases",
+    ] {
+        assert!(
+            text.contains(wanted),
+            "{client:?}: `{wanted}` did not reach the model:\n{text}"
+        );
+    }
+    let polls = project
+        .gemini
+        .interaction_requests(crate::support::fake_gemini::InteractionOp::Get);
+    assert!(!polls.is_empty(), "{client:?}: the run was polled");
+}
+
+#[test]
+fn claude_code_model_receives_a_research_report() {
+    research_reaches_the_model(Client::ClaudeCode);
+}
+
+#[test]
+fn codex_model_receives_a_research_report() {
+    research_reaches_the_model(Client::Codex);
+}
+
+#[test]
+fn gemini_cli_model_receives_a_research_report() {
+    research_reaches_the_model(Client::GeminiCli);
+}
+
 #[test]
 fn claude_code_model_receives_a_consensus() {
     consensus_reaches_the_model(Client::ClaudeCode);
