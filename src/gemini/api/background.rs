@@ -19,6 +19,7 @@ use tokio::time::Instant;
 
 use super::interactions;
 use super::retry;
+use super::stored::checked_id;
 use super::stream_answer::Answer;
 use super::{ApiClient, excerpt};
 use crate::gemini::vocabulary::{CallContext, GeminiError, GenerateRequest, GenerateResponse, ThinkingMode};
@@ -163,7 +164,7 @@ impl ApiClient {
         let (id, created) = match agent.and(ctx.background.id()) {
             Some(id) => {
                 ctx.report(format!("taking up the {label} run {id} at Google"));
-                let id = run_id(&serde_json::json!({ "id": id }))?;
+                let id = checked_id(&id)?.to_string();
                 let now = self.poll(&id, ctx).await?;
                 (id, now)
             }
@@ -310,13 +311,11 @@ impl ApiClient {
 
 /// The run's id, checked to be one Google gives (it goes into URLs).
 fn run_id(created: &Value) -> Result<String, GeminiError> {
-    let ok = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
-    match created["id"].as_str() {
-        Some(id) if !id.is_empty() && id.len() <= 256 && id.chars().all(ok) => Ok(id.to_string()),
-        _ => Err(GeminiError::Malformed {
+    checked_id(created["id"].as_str().unwrap_or_default())
+        .map(String::from)
+        .map_err(|_| GeminiError::Malformed {
             message: "the background run was created without an id this server can poll".into(),
-        }),
-    }
+        })
 }
 
 /// Why a run Google ended without an answer failed: its status and the errors it recorded.

@@ -8,6 +8,18 @@ use super::retry;
 use crate::gemini::settings::ApiSurface;
 use crate::gemini::vocabulary::{CallContext, GeminiError, GenerateRequest};
 
+/// An interaction's id as Google gives it (letters, digits, `-`, `_`), checked before it goes
+/// into a URL.
+pub(super) fn checked_id(id: &str) -> Result<&str, GeminiError> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
+    if id.is_empty() || id.len() > 256 || !id.chars().all(ok) {
+        return Err(GeminiError::Malformed {
+            message: "an interaction's id is not one Google gives".into(),
+        });
+    }
+    Ok(id)
+}
+
 impl ApiClient {
     /// Whether this client speaks the Interactions API (`GEMINI_API_SURFACE=interactions`; on
     /// Vertex AI, its own).
@@ -30,12 +42,7 @@ impl ApiClient {
     /// Deletes the stored interaction `id` at Google (one already gone is no error; an id that
     /// is not one Google gives is refused unsent).
     pub async fn delete_interaction(&self, id: &str) -> Result<(), GeminiError> {
-        let ok = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
-        if id.is_empty() || !id.chars().all(ok) {
-            return Err(GeminiError::Malformed {
-                message: "a stored interaction's id is not one Google gives".into(),
-            });
-        }
+        let id = checked_id(id)?;
         let url = format!("{}/{id}", self.interactions_url);
         let ctx = CallContext::default();
         let deadline = Instant::now() + self.call_timeout;

@@ -309,65 +309,69 @@ impl Tasks {
         });
     }
 
-    /// Takes up task `id` of `owner` when the instance running it stopped while its call's run
-    /// went on at Google (a background run, `research`): this instance claims the record (one
-    /// instance wins: the store writes it only over the lapsed lease it read) and runs the same
-    /// call again with that run's id, so the call polls Google for it instead of starting
-    /// another. `ctx` is the request that found it (the same owner's `tasks/get`).
-    async fn take_up<H: Host>(
+    /// The task `id` of `owner` as it stands, taken up by this instance first when the one
+    /// running it stopped while its call's run went on at Google ([`Tasks::take_up`]). `ctx`
+    /// is the request that asks (the same owner's `tasks/get` or `tasks/cancel`).
+    async fn read_taking_up<H: Host>(
         self: &Arc<Self>,
         server: &H,
         id: &str,
         owner: &Owner,
         ctx: &RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        let Ok(task) = id.trim().parse::<TaskId>() else {
-            return Ok(());
-        };
-        let store = server.store();
-        let internal = |e: crate::store::ThreadError| ErrorData::internal_error(e.to_string(), None);
-        let Some(entry) = store.get_task(task).await.map_err(internal)? else {
-            return Ok(());
-        };
+    ) -> Result<State, ErrorData> {
+        let entry = self.entry(server, id, owner).await?;
+        let entry = self.take_up(server, entry, ctx).await?;
+        State::seen(&entry, now_ms()).ok_or_else(|| unknown(id))
+    }
+
+    /// `entry`, or the record this instance claimed for it, when the instance running the task
+    /// stopped while its call's run went on at Google (a background run, `research`): the
+    /// store writes the claim only over the lapsed lease that was read, so one instance wins,
+    /// and the winner runs the same call again with that run's id, so the call polls Google for
+    /// it instead of starting another.
+    async fn take_up<H: Host>(
+        self: &Arc<Self>,
+        server: &H,
+        entry: TaskEntry,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<TaskEntry, ErrorData> {
         let now = now_ms();
         let Ok(mut state) = serde_json::from_str::<State>(&entry.state) else {
-            return Ok(());
+            return Ok(entry);
         };
-        let orphan = &entry.owner == owner
-            && state.can_be_taken_up()
+        let orphan = state.can_be_taken_up()
             && entry.lease_ms < now
             && now < state.created_ms + state.ttl_ms
-            && !self.running().contains_key(&task);
+            && !self.running().contains_key(&entry.id);
         let (true, Some(run), Some(params)) = (orphan, state.background.clone(), state.request.clone()) else {
-            return Ok(());
+            return Ok(entry);
         };
         let Ok(request) = serde_json::from_value::<CallToolRequestParams>(params) else {
-            return Ok(());
+            return Ok(entry);
         };
         state.message = Some(format!("{}: taken up by another instance", state.tool));
         state.updated_ms = now;
         let claimed = TaskEntry {
-            id: task,
-            owner: owner.clone(),
-            created_ms: state.created_ms,
             state: serde_json::to_string(&state).unwrap_or_default(),
             lease_ms: now + LEASE.as_millis() as u64,
-            cancel: entry.cancel,
+            ..entry.clone()
         };
-        if !store
+        let won = server
+            .store()
             .claim_task(&claimed, entry.lease_ms, state.expires_ms())
             .await
-            .map_err(internal)?
-        {
-            return Ok(());
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        if !won {
+            return Ok(entry);
         }
-        tracing::info!(task = %task, "taking up a task whose instance stopped: its run goes on at Google");
-        self.run_here(server.clone(), task, owner.clone(), state, request, ctx.clone(), BackgroundRun::of(run));
-        Ok(())
+        tracing::info!(task = %entry.id, "taking up a task whose instance stopped: its run goes on at Google");
+        let owner = entry.owner.clone();
+        self.run_here(server.clone(), entry.id, owner, state, request, ctx.clone(), BackgroundRun::of(run));
+        Ok(claimed)
     }
 
-    /// The task `id` of `owner` as it stands; another owner's task is unknown.
-    async fn read(&self, server: &impl Host, id: &str, owner: &Owner) -> Result<State, ErrorData> {
+    /// The record of task `id` of `owner`; another owner's task is unknown.
+    async fn entry(&self, server: &impl Host, id: &str, owner: &Owner) -> Result<TaskEntry, ErrorData> {
         let Ok(task) = id.trim().parse::<TaskId>() else {
             return Err(unknown(id));
         };
@@ -377,9 +381,15 @@ impl Tasks {
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         match entry {
-            Some(e) if &e.owner == owner => State::seen(&e, now_ms()).ok_or_else(|| unknown(id)),
+            Some(e) if &e.owner == owner => Ok(e),
             _ => Err(unknown(id)),
         }
+    }
+
+    /// The task `id` of `owner` as it stands; another owner's task is unknown.
+    async fn read(&self, server: &impl Host, id: &str, owner: &Owner) -> Result<State, ErrorData> {
+        let entry = self.entry(server, id, owner).await?;
+        State::seen(&entry, now_ms()).ok_or_else(|| unknown(id))
     }
 
     /// Asks the task to stop (wherever it runs); the answer is its state after the request.
@@ -637,9 +647,10 @@ pub(super) async fn get_task_state<H: Host>(
     id: &str,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, ErrorData> {
-    let owner = owner_of(ctx);
-    server.tasks().take_up(server, id, &owner, ctx).await?;
-    let state = server.tasks().read(server, id, &owner).await?;
+    let state = server
+        .tasks()
+        .read_taking_up(server, id, &owner_of(ctx), ctx)
+        .await?;
     Ok(wire::detailed(id, &state))
 }
 
@@ -651,7 +662,7 @@ pub(super) async fn cancel_task_of<H: Host>(
 ) -> Result<(), ErrorData> {
     let owner = owner_of(ctx);
     // A run going on at Google for a stopped instance is taken up, so the cancel reaches it.
-    server.tasks().take_up(server, id, &owner, ctx).await?;
+    server.tasks().read_taking_up(server, id, &owner, ctx).await?;
     server.tasks().cancel(server, id, &owner).await.map(|_| ())
 }
 
@@ -716,8 +727,10 @@ pub(super) async fn sep1686<H: Host>(
         }
         crate::jsonrpc::SEP1686_GET => {
             let id = id()?;
-            server.tasks().take_up(server, &id, &owner, &ctx).await?;
-            wire::sep1686_task(&id, &server.tasks().read(server, &id, &owner).await?)
+            wire::sep1686_task(
+                &id,
+                &server.tasks().read_taking_up(server, &id, &owner, &ctx).await?,
+            )
         }
         crate::jsonrpc::SEP1686_CANCEL => {
             let id = id()?;

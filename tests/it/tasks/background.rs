@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Env, Modern, task_id, until};
+use super::{Env, Modern, TOKEN_A, TOKEN_B, task_id, until};
 use crate::research::report;
 use crate::support::fake_gemini::InteractionOp;
 use crate::support::http::result_text;
@@ -53,13 +53,15 @@ async fn a_research_task_outlives_its_instance_and_a_new_one_takes_it_up() {
     let env = Env::new();
     let state = tempfile::tempdir().unwrap();
     let dir = state.path().display().to_string();
+    let tokens = format!("{TOKEN_A},{TOKEN_B}");
     let mut vars = ON.to_vec();
     vars.extend([
         ("GEMINI_MCP_STORE", "embedded"),
         ("GEMINI_MCP_STATE_DIR", dir.as_str()),
+        ("GEMINI_MCP_HTTP_TOKEN", tokens.as_str()),
     ]);
     let first = env.http(&vars).await;
-    let on_first = Modern::new(&first, None, true);
+    let on_first = Modern::new(&first, Some(TOKEN_A), true);
     env.fake.push(report(Duration::from_secs(3600)));
     let id = task_id(
         &on_first
@@ -75,9 +77,26 @@ async fn a_research_task_outlives_its_instance_and_a_new_one_takes_it_up() {
     let polled = env.fake.interaction_requests(InteractionOp::Get).len();
 
     let second = env.http(&vars).await;
-    let on_second = Modern::new(&second, None, true);
+    let on_second = Modern::new(&second, Some(TOKEN_A), true);
     let seen = on_second.get(&id).await;
     assert_eq!(seen["result"]["status"], "working", "not failed: {seen}");
+    // Another client's token neither sees the task nor takes it up, even once it could be.
+    let other = Modern::new(&second, Some(TOKEN_B), true);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    for answer in [other.get(&id).await, other.cancel(&id).await] {
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        env.fake.interaction_requests(InteractionOp::Get).len(),
+        polled,
+        "another client's request took the task up"
+    );
+    assert!(
+        env.fake
+            .interaction_requests(InteractionOp::Cancel)
+            .is_empty()
+    );
     // Once the stopped instance's lease lapses (10 s), a tasks/get takes the task up: the new
     // instance polls the same run.
     assert!(
