@@ -23,7 +23,11 @@
 //! its tokens as input, its storage for the whole TTL. A cache that cannot be made (a quota, an
 //! error) costs the call nothing but the whole request, which is sent as before.
 
+mod first;
+
 use std::time::Duration;
+
+pub(super) use first::Files;
 
 use super::Services;
 use super::blocking::{INLINE_COUNT_BYTES, blocking};
@@ -38,6 +42,9 @@ pub(super) struct Front {
     pub history_tokens: u64,
     /// How many of the oldest turns no longer fit (the front then changes every turn).
     pub omitted_turns: usize,
+    /// A first call's files (`None` for a continued thread's call, or a call without files):
+    /// a front another call sent too is read from a cache ([`first`]).
+    pub first: Option<Files>,
 }
 
 /// A cache that expires sooner than this is not used (the request could arrive after it).
@@ -62,6 +69,28 @@ pub(super) struct Decision {
     /// The thread's cache, when it no longer matches (to be deleted).
     pub stale: Option<String>,
     pub action: Action,
+    /// A first call's front, where it is kept ([`first`]).
+    pub first: Option<first::Found>,
+}
+
+impl Decision {
+    fn nothing() -> Decision {
+        Decision {
+            usable: None,
+            stale: None,
+            action: Action::None,
+            first: None,
+        }
+    }
+
+    /// What a cache would hold, in words.
+    pub(super) fn holds(&self) -> &'static str {
+        if self.first.is_some() {
+            "the system instruction and the files, which an earlier call sent too"
+        } else {
+            "the system instruction and earlier turns"
+        }
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -77,6 +106,16 @@ pub(super) enum Action {
         covers: usize,
         ttl: Duration,
     },
+    /// A first call's front is recorded as seen for `ttl`, and the request sent whole.
+    KeepSeen { ttl: Duration },
+}
+
+/// What the cache step leaves once the request is sent: the cache the thread keeps, and the
+/// front whose cache a first call read.
+#[derive(Default)]
+pub(super) struct Kept {
+    pub thread: Option<ContextCache>,
+    front: Option<String>,
 }
 
 /// What the cache step does for `request`, given what the thread's last turn left (`kept`).
@@ -88,11 +127,7 @@ pub(super) async fn decide(
 ) -> Decision {
     let calls = &services.config.calls;
     let covers = request.contents.len().saturating_sub(1);
-    let nothing = Decision {
-        usable: None,
-        stale: None,
-        action: Action::None,
-    };
+    let nothing = Decision::nothing();
     // A thread whose oldest turns no longer fit changes its front every turn: a cache of it
     // would be made each turn and serve none.
     let eligible = front.omitted_turns == 0
@@ -100,9 +135,17 @@ pub(super) async fn decide(
         && services.gemini.keeps_caches()
         && request.functions.is_none()
         && request.agent.is_none()
-        && !request.web_search
-        && covers >= 2;
+        && !request.web_search;
     if !eligible {
+        return nothing;
+    }
+    if covers == 0 {
+        return match &front.first {
+            Some(files) => first::decide(services, request, files).await,
+            None => nothing,
+        };
+    }
+    if covers < 2 {
         return nothing;
     }
     let now = now_ms();
@@ -123,6 +166,7 @@ pub(super) async fn decide(
                 usable,
                 stale,
                 action: Action::UseKept,
+                first: None,
             };
         }
     }
@@ -142,6 +186,7 @@ pub(super) async fn decide(
         usable,
         stale,
         action,
+        first: None,
     }
 }
 
@@ -149,9 +194,38 @@ pub(super) async fn decide(
 /// call (`None`: none). `kept` is what the thread's last turn left.
 pub(super) async fn attach(
     services: &Services,
-    mut request: GenerateRequest,
+    request: GenerateRequest,
     kept: Option<ContextCache>,
     front: Front,
+    meter: &Meter,
+    ctx: &CallContext,
+) -> (GenerateRequest, Kept) {
+    let decision = decide(services, &request, kept, &front).await;
+    if decision.first.is_some() {
+        let (request, front) = first::attach(services, request, decision, meter, ctx).await;
+        return (
+            request,
+            Kept {
+                thread: None,
+                front,
+            },
+        );
+    }
+    let (request, thread) = for_thread(services, request, decision, meter, ctx).await;
+    (
+        request,
+        Kept {
+            thread,
+            front: None,
+        },
+    )
+}
+
+/// [`attach`] for a continued thread's request.
+async fn for_thread(
+    services: &Services,
+    mut request: GenerateRequest,
+    decision: Decision,
     meter: &Meter,
     ctx: &CallContext,
 ) -> (GenerateRequest, Option<ContextCache>) {
@@ -159,12 +233,15 @@ pub(super) async fn attach(
         usable,
         stale,
         action,
-    } = decide(services, &request, kept, &front).await;
+        ..
+    } = decision;
     if let Some(name) = stale {
         forget(services, name);
     }
     let (tokens, covers, ttl) = match action {
-        Action::None | Action::UseKept => return with_kept(request, usable),
+        Action::None | Action::UseKept | Action::KeepSeen { .. } => {
+            return with_kept(request, usable);
+        }
         Action::Make {
             tokens,
             covers,
@@ -207,16 +284,21 @@ pub(super) async fn attach(
 
 /// The cache the thread keeps once `answer` is in: the one the request used, unless Google
 /// had lost it (then forgotten); counted as used or lost.
-pub(super) fn settled(
+pub(super) async fn settled(
+    services: &Services,
     meter: &Meter,
     answer: &crate::gemini::GenerateResponse,
-    used: Option<ContextCache>,
+    kept: Kept,
 ) -> Option<ContextCache> {
+    let Kept { thread: used, front } = kept;
+    if let Some(key) = &front {
+        first::settled(services, answer.cache_lost, key).await;
+    }
     if answer.cache_lost {
         meter.cache_event("lost");
         return None;
     }
-    if used.is_some() {
+    if used.is_some() || front.is_some() {
         meter.cache_event("used");
     }
     used

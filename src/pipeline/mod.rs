@@ -221,6 +221,7 @@ pub async fn preview(
                 let front = cache::Front {
                     history_tokens: p.history_tokens,
                     omitted_turns: p.omitted_turns,
+                    first: first_files(&p.plan, &p.material, p.history_tokens),
                 };
                 Some(cache::decide(services, &p.request, p.kept_cache.clone(), &front).await)
             } else {
@@ -345,6 +346,7 @@ async fn steps(
                 front: cache::Front {
                     history_tokens,
                     omitted_turns,
+                    first: first_files(&plan, &material, history_tokens),
                 },
                 kept_cache,
                 kept_interaction,
@@ -488,13 +490,13 @@ async fn ask_one(
     let (request, context_cache) = if plan.agent.is_none() && plan.explore.is_none() {
         cache::attach(services, request, one.kept_cache, one.front, meter, ctx).await
     } else {
-        (request, None)
+        (request, cache::Kept::default())
     };
     let (request, chained) = chain::attach(services, plan, request, one.kept_interaction);
     let (answer, explored) = ask(services, plan, request, one.room, &one.thread, meter, ctx)
         .await
         .map_err(|e| what_to_narrow(e, material, history_tokens))?;
-    let context_cache = cache::settled(meter, &answer, context_cache);
+    let context_cache = cache::settled(services, meter, &answer, context_cache).await;
     let model_used = answer.model_version.clone().unwrap_or(model_id);
     if let Some(Explored::Investigation(inv)) = &explored {
         one.sent.add_all(&inv.read);
@@ -517,6 +519,17 @@ async fn ask_one(
         interaction,
         others_usd: 0.0,
         usage: None,
+    })
+}
+
+/// A call's new files, when it is a first call (no earlier turn) sending some: what a later
+/// call sending the same may read from a cache (`cache::first`).
+fn first_files(plan: &Plan, material: &Material, history_tokens: u64) -> Option<cache::Files> {
+    let files = &material.collected.files;
+    (history_tokens == 0 && !files.is_empty()).then(|| cache::Files {
+        owner: plan.owner.clone(),
+        bytes: prompt::files_block_len(files),
+        tokens: material.collected.tokens,
     })
 }
 

@@ -459,11 +459,12 @@ fn cache_effect(
     cache: Option<&super::cache::Decision>,
     notes: &mut Vec<String>,
 ) -> (u64, Option<f64>) {
+    let holds = cache.map_or("", |d| d.holds());
     match cache.map(|d| (&d.action, &d.usable)) {
         Some((super::cache::Action::Make { tokens, ttl, .. }, _)) => {
             let (creation, storage) = prices.cache_cost(model, *tokens, *ttl);
             notes.push(format!(
-                "A context cache of the system instruction and earlier turns ({tokens} tokens) would be made for {} s and read at the cached price; its creation and storage{} are in the cost.",
+                "A context cache of {holds} ({tokens} tokens) would be made for {} s and read at the cached price; its creation and storage{} are in the cost.",
                 ttl.as_secs(),
                 creation
                     .zip(storage)
@@ -472,9 +473,21 @@ fn cache_effect(
             ));
             (*tokens, creation.zip(storage).map(|(c, s)| c + s))
         }
-        Some((_, Some(kept))) => {
+        Some((super::cache::Action::KeepSeen { ttl }, _)) => {
             notes.push(format!(
-                "The thread's context cache would serve the earlier turns ({} tokens, at the cached price).",
+                "No context cache: this call's system instruction and files would be recorded as seen, and a call sending them again within {} s would make one.",
+                ttl.as_secs()
+            ));
+            (0, Some(0.0))
+        }
+        Some((_, Some(kept))) => {
+            let whose = if cache.is_some_and(|d| d.first.is_some()) {
+                "A context cache made by an earlier call would serve the system instruction and the files"
+            } else {
+                "The thread's context cache would serve the earlier turns"
+            };
+            notes.push(format!(
+                "{whose} ({} tokens, at the cached price).",
                 kept.tokens
             ));
             (kept.tokens, Some(0.0))

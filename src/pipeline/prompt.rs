@@ -44,6 +44,14 @@ pub fn files_block(files: &[FileEntry]) -> String {
     s
 }
 
+/// The length in bytes of [`files_block`]`(files)`, without building it.
+pub fn files_block_len(files: &[FileEntry]) -> usize {
+    files
+        .iter()
+        .map(|f| f.text.len() + if f.text.ends_with('\n') { 1 } else { 2 })
+        .sum()
+}
+
 /// A user turn's text: its file blocks (stable order), then its tail ([`turn_tail`]). The new
 /// turn and the history's re-rendered turns are both built from these pieces.
 pub fn user_turn(files: &[FileEntry], tail: &str) -> String {

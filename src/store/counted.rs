@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::tasks::{TaskEntry, TaskId};
+use super::fronts::SeenFront;
 use super::owner::Owner;
 use super::{Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::metrics::Metrics;
@@ -108,6 +109,20 @@ impl ThreadStore for Counted {
     async fn list_tasks(&self, owner: &Owner, limit: usize) -> Result<Vec<TaskEntry>, ThreadError> {
         self.count("list_tasks", self.inner.list_tasks(owner, limit).await)
     }
+
+    async fn seen_front(&self, key: &str) -> Result<Option<SeenFront>, ThreadError> {
+        self.count("seen_front", self.inner.seen_front(key).await)
+    }
+
+    async fn keep_front(
+        &self,
+        key: &str,
+        front: &SeenFront,
+        expires_ms: u64,
+    ) -> Result<(), ThreadError> {
+        let kept = self.inner.keep_front(key, front, expires_ms).await;
+        self.count("keep_front", kept)
+    }
 }
 
 #[cfg(test)]
@@ -173,6 +188,12 @@ mod tests {
             Err(down())
         }
         async fn list_tasks(&self, _: &Owner, _: usize) -> Result<Vec<TaskEntry>, ThreadError> {
+            Err(down())
+        }
+        async fn seen_front(&self, _: &str) -> Result<Option<SeenFront>, ThreadError> {
+            Err(down())
+        }
+        async fn keep_front(&self, _: &str, _: &SeenFront, _: u64) -> Result<(), ThreadError> {
             Err(down())
         }
     }

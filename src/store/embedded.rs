@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::tasks::{TaskEntry, TaskId};
+use super::fronts::{self, SeenFront};
 use super::now::now_ms;
 use super::owner::{LOCAL_OWNER, Owner};
 use super::{Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn, title_of};
@@ -266,6 +267,7 @@ fn open_db(dir: &Path, db: &Path) -> Result<Connection, ThreadError> {
 fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(super::fronts::SQLITE_TABLE)?;
     let has_owner: bool = tx.query_row(
         "SELECT count(*) > 0 FROM pragma_table_info('threads') WHERE name = 'owner'",
         [],
@@ -711,6 +713,23 @@ impl ThreadStore for EmbeddedStore {
             Ok(out)
         })
         .await
+    }
+
+    async fn seen_front(&self, key: &str) -> Result<Option<SeenFront>, ThreadError> {
+        let key = key.to_string();
+        self.call(move |w| Ok(fronts::sqlite_get(&w.conn, &key)?))
+            .await
+    }
+
+    async fn keep_front(
+        &self,
+        key: &str,
+        front: &SeenFront,
+        expires_ms: u64,
+    ) -> Result<(), ThreadError> {
+        let (key, front) = (key.to_string(), front.clone());
+        self.call(move |w| Ok(fronts::sqlite_put(&w.conn, &key, &front, expires_ms)?))
+            .await
     }
 }
 

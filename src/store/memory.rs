@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::tasks::{MemoryTasks, TaskEntry, TaskId};
+use super::fronts::{MemoryFronts, SeenFront};
 use super::owner::Owner;
 use super::{Thread, ThreadError, ThreadId, ThreadStore, ThreadSummary, Turn};
 use crate::caps::{Day, SpendKey, Spent};
@@ -23,6 +24,7 @@ pub struct MemoryStore {
     spend: Mutex<HashMap<(SpendKey, Day), Spent>>,
     inner: Mutex<(HashMap<ThreadId, Entry>, u64)>,
     tasks: MemoryTasks,
+    fronts: MemoryFronts,
 }
 
 impl MemoryStore {
@@ -33,6 +35,7 @@ impl MemoryStore {
             inner: Mutex::new((HashMap::new(), 0)),
             spend: Mutex::default(),
             tasks: MemoryTasks::default(),
+            fronts: MemoryFronts::default(),
         }
     }
 }
@@ -182,5 +185,19 @@ impl ThreadStore for MemoryStore {
 
     async fn list_tasks(&self, owner: &Owner, limit: usize) -> Result<Vec<TaskEntry>, ThreadError> {
         Ok(self.tasks.list(owner, limit))
+    }
+
+    async fn seen_front(&self, key: &str) -> Result<Option<SeenFront>, ThreadError> {
+        Ok(self.fronts.get(key))
+    }
+
+    async fn keep_front(
+        &self,
+        key: &str,
+        front: &SeenFront,
+        expires_ms: u64,
+    ) -> Result<(), ThreadError> {
+        self.fronts.put(key, front, expires_ms);
+        Ok(())
     }
 }

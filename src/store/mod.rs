@@ -18,6 +18,7 @@
 
 pub mod counted;
 pub mod embedded;
+pub mod fronts;
 pub mod memory;
 mod now;
 mod open;
@@ -390,6 +391,18 @@ pub trait ThreadStore: Send + Sync {
         owner: &Owner,
         limit: usize,
     ) -> Result<Vec<tasks::TaskEntry>, ThreadError>;
+
+    /// The front a call kept under `key` ([`fronts::SeenFront`]); `None` when there is none (or
+    /// it expired).
+    async fn seen_front(&self, key: &str) -> Result<Option<fronts::SeenFront>, ThreadError>;
+
+    /// Keeps `front` under `key` until `expires_ms`, in place of what was there.
+    async fn keep_front(
+        &self,
+        key: &str,
+        front: &fronts::SeenFront,
+        expires_ms: u64,
+    ) -> Result<(), ThreadError>;
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@
 //!   thread);
 //! - `P:spend:<day>:<sha256(key)[..32]>`: a hash (`tokens`, `micro_usd`) of what a project or
 //!   an HTTP client spent that day (UTC), for the daily caps; expires two days later.
+//! - `P:front:<sha256>`: a string, a front a call sent and the context cache made of it
+//!   (`store::fronts`), expiring with the cache.
 //!
 //! On a cluster the thread's two keys carry its id as a hash tag, `P:thread:{<uuid>}` and
 //! `P:thread:{<uuid>}:turns`, so they live in one slot and an append stays one atomic script;
@@ -50,6 +52,7 @@
 //! appears in a log or an error: only hosts, ports and db.
 
 pub mod connection;
+mod fronts;
 mod index;
 mod scripts;
 mod tasks;
@@ -786,6 +789,22 @@ impl ThreadStore for RedisStore {
 
     async fn list_tasks(&self, owner: &Owner, limit: usize) -> Result<Vec<TaskEntry>, ThreadError> {
         self.list_task_records(owner, limit).await
+    }
+
+    async fn seen_front(
+        &self,
+        key: &str,
+    ) -> Result<Option<super::fronts::SeenFront>, ThreadError> {
+        self.get_front(key).await
+    }
+
+    async fn keep_front(
+        &self,
+        key: &str,
+        front: &super::fronts::SeenFront,
+        expires_ms: u64,
+    ) -> Result<(), ThreadError> {
+        self.put_front(key, front, expires_ms).await
     }
 }
 

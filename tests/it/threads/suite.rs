@@ -121,6 +121,10 @@ const CASES: &[(&str, Case)] = &[
         "one of two handles claims a task whose lease lapsed; the cancel flag stays",
         |f| Box::pin(claim_task(f)),
     ),
+    (
+        "a front kept by one handle is read by another, replaced, and gone at its expiry",
+        |f| Box::pin(fronts(f)),
+    ),
     ("a thread belongs to its owner", |f| Box::pin(owners(f))),
     (
         "listing: newest first, summarised, per project and owner; delete",
@@ -414,6 +418,40 @@ async fn claim_task(f: &Fixture) {
     };
     assert!(!a.claim_task(&gone, entry.lease_ms, far).await.unwrap());
     assert!(a.get_task(gone.id).await.unwrap().is_none());
+}
+
+/// A front one instance kept is what another reads under the same key (and nothing under
+/// another); a later write replaces it whole; a record is gone once its expiry passed.
+async fn fronts(f: &Fixture) {
+    use gemini_mcp_server::store::ContextCache;
+    use gemini_mcp_server::store::fronts::SeenFront;
+    let (a, b) = f.pair(HOUR, 20).await;
+    let key = |n: u8| format!("{n:02x}").repeat(32);
+    let now = store::now_ms();
+    assert_eq!(b.seen_front(&key(1)).await.unwrap(), None);
+    let seen = SeenFront::default();
+    a.keep_front(&key(1), &seen, now + 60_000).await.unwrap();
+    assert_eq!(b.seen_front(&key(1)).await.unwrap(), Some(seen));
+    assert_eq!(b.seen_front(&key(2)).await.unwrap(), None);
+    let cached = SeenFront {
+        cache: Some(ContextCache {
+            name: "cachedContents/abc".into(),
+            model: "gemini-2.5-pro".into(),
+            covers: 1,
+            digest: "d".repeat(64),
+            messages_digest: String::new(),
+            tokens: 9_000,
+            expires_ms: now + 60_000,
+        }),
+    };
+    b.keep_front(&key(1), &cached, now + 60_000).await.unwrap();
+    assert_eq!(a.seen_front(&key(1)).await.unwrap(), Some(cached.clone()));
+    // A record that expires in a moment is gone once it has.
+    a.keep_front(&key(3), &cached, store::now_ms() + 300).await.unwrap();
+    assert!(b.seen_front(&key(3)).await.unwrap().is_some());
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    assert_eq!(b.seen_front(&key(3)).await.unwrap(), None);
+    assert_eq!(a.seen_front(&key(1)).await.unwrap(), Some(cached));
 }
 
 async fn ping(f: &Fixture) {

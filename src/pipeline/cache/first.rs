@@ -1,0 +1,214 @@
+//! The cache step for a first call: a front sent again by another call. A call that starts a
+//! thread has no earlier turn to cache, but its system instruction and files may be what an
+//! earlier call sent too — a review re-run over unchanged files, a second question about the same
+//! files. Its front is kept in the store as seen (`store::fronts`), under a digest of the owner,
+//! the model and those bytes, for `GEMINI_MCP_CONTEXT_CACHE_TTL_SECS`; the call that sends the
+//! same front again within that time makes a cache of it and records it there, and later calls
+//! read that cache. A one-off call makes none: its front is only recorded, which costs nothing at
+//! Google.
+//!
+//! The new turn is then sent as two user messages, its files (held by the cache) and the rest
+//! (the diff, the request, images): a cache holds whole messages. A changed file, another
+//! system instruction (another tool, other rules) or another model gives another digest, so
+//! nothing stale is read; a cache Google lost is recorded as unseen-made again by the next call;
+//! every cache made this way expires at Google by its TTL (no thread owns it).
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::{Action, Decision, MARGIN, Meter, min_tokens};
+use crate::collector::tokens;
+use crate::gemini::{CacheUse, CallContext, GenerateRequest, Message, Part, Role};
+use crate::pipeline::Services;
+use crate::store::fronts::SeenFront;
+use crate::store::{ContextCache, Owner, now_ms};
+
+/// A first call's files, at the head of its new turn's text.
+pub(in crate::pipeline) struct Files {
+    /// Whose call it is: a front is found only by calls of the same client.
+    pub owner: Owner,
+    /// The bytes of the files' blocks (`prompt::files_block`) at the head of the text.
+    pub bytes: usize,
+    /// What they count.
+    pub tokens: u64,
+}
+
+/// Where a first call's front is kept, and where its new turn divides.
+#[derive(Debug)]
+pub(in crate::pipeline) struct Found {
+    key: String,
+    at: usize,
+}
+
+/// What the cache step would do for a first call sending `files`: record its front as seen,
+/// make a cache of a front seen before, or read the cache made of it.
+pub(super) async fn decide(services: &Services, request: &GenerateRequest, files: &Files) -> Decision {
+    let tokens = tokens::count(&request.system_instruction) + files.tokens;
+    if files.bytes == 0 || tokens < min_tokens(&request.model.id) {
+        return Decision::nothing();
+    }
+    let Some(divided) = divided(request, files.bytes) else {
+        return Decision::nothing();
+    };
+    let digest = divided.front_digest(1);
+    let key = key_of(&files.owner, &request.model.id, &digest);
+    let seen = match services.store.seen_front(&key).await {
+        Ok(seen) => seen,
+        Err(e) => {
+            // The store is down: the call is sent whole, as without a cache.
+            tracing::info!("the fronts seen could not be read, no context cache: {e}");
+            return Decision::nothing();
+        }
+    };
+    let ttl = services.config.calls.context_cache_ttl;
+    let now = now_ms();
+    let usable = seen.as_ref().and_then(|s| s.cache.clone()).filter(|c| {
+        c.model == request.model.id
+            && c.covers == 1
+            && c.digest == digest
+            && c.expires_ms > now + MARGIN.as_millis() as u64
+    });
+    let action = match (&seen, &usable) {
+        (_, Some(_)) => Action::UseKept,
+        // Seen before (or its cache expired or was lost): sent a second time, it is likely sent
+        // again, so a cache pays.
+        (Some(_), None) => Action::Make {
+            tokens,
+            covers: 1,
+            ttl,
+        },
+        (None, None) => Action::KeepSeen { ttl },
+    };
+    Decision {
+        usable,
+        stale: None,
+        action,
+        first: Some(Found {
+            key,
+            at: files.bytes,
+        }),
+    }
+}
+
+/// `request` as `decision` says (a first call's): its front recorded as seen, or read from a
+/// cache of it (made now when it was seen before). Also returns the key of the front whose cache
+/// the request names, to forget a cache Google lost ([`settled`]).
+pub(super) async fn attach(
+    services: &Services,
+    request: GenerateRequest,
+    decision: Decision,
+    meter: &Meter,
+    ctx: &CallContext,
+) -> (GenerateRequest, Option<String>) {
+    let Some(found) = decision.first else {
+        return (request, None);
+    };
+    let Some(mut divided) = divided(&request, found.at) else {
+        return (request, None);
+    };
+    match decision.action {
+        Action::None => (request, None),
+        Action::KeepSeen { ttl } => {
+            keep(services, &found.key, &SeenFront::default(), ttl).await;
+            (request, None)
+        }
+        Action::UseKept => match decision.usable {
+            Some(kept) => {
+                divided.cache = Some(CacheUse {
+                    name: kept.name,
+                    covers: 1,
+                });
+                (divided, Some(found.key))
+            }
+            None => (request, None),
+        },
+        Action::Make { tokens, ttl, .. } => {
+            let now = now_ms();
+            match meter
+                .make_cache(&services.gemini, &divided, 1, tokens, ttl, ctx)
+                .await
+            {
+                Ok(Some(made)) => {
+                    let record = ContextCache {
+                        name: made.name.clone(),
+                        model: divided.model.id.clone(),
+                        covers: 1,
+                        digest: divided.front_digest(1),
+                        messages_digest: String::new(),
+                        tokens: made.tokens.max(tokens),
+                        expires_ms: now + ttl.as_millis() as u64,
+                    };
+                    let front = SeenFront {
+                        cache: Some(record),
+                    };
+                    keep(services, &found.key, &front, ttl).await;
+                    divided.cache = Some(CacheUse {
+                        name: made.name,
+                        covers: 1,
+                    });
+                    (divided, Some(found.key))
+                }
+                Ok(None) => (request, None),
+                Err(e) => {
+                    meter.cache_event("failed");
+                    tracing::info!(model = %request.model.id, "no context cache made: {e}");
+                    (request, None)
+                }
+            }
+        }
+    }
+}
+
+/// Once the answer is in: a cache Google no longer had is recorded as gone (the front stays
+/// seen, so the next call sending it makes a new one).
+pub(super) async fn settled(services: &Services, lost: bool, key: &str) {
+    if lost {
+        let ttl = services.config.calls.context_cache_ttl;
+        keep(services, key, &SeenFront::default(), ttl).await;
+    }
+}
+
+/// Keeps `front` under `key` for `ttl`; a store that cannot keep it costs only a later cache.
+async fn keep(services: &Services, key: &str, front: &SeenFront, ttl: Duration) {
+    let expires = now_ms() + ttl.as_millis() as u64;
+    if let Err(e) = services.store.keep_front(key, front, expires).await {
+        tracing::info!("a front seen could not be kept: {e}");
+    }
+}
+
+/// Where the front `digest` of `owner`'s calls to `model` is kept: a hex SHA-256 (the store
+/// keeps nothing of the front itself but the cache's name).
+fn key_of(owner: &Owner, model: &str, digest: &str) -> String {
+    let mut h = Sha256::new();
+    for field in ["front", owner.as_str(), model, digest] {
+        h.update((field.len() as u64).to_le_bytes());
+        h.update(field.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// `request` (a first call's: one message) with its new turn divided after its files' `at`
+/// bytes into two user messages, the files and the rest; `None` when it has no such head.
+pub(in crate::pipeline) fn divided(request: &GenerateRequest, at: usize) -> Option<GenerateRequest> {
+    let [only] = request.contents.as_slice() else {
+        return None;
+    };
+    let Some(Part::Text(text)) = only.parts.first() else {
+        return None;
+    };
+    if at == 0 || at >= text.len() || !text.is_char_boundary(at) {
+        return None;
+    }
+    let mut rest = vec![Part::Text(text[at..].to_string())];
+    rest.extend(only.parts[1..].iter().cloned());
+    let mut out = request.clone();
+    out.contents = vec![
+        Message::user(&text[..at]),
+        Message {
+            role: Role::User,
+            parts: rest,
+        },
+    ];
+    Some(out)
+}
