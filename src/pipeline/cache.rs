@@ -27,7 +27,7 @@ mod first;
 
 use std::time::Duration;
 
-pub(super) use first::Files;
+pub(super) use first::Head;
 
 use super::Services;
 use super::blocking::{INLINE_COUNT_BYTES, blocking};
@@ -42,9 +42,9 @@ pub(super) struct Front {
     pub history_tokens: u64,
     /// How many of the oldest turns no longer fit (the front then changes every turn).
     pub omitted_turns: usize,
-    /// A first call's files (`None` for a continued thread's call, or a call without files):
-    /// a front another call sent too is read from a cache ([`first`]).
-    pub first: Option<Files>,
+    /// A first call's files and diff (`None` for a continued thread's call, or a call with
+    /// neither): a front another call sent too is read from a cache ([`first`]).
+    pub first: Option<Head>,
 }
 
 /// A cache that expires sooner than this is not used (the request could arrive after it).
@@ -86,7 +86,7 @@ impl Decision {
     /// What a cache would hold, in words.
     pub(super) fn holds(&self) -> &'static str {
         if self.first.is_some() {
-            "the system instruction and the files, which an earlier call sent too"
+            "the system instruction, the files and the diff, which an earlier call sent too"
         } else {
             "the system instruction and earlier turns"
         }
@@ -141,7 +141,7 @@ pub(super) async fn decide(
     }
     if covers == 0 {
         return match &front.first {
-            Some(files) => first::decide(services, request, files).await,
+            Some(head) => first::decide(services, request, head).await,
             None => nothing,
         };
     }

@@ -221,7 +221,7 @@ pub async fn preview(
                 let front = cache::Front {
                     history_tokens: p.history_tokens,
                     omitted_turns: p.omitted_turns,
-                    first: first_files(&p.plan, &p.material, p.history_tokens),
+                    first: first_head(&p.plan, &p.material, p.history_tokens),
                 };
                 Some(cache::decide(services, &p.request, p.kept_cache.clone(), &front).await)
             } else {
@@ -346,7 +346,7 @@ async fn steps(
                 front: cache::Front {
                     history_tokens,
                     omitted_turns,
-                    first: first_files(&plan, &material, history_tokens),
+                    first: first_head(&plan, &material, history_tokens),
                 },
                 kept_cache,
                 kept_interaction,
@@ -522,14 +522,16 @@ async fn ask_one(
     })
 }
 
-/// A call's new files, when it is a first call (no earlier turn) sending some: what a later
-/// call sending the same may read from a cache (`cache::first`).
-fn first_files(plan: &Plan, material: &Material, history_tokens: u64) -> Option<cache::Files> {
+/// A first call's (no earlier turn) files and diff, when it sends some: what a later call
+/// sending the same may read from a cache (`cache::first`).
+fn first_head(plan: &Plan, material: &Material, history_tokens: u64) -> Option<cache::Head> {
     let files = &material.collected.files;
-    (history_tokens == 0 && !files.is_empty()).then(|| cache::Files {
+    let diff = material.diff.as_ref();
+    let bytes = prompt::head_len(files, diff.map(|d| d.text.as_str()));
+    (history_tokens == 0 && bytes > 0).then(|| cache::Head {
         owner: plan.owner.clone(),
-        bytes: prompt::files_block_len(files),
-        tokens: material.collected.tokens,
+        bytes,
+        tokens: material.tokens(),
     })
 }
 

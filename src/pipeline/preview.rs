@@ -475,14 +475,14 @@ fn cache_effect(
         }
         Some((super::cache::Action::KeepSeen { ttl }, _)) => {
             notes.push(format!(
-                "No context cache: this call's system instruction and files would be recorded as seen, and a call sending them again within {} s would make one.",
+                "No context cache: this call's system instruction, files and diff would be recorded as seen, and a call sending them again within {} s would make one.",
                 ttl.as_secs()
             ));
             (0, Some(0.0))
         }
         Some((_, Some(kept))) => {
             let whose = if cache.is_some_and(|d| d.first.is_some()) {
-                "A context cache made by an earlier call would serve the system instruction and the files"
+                "A context cache made by an earlier call would serve the system instruction, the files and the diff"
             } else {
                 "The thread's context cache would serve the earlier turns"
             };

@@ -44,12 +44,12 @@ pub fn files_block(files: &[FileEntry]) -> String {
     s
 }
 
-/// The length in bytes of [`files_block`]`(files)`, without building it.
-pub fn files_block_len(files: &[FileEntry]) -> usize {
-    files
-        .iter()
-        .map(|f| f.text.len() + if f.text.ends_with('\n') { 1 } else { 2 })
-        .sum()
+/// The length in bytes of a new turn's head: the blocks of its files ([`files_block`]) and of
+/// its diff (the start of [`turn_tail`]), without building them.
+pub fn head_len(files: &[FileEntry], diff: Option<&str>) -> usize {
+    let block = |t: &str| t.len() + if t.ends_with('\n') { 1 } else { 2 };
+    let files: usize = files.iter().map(|f| block(&f.text)).sum();
+    files + diff.filter(|d| !d.is_empty()).map_or(0, block)
 }
 
 /// A user turn's text: its file blocks (stable order), then its tail ([`turn_tail`]). The new
@@ -99,4 +99,40 @@ pub fn turn_tail(diff: Option<&str>, left_out: &[Skipped], request: &str) -> Str
     s.push_str(request.trim_end());
     s.push('\n');
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(display: &str, text: &str) -> FileEntry {
+        let (text, frame) = crate::collector::render::framed(display, text, &[]);
+        FileEntry {
+            path: display.into(),
+            display: display.into(),
+            hash: String::new(),
+            bytes: text.len() as u64,
+            tokens: 0,
+            text,
+            frame,
+            lossy: false,
+            redactions: Default::default(),
+        }
+    }
+
+    /// The head's length is where the turn's files and diff end in its text: a cache of that
+    /// head holds them whole and nothing of the request.
+    #[test]
+    fn the_head_ends_where_the_files_and_the_diff_end() {
+        let files = [entry("a.rs", "fn a() {}\n"), entry("b.rs", "fn b() {}")];
+        for diff in [None, Some(""), Some("diff --git a/a.rs b/a.rs\n+x"), Some("d\n")] {
+            let tail = turn_tail(diff, &[], "What is wrong?");
+            let text = user_turn(&files, &tail);
+            let at = head_len(&files, diff);
+            assert!(text[at..].starts_with("What is wrong?"), "{diff:?}: {:?}", &text[at..]);
+            assert!(text[..at].ends_with("\n\n"), "{diff:?}");
+            assert_eq!(head_len(&[], diff), turn_tail(diff, &[], "").len() - 1, "{diff:?}");
+        }
+        assert_eq!(head_len(&files, None), files_block(&files).len());
+    }
 }

@@ -14,7 +14,7 @@ use crate::support::http::{HttpServer, Raw, result_text};
 use crate::support::mcp::KEY;
 
 /// A file large enough to pass every model's least cacheable size (about 12k tokens).
-fn big_file(marker: &str) -> String {
+pub(crate) fn big_file(marker: &str) -> String {
     let mut s = String::new();
     for i in 0..600 {
         s.push_str(&format!(
@@ -687,7 +687,7 @@ async fn a_cap_that_fits_the_request_but_not_its_cache_sends_the_request_whole()
 /// The caches' create bodies and the requests naming a cache, as this binary sends them (a
 /// thread, an investigation, Vertex AI), held to google-genai's own types: the create body to
 /// `CreateCachedContentConfig` (and its converter), the request to `GenerateContentConfig`.
-fn hold_to_google_genai(env: &Env, backend: &str) {
+pub(crate) fn hold_to_google_genai(fake: &FakeGemini, backend: &str) {
     let python = match crate::wire_schema::genai_python() {
         Ok(p) => p,
         Err(why) => {
@@ -698,13 +698,13 @@ fn hold_to_google_genai(env: &Env, backend: &str) {
         }
     };
     let mut records = Vec::new();
-    for (i, made) in env.fake.cache_requests(CacheOp::Create).iter().enumerate() {
+    for (i, made) in fake.cache_requests(CacheOp::Create).iter().enumerate() {
         records.push(
             json!({"name": format!("{backend}: cache {i}"), "backend": backend,
                             "cache_create": made.body}),
         );
     }
-    for (i, sent) in env.generates().iter().enumerate() {
+    for (i, sent) in fake.generate_requests().iter().enumerate() {
         if sent.body.get("cachedContent").is_some() {
             records.push(
                 json!({"name": format!("{backend}: request {i} from a cache"),
@@ -761,7 +761,7 @@ async fn what_we_send_for_caches_is_google_genais() {
         2,
         "a thread's cache and an investigation's"
     );
-    hold_to_google_genai(&env, "api");
+    hold_to_google_genai(&env.fake, "api");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -811,7 +811,7 @@ async fn vertex_ai_keeps_the_cache_under_the_project_and_location() {
     );
     assert!(sent.get("systemInstruction").is_none());
     drop(client);
-    hold_to_google_genai(&env, "vertex");
+    hold_to_google_genai(&env.fake, "vertex");
 }
 
 #[tokio::test]

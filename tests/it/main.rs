@@ -9,6 +9,7 @@ mod acp_secrets;
 mod action;
 mod audit;
 mod budget;
+mod cache_reruns;
 mod clarify;
 mod cli;
 mod clients;

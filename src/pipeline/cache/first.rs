@@ -1,17 +1,18 @@
 //! The cache step for a first call: a front sent again by another call. A call that starts a
-//! thread has no earlier turn to cache, but its system instruction and files may be what an
-//! earlier call sent too — a review re-run over unchanged files, a second question about the same
-//! files. Its front is kept in the store as seen (`store::fronts`), under a digest of the owner,
-//! the model and those bytes, for `GEMINI_MCP_CONTEXT_CACHE_TTL_SECS`; the call that sends the
-//! same front again within that time makes a cache of it and records it there, and later calls
-//! read that cache. A one-off call makes none: its front is only recorded, which costs nothing at
-//! Google.
+//! thread has no earlier turn to cache, but its system instruction, its files and its diff may
+//! be what an earlier call sent too: a review re-run over an unchanged change, a second question
+//! about the same files. Its front is kept in the store as seen (`store::fronts`), under a
+//! digest of the owner, the model and those bytes, for `GEMINI_MCP_CONTEXT_CACHE_TTL_SECS`; the
+//! call that sends the same front again within that time makes a cache of it and records it
+//! there, and later calls read that cache. A one-off call makes none: its front is only
+//! recorded, which costs nothing at Google.
 //!
-//! The new turn is then sent as two user messages, its files (held by the cache) and the rest
-//! (the diff, the request, images): a cache holds whole messages. A changed file, another
-//! system instruction (another tool, other rules) or another model gives another digest, so
-//! nothing stale is read; a cache Google lost is recorded as unseen-made again by the next call;
-//! every cache made this way expires at Google by its TTL (no thread owns it).
+//! The new turn is then sent as two user messages, its head (the files and the diff, which the
+//! cache holds) and the rest (what was left out, the request, images): a cache holds whole
+//! messages. A changed file, another diff, another system instruction (another tool, other
+//! rules) or another model gives another digest, so nothing stale is read. A cache Google lost
+//! is recorded as gone, and the next call sending the front makes a new one. No thread owns such
+//! a cache: it expires at Google by its TTL.
 
 use std::time::Duration;
 
@@ -24,11 +25,12 @@ use crate::pipeline::Services;
 use crate::store::fronts::SeenFront;
 use crate::store::{ContextCache, Owner, now_ms};
 
-/// A first call's files, at the head of its new turn's text.
-pub(in crate::pipeline) struct Files {
+/// A first call's files and diff, at the head of its new turn's text.
+pub(in crate::pipeline) struct Head {
     /// Whose call it is: a front is found only by calls of the same client.
     pub owner: Owner,
-    /// The bytes of the files' blocks (`prompt::files_block`) at the head of the text.
+    /// The bytes of the files' and the diff's blocks at the head of the text
+    /// (`prompt::head_len`).
     pub bytes: usize,
     /// What they count.
     pub tokens: u64,
@@ -41,18 +43,18 @@ pub(in crate::pipeline) struct Found {
     at: usize,
 }
 
-/// What the cache step would do for a first call sending `files`: record its front as seen,
+/// What the cache step would do for a first call sending `head`: record its front as seen,
 /// make a cache of a front seen before, or read the cache made of it.
-pub(super) async fn decide(services: &Services, request: &GenerateRequest, files: &Files) -> Decision {
-    let tokens = tokens::count(&request.system_instruction) + files.tokens;
-    if files.bytes == 0 || tokens < min_tokens(&request.model.id) {
+pub(super) async fn decide(services: &Services, request: &GenerateRequest, head: &Head) -> Decision {
+    let tokens = tokens::count(&request.system_instruction) + head.tokens;
+    if head.bytes == 0 || tokens < min_tokens(&request.model.id) {
         return Decision::nothing();
     }
-    let Some(divided) = divided(request, files.bytes) else {
+    let Some(divided) = divided(request, head.bytes) else {
         return Decision::nothing();
     };
     let digest = divided.front_digest(1);
-    let key = key_of(&files.owner, &request.model.id, &digest);
+    let key = key_of(&head.owner, &request.model.id, &digest);
     let seen = match services.store.seen_front(&key).await {
         Ok(seen) => seen,
         Err(e) => {
@@ -86,7 +88,7 @@ pub(super) async fn decide(services: &Services, request: &GenerateRequest, files
         action,
         first: Some(Found {
             key,
-            at: files.bytes,
+            at: head.bytes,
         }),
     }
 }
@@ -188,8 +190,9 @@ fn key_of(owner: &Owner, model: &str, digest: &str) -> String {
     hex::encode(h.finalize())
 }
 
-/// `request` (a first call's: one message) with its new turn divided after its files' `at`
-/// bytes into two user messages, the files and the rest; `None` when it has no such head.
+/// `request` (a first call's: one message) with its new turn divided after its head's `at`
+/// bytes into two user messages, the head (files and diff) and the rest; `None` when it has no
+/// such head.
 pub(in crate::pipeline) fn divided(request: &GenerateRequest, at: usize) -> Option<GenerateRequest> {
     let [only] = request.contents.as_slice() else {
         return None;

@@ -447,7 +447,9 @@ async fn fronts(f: &Fixture) {
     b.keep_front(&key(1), &cached, now + 60_000).await.unwrap();
     assert_eq!(a.seen_front(&key(1)).await.unwrap(), Some(cached.clone()));
     // A record that expires in a moment is gone once it has.
-    a.keep_front(&key(3), &cached, store::now_ms() + 300).await.unwrap();
+    a.keep_front(&key(3), &cached, store::now_ms() + 300)
+        .await
+        .unwrap();
     assert!(b.seen_front(&key(3)).await.unwrap().is_some());
     tokio::time::sleep(std::time::Duration::from_millis(700)).await;
     assert_eq!(b.seen_front(&key(3)).await.unwrap(), None);
