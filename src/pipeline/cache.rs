@@ -6,7 +6,8 @@
 //! When: a thread's second turn on, whatever its tool, when the front reaches the model's least
 //! cacheable size (a continued thread is likely to be continued again; a cache pays from its
 //! second use, its creation costing the front at the input price); a first call makes none
-//! (nothing says it will be continued), nor a call with web search, nor the Gemini CLI; an
+//! unless another call sent its very front before ([`first`]: a review re-run), nor does a call
+//! with web search, nor the Gemini CLI; an
 //! investigation caches its own growing front instead ([`StepCache`]). What the thread's last
 //! turn left (`store::ContextCache`) is used while its model is the request's, it has not
 //! expired, and the request's own first messages have the digest it holds — so a changed file

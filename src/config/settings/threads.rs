@@ -135,7 +135,7 @@ pub(super) const GROUP: Group = Group {
         Setting {
             name: "GEMINI_MCP_CONTEXT_CACHE",
             default: "1",
-            doc: "Explicit context caching (Gemini API, and Vertex AI with a project): a continued thread's system instruction and earlier turns are kept in a cache at Google and later turns send only what is new, at the cached-token price plus storage; `0` turns it off.",
+            doc: "Explicit context caching (Gemini API, and Vertex AI with a project): a continued thread's system instruction and earlier turns are kept in a cache at Google and later turns send only what is new, at the cached-token price plus storage; so are a first call's system instruction, files and diff once another call of the same client sent them too (a review re-run over an unchanged change); `0` turns it off.",
             read: Calls(|var, c| {
                 c.context_cache = var.flag()?;
                 Ok(())
@@ -145,7 +145,7 @@ pub(super) const GROUP: Group = Group {
         Setting {
             name: "GEMINI_MCP_CONTEXT_CACHE_TTL_SECS",
             default: "600",
-            doc: "Longest a context cache is kept at Google (storage is billed per hour); never past the thread's own expiry.",
+            doc: "Longest a context cache is kept at Google (storage is billed per hour); never past the thread's own expiry. Also how long a first call's front is remembered as seen: a second call sending it within this time makes a cache of it.",
             read: Calls(|var, c| {
                 c.context_cache_ttl = var.at_least(60.0, "seconds").map(std::time::Duration::from_secs_f64)?;
                 Ok(())
