@@ -24,10 +24,13 @@
 //! its tokens as input, its storage for the whole TTL. A cache that cannot be made (a quota, an
 //! error) costs the call nothing but the whole request, which is sent as before.
 
+mod decision;
 mod first;
 
 use std::time::Duration;
 
+pub(super) use decision::{Action, Decision};
+use decision::{MARGIN, min_tokens};
 pub(super) use first::Head;
 
 use super::Services;
@@ -46,69 +49,6 @@ pub(super) struct Front {
     /// A first call's files and diff (`None` for a continued thread's call, or a call with
     /// neither): a front another call sent too is read from a cache ([`first`]).
     pub first: Option<Head>,
-}
-
-/// A cache that expires sooner than this is not used (the request could arrive after it).
-const MARGIN: Duration = Duration::from_secs(60);
-
-/// The least number of tokens `model` caches (Google's minimums, docs of 2026-07: 2,048 for
-/// the 2.5 models, 4,096 for the 3.x ones).
-pub(super) fn min_tokens(model: &str) -> u64 {
-    if model.starts_with("gemini-2.") {
-        2048
-    } else {
-        4096
-    }
-}
-
-/// What the cache step would do for a request: nothing, read the thread's cache, or make one.
-/// [`decide`] says it without side effects, so `--dry-run` shows what the call would do.
-#[derive(Debug)]
-pub(super) struct Decision {
-    /// The thread's cache, when it still serves this request.
-    pub usable: Option<ContextCache>,
-    /// The thread's cache, when it no longer matches (to be deleted).
-    pub stale: Option<String>,
-    pub action: Action,
-    /// A first call's front, where it is kept ([`first`]).
-    pub first: Option<first::Found>,
-}
-
-impl Decision {
-    fn nothing() -> Decision {
-        Decision {
-            usable: None,
-            stale: None,
-            action: Action::None,
-            first: None,
-        }
-    }
-
-    /// What a cache would hold, in words.
-    pub(super) fn holds(&self) -> &'static str {
-        if self.first.is_some() {
-            "the system instruction, the files and the diff, which an earlier call sent too"
-        } else {
-            "the system instruction and earlier turns"
-        }
-    }
-}
-
-#[derive(Debug, PartialEq)]
-pub(super) enum Action {
-    /// The request is sent whole (or from `usable`, when there is one).
-    None,
-    /// `usable` serves the request as it is.
-    UseKept,
-    /// A cache of the front (`tokens`, the first `covers` messages) is made for `ttl` and
-    /// serves the request.
-    Make {
-        tokens: u64,
-        covers: usize,
-        ttl: Duration,
-    },
-    /// A first call's front is recorded as seen for `ttl`, and the request sent whole.
-    KeepSeen { ttl: Duration },
 }
 
 /// What the cache step leaves once the request is sent: the cache the thread keeps, and the

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use super::ContextCache;
+use super::context_cache::ContextCache;
 use super::now::now_ms;
 
 /// One front as stored: seen by a call, and the cache made of it once one was.
@@ -36,12 +36,6 @@ impl SeenFront {
     pub fn read(text: &str) -> Option<SeenFront> {
         serde_json::from_str(text).ok()
     }
-}
-
-/// Whether `key` is one the pipeline writes (a hex SHA-256): anything else names no front, so
-/// no store is handed a key it would have to quote.
-pub fn is_key(key: &str) -> bool {
-    key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The in-process records (the memory store's). A std mutex: no await while it is held.
@@ -116,14 +110,6 @@ pub fn sqlite_put(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_hex_digest_is_a_key() {
-        assert!(is_key(&"ab".repeat(32)));
-        assert!(!is_key(&"ab".repeat(31)));
-        assert!(!is_key(&format!("{}'x", "a".repeat(62))));
-        assert!(!is_key(&"g".repeat(64)));
-    }
 
     #[test]
     fn a_stored_front_reads_back_and_a_foreign_one_is_unseen() {

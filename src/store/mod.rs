@@ -16,6 +16,7 @@
 //! `max_turns` inside the same atomic step as the append, so concurrent writers can neither lose
 //! a turn nor overshoot the limit.
 
+mod context_cache;
 pub mod counted;
 pub mod embedded;
 pub mod fronts;
@@ -26,6 +27,7 @@ mod owner;
 pub mod redis;
 pub mod tasks;
 
+pub use context_cache::ContextCache;
 pub use now::now_ms;
 pub use open::{Settings, StoreChoice, open, read_ca_file};
 pub use owner::{LOCAL_OWNER, Owner};
@@ -184,31 +186,6 @@ pub struct StoredInteraction {
 
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
-}
-
-/// An explicit context cache serving a thread: which cache at Google, for which model, holding
-/// what (the system instruction and the first `covers` messages of the thread's requests, whose
-/// digest it keeps), until when. A request uses it only when its own front has the same digest:
-/// a file changed since is never answered from the cache.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextCache {
-    /// The cache's resource name at Google.
-    pub name: String,
-    /// The model it was made for (a cache serves that model only).
-    pub model: String,
-    /// How many of the request's first messages it holds.
-    pub covers: usize,
-    /// Hex SHA-256 of what it holds ([`crate::gemini::GenerateRequest::front_digest`]).
-    pub digest: String,
-    /// Hex SHA-256 of its messages alone, without the system instruction: a request of another
-    /// tool whose first messages are these is served by it too, its own instructions sent in its
-    /// turn. Empty for a cache stored before (it serves its own tool only).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub messages_digest: String,
-    /// The tokens it holds, as Gemini counted them.
-    pub tokens: u64,
-    /// When Google drops it (ms since the epoch).
-    pub expires_ms: u64,
 }
 
 /// One thread in a listing: what it is about and how far it went, without its turns.

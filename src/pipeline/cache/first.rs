@@ -18,15 +18,16 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::{Action, Decision, MARGIN, Meter, min_tokens};
+use super::decision::{Action, Decision, Found, MARGIN, min_tokens};
 use crate::collector::tokens;
 use crate::gemini::{CacheUse, CallContext, GenerateRequest, Message, Part, Role};
-use crate::pipeline::Services;
+use crate::pipeline::meter::Meter;
+use crate::pipeline::services::Services;
 use crate::store::fronts::SeenFront;
 use crate::store::{ContextCache, Owner, now_ms};
 
 /// A first call's files and diff, at the head of its new turn's text.
-pub(in crate::pipeline) struct Head {
+pub(crate) struct Head {
     /// Whose call it is: a front is found only by calls of the same client.
     pub owner: Owner,
     /// The bytes of the files' and the diff's blocks at the head of the text
@@ -34,13 +35,6 @@ pub(in crate::pipeline) struct Head {
     pub bytes: usize,
     /// What they count.
     pub tokens: u64,
-}
-
-/// Where a first call's front is kept, and where its new turn divides.
-#[derive(Debug)]
-pub(in crate::pipeline) struct Found {
-    key: String,
-    at: usize,
 }
 
 /// What the cache step would do for a first call sending `head`: record its front as seen,
@@ -193,7 +187,7 @@ fn key_of(owner: &Owner, model: &str, digest: &str) -> String {
 /// `request` (a first call's: one message) with its new turn divided after its head's `at`
 /// bytes into two user messages, the head (files and diff) and the rest; `None` when it has no
 /// such head.
-pub(in crate::pipeline) fn divided(request: &GenerateRequest, at: usize) -> Option<GenerateRequest> {
+pub(crate) fn divided(request: &GenerateRequest, at: usize) -> Option<GenerateRequest> {
     let [only] = request.contents.as_slice() else {
         return None;
     };
@@ -214,4 +208,74 @@ pub(in crate::pipeline) fn divided(request: &GenerateRequest, at: usize) -> Opti
         },
     ];
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemini::ThinkingMode;
+
+    fn request(contents: Vec<Message>) -> GenerateRequest {
+        GenerateRequest {
+            model: crate::gemini::Catalogue::builtin(
+                "flash",
+                crate::gemini::prices::PriceList::at(
+                    crate::clock::Clock::on("2026-11-27").unwrap(),
+                ),
+            )
+            .resolve("flash")
+            .expect("flash resolves"),
+            system_instruction: "You review code.".into(),
+            contents,
+            thinking: ThinkingMode::Medium,
+            temperature: None,
+            response_schema: None,
+            web_search: false,
+            cache: None,
+            previous: None,
+            agent: None,
+            functions: None,
+        }
+    }
+
+    /// The head and the rest, byte for byte what the one message held, an image kept with the
+    /// rest; no division inside a character, at either end, or of a continued thread's request.
+    #[test]
+    fn a_new_turn_divides_after_its_head_only() {
+        let image = Part::Image {
+            mime: "image/png".into(),
+            data: std::sync::Arc::new(vec![1, 2, 3]),
+        };
+        let one = Message {
+            role: Role::User,
+            parts: vec![Part::Text("HEAD é\n\nrequest".into()), image.clone()],
+        };
+        let req = request(vec![one.clone()]);
+        let at = "HEAD é\n\n".len();
+        let d = divided(&req, at).expect("divided");
+        assert_eq!(d.contents.len(), 2);
+        assert_eq!(d.contents[0], Message::user("HEAD é\n\n"));
+        assert_eq!(
+            d.contents[1].parts,
+            vec![Part::Text("request".into()), image]
+        );
+        assert_eq!(d.system_instruction, req.system_instruction);
+        assert!(divided(&req, "HEAD ".len() + 1).is_none(), "inside é");
+        assert!(divided(&req, 0).is_none());
+        assert!(divided(&req, "HEAD é\n\nrequest".len()).is_none());
+        let thread = request(vec![one.clone(), Message::model("answer"), one]);
+        assert!(divided(&thread, at).is_none());
+    }
+
+    /// The key tells apart each of what it is made of, and is a hex SHA-256.
+    #[test]
+    fn a_key_is_one_clients_one_models_one_front() {
+        let (a, b) = (Owner::local(), Owner::for_token(b"b"));
+        let k = key_of(&a, "m", "d");
+        assert!(k.len() == 64 && k.bytes().all(|c| c.is_ascii_hexdigit()), "{k}");
+        assert_ne!(k, key_of(&b, "m", "d"));
+        assert_ne!(k, key_of(&a, "n", "d"));
+        assert_ne!(k, key_of(&a, "m", "e"));
+        assert_eq!(k, key_of(&a, "m", "d"));
+    }
 }
