@@ -687,6 +687,7 @@ async fn a_cap_that_fits_the_request_but_not_its_cache_sends_the_request_whole()
 /// The caches' create bodies and the requests naming a cache, as this binary sends them (a
 /// thread, an investigation, Vertex AI), held to google-genai's own types: the create body to
 /// `CreateCachedContentConfig` (and its converter), the request to `GenerateContentConfig`.
+#[cfg(unix)]
 pub(crate) fn hold_to_google_genai(fake: &FakeGemini, backend: &str) {
     let python = match crate::wire_schema::genai_python() {
         Ok(p) => p,
@@ -721,6 +722,10 @@ pub(crate) fn hold_to_google_genai(fake: &FakeGemini, backend: &str) {
         "{report}"
     );
 }
+
+/// google-genai's environment is a Linux one (`wire_schema`).
+#[cfg(not(unix))]
+pub(crate) fn hold_to_google_genai(_: &FakeGemini, _: &str) {}
 
 #[tokio::test]
 async fn what_we_send_for_caches_is_google_genais() {

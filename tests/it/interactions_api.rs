@@ -447,6 +447,7 @@ async fn googles_errors_over_the_interactions_api_are_retried_as_before() {
 
 /// Every body this binary sent the stand-in's Interactions API in the tests above' kinds of
 /// call, held to google-genai 3.3.0's `CreateModelInteraction` strictly (no field it lacks).
+#[cfg(unix)]
 #[tokio::test]
 async fn every_interactions_body_we_send_is_one_google_genai_knows() {
     let python = match crate::wire_schema::genai_python() {
