@@ -506,24 +506,9 @@ mod tests {
 
     fn request(contents: Vec<Message>) -> GenerateRequest {
         GenerateRequest {
-            model: crate::gemini::Catalogue::builtin(
-                "flash",
-                crate::gemini::prices::PriceList::at(
-                    crate::clock::Clock::on("2026-11-27").unwrap(),
-                ),
-            )
-            .resolve("flash")
-            .expect("flash resolves"),
             system_instruction: "You review code. ".repeat(20),
-            contents,
             thinking: ThinkingMode::Medium,
-            temperature: None,
-            response_schema: None,
-            web_search: false,
-            cache: None,
-            previous: None,
-        agent: None,
-            functions: None,
+            ..GenerateRequest::for_tests("flash", contents)
         }
     }
 

@@ -134,6 +134,30 @@ impl GenerateRequest {
     }
 }
 
+#[cfg(test)]
+impl GenerateRequest {
+    /// A request of `contents` to the built-in model `alias` (at the tests' date), with no
+    /// system instruction, thinking low, and nothing else asked.
+    pub(crate) fn for_tests(alias: &str, contents: Vec<Message>) -> GenerateRequest {
+        let prices = super::prices::PriceList::at(crate::clock::Clock::on("2026-11-27").unwrap());
+        GenerateRequest {
+            model: super::models::Catalogue::builtin(alias, prices)
+                .resolve(alias)
+                .expect("a built-in alias"),
+            system_instruction: String::new(),
+            contents,
+            thinking: ThinkingMode::Low,
+            temperature: None,
+            response_schema: None,
+            web_search: false,
+            cache: None,
+            previous: None,
+            agent: None,
+            functions: None,
+        }
+    }
+}
+
 /// Hex SHA-256 of `system` and `messages`, part by part, each length-prefixed: equal digests,
 /// equal bytes sent.
 pub fn messages_digest(system: &str, messages: &[Message]) -> String {

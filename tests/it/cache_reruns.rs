@@ -178,13 +178,7 @@ async fn a_review_re_run_over_an_unchanged_change_reads_one_cache() {
             .contains("second-version")
     );
 
-    let base = server.url().trim_end_matches("/mcp").to_string();
-    let scraped = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let scraped = server.metrics().await;
     for line in [
         "gemini_mcp_context_caches_total{outcome=\"made\"} 2",
         "gemini_mcp_context_caches_total{outcome=\"used\"} 3",

@@ -157,13 +157,7 @@ async fn a_thread_pays_once_for_its_front() {
     );
 
     // The metrics count the cache made once and used by the second and third turns.
-    let base = server.url().trim_end_matches("/mcp").to_string();
-    let scraped = reqwest::get(format!("{base}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let scraped = server.metrics().await;
     for line in [
         "gemini_mcp_context_caches_total{outcome=\"made\"} 1",
         "gemini_mcp_context_caches_total{outcome=\"used\"} 2",

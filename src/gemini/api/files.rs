@@ -267,33 +267,16 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::gemini::models::Catalogue;
-    use crate::gemini::{Message, Role, ThinkingMode};
+    use crate::gemini::{Message, Role};
 
     fn request(parts: Vec<Part>) -> GenerateRequest {
-        GenerateRequest {
-            model: Catalogue::builtin(
-                "pro",
-                crate::gemini::prices::PriceList::at(
-                    crate::clock::Clock::on("2026-11-27").unwrap(),
-                ),
-            )
-            .resolve("pro")
-            .unwrap(),
-            system_instruction: String::new(),
-            contents: vec![Message {
+        GenerateRequest::for_tests(
+            "pro",
+            vec![Message {
                 role: Role::User,
                 parts,
             }],
-            thinking: ThinkingMode::Low,
-            temperature: None,
-            response_schema: None,
-            web_search: false,
-            cache: None,
-            previous: None,
-        agent: None,
-            functions: None,
-        }
+        )
     }
 
     #[test]

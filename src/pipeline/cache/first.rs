@@ -213,28 +213,11 @@ pub(crate) fn divided(request: &GenerateRequest, at: usize) -> Option<GenerateRe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gemini::ThinkingMode;
 
     fn request(contents: Vec<Message>) -> GenerateRequest {
         GenerateRequest {
-            model: crate::gemini::Catalogue::builtin(
-                "flash",
-                crate::gemini::prices::PriceList::at(
-                    crate::clock::Clock::on("2026-11-27").unwrap(),
-                ),
-            )
-            .resolve("flash")
-            .expect("flash resolves"),
             system_instruction: "You review code.".into(),
-            contents,
-            thinking: ThinkingMode::Medium,
-            temperature: None,
-            response_schema: None,
-            web_search: false,
-            cache: None,
-            previous: None,
-            agent: None,
-            functions: None,
+            ..GenerateRequest::for_tests("flash", contents)
         }
     }
 

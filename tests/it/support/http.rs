@@ -99,14 +99,23 @@ impl HttpServer {
         })
     }
 
-    /// `http://127.0.0.1:<port>/mcp`
     /// The server's process id (for measurements).
     pub fn pid(&self) -> Option<u32> {
         self.child.id()
     }
 
+    /// `http://127.0.0.1:<port>/mcp`
     pub fn url(&self) -> String {
         format!("{}/mcp", self.base)
+    }
+
+    /// What `GET /metrics` answers now.
+    pub async fn metrics(&self) -> String {
+        let resp = reqwest::get(format!("{}/metrics", self.base))
+            .await
+            .expect("GET /metrics");
+        assert!(resp.status().is_success(), "{}", resp.status());
+        resp.text().await.unwrap()
     }
 
     /// Everything the server wrote on stderr so far.
