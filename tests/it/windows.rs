@@ -812,7 +812,15 @@ fn the_windows_build_ending_with_a_gemini_cli_call_in_flight_ends_the_cli_and_it
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let running = npm.processes();
+    // Wine shows a process's command line in /proc a moment after it starts, later still on
+    // loaded cores: the CLI and its helper are looked for until they show (the CLI works for a
+    // minute, so both run all that time).
+    let seen = Instant::now();
+    let mut running = npm.processes();
+    while running.len() < 2 && seen.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+        running = npm.processes();
+    }
     assert!(
         running.len() >= 2,
         "the CLI and its helper run: {running:?}"
