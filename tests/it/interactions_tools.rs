@@ -3,7 +3,7 @@
 //! the benchmark of server-side state and of a background run (BENCHMARKS.md § Interactions
 //! API). The transport's own cases: `interactions_api`.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::interactions_api::{Env, call, thread_of};
 use crate::support::fake_gemini::{InteractionOp, Script};
@@ -23,7 +23,7 @@ fn hold_to_google_genai(sent: &[crate::support::fake_gemini::Recorded]) {
             unreachable!("skip_when panics when the environment is required");
         }
     };
-    let records: Vec<Value> = sent
+    let records: Vec<serde_json::Value> = sent
         .iter()
         .map(|r| json!({"name": r.path, "interaction_create": r.body}))
         .collect();

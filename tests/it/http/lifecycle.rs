@@ -5,9 +5,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Env, TOKEN, continuation_id, succeeded, until};
+#[cfg(unix)]
+use super::continuation_id;
+use super::{Env, TOKEN, succeeded, until};
+#[cfg(unix)]
 use crate::support::fake_gemini::Script;
-use crate::support::http::{Raw, Style, result_text};
+use crate::support::http::Raw;
+#[cfg(unix)]
+use crate::support::http::{Style, result_text};
 use crate::support::mcp::KEY;
 use crate::support::redis::RedisServer;
 
