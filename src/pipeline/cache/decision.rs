@@ -74,4 +74,6 @@ pub(crate) enum Action {
 pub(crate) struct Found {
     pub(super) key: String,
     pub(super) at: usize,
+    /// What a cache of the head holds (`GenerateRequest::front_digest` of the divided request).
+    pub(super) digest: String,
 }

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::decision::{Action, Decision, Found, MARGIN, min_tokens};
 use crate::collector::tokens;
-use crate::gemini::{CacheUse, CallContext, GenerateRequest, Message, Part, Role};
+use crate::gemini::{CacheUse, CallContext, GenerateRequest, Message, Part};
 use crate::pipeline::meter::Meter;
 use crate::pipeline::services::Services;
 use crate::store::fronts::SeenFront;
@@ -44,10 +44,11 @@ pub(super) async fn decide(services: &Services, request: &GenerateRequest, head:
     if head.bytes == 0 || tokens < min_tokens(&request.model.id) {
         return Decision::nothing();
     }
-    let Some(divided) = divided(request, head.bytes) else {
+    let Some(text) = head_of(request, head.bytes) else {
         return Decision::nothing();
     };
-    let digest = divided.front_digest(1);
+    // What a cache of the divided request's head holds (`GenerateRequest::front_digest(1)`).
+    let digest = crate::gemini::messages_digest(&request.system_instruction, &[Message::user(text)]);
     let key = key_of(&head.owner, &request.model.id, &digest);
     let seen = match services.store.seen_front(&key).await {
         Ok(seen) => seen,
@@ -83,6 +84,7 @@ pub(super) async fn decide(services: &Services, request: &GenerateRequest, head:
         first: Some(Found {
             key,
             at: head.bytes,
+            digest,
         }),
     }
 }
@@ -92,15 +94,12 @@ pub(super) async fn decide(services: &Services, request: &GenerateRequest, head:
 /// the request names, to forget a cache Google lost ([`settled`]).
 pub(super) async fn attach(
     services: &Services,
-    request: GenerateRequest,
+    mut request: GenerateRequest,
     decision: Decision,
     meter: &Meter,
     ctx: &CallContext,
 ) -> (GenerateRequest, Option<String>) {
     let Some(found) = decision.first else {
-        return (request, None);
-    };
-    let Some(mut divided) = divided(&request, found.at) else {
         return (request, None);
     };
     match decision.action {
@@ -110,16 +109,21 @@ pub(super) async fn attach(
             (request, None)
         }
         Action::UseKept => match decision.usable {
-            Some(kept) => {
-                divided.cache = Some(CacheUse {
+            Some(kept) if divide(&mut request, found.at) => {
+                request.cache = Some(CacheUse {
                     name: kept.name,
                     covers: 1,
                 });
-                (divided, Some(found.key))
+                (request, Some(found.key))
             }
-            None => (request, None),
+            _ => (request, None),
         },
         Action::Make { tokens, ttl, .. } => {
+            // Divided for the cache's making; sent as one message, as before, if none is made.
+            let mut divided = request.clone();
+            if !divide(&mut divided, found.at) {
+                return (request, None);
+            }
             let now = now_ms();
             match meter
                 .make_cache(&services.gemini, &divided, 1, tokens, ttl, ctx)
@@ -130,7 +134,7 @@ pub(super) async fn attach(
                         name: made.name.clone(),
                         model: divided.model.id.clone(),
                         covers: 1,
-                        digest: divided.front_digest(1),
+                        digest: found.digest,
                         messages_digest: String::new(),
                         tokens: made.tokens.max(tokens),
                         expires_ms: now + ttl.as_millis() as u64,
@@ -184,35 +188,37 @@ fn key_of(owner: &Owner, model: &str, digest: &str) -> String {
     hex::encode(h.finalize())
 }
 
-/// `request` (a first call's: one message) with its new turn divided after its head's `at`
-/// bytes into two user messages, the head (files and diff) and the rest; `None` when it has no
-/// such head.
-pub(crate) fn divided(request: &GenerateRequest, at: usize) -> Option<GenerateRequest> {
+/// The head of `request`'s new turn, its first `at` bytes, when it is a first call's (one
+/// message) whose text divides there, before the rest.
+fn head_of(request: &GenerateRequest, at: usize) -> Option<&str> {
     let [only] = request.contents.as_slice() else {
         return None;
     };
     let Some(Part::Text(text)) = only.parts.first() else {
         return None;
     };
-    if at == 0 || at >= text.len() || !text.is_char_boundary(at) {
-        return None;
+    (at > 0 && at < text.len() && text.is_char_boundary(at)).then(|| &text[..at])
+}
+
+/// Divides `request`'s new turn after its head ([`head_of`]) into two user messages, the head
+/// (files and diff) and the rest; `false`, leaving it as it was, when it has no such head.
+fn divide(request: &mut GenerateRequest, at: usize) -> bool {
+    if head_of(request, at).is_none() {
+        return false;
     }
-    let mut rest = vec![Part::Text(text[at..].to_string())];
-    rest.extend(only.parts[1..].iter().cloned());
-    let mut out = request.clone();
-    out.contents = vec![
-        Message::user(&text[..at]),
-        Message {
-            role: Role::User,
-            parts: rest,
-        },
-    ];
-    Some(out)
+    let Some(Part::Text(text)) = request.contents[0].parts.first_mut() else {
+        return false;
+    };
+    let rest = text.split_off(at);
+    let head = std::mem::replace(text, rest);
+    request.contents.insert(0, Message::user(head));
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemini::Role;
 
     fn request(contents: Vec<Message>) -> GenerateRequest {
         GenerateRequest {
@@ -235,7 +241,8 @@ mod tests {
         };
         let req = request(vec![one.clone()]);
         let at = "HEAD é\n\n".len();
-        let d = divided(&req, at).expect("divided");
+        let mut d = req.clone();
+        assert!(divide(&mut d, at));
         assert_eq!(d.contents.len(), 2);
         assert_eq!(d.contents[0], Message::user("HEAD é\n\n"));
         assert_eq!(
@@ -243,11 +250,19 @@ mod tests {
             vec![Part::Text("request".into()), image]
         );
         assert_eq!(d.system_instruction, req.system_instruction);
-        assert!(divided(&req, "HEAD ".len() + 1).is_none(), "inside é");
-        assert!(divided(&req, 0).is_none());
-        assert!(divided(&req, "HEAD é\n\nrequest".len()).is_none());
-        let thread = request(vec![one.clone(), Message::model("answer"), one]);
-        assert!(divided(&thread, at).is_none());
+        // The digest the decision keys the front by is the divided request's own.
+        let digest = crate::gemini::messages_digest(
+            &req.system_instruction,
+            &[Message::user(head_of(&req, at).unwrap())],
+        );
+        assert_eq!(d.front_digest(1), digest);
+        for wrong in ["HEAD ".len() + 1, 0, "HEAD é\n\nrequest".len()] {
+            let mut same = req.clone();
+            assert!(!divide(&mut same, wrong), "{wrong}");
+            assert_eq!(same.contents, req.contents, "left as it was");
+        }
+        let mut thread = request(vec![one.clone(), Message::model("answer"), one]);
+        assert!(!divide(&mut thread, at));
     }
 
     /// The key tells apart each of what it is made of, and is a hex SHA-256.
