@@ -240,6 +240,58 @@ async fn a_cache_gone_at_google_costs_only_the_whole_request_and_the_setting_tur
     );
 }
 
+/// The cache of a re-run's front is made through the call's caps: a daily cap with room for the
+/// request but not for it and the cache sends the request whole and makes none; a cap of one
+/// token refuses the run before anything is sent.
+#[tokio::test]
+async fn the_caps_hold_a_fronts_cache_like_any_request() {
+    let env = Env::new();
+    let state = tempfile::tempdir().unwrap();
+    let dir = state.path().display().to_string();
+    let store = [
+        ("GEMINI_MCP_STORE", "embedded"),
+        ("GEMINI_MCP_STATE_DIR", dir.as_str()),
+    ];
+    {
+        let server = env.http(&store).await;
+        precommit(&Raw::new(&server.url()), 1).await;
+    }
+    let sent = env.generates().len();
+    let (spent, need) = {
+        let mut vars = store.to_vec();
+        vars.push(("GEMINI_MCP_DAILY_TOKENS", "1"));
+        let server = env.http(&vars).await;
+        let refused = Raw::new(&server.url())
+            .call(
+                2,
+                "precommit",
+                json!({"path": ".", "original_request": "Add the steps"}),
+            )
+            .await
+            .message;
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        crate::context_cache::refused_figures(&crate::support::http::result_text(&refused))
+    };
+    assert_eq!(env.generates().len(), sent, "a refused run sent something");
+    assert!(need > 10_000, "{need}");
+    assert_eq!(env.made(), 0);
+    // Room for the request, not for the request and a cache of its front.
+    let cap = (spent + need + need / 2).to_string();
+    let mut vars = store.to_vec();
+    vars.push(("GEMINI_MCP_DAILY_TOKENS", cap.as_str()));
+    let server = env.http(&vars).await;
+    precommit(&Raw::new(&server.url()), 3).await;
+    assert_eq!(env.made(), 0, "a cache the cap leaves no room for");
+    let last = env.generates().last().unwrap().body.clone();
+    assert!(last.get("cachedContent").is_none(), "{last}");
+    assert!(last.to_string().contains("first-version"), "sent whole");
+    assert_eq!(
+        last["contents"].as_array().unwrap().len(),
+        1,
+        "as one message"
+    );
+}
+
 #[tokio::test]
 async fn two_instances_on_one_redis_share_a_fronts_cache() {
     if crate::support::redis_missing() {

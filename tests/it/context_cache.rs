@@ -610,7 +610,7 @@ async fn bench_an_investigation_of_twenty_steps() {
 }
 
 /// The figures of a daily-token-cap refusal: tokens spent today, and the request's estimate.
-fn refused_figures(text: &str) -> (u64, u64) {
+pub(crate) fn refused_figures(text: &str) -> (u64, u64) {
     let number_before = |marker: &str| -> u64 {
         let head = &text[..text
             .find(marker)
